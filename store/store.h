@@ -1,0 +1,490 @@
+/*
+ * store.h: berth's durable state (jobs, the event log, job logs, tool state).
+ *
+ * The store knows no tools and no wire protocol. It is an interface with
+ * backends (SQLite embedded, PostgreSQL later): store.c dispatches through a
+ * table of backend operations, sqlite.c is the first backend.
+ *
+ * Threads. The store is created and used from one libuv loop thread (the
+ * "loop thread"). Reads (store_get, store_list, ...) run synchronously on the
+ * loop thread through a read-only connection of their own; in WAL mode they
+ * never wait behind a commit. Mutations are requests handed to one writer
+ * thread with store_submit(): requests gathered while a commit is under way
+ * are applied together in the next transaction (group commit). A request's
+ * done callback runs on the loop thread exactly once, only after the
+ * transaction that holds its change is durable (or failed and rolled back).
+ * Commits and their fsyncs never run on the loop thread.
+ *
+ * Errors are 0 or a negative errno-style code:
+ *   -ENOENT          no such job (STORE_ENOTFOUND)
+ *   STORE_ECONFLICT  the job's status did not allow the transition; nothing
+ *                    was changed and req->job holds the job as it is
+ *   -ENOSPC, -EIO, -EBUSY (database locked), -ENOMEM, -EROFS
+ *                    storage failure; the whole transaction was rolled back,
+ *                    so nothing of it was written
+ *   -EINVAL          a malformed request (a bug in the caller)
+ *
+ * Times are int64 milliseconds since the Unix epoch (UTC); 0 means "absent".
+ */
+#ifndef BERTH_STORE_H
+#define BERTH_STORE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#define STORE_ENOTFOUND (-ENOENT)
+#define STORE_ECONFLICT (-ESTALE)
+
+/* Job statuses, as PROTOCOL.md names them. The values are stable: they are
+ * also bit positions in a status mask (STORE_MASK). */
+enum store_status {
+	STORE_PENDING = 0,
+	STORE_AWAITING_APPROVAL,
+	STORE_RUNNING,
+	STORE_SUSPENDED,
+	STORE_COMPLETED,
+	STORE_FAILED,
+	STORE_TIMED_OUT,
+	STORE_DECLINED,
+	STORE_CANCELLED,
+	STORE_EXPIRED,
+	STORE_NSTATUS
+};
+
+#define STORE_MASK(s) (1u << (s))
+#define STORE_MASK_TERMINAL                                                    \
+	(STORE_MASK(STORE_COMPLETED) | STORE_MASK(STORE_FAILED) |              \
+	 STORE_MASK(STORE_TIMED_OUT) | STORE_MASK(STORE_DECLINED) |            \
+	 STORE_MASK(STORE_CANCELLED) | STORE_MASK(STORE_EXPIRED))
+
+/* Event types, as PROTOCOL.md names them. */
+enum store_event_type {
+	STORE_EV_CREATED = 0,
+	STORE_EV_APPROVAL_REQUESTED,
+	STORE_EV_APPROVED,
+	STORE_EV_DECLINED,
+	STORE_EV_STARTED,
+	STORE_EV_SUSPENDED,
+	STORE_EV_RESUMED,
+	STORE_EV_RETRYING,
+	STORE_EV_COMPLETED,
+	STORE_EV_FAILED,
+	STORE_EV_TIMED_OUT,
+	STORE_EV_CANCELLED,
+	STORE_EV_EXPIRED,
+	STORE_NEVENT
+};
+
+/* store_status_name returns the protocol name of status s ("pending", ...),
+ * or NULL when s is out of range. store_status_parse returns the status
+ * named by name, or -1. The same pair exists for event types. */
+const char *store_status_name(int s);
+int store_status_parse(const char *name);
+bool store_status_terminal(int s);
+const char *store_event_name(int type);
+int store_event_parse(const char *name);
+
+enum store_decision {
+	STORE_DECISION_NONE = 0,
+	STORE_DECISION_APPROVED,
+	STORE_DECISION_DECLINED,
+};
+
+/*
+ * struct store_job is one job, every field of PROTOCOL.md's Job.
+ * Strings and json_t values are owned by the job: store_job_free releases
+ * them. NULL (or 0 for times) means absent.
+ *
+ * attempt is the 1-based number of the current try: 1 at creation, raised by
+ * one by each retry and by each recovery of an interrupted run. A failed try
+ * is retried while attempt <= max_retries.
+ */
+struct store_job {
+	char id[40]; /* UUIDv7, 36 characters and a NUL */
+	char *tool;
+	int status; /* enum store_status */
+	json_t *input;
+	json_t *request_context;
+	json_t *metadata;
+	char *run_id;
+	char *tool_call_id;
+	char *idempotency_key;
+	int priority; /* higher runs first */
+	int64_t run_at;
+	int attempt;
+	int max_retries;
+	int64_t timeout_ms;
+	int64_t expires_at; /* ttl of a suspended or awaiting_approval job */
+	int64_t ttl_ms;     /* the ttlMs the job was submitted with, 0 none */
+	json_t *output;
+	json_t *model_output;
+	json_t *error; /* {"message", "code"?, "data"?} */
+	json_t *suspend_payload;
+	json_t *resume_data;
+	json_t *checkpoint;
+	bool approval_required;
+	int decision; /* enum store_decision */
+	char *reason; /* the approve note or the decline reason */
+	int64_t decided_at;
+	json_t *progress; /* {"progress", "total"?, "message"?} */
+	char *retry_of;
+	int64_t created_at;
+	int64_t updated_at;
+	int64_t started_at;
+	int64_t finished_at;
+};
+
+/* store_job_free frees j and everything it owns; NULL is ignored. */
+void store_job_free(struct store_job *j);
+
+/* store_job_to_json returns a new reference to the Job object of
+ * PROTOCOL.md (the raw view: payloads as stored), with absent values
+ * omitted and times as ISO 8601 UTC strings with milliseconds; NULL only
+ * when out of memory. */
+json_t *store_job_to_json(const struct store_job *j);
+
+/* An event of the log. data is owned by the event. */
+struct store_event {
+	int64_t seq;
+	char job_id[40];
+	char *tool;
+	int type;   /* enum store_event_type */
+	int status; /* the job's status after the transition */
+	int64_t at;
+	json_t *data; /* display-transformed payload, or NULL */
+};
+
+/* store_event_finish frees what ev owns (not ev itself). */
+void store_event_finish(struct store_event *ev);
+
+/* store_event_to_json returns a new reference to the Event object of
+ * PROTOCOL.md. */
+json_t *store_event_to_json(const struct store_event *ev);
+
+/* A line of a job's log (jobs/logs). */
+struct store_log_line {
+	int64_t n; /* 1-based per job, grows by one per line */
+	int64_t at;
+	char *level;
+	char *message;
+	json_t *data; /* or NULL */
+};
+void store_log_line_finish(struct store_log_line *l);
+
+/* store_format_time writes t as "YYYY-MM-DDTHH:MM:SS.mmmZ" into buf (at
+ * least 32 bytes) and returns buf. store_parse_time parses that form (and
+ * offsets such as +02:00, and no fraction); returns 0 or -EINVAL. */
+char *store_format_time(int64_t t, char buf[32]);
+int store_parse_time(const char *s, int64_t *t);
+
+/* store_now returns the wall-clock time in milliseconds since the epoch. */
+int64_t store_now(void);
+
+/* store_uuid7 writes a new UUIDv7 (time-ordered, 74 random bits from the
+ * kernel's CSPRNG) as 36 characters and a NUL into out. */
+void store_uuid7(char out[40]);
+
+/* ---- opening ---------------------------------------------------------- */
+
+enum store_durability {
+	STORE_DURABILITY_FULL = 0, /* synchronous=FULL: survives power loss */
+	STORE_DURABILITY_NORMAL,   /* synchronous=NORMAL: survives a crash */
+};
+
+struct store_config {
+	const char *path; /* a SQLite file path (or postgres:// URL later) */
+	int durability;   /* enum store_durability */
+	/* Most requests applied in one transaction; 0 means the default
+	 * (1024). 1 turns group commit off (one transaction per request), for
+	 * the benchmark's comparison. */
+	int max_batch;
+	int busy_timeout_ms; /* 0: default 5000 */
+};
+
+struct store;
+
+/*
+ * store_open opens (creating if needed) and migrates the database, takes
+ * the one-daemon lock (a lock file PATH.lock holding the holder's pid) and
+ * starts the writer thread. Returns 0 and sets *out, or a negative code
+ * and sets *errmsg to a malloc'd sentence for a person (for example "the
+ * database ./berth.db is in use by berthd pid 4242", "the database was
+ * written by a newer berth (schema version 7, this binary knows 3)").
+ */
+int store_open(uv_loop_t *loop, const struct store_config *cfg,
+	       struct store **out, char **errmsg);
+
+/*
+ * store_close stops taking requests, lets the writer finish and commit what
+ * it holds (their callbacks run), joins it, closes the databases and the
+ * lock, then calls done(arg) on the loop thread. The store is freed after
+ * done returns. Requests submitted after store_close fail with -ESHUTDOWN.
+ */
+void store_close(struct store *st, void (*done)(void *arg), void *arg);
+
+/* store_durability_name returns "full" or "normal"; store_path returns
+ * the path or URL it was opened with (borrowed). */
+const char *store_durability_name(const struct store *st);
+const char *store_path(const struct store *st);
+
+/* ---- event listeners -------------------------------------------------- */
+
+/*
+ * store_add_listener registers fn to be called on the loop thread for every
+ * event, in seq order, once the transaction that appended it is durable,
+ * before the done callbacks of that transaction's requests run. ev is
+ * borrowed for the call. Returns 0 or -ENOMEM. Listeners are called in the
+ * order they were added.
+ */
+typedef void (*store_listener_fn)(void *arg, const struct store_event *ev);
+int store_add_listener(struct store *st, store_listener_fn fn, void *arg);
+void store_remove_listener(struct store *st, store_listener_fn fn, void *arg);
+
+/* ---- mutations -------------------------------------------------------- */
+
+enum store_op {
+	STORE_OP_CREATE = 1,
+	STORE_OP_TRANSITION,
+	STORE_OP_CLAIM,
+	STORE_OP_CHECKPOINT,
+	STORE_OP_PROGRESS,
+	STORE_OP_LOG,
+	STORE_OP_EXPIRE,
+	STORE_OP_TOOL_PAUSE,
+	STORE_OP_PRUNE,
+};
+
+/* Which fields a transition writes (struct store_transition.set). */
+enum {
+	STORE_SET_RUN_AT = 1u << 0,
+	STORE_SET_ATTEMPT = 1u << 1,
+	STORE_SET_OUTPUT = 1u << 2,       /* output and model_output */
+	STORE_SET_ERROR = 1u << 3,
+	STORE_SET_SUSPEND = 1u << 4,      /* suspend_payload */
+	STORE_SET_RESUME = 1u << 5,       /* resume_data */
+	STORE_SET_CHECKPOINT = 1u << 6,
+	STORE_SET_DECISION = 1u << 7,     /* decision, reason, decided_at=now */
+	STORE_SET_STARTED = 1u << 8,      /* started_at = now */
+	STORE_SET_FINISHED = 1u << 9,     /* finished_at = now */
+	STORE_SET_EXPIRES_AT = 1u << 10,
+	STORE_SET_PROGRESS = 1u << 11,
+};
+
+/* A transition: a compare-and-set on the job's status, committed with
+ * one event. json_t and string fields are borrowed until the done callback
+ * has run. A field is written only when its bit is in set; a NULL json_t
+ * with its bit set clears the column. Transitions to a terminal status set
+ * finished_at whether or not STORE_SET_FINISHED is given. */
+struct store_transition {
+	char job_id[40];
+	unsigned from_mask; /* statuses the job may be in; STORE_MASK(...) */
+	int to;             /* enum store_status */
+	int event;          /* enum store_event_type, appended with the change */
+	json_t *event_data; /* the event's data (display view), or NULL */
+	unsigned set;       /* STORE_SET_* */
+	int64_t run_at;
+	int attempt;
+	json_t *output;
+	json_t *model_output;
+	json_t *error;
+	json_t *suspend_payload;
+	json_t *resume_data;
+	json_t *checkpoint;
+	int decision;
+	const char *reason;
+	int64_t expires_at;
+	json_t *progress;
+};
+
+/* A claim: moves up to limit runnable jobs (status pending, run_at <= now,
+ * tool not paused) to running, highest priority first, then earliest
+ * run_at, then smallest id, setting started_at and appending a "started"
+ * event for each, in one transaction. caps bounds how many jobs of a tool
+ * may be claimed (tools not in caps are bounded by limit alone); a cap of
+ * 0 skips the tool. */
+struct store_cap {
+	const char *tool;
+	int remaining;
+};
+
+/*
+ * struct store_req is one mutation. The caller allocates it (embedding it
+ * in its own struct is the intended use), fills op and the matching part,
+ * sets done, and hands it to store_submit. The store owns nothing in it:
+ * after done has run, the caller frees what it put in and what the store
+ * put out (job, jobs, with store_job_free).
+ */
+struct store_req {
+	int op; /* enum store_op */
+	void (*done)(struct store_req *req, int rc);
+	void *data; /* the caller's */
+
+	union {
+		/* STORE_OP_CREATE. job holds the new job: the caller fills
+		 * every field it has (tool, status PENDING or
+		 * AWAITING_APPROVAL, input, ...); an empty id gets a fresh
+		 * UUIDv7; created_at/updated_at are stamped by the store. The
+		 * "created" event (with event_data) is appended, and when
+		 * the status is AWAITING_APPROVAL an "approval_requested"
+		 * event too. When (tool, idempotency_key) already names a
+		 * job, nothing is written, existed is set and out holds that
+		 * job. */
+		struct {
+			struct store_job *job; /* borrowed */
+			json_t *event_data;    /* borrowed */
+		} create;
+
+		struct store_transition transition;
+
+		struct {
+			int limit;
+			int64_t now;
+			const struct store_cap *caps;
+			size_t ncaps;
+		} claim;
+
+		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is
+		 * running (else STORE_ECONFLICT). No event. */
+		struct {
+			char job_id[40];
+			json_t *value;
+		} checkpoint;
+
+		/* STORE_OP_PROGRESS: sets progress of a running job. No
+		 * event. */
+		struct {
+			char job_id[40];
+			json_t *progress;
+		} progress;
+
+		/* STORE_OP_LOG: appends lines to a job's log; drops the
+		 * oldest beyond max_lines per job (0: keep all). */
+		struct {
+			char job_id[40];
+			const struct store_log_line *lines; /* n is assigned */
+			size_t nlines;
+			int64_t max_lines;
+		} log;
+
+		/* STORE_OP_EXPIRE: every suspended or awaiting_approval job
+		 * whose expires_at <= now becomes expired, with its event. */
+		struct {
+			int64_t now;
+		} expire;
+
+		/* STORE_OP_TOOL_PAUSE: the durable paused flag of a tool. */
+		struct {
+			const char *tool;
+			bool paused;
+		} pause;
+
+		/* STORE_OP_PRUNE: deletes terminal jobs finished before
+		 * `before`, with their events and logs. Never a non-terminal
+		 * job's events. seq values are never reused. */
+		struct {
+			int64_t before;
+		} prune;
+	} u;
+
+	/* Results, valid in done. */
+	struct store_job *job;    /* CREATE, TRANSITION (also on conflict) */
+	bool existed;             /* CREATE: the idempotency key was known */
+	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed */
+	size_t njobs;
+	int64_t count;            /* PRUNE: jobs deleted */
+
+	/* Private to the store. */
+	struct store_req *next_;
+};
+
+/*
+ * store_submit queues req for the writer. Returns 0, after which done will
+ * be called exactly once on the loop thread; or a negative code
+ * (-ESHUTDOWN, -EINVAL), in which case done is never called.
+ */
+int store_submit(struct store *st, struct store_req *req);
+
+/* store_req_finish frees the results the store put in req (job, jobs). */
+void store_req_finish(struct store_req *req);
+
+/* ---- reads (loop thread, never behind a commit) ----------------------- */
+
+/* store_get sets *out to a new job. Returns 0, -ENOENT or a storage
+ * error. */
+int store_get(struct store *st, const char *id, struct store_job **out);
+
+struct store_filter {
+	unsigned status_mask; /* 0: any */
+	const char *tool;     /* NULL: any */
+	const char *run_id;   /* NULL: any */
+};
+
+/*
+ * store_list returns jobs matching f, newest first (by id, which is
+ * time-ordered), at most limit of them, starting after the opaque cursor
+ * (NULL: from the newest). *next is a malloc'd cursor when more may
+ * follow, else NULL. Returns 0, -EINVAL for a cursor it did not make, or a
+ * storage error. The caller frees each job and the array.
+ */
+int store_list(struct store *st, const struct store_filter *f, int limit,
+	       const char *cursor, struct store_job ***jobs, size_t *n,
+	       char **next);
+
+/* store_events reads up to limit events with seq > after, oldest first,
+ * of one job when job_id is not NULL. The caller frees each event with
+ * store_event_finish and the array with free. */
+int store_events(struct store *st, int64_t after, const char *job_id,
+		 int limit, struct store_event **out, size_t *n);
+
+/* store_last_seq returns the highest seq ever committed (0 when none), as
+ * the read connection sees it. */
+int64_t store_last_seq(struct store *st);
+
+/* store_count_by_status fills counts[STORE_NSTATUS]. */
+int store_count_by_status(struct store *st, int64_t counts[STORE_NSTATUS]);
+
+/* store_logs reads up to limit log lines of a job with n > after. */
+int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
+	       struct store_log_line **out, size_t *n);
+
+/* store_tool_paused returns 1 when the tool is paused, 0 when not, or a
+ * negative code. */
+int store_tool_paused(struct store *st, const char *tool);
+
+/* store_next_run_at sets *at to the smallest run_at of a pending job of a
+ * tool that is not paused (0 when none). store_next_expiry sets *at to the
+ * smallest expires_at of a suspended or awaiting_approval job (0 when
+ * none). */
+int store_next_run_at(struct store *st, int64_t *at);
+int store_next_expiry(struct store *st, int64_t *at);
+
+/* ---- start-up --------------------------------------------------------- */
+
+/*
+ * store_recover is called once at start-up, before serving, on the loop
+ * thread (it commits synchronously). Every job found running is put back
+ * to pending with attempt raised by one and a "retrying" event whose data
+ * is {"reason": "interrupted"}, unless may_rerun(arg, tool) returns false
+ * or attempt > max_retries, in which case it becomes failed with error
+ * {"message": "interrupted by a restart of berthd ...", "code":
+ * "interrupted"} and a "failed" event. Returns the number of jobs recovered
+ * (>= 0) or a negative code.
+ */
+int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *tool),
+		  void *arg);
+
+/*
+ * store_requeue_running puts every running job back to pending without
+ * raising attempt (a clean shutdown, which uses up no retry), with a
+ * "retrying" event whose data is {"reason": "shutdown"}. Synchronous, for
+ * the end of a clean shutdown after running work was stopped. Returns the
+ * number of jobs or a negative code.
+ */
+int store_requeue_running(struct store *st);
+
+#endif
