@@ -1,0 +1,53 @@
+/*
+ * api.h: the socket server of PROTOCOL.md (JSON-RPC 2.0, one message per
+ * line) over a Unix socket and optional loopback TCP, and the MCP methods
+ * on the same connections.
+ *
+ * The api owns connections, framing, limits, the method table and its
+ * params checks, long-poll waits and subscriptions. It turns requests into
+ * worker and store calls and their results into replies; it holds no job
+ * state of its own that is not also in the store.
+ */
+#ifndef BERTH_API_H
+#define BERTH_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "store/store.h"
+#include "worker/worker.h"
+
+struct api_config {
+	const char *socket_path; /* NULL: $XDG_RUNTIME_DIR/berth/berth.sock,
+				    else ./berth.sock */
+	const char *listen;      /* "HOST:PORT" for TCP, or NULL */
+	const char *token_file;  /* required with listen */
+	const uid_t *allow_uids; /* besides the daemon's own user and root */
+	size_t nallow_uids;
+	size_t max_line;         /* 0: 16 MiB */
+	int max_depth;           /* 0: 64 */
+	int max_connections;     /* 0: 16384 */
+	int max_inflight;        /* unanswered requests per connection; 0: 1024 */
+	size_t max_outbuf;       /* unread replies per connection; 0: 64 MiB */
+};
+
+struct api;
+
+/* api_start binds the sockets and starts serving. Returns 0 and sets *out,
+ * or a negative code with *errmsg (malloc'd): a live socket in the way, a
+ * bad --listen address, an unreadable token file. */
+int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
+	      const struct api_config *cfg, struct api **out, char **errmsg);
+
+/* api_socket_path returns the Unix socket path in use (borrowed). */
+const char *api_socket_path(const struct api *a);
+
+/* api_stop closes the listeners and every connection, unlinks the socket,
+ * and calls done(arg) once all handles are closed; the api is freed after
+ * done returns. */
+void api_stop(struct api *a, void (*done)(void *arg), void *arg);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * worker.h: the tool registry, the scheduler and the pool that runs tools
+ * as durable jobs (DESIGN.md, "Job lifecycle").
+ *
+ * The worker knows no wire protocol: the api turns requests into the calls
+ * below and their results into replies. Everything here runs on the loop
+ * thread. Operations that change a job are asynchronous: their callback
+ * runs exactly once on the loop thread, after the change is durable in the
+ * store, or with an error when nothing was changed. When an operation
+ * returns an error itself, its callback is never called (as in libuv).
+ */
+#ifndef BERTH_WORKER_H
+#define BERTH_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "berth/berth.h"
+#include "store/store.h"
+
+/* Error classes of a result; the api maps each to one JSON-RPC code. */
+enum worker_errc {
+	WORKER_OK = 0,
+	WORKER_EINVAL,    /* bad params or a payload failing a schema */
+	WORKER_ENOTFOUND, /* no such job or tool */
+	WORKER_ECONFLICT, /* the job's status does not allow this */
+	WORKER_EOVERLOAD, /* a queue limit */
+	WORKER_ESTORAGE,  /* the store failed; nothing was changed */
+	WORKER_EINTERNAL,
+};
+
+/*
+ * struct worker_result is what an operation's callback receives; all of it
+ * is borrowed for the duration of the callback.
+ *   err      WORKER_OK or an error class
+ *   message  a sentence for a person when err != WORKER_OK
+ *   data     the error's data, or NULL: for WORKER_EINVAL from a schema
+ *            {"errors": [{instancePath, keyword, schemaPath, message}]};
+ *            for WORKER_ECONFLICT {"status"}; for WORKER_ENOTFOUND {"id"};
+ *            for WORKER_ESTORAGE {"sqlite": "..."}
+ *   job      the job after the change (or as it is, on a conflict), or
+ *            NULL
+ *   existed  jobs/submit: the idempotency key named an existing job
+ */
+struct worker_result {
+	int err;
+	const char *message;
+	json_t *data;
+	const struct store_job *job;
+	bool existed;
+};
+
+typedef void (*worker_cb)(void *arg, const struct worker_result *res);
+
+struct worker_config {
+	int workers;                 /* pool size; 0: 4 */
+	int64_t default_timeout_ms;  /* 0: 300000 */
+	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
+	int64_t shutdown_grace_ms;   /* running jobs at shutdown; 0: 10000 */
+	int64_t max_output_bytes;    /* external tool stdout; 0: 64 MiB */
+	int64_t max_log_bytes;       /* captured stderr per run; 0: 1 MiB */
+	int64_t max_log_lines;       /* kept per job; 0: 10000 */
+	int64_t retention_ms;        /* prune terminal jobs; 0: 7 days */
+};
+
+struct worker;
+struct worker_tool;
+
+/* worker_create returns a new worker over store (borrowed; it must outlive
+ * the worker) or NULL when out of memory. */
+struct worker *worker_create(uv_loop_t *loop, struct store *st,
+			     const struct worker_config *cfg);
+
+/* worker_add_tool registers a C tool (borrowed: it must outlive the
+ * worker). Returns 0, or -EINVAL with *errmsg (malloc'd) naming the tool
+ * and the field that is wrong (a duplicate id, a name MCP does not allow,
+ * a schema that does not compile, an input example that fails it). */
+int worker_add_tool(struct worker *w, const struct berth_tool *tool,
+		    char **errmsg);
+
+/* worker_load_dir registers every *.json manifest directly in dir as an
+ * external tool. Returns the number loaded, or -EINVAL with *errmsg naming
+ * the file and the field. */
+int worker_load_dir(struct worker *w, const char *dir, char **errmsg);
+
+/* worker_start runs the start-up recovery and starts scheduling. Returns 0
+ * or a negative code with *errmsg. */
+int worker_start(struct worker *w, char **errmsg);
+
+/* worker_shutdown stops claiming work, aborts running jobs (their
+ * processes get SIGTERM, then SIGKILL after the grace period), puts them
+ * back to pending without using up a retry, and calls done(arg) when no
+ * job is running any more. The store stays open. */
+void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg);
+
+/* worker_destroy frees the worker; only after worker_shutdown's done. */
+void worker_destroy(struct worker *w);
+
+/* ---- tools ------------------------------------------------------------ */
+
+size_t worker_tool_count(const struct worker *w);
+/* worker_tool_at returns the i-th tool in id order (borrowed). */
+const struct worker_tool *worker_tool_at(const struct worker *w, size_t i);
+/* worker_tool_find returns the tool named name (borrowed) or NULL. */
+const struct worker_tool *worker_tool_find(const struct worker *w,
+					   const char *name);
+const char *worker_tool_name(const struct worker_tool *t);
+
+/* worker_tool_to_json returns a new reference to the Tool object of
+ * PROTOCOL.md (MCP fields and berth's own, paused included). */
+json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t);
+
+enum worker_schema_kind {
+	WORKER_SCHEMA_INPUT = 0,
+	WORKER_SCHEMA_OUTPUT,
+	WORKER_SCHEMA_SUSPEND,
+	WORKER_SCHEMA_RESUME,
+	WORKER_SCHEMA_REQUEST_CONTEXT,
+};
+
+/* worker_tool_schema returns the tool's schema document of that kind
+ * (borrowed), or NULL when it has none. */
+const json_t *worker_tool_schema(const struct worker_tool *t, int kind);
+
+/* ---- views ------------------------------------------------------------ */
+
+enum worker_view {
+	WORKER_VIEW_RAW = 0,
+	WORKER_VIEW_DISPLAY,
+	WORKER_VIEW_TRANSCRIPT,
+};
+
+/* worker_job_to_json returns a new reference to the Job object of j in the
+ * view asked for: payloads as stored (raw), or passed through the tool's
+ * display or transcript transform. */
+json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
+			   int view);
+
+/* ---- operations ------------------------------------------------------- */
+
+/* Params of jobs/submit. json_t values and strings are borrowed until the
+ * callback has run. Zero/NULL means "not given". */
+struct worker_submit {
+	const char *tool;
+	json_t *input;
+	json_t *request_context;
+	json_t *metadata;
+	const char *run_id;
+	const char *tool_call_id;
+	const char *idempotency_key;
+	bool has_priority;
+	int priority;
+	int64_t run_at;      /* absolute ms; 0: now */
+	int64_t timeout_ms;  /* 0: the tool's, else the daemon default */
+	bool has_max_retries;
+	int max_retries;
+	int64_t ttl_ms;      /* 0: none */
+	const char *retry_of;
+};
+
+/* worker_submit validates the tool and the input before anything is
+ * stored: an unknown tool is WORKER_ENOTFOUND, input failing the schema
+ * WORKER_EINVAL with the schema errors, and no job exists. The job is
+ * pending, or awaiting_approval when the tool requires approval. */
+int worker_submit(struct worker *w, const struct worker_submit *p,
+		  worker_cb cb, void *arg);
+
+/* worker_resume validates resume_data (borrowed) against the tool's
+ * resume schema (WORKER_EINVAL, the job stays suspended) and queues the
+ * suspended job to run again from the top with it. */
+int worker_resume(struct worker *w, const char *id, json_t *resume_data,
+		  worker_cb cb, void *arg);
+
+/* worker_approve and worker_decline answer a job awaiting approval; a
+ * declined job never runs. note and reason may be NULL. */
+int worker_approve(struct worker *w, const char *id, const char *note,
+		   worker_cb cb, void *arg);
+int worker_decline(struct worker *w, const char *id, const char *reason,
+		   worker_cb cb, void *arg);
+
+/* worker_cancel cancels any non-terminal job; a running one gets its
+ * abort flag, its process is killed, and its late result is discarded. */
+int worker_cancel(struct worker *w, const char *id, const char *reason,
+		  worker_cb cb, void *arg);
+
+/* worker_retry creates a new job with the same tool, input and request
+ * context as a failed, timed_out or expired job, retry_of set to id. */
+int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg);
+
+/* worker_pause sets or clears a tool's durable paused flag. The result
+ * has no job. */
+int worker_pause(struct worker *w, const char *tool, bool paused,
+		 worker_cb cb, void *arg);
+
+/* ---- observation ------------------------------------------------------ */
+
+struct worker_stats {
+	int size; /* pool size */
+	int busy; /* jobs running now */
+};
+void worker_stats(const struct worker *w, struct worker_stats *out);
+
+/* worker_add_progress_listener registers fn for live progress of running
+ * jobs (not in the event log): progress is {"progress", "total"?,
+ * "message"?}, borrowed for the call. Returns 0 or -ENOMEM. */
+typedef void (*worker_progress_fn)(void *arg, const char *job_id,
+				   const char *tool, const json_t *progress);
+int worker_add_progress_listener(struct worker *w, worker_progress_fn fn,
+				 void *arg);
+
+#endif
