@@ -1,0 +1,47 @@
+/*
+ * harness.h: a real berthd for integration tests.
+ *
+ * harness_start makes a temporary directory, starts the berthd named by
+ * $BERTHD on DIR/berth.db and DIR/berth.sock with the example tools of
+ * $BERTH_EXAMPLES (unless extra_args names --tools itself... both are
+ * passed) and extra_args, and returns once the socket accepts. The tests'
+ * meson.build sets BERTHD, BERTH (the CLI) and BERTH_EXAMPLES.
+ */
+#ifndef BERTH_TESTS_HARNESS_H
+#define BERTH_TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "berth/client.h"
+
+struct harness {
+	char dir[256];
+	char db[320];
+	char socket[320];
+	char log[320];  /* berthd's stdout and stderr, appended */
+	pid_t pid;      /* 0 when not running */
+	const char *args[32]; /* extra args, copied pointers, NULL-ended */
+	bool no_examples; /* do not pass --tools $BERTH_EXAMPLES */
+};
+
+/* harness_start returns 0, or -1 after printing why (berthd's log too). */
+int harness_start(struct harness *h, const char *const *extra_args);
+/* harness_restart starts berthd again on the same directory and args. */
+int harness_restart(struct harness *h);
+/* harness_kill9 sends SIGKILL and reaps berthd; returns 0 or -1. */
+int harness_kill9(struct harness *h);
+/* harness_stop sends SIGTERM, waits up to 30 s, and returns berthd's exit
+ * status (or -1 if it had to be killed). */
+int harness_stop(struct harness *h);
+/* harness_cleanup stops berthd if running and removes the directory. */
+void harness_cleanup(struct harness *h);
+/* harness_connect returns a new client on the harness socket, or NULL. */
+struct berth_client *harness_connect(struct harness *h);
+/* harness_call calls method with params (stolen) and returns the result
+ * (new reference), failing the cmocka test on an error reply unless
+ * error is not NULL, in which case *error receives the error object. */
+json_t *harness_call(struct berth_client *c, const char *method,
+		     json_t *params, json_t **error);
+
+#endif
