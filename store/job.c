@@ -1,0 +1,423 @@
+/*
+ * job.c: the values of the store: names of statuses and event types, times,
+ * ids, and jobs and events as PROTOCOL.md's JSON objects.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "store/store_int.h"
+
+static const char *const status_names[STORE_NSTATUS] = {
+	[STORE_PENDING] = "pending",
+	[STORE_AWAITING_APPROVAL] = "awaiting_approval",
+	[STORE_RUNNING] = "running",
+	[STORE_SUSPENDED] = "suspended",
+	[STORE_COMPLETED] = "completed",
+	[STORE_FAILED] = "failed",
+	[STORE_TIMED_OUT] = "timed_out",
+	[STORE_DECLINED] = "declined",
+	[STORE_CANCELLED] = "cancelled",
+	[STORE_EXPIRED] = "expired",
+};
+
+static const char *const event_names[STORE_NEVENT] = {
+	[STORE_EV_CREATED] = "created",
+	[STORE_EV_APPROVAL_REQUESTED] = "approval_requested",
+	[STORE_EV_APPROVED] = "approved",
+	[STORE_EV_DECLINED] = "declined",
+	[STORE_EV_STARTED] = "started",
+	[STORE_EV_SUSPENDED] = "suspended",
+	[STORE_EV_RESUMED] = "resumed",
+	[STORE_EV_RETRYING] = "retrying",
+	[STORE_EV_COMPLETED] = "completed",
+	[STORE_EV_FAILED] = "failed",
+	[STORE_EV_TIMED_OUT] = "timed_out",
+	[STORE_EV_CANCELLED] = "cancelled",
+	[STORE_EV_EXPIRED] = "expired",
+};
+
+static int name_index(const char *const *names, int n, const char *name)
+{
+	if (name == NULL)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+const char *store_status_name(int s)
+{
+	return s >= 0 && s < STORE_NSTATUS ? status_names[s] : NULL;
+}
+
+int store_status_parse(const char *name)
+{
+	return name_index(status_names, STORE_NSTATUS, name);
+}
+
+bool store_status_terminal(int s)
+{
+	return s >= 0 && s < STORE_NSTATUS &&
+	       (STORE_MASK(s) & STORE_MASK_TERMINAL) != 0;
+}
+
+const char *store_event_name(int type)
+{
+	return type >= 0 && type < STORE_NEVENT ? event_names[type] : NULL;
+}
+
+int store_event_parse(const char *name)
+{
+	return name_index(event_names, STORE_NEVENT, name);
+}
+
+/* ---- times ------------------------------------------------------------- */
+
+int64_t store_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *store_format_time(int64_t t, char buf[32])
+{
+	/* Floor division, so that times before 1970 keep a positive
+	 * millisecond part. */
+	int64_t secs = t / 1000, ms = t % 1000;
+	if (ms < 0) {
+		ms += 1000;
+		secs -= 1;
+	}
+	time_t tt = (time_t)secs;
+	struct tm tm;
+	if (gmtime_r(&tt, &tm) == NULL) {
+		snprintf(buf, 32, "1970-01-01T00:00:00.000Z");
+		return buf;
+	}
+	snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (int)ms);
+	return buf;
+}
+
+/* digits reads exactly n decimal digits at *p into *v and advances *p. */
+static bool digits(const char **p, int n, int *v)
+{
+	int x = 0;
+	for (int i = 0; i < n; i++) {
+		char c = (*p)[i];
+		if (c < '0' || c > '9')
+			return false;
+		x = x * 10 + (c - '0');
+	}
+	*p += n;
+	*v = x;
+	return true;
+}
+
+int store_parse_time(const char *s, int64_t *t)
+{
+	int year, mon, day, hour, min, sec, ms = 0;
+	const char *p = s;
+
+	if (s == NULL || !digits(&p, 4, &year) || *p++ != '-' ||
+	    !digits(&p, 2, &mon) || *p++ != '-' || !digits(&p, 2, &day) ||
+	    (*p != 'T' && *p != 't') || !(++p, digits(&p, 2, &hour)) ||
+	    *p++ != ':' || !digits(&p, 2, &min) || *p++ != ':' ||
+	    !digits(&p, 2, &sec))
+		return -EINVAL;
+	if (*p == '.') {
+		int n = 0;
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		/* Keep milliseconds; finer digits are dropped. */
+		for (; *p >= '0' && *p <= '9'; p++, n++)
+			if (n < 3)
+				ms = ms * 10 + (*p - '0');
+		for (; n < 3; n++)
+			ms *= 10;
+	}
+	int offset = 0; /* minutes east of UTC */
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1, oh, om;
+		if (!digits(&p, 2, &oh))
+			return -EINVAL;
+		if (*p == ':')
+			p++;
+		if (!digits(&p, 2, &om) || oh > 23 || om > 59)
+			return -EINVAL;
+		offset = sign * (oh * 60 + om);
+	} else {
+		return -EINVAL;
+	}
+	if (*p != '\0' || mon < 1 || mon > 12 || day < 1 || day > 31 ||
+	    hour > 23 || min > 59 || sec > 60)
+		return -EINVAL;
+
+	struct tm tm = {
+		.tm_year = year - 1900,
+		.tm_mon = mon - 1,
+		.tm_mday = day,
+		.tm_hour = hour,
+		.tm_min = min,
+		.tm_sec = sec,
+	};
+	time_t secs = timegm(&tm);
+	/* timegm normalises 31 February into March: refuse such a date. */
+	if (tm.tm_mday != day)
+		return -EINVAL;
+	*t = ((int64_t)secs - (int64_t)offset * 60) * 1000 + ms;
+	return 0;
+}
+
+/* ---- ids --------------------------------------------------------------- */
+
+/* random_bytes fills buf from the kernel's CSPRNG (getrandom(2)). */
+static void random_bytes(unsigned char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t got = getrandom(buf, n, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			/* getrandom cannot fail on a kernel that has it
+			 * (3.17+) once asked for this little; fall back to
+			 * the device for a seccomp'd or ancient system. */
+			int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				got = read(fd, buf, n);
+				close(fd);
+			}
+			if (got <= 0)
+				return;
+		}
+		buf += got;
+		n -= (size_t)got;
+	}
+}
+
+void store_uuid7(char out[40])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char b[16];
+	uint64_t ms = (uint64_t)store_now();
+
+	for (int i = 0; i < 6; i++)
+		b[i] = (unsigned char)(ms >> (40 - 8 * i));
+	random_bytes(b + 6, 10);
+	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
+	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
+
+	char *p = out;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[b[i] >> 4];
+		*p++ = hex[b[i] & 15];
+	}
+	*p = '\0';
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+void store_job_free(struct store_job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->tool);
+	free(j->run_id);
+	free(j->tool_call_id);
+	free(j->idempotency_key);
+	free(j->reason);
+	free(j->retry_of);
+	json_decref(j->input);
+	json_decref(j->request_context);
+	json_decref(j->metadata);
+	json_decref(j->output);
+	json_decref(j->model_output);
+	json_decref(j->error);
+	json_decref(j->suspend_payload);
+	json_decref(j->resume_data);
+	json_decref(j->checkpoint);
+	json_decref(j->progress);
+	free(j);
+}
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	if (s == NULL)
+		return NULL;
+	char *d = strdup(s);
+	if (d == NULL)
+		*failed = true;
+	return d;
+}
+
+struct store_job *store__job_copy(const struct store_job *src)
+{
+	struct store_job *j = malloc(sizeof(*j));
+	if (j == NULL)
+		return NULL;
+	*j = *src;
+	bool failed = false;
+	j->tool = dup_or_null(src->tool, &failed);
+	j->run_id = dup_or_null(src->run_id, &failed);
+	j->tool_call_id = dup_or_null(src->tool_call_id, &failed);
+	j->idempotency_key = dup_or_null(src->idempotency_key, &failed);
+	j->reason = dup_or_null(src->reason, &failed);
+	j->retry_of = dup_or_null(src->retry_of, &failed);
+	json_incref(j->input);
+	json_incref(j->request_context);
+	json_incref(j->metadata);
+	json_incref(j->output);
+	json_incref(j->model_output);
+	json_incref(j->error);
+	json_incref(j->suspend_payload);
+	json_incref(j->resume_data);
+	json_incref(j->checkpoint);
+	json_incref(j->progress);
+	if (failed) {
+		store_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* set_* add a member to o when the value is present; they return false when
+ * out of memory. */
+static bool set_str(json_t *o, const char *key, const char *s)
+{
+	return s == NULL || json_object_set_new(o, key, json_string(s)) == 0;
+}
+
+static bool set_json(json_t *o, const char *key, json_t *v)
+{
+	return v == NULL || json_object_set(o, key, v) == 0;
+}
+
+static bool set_int(json_t *o, const char *key, int64_t v)
+{
+	return json_object_set_new(o, key, json_integer(v)) == 0;
+}
+
+static bool set_time(json_t *o, const char *key, int64_t t)
+{
+	char buf[32];
+	return t == 0 ||
+	       json_object_set_new(o, key,
+				   json_string(store_format_time(t, buf))) == 0;
+}
+
+static json_t *approval_to_json(const struct store_job *j)
+{
+	json_t *a = json_object();
+	if (a == NULL)
+		return NULL;
+	json_t *decision = j->decision == STORE_DECISION_APPROVED ? json_string("approved")
+			   : j->decision == STORE_DECISION_DECLINED ? json_string("declined")
+								    : json_null();
+	bool ok = json_object_set_new(a, "required",
+				      json_boolean(j->approval_required)) == 0 &&
+		  json_object_set_new(a, "decision", decision) == 0 &&
+		  set_str(a, "reason", j->reason) &&
+		  set_time(a, "decidedAt", j->decided_at);
+	if (!ok) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
+json_t *store_job_to_json(const struct store_job *j)
+{
+	json_t *o = json_object();
+	if (o == NULL)
+		return NULL;
+	/* "approval" is always there: required says whether the tool asked
+	 * for one, and decision is null until someone decided. */
+	bool ok = set_str(o, "id", j->id) && set_str(o, "tool", j->tool) &&
+		  set_str(o, "status", store_status_name(j->status)) &&
+		  set_json(o, "input", j->input) &&
+		  set_json(o, "requestContext", j->request_context) &&
+		  set_json(o, "metadata", j->metadata) &&
+		  set_str(o, "runId", j->run_id) &&
+		  set_str(o, "toolCallId", j->tool_call_id) &&
+		  set_str(o, "idempotencyKey", j->idempotency_key) &&
+		  set_int(o, "priority", j->priority) &&
+		  set_time(o, "runAt", j->run_at) &&
+		  set_int(o, "attempt", j->attempt) &&
+		  set_int(o, "maxRetries", j->max_retries) &&
+		  (j->timeout_ms == 0 || set_int(o, "timeoutMs", j->timeout_ms)) &&
+		  set_time(o, "expiresAt", j->expires_at) &&
+		  set_json(o, "output", j->output) &&
+		  set_json(o, "modelOutput", j->model_output) &&
+		  set_json(o, "error", j->error) &&
+		  set_json(o, "suspendPayload", j->suspend_payload) &&
+		  set_json(o, "resumeData", j->resume_data) &&
+		  set_json(o, "checkpoint", j->checkpoint) &&
+		  json_object_set_new(o, "approval", approval_to_json(j)) == 0 &&
+		  set_json(o, "progress", j->progress) &&
+		  set_str(o, "retryOf", j->retry_of) &&
+		  set_time(o, "createdAt", j->created_at) &&
+		  set_time(o, "updatedAt", j->updated_at) &&
+		  set_time(o, "startedAt", j->started_at) &&
+		  set_time(o, "finishedAt", j->finished_at);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- events and log lines ---------------------------------------------- */
+
+void store_event_finish(struct store_event *ev)
+{
+	if (ev == NULL)
+		return;
+	free(ev->tool);
+	json_decref(ev->data);
+	ev->tool = NULL;
+	ev->data = NULL;
+}
+
+json_t *store_event_to_json(const struct store_event *ev)
+{
+	json_t *o = json_object();
+	if (o == NULL)
+		return NULL;
+	bool ok = set_int(o, "seq", ev->seq) && set_str(o, "jobId", ev->job_id) &&
+		  set_str(o, "tool", ev->tool) &&
+		  set_str(o, "type", store_event_name(ev->type)) &&
+		  set_str(o, "status", store_status_name(ev->status)) &&
+		  set_time(o, "at", ev->at) && set_json(o, "data", ev->data);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+void store_log_line_finish(struct store_log_line *l)
+{
+	if (l == NULL)
+		return;
+	free(l->level);
+	free(l->message);
+	json_decref(l->data);
+	l->level = NULL;
+	l->message = NULL;
+	l->data = NULL;
+}

@@ -1,0 +1,132 @@
+/*
+ * migrate.c: applies the embedded migrations to a SQLite database.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store/migrate.h"
+
+int store__sqlite_error(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_RANGE:
+	case SQLITE_TOOBIG:
+		return -EINVAL;
+	default: /* IOERR, CORRUPT, NOTADB, CANTOPEN, PROTOCOL, ... */
+		return -EIO;
+	}
+}
+
+static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_msg(char **errmsg, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*errmsg);
+	*errmsg = s;
+}
+
+static int user_version(sqlite3 *db, int *version)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int(s, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* apply runs one migration and its version bump in one transaction.
+ * Returns a SQLite result code; on failure nothing of it stays and why is
+ * in why (read before the rollback, which would replace it). */
+static int apply(sqlite3 *db, const struct migration *m, char why[256])
+{
+	/* The version is an integer of ours, never a user string. */
+	char bump[64];
+	snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", m->version);
+
+	int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(why, 256, "%s", sqlite3_errmsg(db));
+		return rc;
+	}
+	rc = sqlite3_exec(db, m->sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, bump, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(why, 256, "%s", sqlite3_errmsg(db));
+		if (!sqlite3_get_autocommit(db))
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	return rc;
+}
+
+int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
+		   size_t n, char **errmsg)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].version != (int)i + 1) {
+			set_msg(errmsg, "migration %zu is numbered %d", i + 1,
+				m[i].version);
+			return -EINVAL;
+		}
+	}
+
+	int version = 0;
+	int rc = user_version(db, &version);
+	if (rc != SQLITE_OK) {
+		set_msg(errmsg, "cannot read the database %s: %s", path,
+			sqlite3_errmsg(db));
+		return store__sqlite_error(rc);
+	}
+	if (version < 0 || (size_t)version > n) {
+		set_msg(errmsg,
+			"the database %s was written by a newer berth (schema version %d, this binary knows %zu); it was left untouched",
+			path, version, n);
+		return -EPROTO;
+	}
+
+	for (size_t i = (size_t)version; i < n; i++) {
+		char why[256];
+		rc = apply(db, &m[i], why);
+		if (rc != SQLITE_OK) {
+			set_msg(errmsg,
+				"migration %04d_%s of the database %s failed and was rolled back: %s",
+				m[i].version, m[i].name, path, why);
+			return store__sqlite_error(rc);
+		}
+	}
+	return 0;
+}

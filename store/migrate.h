@@ -1,0 +1,30 @@
+/*
+ * migrate.h: the SQLite migration runner.
+ */
+#ifndef BERTH_STORE_MIGRATE_H
+#define BERTH_STORE_MIGRATE_H
+
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "migrations/migrations.h"
+
+/*
+ * store__migrate brings db up to the last of the n migrations m (numbered
+ * 1..n without gaps, as embed.py guarantees), tracked by PRAGMA
+ * user_version. Each pending migration and its user_version bump are one
+ * transaction, applied in order; a failing one is rolled back completely
+ * and the ones before it stay. A database whose version is newer than n is
+ * refused before anything is written to it. Returns 0; -EPROTO for a newer
+ * database; -EINVAL for a list with gaps; or a storage error. On failure
+ * *errmsg is a malloc'd sentence naming path.
+ */
+int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
+		   size_t n, char **errmsg);
+
+/* store__sqlite_error returns the negative errno code for a SQLite result
+ * code: -ENOSPC for SQLITE_FULL, -EIO, -EBUSY, -ENOMEM, -EROFS, ... */
+int store__sqlite_error(int rc);
+
+#endif

@@ -1,0 +1,1235 @@
+/*
+ * sqlite.c: the SQLite backend of the store.
+ *
+ * Two connections: the writer's, used only by the writer thread (after
+ * open), and the reader's, used only by the loop thread. Both run in WAL
+ * mode, so a read never waits behind a commit. Every statement is prepared
+ * once per connection (SQLITE_PREPARE_PERSISTENT) and kept in a table
+ * indexed by enum stmt_id; no SQL is ever built from a caller's string.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "migrations/migrations.h"
+#include "store/lock.h"
+#include "store/migrate.h"
+#include "store/store_int.h"
+
+/* The columns of a job, in the order row_job reads them and the insert
+ * binds them. */
+#define JOB_COLS                                                               \
+	"id, tool, status, input, request_context, metadata, run_id, "        \
+	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
+	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
+	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
+	"decision, reason, decided_at, progress, retry_of, created_at, "      \
+	"updated_at, started_at, finished_at"
+
+enum col {
+	C_ID,
+	C_TOOL,
+	C_STATUS,
+	C_INPUT,
+	C_REQUEST_CONTEXT,
+	C_METADATA,
+	C_RUN_ID,
+	C_TOOL_CALL_ID,
+	C_IDEMPOTENCY_KEY,
+	C_PRIORITY,
+	C_RUN_AT,
+	C_ATTEMPT,
+	C_MAX_RETRIES,
+	C_TIMEOUT_MS,
+	C_EXPIRES_AT,
+	C_TTL_MS,
+	C_OUTPUT,
+	C_MODEL_OUTPUT,
+	C_ERROR,
+	C_SUSPEND,
+	C_RESUME,
+	C_CHECKPOINT,
+	C_APPROVAL_REQUIRED,
+	C_DECISION,
+	C_REASON,
+	C_DECIDED_AT,
+	C_PROGRESS,
+	C_RETRY_OF,
+	C_CREATED_AT,
+	C_UPDATED_AT,
+	C_STARTED_AT,
+	C_FINISHED_AT,
+};
+
+enum stmt_id {
+	S_BEGIN,
+	S_COMMIT,
+	S_ROLLBACK,
+	S_JOB_BY_KEY,
+	S_JOB_INSERT,
+	S_EVENT_INSERT,
+	S_JOB_GET,
+	S_TRANSITION,
+	S_CLAIM_SCAN,
+	S_CLAIM_ONE,
+	S_CHECKPOINT,
+	S_PROGRESS,
+	S_JOB_EXISTS,
+	S_LOG_LAST,
+	S_LOG_INSERT,
+	S_LOG_TRIM,
+	S_EXPIRE_SCAN,
+	S_EXPIRE_ONE,
+	S_TOOL_PAUSE,
+	S_PRUNE,
+	S_LIST_ALL,
+	S_LIST_STATUS,
+	S_LIST_TOOL,
+	S_LIST_RUN,
+	S_RUNNING,
+	S_EVENTS,
+	S_EVENTS_JOB,
+	S_LAST_SEQ,
+	S_COUNT,
+	S_LOGS,
+	S_TOOL_PAUSED,
+	S_NEXT_RUN_AT,
+	S_NEXT_EXPIRY,
+	S_NSTMT
+};
+
+/* The residual filters of a listing: ?1 status mask (0: any), ?2 tool,
+ * ?3 run id, ?4 the id to list before, ?5 the limit. Each S_LIST_* leads
+ * with the one condition its index serves. */
+#define LIST_REST                                                              \
+	" id < ?4 AND (?1 = 0 OR ((1 << status) & ?1) != 0)"                   \
+	" AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR run_id = ?3)"        \
+	" ORDER BY id DESC LIMIT ?5"
+
+static const char *const sql_text[S_NSTMT] = {
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+	[S_JOB_BY_KEY] = "SELECT " JOB_COLS " FROM jobs"
+			 " WHERE tool = ?1 AND idempotency_key = ?2",
+	[S_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES (?1, ?2, ?3,"
+			 " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+			 " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
+			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
+	[S_EVENT_INSERT] = "INSERT INTO events (job_id, tool, type, status, at,"
+			   " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+	/* ?1 id, ?2 from mask, ?3 to, ?4 now, ?5 set, ?6 run_at,
+	 * ?7 attempt, ?8 output, ?9 model_output, ?10 error, ?11 suspend
+	 * payload, ?12 resume data, ?13 checkpoint, ?14 decision, ?15 reason,
+	 * ?16 expires_at, ?17 progress. The bits of ?5 are STORE_SET_*. A
+	 * job entering suspended or awaiting_approval without an explicit
+	 * expiry gets now + ttl_ms when it has a ttl. */
+	[S_TRANSITION] =
+		"UPDATE jobs SET status = ?3, updated_at = ?4,"
+		" run_at = CASE WHEN ?5 & 1 THEN ?6 ELSE run_at END,"
+		" attempt = CASE WHEN ?5 & 2 THEN ?7 ELSE attempt END,"
+		" output = CASE WHEN ?5 & 4 THEN ?8 ELSE output END,"
+		" model_output = CASE WHEN ?5 & 4 THEN ?9 ELSE model_output END,"
+		" error = CASE WHEN ?5 & 8 THEN ?10 ELSE error END,"
+		" suspend_payload = CASE WHEN ?5 & 16 THEN ?11"
+		"   ELSE suspend_payload END,"
+		" resume_data = CASE WHEN ?5 & 32 THEN ?12 ELSE resume_data END,"
+		" checkpoint = CASE WHEN ?5 & 64 THEN ?13 ELSE checkpoint END,"
+		" decision = CASE WHEN ?5 & 128 THEN ?14 ELSE decision END,"
+		" reason = CASE WHEN ?5 & 128 THEN ?15 ELSE reason END,"
+		" decided_at = CASE WHEN ?5 & 128 THEN ?4 ELSE decided_at END,"
+		" started_at = CASE WHEN ?5 & 256 THEN ?4 ELSE started_at END,"
+		" finished_at = CASE WHEN ?5 & 512 OR ?3 >= 4 THEN ?4"
+		"   ELSE finished_at END,"
+		" expires_at = CASE WHEN ?5 & 1024 THEN ?16"
+		"   WHEN ?3 IN (1, 3) AND ttl_ms > 0 THEN ?4 + ttl_ms"
+		"   ELSE expires_at END,"
+		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END"
+		" WHERE id = ?1 AND ((1 << status) & ?2) != 0"
+		" RETURNING " JOB_COLS,
+	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs"
+			 " WHERE status = 0 AND run_at <= ?1 AND NOT EXISTS"
+			 " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
+			 " ORDER BY priority DESC, run_at, id",
+	[S_CLAIM_ONE] = "UPDATE jobs SET status = 2, started_at = ?2,"
+			" updated_at = ?2 WHERE id = ?1 AND status = 0"
+			" RETURNING " JOB_COLS,
+	[S_CHECKPOINT] = "UPDATE jobs SET checkpoint = ?2, updated_at = ?3"
+			 " WHERE id = ?1 AND status = 2",
+	[S_PROGRESS] = "UPDATE jobs SET progress = ?2, updated_at = ?3"
+		       " WHERE id = ?1 AND status = 2",
+	[S_JOB_EXISTS] = "SELECT 1 FROM jobs WHERE id = ?1",
+	[S_LOG_LAST] = "SELECT max(n) FROM job_logs WHERE job_id = ?1",
+	[S_LOG_INSERT] = "INSERT INTO job_logs (job_id, n, at, level, message,"
+			 " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[S_LOG_TRIM] = "DELETE FROM job_logs WHERE job_id = ?1 AND n <= ?2",
+	[S_EXPIRE_SCAN] = "SELECT id FROM jobs WHERE status IN (1, 3)"
+			  " AND expires_at IS NOT NULL AND expires_at <= ?1"
+			  " ORDER BY expires_at",
+	[S_EXPIRE_ONE] = "UPDATE jobs SET status = 9, finished_at = ?2,"
+			 " updated_at = ?2 WHERE id = ?1 AND status IN (1, 3)"
+			 " RETURNING " JOB_COLS,
+	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
+			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+	/* Events and log lines go with their job (ON DELETE CASCADE). */
+	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < ?1",
+	[S_LIST_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE" LIST_REST,
+	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = ?6 AND"
+			  LIST_REST,
+	[S_LIST_TOOL] = "SELECT " JOB_COLS " FROM jobs WHERE tool = ?2 AND"
+			LIST_REST,
+	[S_LIST_RUN] = "SELECT " JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
+		       LIST_REST,
+	[S_RUNNING] = "SELECT " JOB_COLS " FROM jobs WHERE status = 2"
+		      " ORDER BY id",
+	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
+		     " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data"
+			 " FROM events WHERE job_id = ?3 AND seq > ?1"
+			 " ORDER BY seq LIMIT ?2",
+	/* sqlite_sequence remembers the highest seq even once it was
+	 * pruned. */
+	[S_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+	[S_COUNT] = "SELECT status, count(*) FROM jobs GROUP BY status",
+	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
+		   " WHERE job_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
+	[S_TOOL_PAUSED] = "SELECT paused FROM tools WHERE name = ?1",
+	[S_NEXT_RUN_AT] = "SELECT run_at FROM jobs WHERE status = 0 AND NOT EXISTS"
+			  " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
+			  " ORDER BY run_at LIMIT 1",
+	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs WHERE status IN (1, 3)"
+			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
+};
+
+struct conn {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[S_NSTMT];
+};
+
+struct sq {
+	struct conn w; /* the writer thread's */
+	struct conn r; /* the loop thread's, read only */
+	int lock_fd;   /* the one-daemon lock (lock.h) */
+};
+
+/* The list before-bound when there is no cursor: a BLOB sorts after every
+ * TEXT, so "id < X'FF'" holds for any id and still makes a range. */
+static const unsigned char list_top[1] = {0xff};
+
+static int err(int rc)
+{
+	return store__sqlite_error(rc);
+}
+
+/* get returns the prepared statement id of c, preparing it on first use,
+ * or NULL (an error of the connection). */
+static sqlite3_stmt *get(struct conn *c, enum stmt_id id)
+{
+	if (c->stmt[id] == NULL &&
+	    sqlite3_prepare_v3(c->db, sql_text[id], -1, SQLITE_PREPARE_PERSISTENT,
+			       &c->stmt[id], NULL) != SQLITE_OK)
+		return NULL;
+	return c->stmt[id];
+}
+
+/* prepare_error returns the code for a failed get. */
+static int prepare_error(struct conn *c)
+{
+	int rc = err(sqlite3_errcode(c->db));
+	return rc != 0 ? rc : -EIO;
+}
+
+/* done resets s for its next use and drops its bindings. */
+static void done(sqlite3_stmt *s)
+{
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+}
+
+/* run steps s to its end; returns 0 or a storage error. */
+static int run(sqlite3_stmt *s)
+{
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		;
+	done(s);
+	return rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+static void bind_str(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v != NULL)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* bind_time binds t, or NULL for 0 (absent). */
+static void bind_time(sqlite3_stmt *s, int i, int64_t t)
+{
+	if (t != 0)
+		sqlite3_bind_int64(s, i, t);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* ---- rows -------------------------------------------------------------- */
+
+static char *col_str(sqlite3_stmt *s, int i, bool *oom)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+	if (t == NULL)
+		return NULL;
+	char *d = strndup((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+	if (d == NULL)
+		*oom = true;
+	return d;
+}
+
+static json_t *col_json(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+	if (t == NULL)
+		return NULL;
+	return json_loadb(t, (size_t)sqlite3_column_bytes(s, i),
+			  JSON_DECODE_ANY, NULL);
+}
+
+/* row_job returns a new job from the JOB_COLS of the current row of s, or
+ * NULL when out of memory. */
+static struct store_job *row_job(sqlite3_stmt *s)
+{
+	struct store_job *j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return NULL;
+	bool oom = false;
+	const unsigned char *id = sqlite3_column_text(s, C_ID);
+	snprintf(j->id, sizeof(j->id), "%s", id ? (const char *)id : "");
+	j->tool = col_str(s, C_TOOL, &oom);
+	j->status = sqlite3_column_int(s, C_STATUS);
+	j->input = col_json(s, C_INPUT);
+	j->request_context = col_json(s, C_REQUEST_CONTEXT);
+	j->metadata = col_json(s, C_METADATA);
+	j->run_id = col_str(s, C_RUN_ID, &oom);
+	j->tool_call_id = col_str(s, C_TOOL_CALL_ID, &oom);
+	j->idempotency_key = col_str(s, C_IDEMPOTENCY_KEY, &oom);
+	j->priority = sqlite3_column_int(s, C_PRIORITY);
+	j->run_at = sqlite3_column_int64(s, C_RUN_AT);
+	j->attempt = sqlite3_column_int(s, C_ATTEMPT);
+	j->max_retries = sqlite3_column_int(s, C_MAX_RETRIES);
+	j->timeout_ms = sqlite3_column_int64(s, C_TIMEOUT_MS);
+	j->expires_at = sqlite3_column_int64(s, C_EXPIRES_AT);
+	j->ttl_ms = sqlite3_column_int64(s, C_TTL_MS);
+	j->output = col_json(s, C_OUTPUT);
+	j->model_output = col_json(s, C_MODEL_OUTPUT);
+	j->error = col_json(s, C_ERROR);
+	j->suspend_payload = col_json(s, C_SUSPEND);
+	j->resume_data = col_json(s, C_RESUME);
+	j->checkpoint = col_json(s, C_CHECKPOINT);
+	j->approval_required = sqlite3_column_int(s, C_APPROVAL_REQUIRED) != 0;
+	j->decision = sqlite3_column_int(s, C_DECISION);
+	j->reason = col_str(s, C_REASON, &oom);
+	j->decided_at = sqlite3_column_int64(s, C_DECIDED_AT);
+	j->progress = col_json(s, C_PROGRESS);
+	j->retry_of = col_str(s, C_RETRY_OF, &oom);
+	j->created_at = sqlite3_column_int64(s, C_CREATED_AT);
+	j->updated_at = sqlite3_column_int64(s, C_UPDATED_AT);
+	j->started_at = sqlite3_column_int64(s, C_STARTED_AT);
+	j->finished_at = sqlite3_column_int64(s, C_FINISHED_AT);
+	if (oom || j->tool == NULL) {
+		store_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* job_by_id reads the job id on c into *out (NULL when there is none).
+ * Returns 0 or a storage error. */
+static int job_by_id(struct conn *c, const char *id, struct store_job **out)
+{
+	sqlite3_stmt *s = get(c, S_JOB_GET);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, id);
+	int rc = sqlite3_step(s);
+	*out = NULL;
+	if (rc == SQLITE_ROW) {
+		*out = row_job(s);
+		done(s);
+		return *out != NULL ? 0 : -ENOMEM;
+	}
+	done(s);
+	return rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+/* ---- the writer's operations ------------------------------------------ */
+
+/* add_event appends an event row and records it in the batch. */
+static int add_event(struct conn *c, struct store__batch *b, const char *job_id,
+		     const char *tool, int type, int status, int64_t at,
+		     const char *text, json_t *data)
+{
+	sqlite3_stmt *s = get(c, S_EVENT_INSERT);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, job_id);
+	bind_str(s, 2, tool);
+	sqlite3_bind_int(s, 3, type);
+	sqlite3_bind_int(s, 4, status);
+	sqlite3_bind_int64(s, 5, at);
+	bind_str(s, 6, text);
+	int rc = run(s);
+	if (rc != 0)
+		return rc;
+	return store__batch_event(b, sqlite3_last_insert_rowid(c->db), job_id,
+				  tool, type, status, at, data);
+}
+
+/* conflict settles a request whose compare-and-set matched no row: the
+ * job is missing (STORE_ENOTFOUND) or in another status (STORE_ECONFLICT,
+ * with the job as it is in req->job). */
+static int conflict(struct conn *c, struct store__wreq *w, const char *id)
+{
+	struct store_job *j;
+	int rc = job_by_id(c, id, &j);
+	if (rc != 0)
+		return rc;
+	w->req->job = j;
+	w->rc = j != NULL ? STORE_ECONFLICT : STORE_ENOTFOUND;
+	return 0;
+}
+
+static int do_create(struct conn *c, struct store__wreq *w,
+		     struct store__batch *b)
+{
+	struct store_req *req = w->req;
+	const struct store_job *j = req->u.create.job;
+	sqlite3_stmt *s;
+	int rc;
+
+	if (j->idempotency_key != NULL) {
+		if ((s = get(c, S_JOB_BY_KEY)) == NULL)
+			return prepare_error(c);
+		bind_str(s, 1, j->tool);
+		bind_str(s, 2, j->idempotency_key);
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			req->job = row_job(s);
+			done(s);
+			if (req->job == NULL)
+				return -ENOMEM;
+			req->existed = true;
+			w->rc = 0;
+			return 0;
+		}
+		done(s);
+		if (rc != SQLITE_DONE)
+			return err(rc);
+	}
+
+	if ((s = get(c, S_JOB_INSERT)) == NULL)
+		return prepare_error(c);
+	char **t = w->text;
+	bind_str(s, 1 + C_ID, j->id);
+	bind_str(s, 1 + C_TOOL, j->tool);
+	sqlite3_bind_int(s, 1 + C_STATUS, j->status);
+	bind_str(s, 1 + C_INPUT, t[STORE__T_INPUT]);
+	bind_str(s, 1 + C_REQUEST_CONTEXT, t[STORE__T_REQUEST_CONTEXT]);
+	bind_str(s, 1 + C_METADATA, t[STORE__T_METADATA]);
+	bind_str(s, 1 + C_RUN_ID, j->run_id);
+	bind_str(s, 1 + C_TOOL_CALL_ID, j->tool_call_id);
+	bind_str(s, 1 + C_IDEMPOTENCY_KEY, j->idempotency_key);
+	sqlite3_bind_int(s, 1 + C_PRIORITY, j->priority);
+	sqlite3_bind_int64(s, 1 + C_RUN_AT, w->run_at);
+	sqlite3_bind_int(s, 1 + C_ATTEMPT, j->attempt > 0 ? j->attempt : 1);
+	sqlite3_bind_int(s, 1 + C_MAX_RETRIES, j->max_retries);
+	bind_time(s, 1 + C_TIMEOUT_MS, j->timeout_ms);
+	bind_time(s, 1 + C_EXPIRES_AT, w->expires_at);
+	bind_time(s, 1 + C_TTL_MS, j->ttl_ms);
+	bind_str(s, 1 + C_OUTPUT, t[STORE__T_OUTPUT]);
+	bind_str(s, 1 + C_MODEL_OUTPUT, t[STORE__T_MODEL_OUTPUT]);
+	bind_str(s, 1 + C_ERROR, t[STORE__T_ERROR]);
+	bind_str(s, 1 + C_SUSPEND, t[STORE__T_SUSPEND]);
+	bind_str(s, 1 + C_RESUME, t[STORE__T_RESUME]);
+	bind_str(s, 1 + C_CHECKPOINT, t[STORE__T_CHECKPOINT]);
+	sqlite3_bind_int(s, 1 + C_APPROVAL_REQUIRED, j->approval_required);
+	sqlite3_bind_int(s, 1 + C_DECISION, j->decision);
+	bind_str(s, 1 + C_REASON, j->reason);
+	bind_time(s, 1 + C_DECIDED_AT, j->decided_at);
+	bind_str(s, 1 + C_PROGRESS, t[STORE__T_PROGRESS]);
+	bind_str(s, 1 + C_RETRY_OF, j->retry_of);
+	sqlite3_bind_int64(s, 1 + C_CREATED_AT, w->created_at);
+	sqlite3_bind_int64(s, 1 + C_UPDATED_AT, w->created_at);
+	bind_time(s, 1 + C_STARTED_AT, j->started_at);
+	bind_time(s, 1 + C_FINISHED_AT, j->finished_at);
+	rc = sqlite3_step(s);
+	done(s);
+	if (rc != SQLITE_DONE) {
+		/* A constraint failure (an id given twice) undid the one
+		 * statement and nothing else: a logical failure. */
+		if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+			w->rc = -EEXIST;
+			return 0;
+		}
+		return err(rc);
+	}
+
+	json_t *data = req->u.create.event_data;
+	rc = add_event(c, b, j->id, j->tool, STORE_EV_CREATED, j->status,
+		       w->created_at, t[STORE__T_EVENT], data);
+	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL)
+		rc = add_event(c, b, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
+			       j->status, w->created_at, t[STORE__T_EVENT], data);
+	w->rc = 0;
+	return rc;
+}
+
+static int do_transition(struct conn *c, struct store__wreq *w,
+			 struct store__batch *b)
+{
+	const struct store_transition *tr = &w->req->u.transition;
+	char **t = w->text;
+	int64_t now = store_now();
+	sqlite3_stmt *s = get(c, S_TRANSITION);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, tr->job_id);
+	sqlite3_bind_int64(s, 2, tr->from_mask);
+	sqlite3_bind_int(s, 3, tr->to);
+	sqlite3_bind_int64(s, 4, now);
+	sqlite3_bind_int64(s, 5, tr->set);
+	sqlite3_bind_int64(s, 6, tr->run_at != 0 ? tr->run_at : now);
+	sqlite3_bind_int(s, 7, tr->attempt);
+	bind_str(s, 8, t[STORE__T_OUTPUT]);
+	bind_str(s, 9, t[STORE__T_MODEL_OUTPUT]);
+	bind_str(s, 10, t[STORE__T_ERROR]);
+	bind_str(s, 11, t[STORE__T_SUSPEND]);
+	bind_str(s, 12, t[STORE__T_RESUME]);
+	bind_str(s, 13, t[STORE__T_CHECKPOINT]);
+	sqlite3_bind_int(s, 14, tr->decision);
+	bind_str(s, 15, tr->reason);
+	bind_time(s, 16, tr->expires_at);
+	bind_str(s, 17, t[STORE__T_PROGRESS]);
+
+	/* The change is made on the first step; the one row it returns
+	 * is the job as it is now. */
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE) {
+		done(s);
+		return conflict(c, w, tr->job_id);
+	}
+	if (rc != SQLITE_ROW) {
+		done(s);
+		return err(rc);
+	}
+	struct store_job *j = row_job(s);
+	done(s);
+	if (j == NULL)
+		return -ENOMEM;
+	w->req->job = j;
+	w->rc = 0;
+	return add_event(c, b, j->id, j->tool, tr->event, tr->to, now,
+			 t[STORE__T_EVENT], tr->event_data);
+}
+
+/* take_row moves the job of the first row of s, an UPDATE ... RETURNING of
+ * one job, into *out (NULL when no row matched) and appends its event. */
+static int take_row(struct conn *c, sqlite3_stmt *s, struct store__batch *b,
+		    int type, int64_t now, struct store_job **out)
+{
+	int rc = sqlite3_step(s);
+	*out = NULL;
+	if (rc == SQLITE_ROW) {
+		*out = row_job(s);
+		done(s);
+		if (*out == NULL)
+			return -ENOMEM;
+		return add_event(c, b, (*out)->id, (*out)->tool, type,
+				 (*out)->status, now, NULL, NULL);
+	}
+	done(s);
+	return rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+/* An id list collected by a scan before its rows are changed: SQLite does
+ * not promise what a scan sees of rows changed under it. */
+struct ids {
+	char (*v)[40];
+	size_t n, cap;
+};
+
+static int ids_push(struct ids *ids, const unsigned char *id)
+{
+	if (ids->n == ids->cap) {
+		size_t cap = ids->cap ? ids->cap * 2 : 16;
+		void *v = realloc(ids->v, cap * sizeof(*ids->v));
+		if (v == NULL)
+			return -ENOMEM;
+		ids->v = v;
+		ids->cap = cap;
+	}
+	snprintf(ids->v[ids->n++], 40, "%s", id ? (const char *)id : "");
+	return 0;
+}
+
+/* change_each runs the one-job update stmt for every id, collecting the
+ * jobs changed into req->jobs with an event of type each. */
+static int change_each(struct conn *c, struct store__wreq *w,
+		       struct store__batch *b, const struct ids *ids,
+		       enum stmt_id stmt, int type)
+{
+	struct store_req *req = w->req;
+	int64_t now = store_now();
+	w->rc = 0;
+	if (ids->n == 0)
+		return 0;
+	req->jobs = calloc(ids->n, sizeof(*req->jobs));
+	if (req->jobs == NULL)
+		return -ENOMEM;
+	sqlite3_stmt *s = get(c, stmt);
+	if (s == NULL)
+		return prepare_error(c);
+	for (size_t i = 0; i < ids->n; i++) {
+		bind_str(s, 1, ids->v[i]);
+		sqlite3_bind_int64(s, 2, now);
+		struct store_job *j;
+		int rc = take_row(c, s, b, type, now, &j);
+		if (rc != 0)
+			return rc;
+		if (j != NULL)
+			req->jobs[req->njobs++] = j;
+	}
+	return 0;
+}
+
+static int do_claim(struct conn *c, struct store__wreq *w,
+		    struct store__batch *b)
+{
+	const struct store_req *req = w->req;
+	int limit = req->u.claim.limit;
+	size_t ncaps = req->u.claim.ncaps;
+	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
+	struct ids ids = {0};
+	int rc = 0;
+
+	w->rc = 0;
+	if (limit <= 0)
+		return 0;
+	int *left = calloc(ncaps + 1, sizeof(*left));
+	if (left == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < ncaps; i++)
+		left[i] = req->u.claim.caps[i].remaining;
+
+	sqlite3_stmt *s = get(c, S_CLAIM_SCAN);
+	if (s == NULL) {
+		free(left);
+		return prepare_error(c);
+	}
+	sqlite3_bind_int64(s, 1, now);
+	while (ids.n < (size_t)limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *tool = (const char *)sqlite3_column_text(s, 1);
+		size_t k = 0;
+		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
+			k++;
+		if (k < ncaps && left[k] <= 0)
+			continue;
+		if (k < ncaps)
+			left[k]--;
+		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
+			break;
+	}
+	done(s);
+	free(left);
+	if (rc < 0 || (rc != 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)) {
+		free(ids.v);
+		return rc < 0 ? rc : err(rc);
+	}
+	rc = change_each(c, w, b, &ids, S_CLAIM_ONE, STORE_EV_STARTED);
+	free(ids.v);
+	return rc;
+}
+
+static int do_expire(struct conn *c, struct store__wreq *w,
+		     struct store__batch *b)
+{
+	struct ids ids = {0};
+	int rc = 0;
+	sqlite3_stmt *s = get(c, S_EXPIRE_SCAN);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, w->arg);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
+			break;
+	done(s);
+	if (rc != SQLITE_DONE) {
+		free(ids.v);
+		return rc < 0 ? rc : err(rc);
+	}
+	rc = change_each(c, w, b, &ids, S_EXPIRE_ONE, STORE_EV_EXPIRED);
+	free(ids.v);
+	return rc;
+}
+
+/* set_running writes one JSON column of a running job (checkpoint or
+ * progress); no event. */
+static int set_running(struct conn *c, struct store__wreq *w, enum stmt_id stmt,
+		       const char *id, const char *text)
+{
+	sqlite3_stmt *s = get(c, stmt);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, id);
+	bind_str(s, 2, text);
+	sqlite3_bind_int64(s, 3, store_now());
+	int rc = run(s);
+	if (rc != 0)
+		return rc;
+	if (sqlite3_changes(c->db) == 0)
+		return conflict(c, w, id);
+	w->rc = 0;
+	return 0;
+}
+
+static int do_log(struct conn *c, struct store__wreq *w)
+{
+	const struct store_req *req = w->req;
+	const char *id = req->u.log.job_id;
+	sqlite3_stmt *s;
+	int rc;
+
+	/* Checked before writing, so that a missing job writes nothing. */
+	if ((s = get(c, S_JOB_EXISTS)) == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, id);
+	rc = sqlite3_step(s);
+	done(s);
+	if (rc == SQLITE_DONE) {
+		w->rc = STORE_ENOTFOUND;
+		return 0;
+	}
+	if (rc != SQLITE_ROW)
+		return err(rc);
+
+	if ((s = get(c, S_LOG_LAST)) == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, id);
+	rc = sqlite3_step(s);
+	int64_t n = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	done(s);
+	if (rc != SQLITE_ROW)
+		return err(rc);
+
+	if ((s = get(c, S_LOG_INSERT)) == NULL)
+		return prepare_error(c);
+	int64_t now = store_now();
+	for (size_t i = 0; i < req->u.log.nlines; i++) {
+		const struct store_log_line *l = &req->u.log.lines[i];
+		bind_str(s, 1, id);
+		sqlite3_bind_int64(s, 2, ++n);
+		sqlite3_bind_int64(s, 3, l->at != 0 ? l->at : now);
+		bind_str(s, 4, l->level != NULL ? l->level : "info");
+		bind_str(s, 5, l->message != NULL ? l->message : "");
+		bind_str(s, 6, w->line_data != NULL ? w->line_data[i] : NULL);
+		if ((rc = run(s)) != 0)
+			return rc;
+	}
+
+	if (req->u.log.max_lines > 0 && n > req->u.log.max_lines) {
+		if ((s = get(c, S_LOG_TRIM)) == NULL)
+			return prepare_error(c);
+		bind_str(s, 1, id);
+		sqlite3_bind_int64(s, 2, n - req->u.log.max_lines);
+		if ((rc = run(s)) != 0)
+			return rc;
+	}
+	w->rc = 0;
+	return 0;
+}
+
+static int do_pause(struct conn *c, struct store__wreq *w)
+{
+	sqlite3_stmt *s = get(c, S_TOOL_PAUSE);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, w->req->u.pause.tool);
+	sqlite3_bind_int(s, 2, w->req->u.pause.paused);
+	w->rc = 0;
+	return run(s);
+}
+
+static int do_prune(struct conn *c, struct store__wreq *w)
+{
+	sqlite3_stmt *s = get(c, S_PRUNE);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, w->req->u.prune.before);
+	int rc = run(s);
+	w->req->count = rc == 0 ? sqlite3_changes64(c->db) : 0;
+	w->rc = 0;
+	return rc;
+}
+
+/* do_max_pages is a test hook: it caps the database's size, the way a
+ * full disk would. The count is an integer, never a caller's string. */
+static int do_max_pages(struct conn *c, struct store__wreq *w)
+{
+	char sql[64];
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld",
+		 (long long)w->arg);
+	w->rc = 0;
+	return err(sqlite3_exec(c->db, sql, NULL, NULL, NULL));
+}
+
+static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
+{
+	struct conn *c = &((struct sq *)be)->w;
+	struct store_req *req = w->req;
+
+	switch (req->op) {
+	case STORE_OP_CREATE:
+		return do_create(c, w, b);
+	case STORE_OP_TRANSITION:
+		return do_transition(c, w, b);
+	case STORE_OP_CLAIM:
+		return do_claim(c, w, b);
+	case STORE_OP_CHECKPOINT:
+		return set_running(c, w, S_CHECKPOINT, req->u.checkpoint.job_id,
+				   w->text[STORE__T_CHECKPOINT]);
+	case STORE_OP_PROGRESS:
+		return set_running(c, w, S_PROGRESS, req->u.progress.job_id,
+				   w->text[STORE__T_PROGRESS]);
+	case STORE_OP_LOG:
+		return do_log(c, w);
+	case STORE_OP_EXPIRE:
+		return do_expire(c, w, b);
+	case STORE_OP_TOOL_PAUSE:
+		return do_pause(c, w);
+	case STORE_OP_PRUNE:
+		return do_prune(c, w);
+	case STORE__OP_MAX_PAGES:
+		return do_max_pages(c, w);
+	default:
+		w->rc = -EINVAL;
+		return 0;
+	}
+}
+
+static int tx(struct sq *q, enum stmt_id id)
+{
+	sqlite3_stmt *s = get(&q->w, id);
+	return s != NULL ? run(s) : prepare_error(&q->w);
+}
+
+static int sq_begin(void *be)
+{
+	return tx(be, S_BEGIN);
+}
+
+static int sq_commit(void *be)
+{
+	return tx(be, S_COMMIT);
+}
+
+static void sq_rollback(void *be)
+{
+	struct sq *q = be;
+	/* SQLite may have rolled back already (after SQLITE_FULL, IOERR,
+	 * NOMEM); a ROLLBACK outside a transaction would be an error. */
+	if (!sqlite3_get_autocommit(q->w.db))
+		tx(q, S_ROLLBACK);
+}
+
+/* ---- reads (loop thread) ----------------------------------------------- */
+
+static int sq_get(void *be, const char *id, struct store_job **out)
+{
+	int rc = job_by_id(&((struct sq *)be)->r, id, out);
+	if (rc == 0 && *out == NULL)
+		rc = STORE_ENOTFOUND;
+	return rc;
+}
+
+/* read_jobs collects the jobs of the rows of s, at most max of them. */
+static int read_jobs(sqlite3_stmt *s, size_t max, struct store_job ***jobs,
+		     size_t *n)
+{
+	struct store_job **v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+	while (cnt < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			void *nv = realloc(v, cap * sizeof(*v));
+			if (nv == NULL) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if ((v[cnt] = row_job(s)) == NULL) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		cnt++;
+	}
+	if (cnt == max)
+		rc = SQLITE_DONE;
+	done(s);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		for (size_t i = 0; i < cnt; i++)
+			store_job_free(v[i]);
+		free(v);
+		return err(rc);
+	}
+	*jobs = v;
+	*n = cnt;
+	return 0;
+}
+
+static int sq_list(void *be, const struct store_filter *f, int limit,
+		   const char *before_id, struct store_job ***jobs, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	unsigned mask = f != NULL ? f->status_mask : 0;
+	const char *tool = f != NULL ? f->tool : NULL;
+	const char *run_id = f != NULL ? f->run_id : NULL;
+	enum stmt_id id = S_LIST_ALL;
+
+	/* Lead with the index that narrows the most: a run, a tool, one
+	 * status; the other filters are checked on the rows it yields. */
+	if (run_id != NULL)
+		id = S_LIST_RUN;
+	else if (tool != NULL)
+		id = S_LIST_TOOL;
+	else if (mask != 0 && (mask & (mask - 1)) == 0)
+		id = S_LIST_STATUS;
+	sqlite3_stmt *s = get(c, id);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, mask);
+	bind_str(s, 2, tool);
+	bind_str(s, 3, run_id);
+	if (before_id != NULL)
+		sqlite3_bind_text(s, 4, before_id, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_blob(s, 4, list_top, sizeof(list_top), SQLITE_STATIC);
+	sqlite3_bind_int(s, 5, limit);
+	if (id == S_LIST_STATUS)
+		sqlite3_bind_int(s, 6, __builtin_ctz(mask));
+	return read_jobs(s, (size_t)limit, jobs, n);
+}
+
+static int sq_running(void *be, struct store_job ***jobs, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_RUNNING);
+	if (s == NULL)
+		return prepare_error(c);
+	return read_jobs(s, SIZE_MAX, jobs, n);
+}
+
+static int sq_events(void *be, int64_t after, const char *job_id, int limit,
+		     struct store_event **out, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, job_id != NULL ? S_EVENTS_JOB : S_EVENTS);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, after);
+	sqlite3_bind_int(s, 2, limit);
+	if (job_id != NULL)
+		bind_str(s, 3, job_id);
+
+	struct store_event *v = limit > 0 ? calloc((size_t)limit, sizeof(*v)) : NULL;
+	size_t cnt = 0;
+	int rc = SQLITE_DONE;
+	if (limit > 0 && v == NULL)
+		rc = SQLITE_NOMEM;
+	while (rc != SQLITE_NOMEM && cnt < (size_t)limit &&
+	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_event *ev = &v[cnt++];
+		bool oom = false;
+		const unsigned char *jid = sqlite3_column_text(s, 1);
+		ev->seq = sqlite3_column_int64(s, 0);
+		snprintf(ev->job_id, sizeof(ev->job_id), "%s",
+			 jid ? (const char *)jid : "");
+		ev->tool = col_str(s, 2, &oom);
+		ev->type = sqlite3_column_int(s, 3);
+		ev->status = sqlite3_column_int(s, 4);
+		ev->at = sqlite3_column_int64(s, 5);
+		ev->data = col_json(s, 6);
+		if (oom)
+			rc = SQLITE_NOMEM;
+	}
+	if (cnt == (size_t)limit && rc == SQLITE_ROW)
+		rc = SQLITE_DONE;
+	done(s);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < cnt; i++)
+			store_event_finish(&v[i]);
+		free(v);
+		return err(rc);
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* one_int64 runs s, a query of one value, into *v (dflt when no row or
+ * NULL). */
+static int one_int64(sqlite3_stmt *s, int64_t dflt, int64_t *v)
+{
+	int rc = sqlite3_step(s);
+	*v = dflt;
+	if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		*v = sqlite3_column_int64(s, 0);
+	done(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+static int64_t sq_last_seq(void *be)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_LAST_SEQ);
+	int64_t v = 0;
+	if (s == NULL)
+		return prepare_error(c);
+	int rc = one_int64(s, 0, &v);
+	return rc != 0 ? rc : v;
+}
+
+static int sq_count_by_status(void *be, int64_t counts[STORE_NSTATUS])
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_COUNT);
+	if (s == NULL)
+		return prepare_error(c);
+	memset(counts, 0, sizeof(int64_t) * STORE_NSTATUS);
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int st = sqlite3_column_int(s, 0);
+		if (st >= 0 && st < STORE_NSTATUS)
+			counts[st] = sqlite3_column_int64(s, 1);
+	}
+	done(s);
+	return rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+static int sq_logs(void *be, const char *job_id, int64_t after, int limit,
+		   struct store_log_line **out, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_LOGS);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, job_id);
+	sqlite3_bind_int64(s, 2, after);
+	sqlite3_bind_int(s, 3, limit);
+
+	struct store_log_line *v = limit > 0 ? calloc((size_t)limit, sizeof(*v)) : NULL;
+	size_t cnt = 0;
+	int rc = SQLITE_DONE;
+	if (limit > 0 && v == NULL)
+		rc = SQLITE_NOMEM;
+	while (rc != SQLITE_NOMEM && cnt < (size_t)limit &&
+	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_log_line *l = &v[cnt++];
+		bool oom = false;
+		l->n = sqlite3_column_int64(s, 0);
+		l->at = sqlite3_column_int64(s, 1);
+		l->level = col_str(s, 2, &oom);
+		l->message = col_str(s, 3, &oom);
+		l->data = col_json(s, 4);
+		if (oom)
+			rc = SQLITE_NOMEM;
+	}
+	if (cnt == (size_t)limit && rc == SQLITE_ROW)
+		rc = SQLITE_DONE;
+	done(s);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < cnt; i++)
+			store_log_line_finish(&v[i]);
+		free(v);
+		return err(rc);
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int sq_tool_paused(void *be, const char *tool)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_TOOL_PAUSED);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, tool);
+	int64_t v;
+	int rc = one_int64(s, 0, &v);
+	return rc != 0 ? rc : v != 0;
+}
+
+static int sq_next_run_at(void *be, int64_t *at)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_NEXT_RUN_AT);
+	return s != NULL ? one_int64(s, 0, at) : prepare_error(c);
+}
+
+static int sq_next_expiry(void *be, int64_t *at)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_NEXT_EXPIRY);
+	return s != NULL ? one_int64(s, 0, at) : prepare_error(c);
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+static void conn_close(struct conn *c)
+{
+	for (int i = 0; i < S_NSTMT; i++)
+		sqlite3_finalize(c->stmt[i]);
+	sqlite3_close(c->db);
+	c->db = NULL;
+}
+
+static void sq_close(void *be)
+{
+	struct sq *q = be;
+	if (q == NULL)
+		return;
+	conn_close(&q->r);
+	conn_close(&q->w);
+	store__lock_release(q->lock_fd);
+	free(q);
+}
+
+static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_msg(char **errmsg, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*errmsg);
+	*errmsg = s;
+}
+
+/* pragma runs a PRAGMA of ours (never a caller's string); when want is not
+ * NULL the first value it returns must equal it. */
+static int pragma(sqlite3 *db, const char *sql, const char *want)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return err(rc);
+	rc = sqlite3_step(s);
+	const unsigned char *got = rc == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+	if (want != NULL && (got == NULL || strcmp((const char *)got, want) != 0))
+		rc = SQLITE_CANTOPEN;
+	else if (rc == SQLITE_ROW)
+		rc = SQLITE_DONE;
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : err(rc);
+}
+
+static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
+{
+	const char *path = cfg->path;
+	int busy = cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000;
+	struct sq *q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+
+	/* The lock comes first: no second daemon may even migrate. */
+	int rc = q->lock_fd = store__lock_acquire(path, errmsg);
+	if (rc < 0) {
+		free(q);
+		return rc;
+	}
+
+	/* NOMUTEX: each connection is used by one thread at a time (the
+	 * writer's by the writer thread once open returns). */
+	rc = sqlite3_open_v2(path, &q->w.db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					 SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		set_msg(errmsg, "cannot open the database %s: %s", path,
+			q->w.db ? sqlite3_errmsg(q->w.db) : sqlite3_errstr(rc));
+		rc = err(rc);
+		goto fail;
+	}
+	sqlite3_busy_timeout(q->w.db, busy);
+
+	/* The version check comes before anything that writes (such as
+	 * switching to WAL), so that a newer database is left untouched. */
+	rc = store__migrate(q->w.db, path, migrations_sqlite,
+			    migrations_sqlite_count, errmsg);
+	if (rc != 0)
+		goto fail;
+
+	const char *sync = cfg->durability == STORE_DURABILITY_NORMAL
+				   ? "PRAGMA synchronous = NORMAL"
+				   : "PRAGMA synchronous = FULL";
+	if ((rc = pragma(q->w.db, "PRAGMA journal_mode = WAL", "wal")) != 0 ||
+	    (rc = pragma(q->w.db, sync, NULL)) != 0 ||
+	    (rc = pragma(q->w.db, "PRAGMA foreign_keys = ON", NULL)) != 0 ||
+	    (rc = pragma(q->w.db, "PRAGMA cache_size = -32768", NULL)) != 0 ||
+	    (rc = pragma(q->w.db, "PRAGMA temp_store = MEMORY", NULL)) != 0) {
+		set_msg(errmsg, "cannot set up the database %s: %s", path,
+			sqlite3_errmsg(q->w.db));
+		goto fail;
+	}
+
+	rc = sqlite3_open_v2(path, &q->r.db,
+			     SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		set_msg(errmsg, "cannot open the database %s for reading: %s",
+			path, q->r.db ? sqlite3_errmsg(q->r.db) : sqlite3_errstr(rc));
+		rc = err(rc);
+		goto fail;
+	}
+	sqlite3_busy_timeout(q->r.db, busy);
+	if ((rc = pragma(q->r.db, "PRAGMA cache_size = -16384", NULL)) != 0) {
+		set_msg(errmsg, "cannot set up the database %s: %s", path,
+			sqlite3_errmsg(q->r.db));
+		goto fail;
+	}
+	*be = q;
+	return 0;
+
+fail:
+	sq_close(q);
+	return rc != 0 ? rc : -EIO;
+}
+
+const struct store__backend store__sqlite = {
+	.name = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.begin = sq_begin,
+	.apply = sq_apply,
+	.commit = sq_commit,
+	.rollback = sq_rollback,
+	.get = sq_get,
+	.list = sq_list,
+	.running = sq_running,
+	.events = sq_events,
+	.last_seq = sq_last_seq,
+	.count_by_status = sq_count_by_status,
+	.logs = sq_logs,
+	.tool_paused = sq_tool_paused,
+	.next_run_at = sq_next_run_at,
+	.next_expiry = sq_next_expiry,
+};

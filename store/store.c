@@ -1,0 +1,896 @@
+/*
+ * store.c: the store's front: open and close, the group-commit writer,
+ * delivery of results to the loop thread, listeners, and the reads, each
+ * dispatched to the backend's table (store_int.h).
+ *
+ * Group commit. store_submit serializes a request's JSON on the loop thread
+ * and queues it. The writer thread takes everything queued (up to
+ * max_batch) and applies it in one transaction; while that commit and its
+ * fsync run, new requests queue up and form the next transaction. A
+ * settled batch goes onto the delivery list and the loop thread is woken
+ * with uv_async_send; since uv_async coalesces wake-ups, the loop drains
+ * the whole list each time.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/store.h"
+#include "store/store_int.h"
+
+enum { DEFAULT_MAX_BATCH = 1024 };
+
+struct listener {
+	store_listener_fn fn; /* NULL once removed during a delivery */
+	void *arg;
+};
+
+struct store {
+	uv_loop_t *loop;
+	const struct store__backend *ops;
+	void *be;
+	char *path;
+	int durability;
+	int max_batch;
+
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work;    /* the writer waits here for requests */
+	pthread_cond_t settled; /* a synchronous caller waits for a batch */
+	/* Under mu: requests waiting for the writer, settled batches
+	 * waiting for delivery, and the writer's state. */
+	struct store__wreq *qhead, *qtail;
+	struct store__batch *dhead, *dtail;
+	bool stop;
+	bool writer_done;
+
+	/* Loop thread only. */
+	uv_async_t async;
+	bool closing;
+	bool closed;
+	bool delivering;
+	void (*close_done)(void *arg);
+	void *close_arg;
+	struct listener *listeners;
+	size_t nlisteners, cap_listeners;
+	bool listeners_dirty;
+};
+
+/* ---- batches ----------------------------------------------------------- */
+
+int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
+		       const char *tool, int type, int status, int64_t at,
+		       json_t *data)
+{
+	if (b->nevents == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		void *v = realloc(b->events, cap * sizeof(*b->events));
+		if (v == NULL)
+			return -ENOMEM;
+		b->events = v;
+		b->cap = cap;
+	}
+	struct store_event *ev = &b->events[b->nevents];
+	ev->tool = strdup(tool != NULL ? tool : "");
+	if (ev->tool == NULL)
+		return -ENOMEM;
+	ev->seq = seq;
+	snprintf(ev->job_id, sizeof(ev->job_id), "%s", job_id);
+	ev->type = type;
+	ev->status = status;
+	ev->at = at;
+	ev->data = data; /* borrowed from the request */
+	b->nevents++;
+	return 0;
+}
+
+static void batch_drop_events(struct store__batch *b)
+{
+	for (size_t i = 0; i < b->nevents; i++)
+		free(b->events[i].tool);
+	b->nevents = 0;
+}
+
+static void wreq_free(struct store__wreq *w)
+{
+	for (int i = 0; i < STORE__T_COUNT; i++)
+		free(w->text[i]);
+	if (w->line_data != NULL) {
+		for (size_t i = 0; i < w->req->u.log.nlines; i++)
+			free(w->line_data[i]);
+		free(w->line_data);
+	}
+	store_job_free(w->job);
+	free(w);
+}
+
+/* ---- the writer thread ------------------------------------------------- */
+
+/* run_batch applies b in one transaction. A request's logical failure is
+ * its own; a storage failure rolls back the transaction and fails every
+ * request of it with that code, results dropped. */
+static void run_batch(struct store *st, struct store__batch *b)
+{
+	int rc = st->ops->begin(st->be);
+	for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
+		rc = st->ops->apply(st->be, w, b);
+	if (rc == 0)
+		rc = st->ops->commit(st->be);
+	if (rc == 0)
+		return;
+
+	st->ops->rollback(st->be);
+	batch_drop_events(b);
+	for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
+		store_req_finish(w->req);
+		w->req->existed = false;
+		w->req->count = 0;
+		w->rc = rc;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct store *st = arg;
+
+	pthread_mutex_lock(&st->mu);
+	for (;;) {
+		while (st->qhead == NULL && !st->stop)
+			pthread_cond_wait(&st->work, &st->mu);
+		if (st->qhead == NULL)
+			break;
+
+		struct store__batch *b;
+		while ((b = calloc(1, sizeof(*b))) == NULL) {
+			/* Nothing can be answered without a batch; wait for
+			 * memory rather than drop requests. */
+			pthread_mutex_unlock(&st->mu);
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+			pthread_mutex_lock(&st->mu);
+		}
+		struct store__wreq *last = st->qhead;
+		b->head = st->qhead;
+		b->n = 1;
+		while (last->next != NULL && b->n < (size_t)st->max_batch) {
+			last = last->next;
+			b->n++;
+		}
+		st->qhead = last->next;
+		if (st->qhead == NULL)
+			st->qtail = NULL;
+		last->next = NULL;
+		pthread_mutex_unlock(&st->mu);
+
+		run_batch(st, b);
+
+		pthread_mutex_lock(&st->mu);
+		for (struct store__wreq *w = b->head; w != NULL; w = w->next)
+			w->durable = true;
+		if (st->dtail != NULL)
+			st->dtail->next = b;
+		else
+			st->dhead = b;
+		st->dtail = b;
+		pthread_cond_broadcast(&st->settled);
+		uv_async_send(&st->async);
+	}
+	st->writer_done = true;
+	pthread_mutex_unlock(&st->mu);
+	uv_async_send(&st->async);
+	return NULL;
+}
+
+/* ---- delivery on the loop thread --------------------------------------- */
+
+static void compact_listeners(struct store *st)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < st->nlisteners; i++)
+		if (st->listeners[i].fn != NULL)
+			st->listeners[k++] = st->listeners[i];
+	st->nlisteners = k;
+	st->listeners_dirty = false;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	struct store *st = h->data;
+	if (st->close_done != NULL)
+		st->close_done(st->close_arg);
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->work);
+	pthread_cond_destroy(&st->settled);
+	free(st->listeners);
+	free(st->path);
+	free(st);
+}
+
+static void finish_close(struct store *st)
+{
+	st->closed = true;
+	pthread_join(st->thread, NULL);
+	st->ops->close(st->be);
+	st->be = NULL;
+	uv_close((uv_handle_t *)&st->async, on_closed);
+}
+
+/*
+ * deliver answers the settled batches, oldest first. This is the one place
+ * that makes a mutation's result visible: the writer put a batch here only
+ * after its transaction committed (durably, under synchronous=FULL) or
+ * rolled back. Listeners see each event first, in seq order; then each
+ * request's done runs, once.
+ */
+static void deliver(struct store *st)
+{
+	bool finished = false;
+
+	st->delivering = true;
+	for (;;) {
+		pthread_mutex_lock(&st->mu);
+		struct store__batch *b = st->dhead;
+		st->dhead = st->dtail = NULL;
+		finished = b == NULL && st->writer_done;
+		pthread_mutex_unlock(&st->mu);
+		if (b == NULL)
+			break;
+
+		while (b != NULL) {
+			for (size_t e = 0; e < b->nevents; e++)
+				for (size_t i = 0; i < st->nlisteners; i++)
+					if (st->listeners[i].fn != NULL)
+						st->listeners[i].fn(st->listeners[i].arg,
+								    &b->events[e]);
+			struct store__wreq *w = b->head;
+			while (w != NULL) {
+				struct store__wreq *next = w->next;
+				struct store_req *req = w->req;
+				int rc = w->rc;
+				if (req->op == STORE_OP_CREATE && rc == 0 &&
+				    !req->existed) {
+					req->job = w->job;
+					w->job = NULL;
+				}
+				wreq_free(w);
+				req->done(req, rc);
+				w = next;
+			}
+			struct store__batch *nb = b->next;
+			batch_drop_events(b);
+			free(b->events);
+			free(b);
+			b = nb;
+		}
+	}
+	st->delivering = false;
+	if (st->listeners_dirty)
+		compact_listeners(st);
+	if (finished && st->closing && !st->closed)
+		finish_close(st);
+}
+
+static void on_async(uv_async_t *h)
+{
+	deliver(h->data);
+}
+
+/* ---- opening and closing ----------------------------------------------- */
+
+static void set_errmsg(char **errmsg, const char *s)
+{
+	if (errmsg != NULL && *errmsg == NULL)
+		*errmsg = strdup(s);
+}
+
+static void on_open_failed(uv_handle_t *h)
+{
+	struct store *st = h->data;
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->work);
+	pthread_cond_destroy(&st->settled);
+	free(st->path);
+	free(st);
+}
+
+int store_open(uv_loop_t *loop, const struct store_config *cfg,
+	       struct store **out, char **errmsg)
+{
+	char *msg = NULL;
+	if (errmsg == NULL)
+		errmsg = &msg;
+	*errmsg = NULL;
+	*out = NULL;
+	if (cfg == NULL || cfg->path == NULL || cfg->path[0] == '\0') {
+		set_errmsg(errmsg, "no database path was given");
+		return -EINVAL;
+	}
+	if (strncmp(cfg->path, "postgres://", 11) == 0 ||
+	    strncmp(cfg->path, "postgresql://", 13) == 0) {
+		set_errmsg(errmsg, "this berth has no PostgreSQL backend yet");
+		return -ENOTSUP;
+	}
+
+	struct store *st = calloc(1, sizeof(*st));
+	if (st == NULL || (st->path = strdup(cfg->path)) == NULL) {
+		free(st);
+		set_errmsg(errmsg, "out of memory");
+		return -ENOMEM;
+	}
+	st->loop = loop;
+	st->ops = &store__sqlite;
+	st->durability = cfg->durability == STORE_DURABILITY_NORMAL
+				 ? STORE_DURABILITY_NORMAL
+				 : STORE_DURABILITY_FULL;
+	st->max_batch = cfg->max_batch > 0 ? cfg->max_batch : DEFAULT_MAX_BATCH;
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->work, NULL);
+	pthread_cond_init(&st->settled, NULL);
+
+	int rc = st->ops->open(cfg, &st->be, errmsg);
+	if (rc != 0) {
+		set_errmsg(errmsg, "cannot open the database");
+		on_open_failed((uv_handle_t *)&(uv_async_t){.data = st});
+		free(msg);
+		return rc;
+	}
+	rc = uv_async_init(loop, &st->async, on_async);
+	if (rc != 0) {
+		st->ops->close(st->be);
+		set_errmsg(errmsg, "cannot create the store's wake-up handle");
+		on_open_failed((uv_handle_t *)&(uv_async_t){.data = st});
+		free(msg);
+		return rc;
+	}
+	st->async.data = st;
+	rc = pthread_create(&st->thread, NULL, writer_main, st);
+	if (rc != 0) {
+		st->ops->close(st->be);
+		set_errmsg(errmsg, "cannot start the store's writer thread");
+		uv_close((uv_handle_t *)&st->async, on_open_failed);
+		free(msg);
+		return -rc;
+	}
+	free(msg);
+	*out = st;
+	return 0;
+}
+
+void store_close(struct store *st, void (*done)(void *arg), void *arg)
+{
+	if (st->closing)
+		return;
+	st->closing = true;
+	st->close_done = done;
+	st->close_arg = arg;
+	pthread_mutex_lock(&st->mu);
+	st->stop = true;
+	pthread_cond_signal(&st->work);
+	pthread_mutex_unlock(&st->mu);
+	/* The writer commits what it holds, then wakes the loop; deliver
+	 * answers the last requests and finishes the close. */
+}
+
+const char *store_durability_name(const struct store *st)
+{
+	return st->durability == STORE_DURABILITY_NORMAL ? "normal" : "full";
+}
+
+const char *store_path(const struct store *st)
+{
+	return st->path;
+}
+
+/* ---- listeners --------------------------------------------------------- */
+
+int store_add_listener(struct store *st, store_listener_fn fn, void *arg)
+{
+	if (st->nlisteners == st->cap_listeners) {
+		size_t cap = st->cap_listeners ? st->cap_listeners * 2 : 4;
+		void *v = realloc(st->listeners, cap * sizeof(*st->listeners));
+		if (v == NULL)
+			return -ENOMEM;
+		st->listeners = v;
+		st->cap_listeners = cap;
+	}
+	st->listeners[st->nlisteners++] = (struct listener){fn, arg};
+	return 0;
+}
+
+void store_remove_listener(struct store *st, store_listener_fn fn, void *arg)
+{
+	for (size_t i = 0; i < st->nlisteners; i++) {
+		if (st->listeners[i].fn == fn && st->listeners[i].arg == arg) {
+			st->listeners[i].fn = NULL;
+			st->listeners_dirty = true;
+			break;
+		}
+	}
+	if (!st->delivering)
+		compact_listeners(st);
+}
+
+/* ---- submitting -------------------------------------------------------- */
+
+/* dump serializes v (NULL stays NULL) into *out. Returns false when v
+ * cannot be serialized (out of memory, or a NaN). */
+static bool dump(json_t *v, char **out)
+{
+	*out = NULL;
+	if (v == NULL)
+		return true;
+	*out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	return *out != NULL;
+}
+
+static bool valid_id(const char *id)
+{
+	return id[0] != '\0' && memchr(id, '\0', 40) != NULL;
+}
+
+/* check returns 0 when req is well formed, else -EINVAL. */
+static int check(const struct store_req *req)
+{
+	switch (req->op) {
+	case STORE_OP_CREATE: {
+		const struct store_job *j = req->u.create.job;
+		if (j == NULL || j->tool == NULL || memchr(j->id, '\0', 40) == NULL ||
+		    (j->status != STORE_PENDING &&
+		     j->status != STORE_AWAITING_APPROVAL))
+			return -EINVAL;
+		return 0;
+	}
+	case STORE_OP_TRANSITION: {
+		const struct store_transition *t = &req->u.transition;
+		unsigned all = (1u << STORE_NSTATUS) - 1;
+		/* A terminal job never changes again. */
+		if (!valid_id(t->job_id) || t->from_mask == 0 ||
+		    (t->from_mask & ~all) != 0 ||
+		    (t->from_mask & STORE_MASK_TERMINAL) != 0 || t->to < 0 ||
+		    t->to >= STORE_NSTATUS || t->event < 0 ||
+		    t->event >= STORE_NEVENT)
+			return -EINVAL;
+		return 0;
+	}
+	case STORE_OP_CLAIM:
+		if (req->u.claim.ncaps > 0 && req->u.claim.caps == NULL)
+			return -EINVAL;
+		for (size_t i = 0; i < req->u.claim.ncaps; i++)
+			if (req->u.claim.caps[i].tool == NULL)
+				return -EINVAL;
+		return 0;
+	case STORE_OP_CHECKPOINT:
+		return valid_id(req->u.checkpoint.job_id) ? 0 : -EINVAL;
+	case STORE_OP_PROGRESS:
+		return valid_id(req->u.progress.job_id) ? 0 : -EINVAL;
+	case STORE_OP_LOG:
+		return valid_id(req->u.log.job_id) &&
+			       (req->u.log.nlines == 0 || req->u.log.lines != NULL)
+			       ? 0
+			       : -EINVAL;
+	case STORE_OP_TOOL_PAUSE:
+		return req->u.pause.tool != NULL ? 0 : -EINVAL;
+	case STORE_OP_EXPIRE:
+	case STORE_OP_PRUNE:
+	case STORE__OP_MAX_PAGES:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* prepare fills w from its request on the loop thread: the JSON texts and,
+ * for a creation, the stamps and the job done will see. */
+static int prepare(struct store__wreq *w)
+{
+	struct store_req *req = w->req;
+	char **t = w->text;
+	bool ok = true;
+
+	switch (req->op) {
+	case STORE_OP_CREATE: {
+		struct store_job *j = req->u.create.job;
+		if (j->id[0] == '\0')
+			store_uuid7(j->id);
+		ok = dump(j->input, &t[STORE__T_INPUT]) &&
+		     dump(j->request_context, &t[STORE__T_REQUEST_CONTEXT]) &&
+		     dump(j->metadata, &t[STORE__T_METADATA]) &&
+		     dump(j->output, &t[STORE__T_OUTPUT]) &&
+		     dump(j->model_output, &t[STORE__T_MODEL_OUTPUT]) &&
+		     dump(j->error, &t[STORE__T_ERROR]) &&
+		     dump(j->suspend_payload, &t[STORE__T_SUSPEND]) &&
+		     dump(j->resume_data, &t[STORE__T_RESUME]) &&
+		     dump(j->checkpoint, &t[STORE__T_CHECKPOINT]) &&
+		     dump(j->progress, &t[STORE__T_PROGRESS]) &&
+		     dump(req->u.create.event_data, &t[STORE__T_EVENT]);
+		if (!ok)
+			return -ENOMEM;
+		w->created_at = store_now();
+		w->run_at = j->run_at != 0 ? j->run_at : w->created_at;
+		w->expires_at = j->expires_at;
+		if (w->expires_at == 0 && j->ttl_ms > 0 &&
+		    j->status == STORE_AWAITING_APPROVAL)
+			w->expires_at = w->created_at + j->ttl_ms;
+		if ((w->job = store__job_copy(j)) == NULL)
+			return -ENOMEM;
+		w->job->created_at = w->job->updated_at = w->created_at;
+		w->job->run_at = w->run_at;
+		w->job->expires_at = w->expires_at;
+		if (w->job->attempt <= 0)
+			w->job->attempt = 1;
+		return 0;
+	}
+	case STORE_OP_TRANSITION: {
+		const struct store_transition *tr = &req->u.transition;
+		if (tr->set & STORE_SET_OUTPUT)
+			ok = dump(tr->output, &t[STORE__T_OUTPUT]) &&
+			     dump(tr->model_output, &t[STORE__T_MODEL_OUTPUT]);
+		if (ok && (tr->set & STORE_SET_ERROR))
+			ok = dump(tr->error, &t[STORE__T_ERROR]);
+		if (ok && (tr->set & STORE_SET_SUSPEND))
+			ok = dump(tr->suspend_payload, &t[STORE__T_SUSPEND]);
+		if (ok && (tr->set & STORE_SET_RESUME))
+			ok = dump(tr->resume_data, &t[STORE__T_RESUME]);
+		if (ok && (tr->set & STORE_SET_CHECKPOINT))
+			ok = dump(tr->checkpoint, &t[STORE__T_CHECKPOINT]);
+		if (ok && (tr->set & STORE_SET_PROGRESS))
+			ok = dump(tr->progress, &t[STORE__T_PROGRESS]);
+		if (ok)
+			ok = dump(tr->event_data, &t[STORE__T_EVENT]);
+		return ok ? 0 : -ENOMEM;
+	}
+	case STORE_OP_CHECKPOINT:
+		return dump(req->u.checkpoint.value, &t[STORE__T_CHECKPOINT]) ? 0 : -ENOMEM;
+	case STORE_OP_PROGRESS:
+		return dump(req->u.progress.progress, &t[STORE__T_PROGRESS]) ? 0 : -ENOMEM;
+	case STORE_OP_LOG:
+		if (req->u.log.nlines == 0)
+			return 0;
+		w->line_data = calloc(req->u.log.nlines, sizeof(*w->line_data));
+		if (w->line_data == NULL)
+			return -ENOMEM;
+		for (size_t i = 0; i < req->u.log.nlines; i++)
+			if (!dump(req->u.log.lines[i].data, &w->line_data[i]))
+				return -ENOMEM;
+		return 0;
+	case STORE_OP_EXPIRE:
+		w->arg = req->u.expire.now != 0 ? req->u.expire.now : store_now();
+		return 0;
+	case STORE__OP_MAX_PAGES:
+		w->arg = req->u.prune.before;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* enqueue prepares req and queues it for the writer; *wout is its node. */
+static int enqueue(struct store *st, struct store_req *req,
+		   struct store__wreq **wout)
+{
+	if (req == NULL || req->done == NULL)
+		return -EINVAL;
+	if (st->closing)
+		return -ESHUTDOWN;
+	int rc = check(req);
+	if (rc != 0)
+		return rc;
+
+	req->job = NULL;
+	req->jobs = NULL;
+	req->njobs = 0;
+	req->existed = false;
+	req->count = 0;
+	req->next_ = NULL;
+
+	struct store__wreq *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->req = req;
+	if ((rc = prepare(w)) != 0) {
+		wreq_free(w);
+		return rc;
+	}
+
+	pthread_mutex_lock(&st->mu);
+	if (st->qtail != NULL)
+		st->qtail->next = w;
+	else
+		st->qhead = w;
+	st->qtail = w;
+	pthread_cond_signal(&st->work);
+	pthread_mutex_unlock(&st->mu);
+	if (wout != NULL)
+		*wout = w;
+	return 0;
+}
+
+int store_submit(struct store *st, struct store_req *req)
+{
+	if (req != NULL && req->op == STORE__OP_MAX_PAGES)
+		return -EINVAL; /* only through store__max_page_count */
+	return enqueue(st, req, NULL);
+}
+
+void store_req_finish(struct store_req *req)
+{
+	store_job_free(req->job);
+	req->job = NULL;
+	for (size_t i = 0; i < req->njobs; i++)
+		store_job_free(req->jobs[i]);
+	free(req->jobs);
+	req->jobs = NULL;
+	req->njobs = 0;
+}
+
+/* ---- synchronous requests (start-up, shutdown, tests) ------------------ */
+
+struct sync_req {
+	struct store_req req;
+	int rc;
+};
+
+static void sync_done(struct store_req *req, int rc)
+{
+	((struct sync_req *)req)->rc = rc;
+}
+
+/*
+ * run_sync submits the n requests and blocks the loop thread until the
+ * writer settled the last of them, then delivers (so listeners and done
+ * callbacks keep their order). Only for start-up and shutdown, when no
+ * client waits on the loop; never from inside a store callback.
+ */
+static int run_sync(struct store *st, struct sync_req *v, size_t n)
+{
+	struct store__wreq *last = NULL;
+	if (st->delivering)
+		return -EDEADLK;
+	for (size_t i = 0; i < n; i++) {
+		v[i].req.done = sync_done;
+		v[i].rc = 0;
+		int rc = enqueue(st, &v[i].req, &last);
+		if (rc != 0) {
+			v[i].rc = rc;
+			/* done will never run for it; keep the others. */
+		}
+	}
+	if (last != NULL) {
+		pthread_mutex_lock(&st->mu);
+		while (!last->durable)
+			pthread_cond_wait(&st->settled, &st->mu);
+		pthread_mutex_unlock(&st->mu);
+		deliver(st);
+	}
+	return 0;
+}
+
+int store__max_page_count(struct store *st, int64_t pages)
+{
+	struct sync_req r = {.req = {.op = STORE__OP_MAX_PAGES}};
+	r.req.u.prune.before = pages;
+	int rc = run_sync(st, &r, 1);
+	return rc != 0 ? rc : r.rc;
+}
+
+/* requeue moves every running job back to pending (or to failed); see
+ * store_recover and store_requeue_running. */
+static int requeue(struct store *st, bool raise,
+		   bool (*may_rerun)(void *arg, const char *tool), void *arg)
+{
+	struct store_job **jobs = NULL;
+	size_t n = 0;
+	int rc = st->ops->running(st->be, &jobs, &n);
+	if (rc != 0)
+		return rc;
+	if (n == 0) {
+		free(jobs);
+		return 0;
+	}
+
+	struct sync_req *v = calloc(n, sizeof(*v));
+	json_t *retry = json_pack("{s:s}", "reason", raise ? "interrupted" : "shutdown");
+	json_t **errors = calloc(n, sizeof(*errors));
+	if (v == NULL || retry == NULL || errors == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	int64_t now = store_now();
+	for (size_t i = 0; i < n; i++) {
+		const struct store_job *j = jobs[i];
+		struct store_transition *t = &v[i].req.u.transition;
+		v[i].req.op = STORE_OP_TRANSITION;
+		snprintf(t->job_id, sizeof(t->job_id), "%s", j->id);
+		t->from_mask = STORE_MASK(STORE_RUNNING);
+		bool rerun = !raise || ((may_rerun == NULL || may_rerun(arg, j->tool)) &&
+					j->attempt <= j->max_retries);
+		if (rerun) {
+			t->to = STORE_PENDING;
+			t->event = STORE_EV_RETRYING;
+			t->event_data = retry;
+			t->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+			t->run_at = now;
+			t->attempt = raise ? j->attempt + 1 : j->attempt;
+			continue;
+		}
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "interrupted by a restart of berthd (attempt %d of %d)",
+			 j->attempt, j->max_retries + 1);
+		errors[i] = json_pack("{s:s,s:s}", "message", msg, "code", "interrupted");
+		if (errors[i] == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		t->to = STORE_FAILED;
+		t->event = STORE_EV_FAILED;
+		t->event_data = errors[i];
+		t->set = STORE_SET_ERROR;
+		t->error = errors[i];
+	}
+	if ((rc = run_sync(st, v, n)) != 0)
+		goto out;
+	int count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].rc == 0)
+			count++;
+		else if (v[i].rc != STORE_ECONFLICT && v[i].rc != STORE_ENOTFOUND && rc == 0)
+			rc = v[i].rc;
+		store_req_finish(&v[i].req);
+	}
+	if (rc == 0)
+		rc = count;
+out:
+	for (size_t i = 0; i < n; i++) {
+		store_job_free(jobs[i]);
+		if (errors != NULL)
+			json_decref(errors[i]);
+	}
+	free(jobs);
+	free(errors);
+	free(v);
+	json_decref(retry);
+	return rc;
+}
+
+int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *tool),
+		  void *arg)
+{
+	return requeue(st, true, may_rerun, arg);
+}
+
+int store_requeue_running(struct store *st)
+{
+	return requeue(st, false, NULL, NULL);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+int store_get(struct store *st, const char *id, struct store_job **out)
+{
+	*out = NULL;
+	if (id == NULL)
+		return -EINVAL;
+	return st->ops->get(st->be, id, out);
+}
+
+/* A cursor is "c1" and the hex of the last id listed: opaque to clients,
+ * and checkable. */
+static char *cursor_make(const char *id)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(id);
+	char *c = malloc(2 + 2 * n + 1);
+	if (c == NULL)
+		return NULL;
+	c[0] = 'c';
+	c[1] = '1';
+	for (size_t i = 0; i < n; i++) {
+		c[2 + 2 * i] = hex[(unsigned char)id[i] >> 4];
+		c[3 + 2 * i] = hex[(unsigned char)id[i] & 15];
+	}
+	c[2 + 2 * n] = '\0';
+	return c;
+}
+
+static int unhex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int cursor_read(const char *c, char id[40])
+{
+	size_t n = strlen(c);
+	if (n < 4 || n % 2 != 0 || c[0] != 'c' || c[1] != '1' || (n - 2) / 2 >= 40)
+		return -EINVAL;
+	for (size_t i = 0; i < (n - 2) / 2; i++) {
+		int hi = unhex(c[2 + 2 * i]), lo = unhex(c[3 + 2 * i]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+			return -EINVAL;
+		id[i] = (char)(hi << 4 | lo);
+	}
+	id[(n - 2) / 2] = '\0';
+	return 0;
+}
+
+int store_list(struct store *st, const struct store_filter *f, int limit,
+	       const char *cursor, struct store_job ***jobs, size_t *n,
+	       char **next)
+{
+	char before[40];
+	*jobs = NULL;
+	*n = 0;
+	*next = NULL;
+	if (cursor != NULL && cursor_read(cursor, before) != 0)
+		return -EINVAL;
+	if (limit <= 0)
+		return -EINVAL;
+	int want = limit < INT32_MAX ? limit + 1 : limit;
+	int rc = st->ops->list(st->be, f, want, cursor != NULL ? before : NULL,
+			       jobs, n);
+	if (rc != 0)
+		return rc;
+	if (*n > (size_t)limit) {
+		store_job_free((*jobs)[limit]);
+		*n = (size_t)limit;
+		if ((*next = cursor_make((*jobs)[limit - 1]->id)) == NULL) {
+			for (size_t i = 0; i < *n; i++)
+				store_job_free((*jobs)[i]);
+			free(*jobs);
+			*jobs = NULL;
+			*n = 0;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int store_events(struct store *st, int64_t after, const char *job_id,
+		 int limit, struct store_event **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (limit <= 0)
+		return limit == 0 ? 0 : -EINVAL;
+	return st->ops->events(st->be, after, job_id, limit, out, n);
+}
+
+int64_t store_last_seq(struct store *st)
+{
+	return st->ops->last_seq(st->be);
+}
+
+int store_count_by_status(struct store *st, int64_t counts[STORE_NSTATUS])
+{
+	return st->ops->count_by_status(st->be, counts);
+}
+
+int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
+	       struct store_log_line **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (job_id == NULL || limit < 0)
+		return -EINVAL;
+	if (limit == 0)
+		return 0;
+	return st->ops->logs(st->be, job_id, after, limit, out, n);
+}
+
+int store_tool_paused(struct store *st, const char *tool)
+{
+	if (tool == NULL)
+		return -EINVAL;
+	return st->ops->tool_paused(st->be, tool);
+}
+
+int store_next_run_at(struct store *st, int64_t *at)
+{
+	return st->ops->next_run_at(st->be, at);
+}
+
+int store_next_expiry(struct store *st, int64_t *at)
+{
+	return st->ops->next_expiry(st->be, at);
+}

@@ -1,0 +1,118 @@
+/*
+ * store_int.h: what the parts of the store share and nobody else sees: the
+ * backend operations table, the writer's view of a request, a batch (one
+ * transaction) and the store itself. Internal names carry "store__".
+ */
+#ifndef BERTH_STORE_INT_H
+#define BERTH_STORE_INT_H
+
+#include <pthread.h>
+
+#include "store/store.h"
+
+/* The JSON fields of a request, serialized on the loop thread by
+ * store_submit so that the writer thread only binds text. */
+enum store__text {
+	STORE__T_INPUT,
+	STORE__T_REQUEST_CONTEXT,
+	STORE__T_METADATA,
+	STORE__T_OUTPUT,
+	STORE__T_MODEL_OUTPUT,
+	STORE__T_ERROR,
+	STORE__T_SUSPEND,
+	STORE__T_RESUME,
+	STORE__T_CHECKPOINT,
+	STORE__T_PROGRESS,
+	STORE__T_EVENT,
+	STORE__T_COUNT
+};
+
+/*
+ * struct store__wreq is a request as the writer holds it. The loop thread
+ * fills it in store_submit; the writer thread owns it from the queue until
+ * it hands the batch back; the loop thread frees it after done has run.
+ */
+struct store__wreq {
+	struct store_req *req;
+	struct store__wreq *next;
+	int rc;              /* the request's own outcome */
+	bool durable;        /* set by the writer once its batch is settled */
+	char *text[STORE__T_COUNT];
+	char **line_data;    /* STORE_OP_LOG: one text (or NULL) a line */
+	/* STORE_OP_CREATE: the values the store stamps, chosen at submit. */
+	int64_t created_at;
+	int64_t run_at;
+	int64_t expires_at;
+	struct store_job *job; /* the new job, as done will see it */
+	int64_t arg;           /* EXPIRE: now; STORE__OP_MAX_PAGES: pages */
+};
+
+/* A request only the store's tests make: caps the database's size in
+ * pages (PRAGMA max_page_count), the way a full disk would. */
+enum { STORE__OP_MAX_PAGES = 1000 };
+
+/* store__max_page_count runs STORE__OP_MAX_PAGES on the writer's
+ * connection and waits for it. Returns 0 or a negative code. */
+int store__max_page_count(struct store *st, int64_t pages);
+
+/* One transaction's worth of requests, with the events it appended. The
+ * events' data is borrowed from the requests (alive until done has run);
+ * their tool strings are owned. */
+struct store__batch {
+	struct store__wreq *head;
+	size_t n;
+	struct store_event *events;
+	size_t nevents, cap;
+	struct store__batch *next;
+};
+
+/* store__batch_event appends an event to b; tool is copied. Returns 0 or
+ * -ENOMEM. */
+int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
+		       const char *tool, int type, int status, int64_t at,
+		       json_t *data);
+
+/*
+ * struct store__backend is the table a backend fills. Every function gets
+ * the backend's own state (be).
+ *
+ * Writer thread: begin, apply and commit/rollback make one transaction.
+ * apply performs one request: it returns 0 when the request was dealt with
+ * (its outcome, 0 or a logical error such as STORE_ECONFLICT, is in w->rc,
+ * and a failed request wrote nothing) or a negative storage error, which
+ * aborts the whole transaction. It puts results in w->req and events in b.
+ *
+ * Loop thread: the reads, on a connection of their own.
+ */
+struct store__backend {
+	const char *name;
+	int (*open)(const struct store_config *cfg, void **be, char **errmsg);
+	void (*close)(void *be);
+
+	int (*begin)(void *be);
+	int (*apply)(void *be, struct store__wreq *w, struct store__batch *b);
+	int (*commit)(void *be);
+	void (*rollback)(void *be);
+
+	int (*get)(void *be, const char *id, struct store_job **out);
+	int (*list)(void *be, const struct store_filter *f, int limit,
+		    const char *before_id, struct store_job ***jobs, size_t *n);
+	int (*running)(void *be, struct store_job ***jobs, size_t *n);
+	int (*events)(void *be, int64_t after, const char *job_id, int limit,
+		      struct store_event **out, size_t *n);
+	int64_t (*last_seq)(void *be);
+	int (*count_by_status)(void *be, int64_t counts[STORE_NSTATUS]);
+	int (*logs)(void *be, const char *job_id, int64_t after, int limit,
+		    struct store_log_line **out, size_t *n);
+	int (*tool_paused)(void *be, const char *tool);
+	int (*next_run_at)(void *be, int64_t *at);
+	int (*next_expiry)(void *be, int64_t *at);
+};
+
+extern const struct store__backend store__sqlite;
+
+/* store__job_copy returns a deep copy of src (strings duplicated, json_t
+ * values shared with a new reference), or NULL when out of memory. */
+struct store_job *store__job_copy(const struct store_job *src);
+
+#endif
