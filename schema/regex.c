@@ -1,0 +1,148 @@
+/*
+ * regex: "pattern", "patternProperties" and format "regex" on PCRE2.
+ *
+ * JSON Schema patterns are ECMAScript regular expressions.  PCRE2 is asked
+ * to behave like ECMAScript where it can: "$" matches only at the very end
+ * (no allowance for a final newline), "\u" escapes are JavaScript's, "[]"
+ * and "[^]" are allowed, and a backreference to an unset group matches the
+ * empty string.  Subjects are UTF-8 and patterns are compiled in UTF mode.
+ */
+#include "schema/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Backtracking limits: generous for any sane pattern, small enough that a
+ * catastrophic pattern on a long string fails in milliseconds rather than
+ * stalling a worker.  A failed match counts as "does not match". */
+#define MATCH_LIMIT 1000000
+#define DEPTH_LIMIT 10000
+#define HEAP_LIMIT_KIB 16384
+
+/* ECMAScript spells Unicode general categories out ("\\p{Letter}"); PCRE2
+ * before 10.43 knows only the short names, so the long ones are rewritten. */
+static const char *const categories[][2] = {
+	{ "Letter", "L" }, { "Cased_Letter", "L&" }, { "Uppercase_Letter", "Lu" },
+	{ "Lowercase_Letter", "Ll" }, { "Titlecase_Letter", "Lt" },
+	{ "Modifier_Letter", "Lm" }, { "Other_Letter", "Lo" }, { "Mark", "M" },
+	{ "Nonspacing_Mark", "Mn" }, { "Spacing_Mark", "Mc" },
+	{ "Enclosing_Mark", "Me" }, { "Number", "N" }, { "Decimal_Number", "Nd" },
+	{ "digit", "Nd" }, { "Letter_Number", "Nl" }, { "Other_Number", "No" },
+	{ "Punctuation", "P" }, { "punct", "P" }, { "Connector_Punctuation", "Pc" },
+	{ "Dash_Punctuation", "Pd" }, { "Open_Punctuation", "Ps" },
+	{ "Close_Punctuation", "Pe" }, { "Initial_Punctuation", "Pi" },
+	{ "Final_Punctuation", "Pf" }, { "Other_Punctuation", "Po" },
+	{ "Symbol", "S" }, { "Math_Symbol", "Sm" }, { "Currency_Symbol", "Sc" },
+	{ "Modifier_Symbol", "Sk" }, { "Other_Symbol", "So" },
+	{ "Separator", "Z" }, { "Space_Separator", "Zs" },
+	{ "Line_Separator", "Zl" }, { "Paragraph_Separator", "Zp" },
+	{ "Other", "C" }, { "Control", "Cc" }, { "cntrl", "Cc" }, { "Format", "Cf" },
+	{ "Surrogate", "Cs" }, { "Private_Use", "Co" }, { "Unassigned", "Cn" },
+};
+
+/* translate copies source to out (at least len + 1 bytes), rewriting long
+ * category names; a rewrite never makes the pattern longer. */
+static size_t translate(const char *source, size_t len, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len;) {
+		if (source[i] == '\\' && i + 2 < len &&
+		    (source[i + 1] == 'p' || source[i + 1] == 'P') && source[i + 2] == '{') {
+			const char *name = source + i + 3, *close;
+			size_t n;
+
+			close = memchr(name, '}', len - (i + 3));
+			if (close) {
+				n = (size_t)(close - name);
+				if (n > 17 && strncmp(name, "General_Category=", 17) == 0) {
+					name += 17;
+					n -= 17;
+				} else if (n > 3 && strncmp(name, "gc=", 3) == 0) {
+					name += 3;
+					n -= 3;
+				}
+				for (size_t k = 0; k < sizeof(categories) / sizeof(categories[0]); k++)
+					if (strlen(categories[k][0]) == n &&
+					    strncmp(categories[k][0], name, n) == 0) {
+						o += (size_t)sprintf(out + o, "\\%c{%s}",
+								     source[i + 1], categories[k][1]);
+						i = (size_t)(close - source) + 1;
+						goto next;
+					}
+			}
+		}
+		if (source[i] == '\\' && i + 1 < len)
+			out[o++] = source[i++];
+		out[o++] = source[i++];
+next:;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+pcre2_code *schema__regex_compile(const char *source, size_t len, char *err,
+				  size_t errlen)
+{
+	pcre2_compile_context *cctx = pcre2_compile_context_create(NULL);
+	pcre2_code *re;
+	int code;
+	PCRE2_SIZE offset;
+	PCRE2_UCHAR buf[200];
+
+	if (!cctx) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+#ifdef PCRE2_EXTRA_ALT_BSUX
+	pcre2_set_compile_extra_options(cctx, PCRE2_EXTRA_ALT_BSUX);
+#endif
+	char *translated = malloc(len + 1);
+
+	if (!translated) {
+		pcre2_compile_context_free(cctx);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	re = pcre2_compile((PCRE2_SPTR)translated, translate(source, len, translated),
+			   PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY |
+				   PCRE2_ALLOW_EMPTY_CLASS | PCRE2_MATCH_UNSET_BACKREF,
+			   &code, &offset, cctx);
+	pcre2_compile_context_free(cctx);
+	free(translated);
+	if (!re) {
+		pcre2_get_error_message(code, buf, sizeof(buf));
+		snprintf(err, errlen, "%s at offset %zu", (char *)buf, (size_t)offset);
+	}
+	return re;
+}
+
+pcre2_match_context *schema__regex_match_context(void)
+{
+	pcre2_match_context *m = pcre2_match_context_create(NULL);
+
+	if (!m)
+		return NULL;
+	pcre2_set_match_limit(m, MATCH_LIMIT);
+	pcre2_set_depth_limit(m, DEPTH_LIMIT);
+	pcre2_set_heap_limit(m, HEAP_LIMIT_KIB);
+	return m;
+}
+
+int schema__regex_match(const struct schema *s, const pcre2_code *re,
+			const char *subject, size_t len)
+{
+	/* One pair of offsets is enough: only whether it matched matters (a
+	 * too-small vector makes pcre2_match return 0, which is a match). */
+	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+	int rc;
+
+	if (!md)
+		return -1;
+	rc = pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, s->mctx);
+	pcre2_match_data_free(md);
+	if (rc >= 0)
+		return 1;
+	return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
+}

@@ -1,0 +1,122 @@
+/*
+ * schema: a JSON Schema compiler and validator on jansson.
+ *
+ * Draft 2020-12 is the default dialect; a schema that names draft-07 in its
+ * "$schema" also gets the draft-07 forms ("definitions", array-form "items",
+ * "additionalItems", "dependencies").  A schema is compiled once into a
+ * struct schema and can then validate any number of instances, from any
+ * number of threads at once: a compiled schema is never written to after
+ * schema_compile returns.
+ *
+ * Remote references ("$ref": "http://...") resolve only against documents
+ * added to a struct schema_registry and against the draft 2020-12
+ * meta-schemas built into this library; nothing is ever fetched from the
+ * network.
+ *
+ * Errors follow berth's convention: 0 or a negative errno value, NULL for a
+ * failed pointer.  Every error message is a malloc'd string the caller frees.
+ */
+#ifndef BERTH_SCHEMA_H
+#define BERTH_SCHEMA_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+/* A compiled, immutable validator; safe to use from several threads at once. */
+struct schema;
+
+/* Documents that "$ref" may reach by URI.  Not thread-safe while it is being
+ * filled; read-only (and so shareable) while schemas are compiled from it. */
+struct schema_registry;
+
+/*
+ * Options for schema_compile.  A zeroed struct (or NULL) means the defaults.
+ *
+ * format_assert: make "format" an assertion for date-time, date, time,
+ *   duration, email, hostname, ipv4, ipv6, uri, uri-reference, uuid and regex.
+ *   By default "format" is an annotation only, as the specification says.
+ * max_depth: how deep schema nesting and evaluation may go before the schema
+ *   is refused (at compile time) or the instance is rejected (at validation
+ *   time); 0 means SCHEMA_DEFAULT_MAX_DEPTH.  This is what keeps a deep
+ *   schema, a deep instance or a "$dynamicRef" loop off the end of the stack.
+ */
+struct schema_options {
+	bool format_assert;
+	int max_depth;
+};
+
+#define SCHEMA_DEFAULT_MAX_DEPTH 512
+
+/* The most errors schema_validate reports for one instance; a huge bad
+ * instance cannot produce an unbounded reply. */
+#define SCHEMA_MAX_ERRORS 100
+
+/* schema_registry_create returns a new, empty registry, or NULL when out of
+ * memory.  The caller frees it with schema_registry_destroy. */
+struct schema_registry *schema_registry_create(void);
+
+/*
+ * schema_registry_add registers doc under the absolute URI uri (a fragment,
+ * if any, is ignored), so that "$ref" can reach it and, through its "$id"s,
+ * the resources inside it.  doc is borrowed: the registry keeps its own deep
+ * copy.  Returns 0, -EINVAL (with *errmsg, if errmsg is not NULL, set to a
+ * malloc'd explanation the caller frees) when uri is not absolute or doc is
+ * neither an object nor a boolean, -EEXIST when uri is already registered,
+ * or -ENOMEM.
+ */
+int schema_registry_add(struct schema_registry *reg, const char *uri,
+			json_t *doc, char **errmsg);
+
+/* schema_registry_destroy frees reg and its documents.  Schemas compiled with
+ * reg stay valid: they hold what they need. NULL is a no-op. */
+void schema_registry_destroy(struct schema_registry *reg);
+
+/*
+ * schema_compile compiles doc (borrowed; the schema keeps its own deep copy)
+ * into a new validator the caller frees with schema_free.  opt may be NULL
+ * for the defaults and reg may be NULL for no remote documents.  Returns NULL
+ * when doc is not a valid schema or memory runs out; then, if errmsg is not
+ * NULL, *errmsg is a malloc'd message the caller frees, saying what is wrong
+ * and where, as a JSON Pointer into the schema ("/properties/age/minimum:
+ * must be a number").
+ */
+struct schema *schema_compile(const json_t *doc,
+			      const struct schema_options *opt,
+			      struct schema_registry *reg, char **errmsg);
+
+/* schema_compile_text parses json_text and compiles it as schema_compile
+ * does; a parse error is reported in *errmsg with its line and column. */
+struct schema *schema_compile_text(const char *json_text,
+				   const struct schema_options *opt,
+				   struct schema_registry *reg, char **errmsg);
+
+/* schema_free frees s.  NULL is a no-op. */
+void schema_free(struct schema *s);
+
+/*
+ * schema_valid returns true when instance (borrowed) is valid against s.
+ * This is the fast path: it collects no errors, stops at the first failure
+ * and keeps no annotations unless the schema uses unevaluatedItems or
+ * unevaluatedProperties.
+ */
+bool schema_valid(const struct schema *s, const json_t *instance);
+
+/*
+ * schema_validate returns 0 when instance (borrowed) is valid against s,
+ * -EINVAL when it is not, and -ENOMEM when memory runs out.  On -EINVAL, if
+ * errors is not NULL, *errors is set to a new JSON array (the caller owns the
+ * reference) of at most SCHEMA_MAX_ERRORS objects
+ *   {"instancePath": "/items/0/name",     a JSON Pointer into the instance
+ *    "keyword": "type",                   the keyword that failed
+ *    "schemaPath": "#/properties/items/...", where that keyword sits
+ *    "message": "must be string, got number"}
+ * On 0 and -ENOMEM, *errors is set to NULL.
+ */
+int schema_validate(const struct schema *s, const json_t *instance,
+		    json_t **errors);
+
+/* schema_doc returns the schema document s was compiled from (a borrowed
+ * reference that lives as long as s). */
+const json_t *schema_doc(const struct schema *s);
+
+#endif
