@@ -1,0 +1,414 @@
+// mcp.test.mjs: berth as an MCP server, driven by the official TypeScript
+// SDK through `berth mcp` against a real berthd (docs/MCP.md).
+//
+// The SDK validates every message it receives against its own schemas
+// (Tool, CallToolResult, Task, CreateTaskResult, elicitation/create), so a
+// test that gets a value back has also checked its shape.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { McpError, CallToolResultSchema, CreateTaskResultSchema, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+
+import { Daemon, McpSession, RawRelay, waitFor } from './harness.mjs';
+
+const RELATED = 'io.modelcontextprotocol/related-task';
+
+// The test tools of tests/mcp/tools (shell scripts with jq).
+const ECHO = 'mcp-echo';       // output {text, length}; outputSchema
+const MODEL = 'mcp-model';     // output and a modelOutput
+const APPROVE = 'mcp-approve'; // requireApproval; output {done: true}
+const ASK = 'mcp-ask';         // suspends with {question}; resumeSchema {answer}
+const NESTED = 'mcp-nested';   // suspends; resumeSchema with an object field
+const FAIL = 'mcp-fail';       // fails with "the tool failed on purpose"
+const SLOW = 'mcp-slow';       // sleeps 60 s
+
+// textOf returns the text of a result's first content block.
+function textOf(result) {
+  assert.ok(Array.isArray(result.content) && result.content.length > 0, 'content is not empty');
+  assert.equal(result.content[0].type, 'text');
+  return result.content[0].text;
+}
+
+async function rejectsWith(promise, code) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof McpError, `an McpError, not ${e}`);
+    assert.equal(e.code, code, `code ${code}, not ${e.code} (${e.message})`);
+    return true;
+  });
+}
+
+function accept(content) {
+  return async () => ({ action: 'accept', content });
+}
+
+const daemon = new Daemon();
+const sessions = [];
+
+async function session(opts) {
+  const s = await new McpSession(daemon, opts).connect();
+  sessions.push(s);
+  return s;
+}
+
+// noStrayOutput checks that the SDK never saw a line it could not parse
+// (anything on stdout but MCP messages) and that nothing went wrong.
+function noStrayOutput(s) {
+  assert.deepEqual(s.errors.map(String), [], `SDK errors; berth mcp stderr: ${s.stderr}`);
+}
+
+before(async () => {
+  await daemon.start();
+});
+
+after(async () => {
+  for (const s of sessions) {
+    try { await s.close(); } catch { /* already closed */ }
+  }
+  await daemon.cleanup();
+});
+
+describe('initialize', () => {
+  test('declares tools and tasks (list, cancel, tools/call)', async () => {
+    const s = await session();
+    const caps = s.client.getServerCapabilities();
+    assert.ok(caps.tools, 'tools capability');
+    assert.ok(caps.tasks, 'tasks capability');
+    assert.ok(caps.tasks.list, 'tasks.list');
+    assert.ok(caps.tasks.cancel, 'tasks.cancel');
+    assert.ok(caps.tasks.requests?.tools?.call, 'tasks.requests.tools.call');
+    assert.equal(s.client.getServerVersion().name, 'berth');
+    await s.client.ping();
+    noStrayOutput(s);
+  });
+
+  test('negotiates 2025-11-25, 2025-06-18 and 2025-03-26, and offers the latest otherwise', async () => {
+    for (const [asked, got] of [
+      ['2025-11-25', '2025-11-25'],
+      ['2025-06-18', '2025-06-18'],
+      ['2025-03-26', '2025-03-26'],
+      ['2024-01-01', '2025-11-25'],
+    ]) {
+      const r = new RawRelay(['--socket', daemon.socket]);
+      r.send({
+        jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+      });
+      const reply = JSON.parse(await r.line());
+      assert.equal(reply.id, 1);
+      assert.equal(reply.result.protocolVersion, got, `asked ${asked}`);
+      assert.equal(reply.result.serverInfo.name, 'berth');
+      // Tasks exist since 2025-11-25 only.
+      assert.equal(Boolean(reply.result.capabilities.tasks), got === '2025-11-25');
+      r.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      r.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+      // A notification gets no answer: the next line is the ping's.
+      assert.deepEqual(JSON.parse(await r.line()), { jsonrpc: '2.0', id: 2, result: {} });
+      r.proc.stdin.end();
+      assert.equal((await r.exit()).code, 0);
+    }
+  });
+});
+
+describe('tools/list', () => {
+  test('lists MCP tools with annotations, schemas and taskSupport, and berth fields beside them', async () => {
+    const s = await session();
+    const { tools } = await s.client.listTools();
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    for (const name of [ECHO, MODEL, APPROVE, ASK, NESTED, FAIL, SLOW]) {
+      assert.ok(byName.has(name), `${name} is listed`);
+    }
+    for (const t of tools) {
+      assert.equal(t.inputSchema.type, 'object', `${t.name}: inputSchema is an object schema`);
+      assert.equal(t.execution?.taskSupport, 'optional', `${t.name}: taskSupport`);
+      const a = t.annotations;
+      assert.ok(a, `${t.name}: annotations`);
+      for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
+        assert.equal(typeof a[k], 'boolean', `${t.name}: annotations.${k}`);
+      }
+    }
+    const echo = byName.get(ECHO);
+    assert.equal(echo.title, 'Echo');
+    assert.equal(echo.outputSchema.type, 'object');
+    assert.deepEqual(echo.outputSchema.required, ['text', 'length']);
+    // The manifest says readOnlyHint and idempotentHint; the rest are MCP's defaults.
+    assert.deepEqual(echo.annotations, {
+      readOnlyHint: true, destructiveHint: true, idempotentHint: true, openWorldHint: true,
+      ...(echo.annotations.title ? { title: echo.annotations.title } : {}),
+    });
+    assert.deepEqual(byName.get(SLOW).annotations, {
+      readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true,
+    });
+    // berth's own fields ride along (the SDK's schema strips them, so read them raw).
+    const r = new RawRelay(['--socket', daemon.socket]);
+    r.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const raw = JSON.parse(await r.line()).result.tools;
+    r.proc.stdin.end();
+    await r.exit();
+    const rawBy = new Map(raw.map((t) => [t.name, t]));
+    assert.equal(rawBy.get(APPROVE).requireApproval, true);
+    assert.equal(rawBy.get(ASK).resumeSchema.properties.answer.type, 'string');
+    assert.equal(rawBy.get(ASK).suspendSchema.properties.question.type, 'string');
+    noStrayOutput(s);
+  });
+});
+
+describe('tools/call without a task', () => {
+  test('returns structuredContent that the SDK validates against outputSchema, and the JSON as text', async () => {
+    const s = await session();
+    await s.client.listTools(); // the SDK validates outputs only for tools it has listed
+    const result = await s.client.callTool({ name: ECHO, arguments: { text: 'hello' } });
+    assert.equal(result.isError ?? false, false);
+    assert.deepEqual(result.structuredContent, { text: 'hello', length: 5 });
+    assert.deepEqual(JSON.parse(textOf(result)), { text: 'hello', length: 5 });
+    noStrayOutput(s);
+  });
+
+  test('gives the modelOutput as the content when the tool has one', async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: MODEL, arguments: {} });
+    assert.deepEqual(result.structuredContent, { value: 42 });
+    assert.equal(textOf(result), 'The answer is 42.');
+  });
+
+  test('reports a failed job as an isError result with its message', async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: FAIL, arguments: {} });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /failed on purpose/);
+  });
+
+  test('reports input that fails the inputSchema as an isError result', async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: ECHO, arguments: { text: 7 } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /text/);
+  });
+
+  test('answers an unknown tool with -32602', async () => {
+    const s = await session();
+    await rejectsWith(s.client.callTool({ name: 'no-such-tool', arguments: {} }), ErrorCode.InvalidParams);
+  });
+
+  test('asks for approval through elicitation and runs the tool when accepted', async () => {
+    const s = await session({ elicit: accept({ approve: true, reason: 'looks fine' }) });
+    const result = await s.client.callTool({ name: APPROVE, arguments: { action: 'deploy' } });
+    assert.equal(result.isError ?? false, false, textOf(result));
+    assert.deepEqual(result.structuredContent, { done: true, action: 'deploy' });
+    assert.equal(s.elicitations.length, 1);
+    const p = s.elicitations[0].params;
+    assert.equal(p.mode ?? 'form', 'form');
+    assert.match(p.message, new RegExp(APPROVE));
+    assert.equal(p.requestedSchema.properties.approve.type, 'boolean');
+    assert.equal(p.requestedSchema.properties.reason.type, 'string');
+    assert.equal(p._meta?.[RELATED], undefined, 'no related task without a task');
+    noStrayOutput(s);
+  });
+
+  test('declines the job when the elicitation is declined, and the tool never runs', async () => {
+    const s = await session({ elicit: async () => ({ action: 'decline' }) });
+    const result = await s.client.callTool({ name: APPROVE, arguments: { action: 'drop-db' } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /declined/);
+    assert.equal(result.structuredContent, undefined);
+  });
+
+  test('declines with the reason given in the form', async () => {
+    const s = await session({ elicit: accept({ approve: false, reason: 'not today' }) });
+    const result = await s.client.callTool({ name: APPROVE, arguments: { action: 'x' } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /not today/);
+  });
+
+  test('resumes a suspended job with the answer to its resumeSchema form', async () => {
+    const s = await session({ elicit: accept({ answer: 'blue' }) });
+    const result = await s.client.callTool({ name: ASK, arguments: { question: 'Favourite colour?' } });
+    assert.deepEqual(result.structuredContent, { question: 'Favourite colour?', answer: 'blue' });
+    const p = s.elicitations[0].params;
+    assert.match(p.message, /Favourite colour\?/);
+    assert.deepEqual(p.requestedSchema.required, ['answer']);
+    assert.equal(p.requestedSchema.properties.answer.type, 'string');
+  });
+
+  test('without elicitation, says which job waits and how to answer it through berth', async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: APPROVE, arguments: { action: 'later' } });
+    assert.equal(result.isError, true);
+    const text = textOf(result);
+    const id = text.match(/[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}/)?.[0];
+    assert.ok(id, `the job id is in: ${text}`);
+    assert.match(text, /berth approve/);
+    // The job still waits, as a task in input_required.
+    const task = await s.client.experimental.tasks.getTask(id);
+    assert.equal(task.status, 'input_required');
+    await s.client.experimental.tasks.cancelTask(id);
+  });
+
+  test('says clearly when a resumeSchema cannot be an MCP form', async () => {
+    const s = await session({ elicit: accept({}) });
+    const result = await s.client.callTool({ name: NESTED, arguments: {} });
+    assert.equal(result.isError, true);
+    const text = textOf(result);
+    assert.match(text, /address/);        // the property that cannot be a form field
+    assert.match(text, /berth resume/);   // and how to answer instead
+    assert.equal(s.elicitations.length, 0);
+  });
+});
+
+describe('tasks', () => {
+  test('callToolStream: a suspending tool, its elicitation with the related task, and the final result', async () => {
+    const s = await session({ elicit: accept({ answer: 'forty-two' }) });
+    await s.client.listTools(); // marks the tools as task tools for callToolStream
+    const seen = [];
+    let result = null;
+    let taskId = null;
+    const stream = s.client.experimental.tasks.callToolStream({ name: ASK, arguments: { question: 'Meaning?' } });
+    for await (const m of stream) {
+      seen.push(m.type);
+      if (m.type === 'taskCreated') {
+        taskId = m.task.taskId;
+        assert.equal(m.task.status, 'working');
+        assert.equal(typeof m.task.pollInterval, 'number');
+        assert.ok('ttl' in m.task);
+      }
+      if (m.type === 'taskStatus') assert.equal(m.task.taskId, taskId);
+      if (m.type === 'result') result = m.result;
+      if (m.type === 'error') throw m.error;
+    }
+    assert.equal(seen[0], 'taskCreated');
+    assert.ok(seen.includes('taskStatus'));
+    assert.equal(seen.at(-1), 'result');
+    assert.deepEqual(result.structuredContent, { question: 'Meaning?', answer: 'forty-two' });
+    assert.equal(result._meta?.[RELATED]?.taskId, taskId);
+    assert.equal(s.elicitations.length, 1);
+    assert.equal(s.elicitations[0].params._meta?.[RELATED]?.taskId, taskId);
+    const task = await s.client.experimental.tasks.getTask(taskId);
+    assert.equal(task.status, 'completed');
+    // notifications/tasks/status followed the task on the connection that made it.
+    await waitFor(() => s.statusNotes.some((n) => n.taskId === taskId && n.status === 'completed'),
+      5000, 'a completed status notification');
+    assert.ok(s.statusNotes.some((n) => n.taskId === taskId && n.status === 'input_required'));
+    noStrayOutput(s);
+  });
+
+  test('approval through tasks/result', async () => {
+    const s = await session({ elicit: accept({ approve: true }) });
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: APPROVE, arguments: { action: 'ship' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => (await s.client.experimental.tasks.getTask(id)).status === 'input_required',
+      10000, 'input_required');
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.deepEqual(result.structuredContent, { done: true, action: 'ship' });
+    assert.equal(s.elicitations[0].params._meta?.[RELATED]?.taskId, id);
+  });
+
+  test('a failed task has status failed and tasks/result gives the isError result', async () => {
+    const s = await session();
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: FAIL, arguments: {}, task: {} } }, CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /failed on purpose/);
+    const task = await s.client.experimental.tasks.getTask(id);
+    assert.equal(task.status, 'failed');
+    assert.match(task.statusMessage ?? '', /failed on purpose/);
+  });
+
+  test('list and cancel tasks; errors for unknown and finished tasks', async () => {
+    const s = await session();
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: SLOW, arguments: {}, task: { ttl: 600000 } } }, CreateTaskResultSchema);
+    const id = created.task.taskId;
+    assert.equal(created.task.status, 'working');
+    assert.match(created.task.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    assert.ok(created.task.lastUpdatedAt);
+
+    // tasks/list pages through every task; this one is among them.
+    const all = [];
+    let cursor;
+    do {
+      const page = await tasks.listTasks(cursor);
+      all.push(...page.tasks);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const listed = all.find((t) => t.taskId === id);
+    assert.ok(listed, 'the new task is listed');
+    assert.equal(listed.status, 'working');
+
+    const cancelled = await tasks.cancelTask(id);
+    assert.equal(cancelled.taskId, id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal((await tasks.getTask(id)).status, 'cancelled');
+    await rejectsWith(tasks.cancelTask(id), ErrorCode.InvalidParams);
+    const result = await tasks.getTaskResult(id, CallToolResultSchema);
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /cancel/);
+
+    await rejectsWith(tasks.getTask('01234567-89ab-7def-8123-456789abcdef'), ErrorCode.InvalidParams);
+    await rejectsWith(tasks.getTaskResult('nope', CallToolResultSchema), ErrorCode.InvalidParams);
+    await rejectsWith(tasks.cancelTask('nope'), ErrorCode.InvalidParams);
+    await rejectsWith(tasks.listTasks('not-a-cursor'), ErrorCode.InvalidParams);
+    await waitFor(() => s.statusNotes.some((n) => n.taskId === id && n.status === 'cancelled'),
+      5000, 'a cancelled status notification');
+    noStrayOutput(s);
+  });
+
+  test('an input_required task survives a restart of berthd and finishes afterwards', async () => {
+    const first = await session();
+    const created = await first.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Still there?' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => (await first.client.experimental.tasks.getTask(id)).status === 'input_required',
+      10000, 'input_required');
+
+    await daemon.restart();
+    // The relay of the first session ends when berthd goes away.
+    await waitFor(() => first.client.transport === undefined, 5000, 'the first session to close');
+    assert.match(first.stderr, /closed/);
+
+    const second = await session({ elicit: accept({ answer: 'yes' }) });
+    const task = await second.client.experimental.tasks.getTask(id);
+    assert.equal(task.status, 'input_required');
+    const result = await second.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.deepEqual(result.structuredContent, { question: 'Still there?', answer: 'yes' });
+    assert.equal(result._meta?.[RELATED]?.taskId, id);
+    assert.equal((await second.client.experimental.tasks.getTask(id)).status, 'completed');
+    noStrayOutput(second);
+  });
+});
+
+describe('berth mcp', () => {
+  test('exits 0 at once when stdin closes', async () => {
+    const r = new RawRelay(['--socket', daemon.socket]);
+    r.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    assert.deepEqual(JSON.parse(await r.line()), { jsonrpc: '2.0', id: 1, result: {} });
+    const t0 = Date.now();
+    r.proc.stdin.end();
+    const how = await r.exit(3000);
+    assert.equal(how.code, 0);
+    assert.ok(Date.now() - t0 < 2000, 'exits promptly');
+  });
+
+  test('relays a malformed line and the daemon\'s parse error, and nothing else', async () => {
+    const r = new RawRelay(['--socket', daemon.socket]);
+    r.send('{not json');
+    const reply = JSON.parse(await r.line());
+    assert.equal(reply.error.code, -32700);
+    r.proc.stdin.end();
+    await r.exit();
+    assert.equal(r.out, '');
+  });
+
+  test('fails with a message on stderr and nothing on stdout when no daemon listens', async () => {
+    const r = new RawRelay(['--socket', `${daemon.dir}/nothing-here.sock`]);
+    const how = await r.exit(5000);
+    assert.notEqual(how.code, 0);
+    assert.equal(r.out, '');
+    assert.match(r.err, /nothing-here\.sock/);
+  });
+});

@@ -1,0 +1,32 @@
+#!/bin/sh
+# run.sh SRCDIR WORKDIR: the MCP tests (mcp.test.mjs) as one meson test.
+#
+# It installs the locked SDK into WORKDIR with `npm ci` (only when the lock
+# file changed since the last install), copies the test files beside it so
+# that Node resolves the SDK from there, and runs `node --test`. The source
+# tree is never written to. Exit 77 (meson's "skipped") only when node is
+# missing; everything else that goes wrong is a failure.
+set -eu
+src=$1
+work=$2
+
+if ! command -v node >/dev/null 2>&1; then
+	echo "mcp: node is not installed: skipping the MCP tests (Debian: apt-get install nodejs npm)"
+	exit 77
+fi
+if ! command -v npm >/dev/null 2>&1; then
+	echo "mcp: node is installed but npm is not (Debian: apt-get install npm)" >&2
+	exit 1
+fi
+
+mkdir -p "$work"
+cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
+if ! cmp -s "$src/package-lock.json" "$work/.installed-lock.json" ||
+   [ ! -d "$work/node_modules/@modelcontextprotocol/sdk" ]; then
+	echo "mcp: npm ci in $work"
+	(cd "$work" && npm ci --no-audit --no-fund --loglevel=error) >&2
+	cp "$src/package-lock.json" "$work/.installed-lock.json"
+fi
+
+cd "$work"
+exec node --test --test-reporter=spec mcp.test.mjs
