@@ -1,0 +1,21 @@
+/*
+ * mcp.h: `berth mcp`, the stdio entry point of berth's MCP server.
+ *
+ * An MCP client starts `berth mcp` and speaks MCP's stdio transport (one
+ * JSON-RPC message per line) on its stdin and stdout; berth mcp relays the
+ * lines to and from berthd's socket, where the MCP methods live
+ * (docs/MCP.md). Nothing but the daemon's messages is written to stdout;
+ * diagnostics go to stderr.
+ */
+#ifndef BERTH_CLI_MCP_H
+#define BERTH_CLI_MCP_H
+
+/*
+ * cli_mcp_main runs `berth mcp [--socket PATH]`; argv[0] is the subcommand
+ * name. It returns the exit status: 0 when either side closed (stdin at
+ * its end, or berthd went away), 1 when the socket cannot be reached or a
+ * relay error ends it, 2 for a usage error.
+ */
+int cli_mcp_main(int argc, char **argv);
+
+#endif
