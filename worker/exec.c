@@ -1,0 +1,237 @@
+/*
+ * exec.c: C tools. execute runs on the libuv thread pool (uv_queue_work);
+ * its context reaches the loop thread through the hub (worker.c): progress
+ * is coalesced, log lines are queued, and a checkpoint blocks the pool
+ * thread on the hub's condition variable until the store has committed it,
+ * so that "returns once it is committed" holds.
+ *
+ * The pool thread reads only the run's deep copies (x_*), its job's id,
+ * tool and attempt, which never change while the run exists, and the
+ * atomic abort flag.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+static void work_cb(uv_work_t *req)
+{
+	struct worker__run *r = req->data;
+
+	r->outcome = r->c->execute(r->x_input, &r->ctx, r->c->data);
+}
+
+static void after_work_cb(uv_work_t *req, int status)
+{
+	struct worker__run *r = req->data;
+	struct berth_outcome o = r->outcome;
+
+	memset(&r->outcome, 0, sizeof(r->outcome));
+	if (r->w)
+		worker__run_outcome(r, &o);
+	else
+		worker__outcome_finish(&o);
+	worker__run_exec_ended(r);
+	worker__run_unref(r);
+}
+
+/* copy returns a deep copy of v, or NULL for NULL; *ok turns false when
+ * memory ran out. */
+static json_t *copy(const json_t *v, bool *ok)
+{
+	json_t *c;
+
+	if (!v)
+		return NULL;
+	c = json_deep_copy(v);
+	if (!c)
+		*ok = false;
+	return c;
+}
+
+int worker__exec_start(struct worker__run *r)
+{
+	const struct store_job *j = r->job;
+	bool ok = true;
+	int rc;
+
+	r->x_input = j->input ? copy(j->input, &ok) : json_object();
+	r->x_rc = copy(j->request_context, &ok);
+	r->x_resume = copy(j->resume_data, &ok);
+	r->x_suspend = copy(j->suspend_payload, &ok);
+	r->x_checkpoint = copy(j->checkpoint, &ok);
+	if (!ok || !r->x_input)
+		return -ENOMEM;
+	r->hub = worker__hub_ref(r->w->hub);
+	r->work.data = r;
+	worker__run_ref(r);
+	r->exec_started = true;
+	rc = uv_queue_work(r->w->loop, &r->work, work_cb, after_work_cb);
+	if (rc) {
+		r->exec_started = false;
+		worker__run_unref(r);
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- the context (pool thread) ---------------------------------------- */
+
+const char *berth_ctx_job_id(const struct berth_ctx *ctx)
+{
+	return ctx->run->job->id;
+}
+
+const char *berth_ctx_tool(const struct berth_ctx *ctx)
+{
+	return ctx->run->job->tool;
+}
+
+int berth_ctx_attempt(const struct berth_ctx *ctx)
+{
+	return ctx->run->job->attempt;
+}
+
+const json_t *berth_ctx_request_context(const struct berth_ctx *ctx)
+{
+	return ctx->run->x_rc;
+}
+
+const json_t *berth_ctx_resume_data(const struct berth_ctx *ctx)
+{
+	return ctx->run->x_resume;
+}
+
+const json_t *berth_ctx_suspend_payload(const struct berth_ctx *ctx)
+{
+	return ctx->run->x_suspend;
+}
+
+const json_t *berth_ctx_checkpoint(const struct berth_ctx *ctx)
+{
+	return ctx->run->x_checkpoint;
+}
+
+bool berth_ctx_aborted(const struct berth_ctx *ctx)
+{
+	return atomic_load(&ctx->run->aborted);
+}
+
+/* post queues a message of r for the loop thread; it holds a reference to
+ * r until the loop has handled it. Returns false when the hub is closed
+ * (the message is freed). */
+static bool post(struct worker__run *r, struct worker__msg *m)
+{
+	m->run = r;
+	worker__run_ref(r);
+	if (worker__hub_post(r->hub, m))
+		return true;
+	/* The hub is closed, so the loop is no longer reading; this is the
+	 * last use of r's reference here and the loop holds others (the
+	 * work request), so dropping it cannot free r on this thread. */
+	atomic_fetch_sub(&r->refs, 1);
+	json_decref(m->value);
+	free(m->level);
+	free(m->message);
+	free(m);
+	return false;
+}
+
+int berth_ctx_save_checkpoint(struct berth_ctx *ctx, const json_t *value)
+{
+	struct worker__run *r = ctx->run;
+	struct worker__hub *h = r->hub;
+	struct worker__wait wait = {0};
+	struct worker__msg *m;
+	int rc;
+
+	if (atomic_load(&r->aborted))
+		return -ECANCELED;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->kind = WORKER__MSG_CHECKPOINT;
+	m->value = value ? json_deep_copy(value) : json_null();
+	m->wait = &wait;
+	if (!m->value) {
+		free(m);
+		return -ENOMEM;
+	}
+	if (!post(r, m))
+		return -ECANCELED;
+	uv_mutex_lock(&h->mu);
+	while (!wait.done)
+		uv_cond_wait(&h->cond, &h->mu);
+	rc = wait.rc;
+	uv_mutex_unlock(&h->mu);
+	if (rc == STORE_ECONFLICT || rc == STORE_ENOTFOUND)
+		rc = -ECANCELED;
+	return rc;
+}
+
+void berth_ctx_progress(struct berth_ctx *ctx, double progress, double total,
+			const char *message)
+{
+	struct worker__run *r = ctx->run;
+	struct worker__hub *h = r->hub;
+	struct worker__msg *m;
+	json_t *p;
+	bool queue;
+
+	p = json_pack("{s:f}", "progress", progress);
+	if (!p)
+		return;
+	if (total >= 0)
+		json_object_set_new(p, "total", json_real(total));
+	if (message)
+		json_object_set_new(p, "message", json_string(message));
+	/* Coalesced: only the newest value waits for the loop, and at most
+	 * one message for it is queued. */
+	uv_mutex_lock(&h->mu);
+	json_decref(r->progress_latest);
+	r->progress_latest = p;
+	queue = !r->progress_queued && !h->closed;
+	if (queue)
+		r->progress_queued = true;
+	uv_mutex_unlock(&h->mu);
+	if (!queue)
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		uv_mutex_lock(&h->mu);
+		r->progress_queued = false;
+		uv_mutex_unlock(&h->mu);
+		return;
+	}
+	m->kind = WORKER__MSG_PROGRESS;
+	post(r, m);
+}
+
+void berth_ctx_log(struct berth_ctx *ctx, const char *level,
+		   const json_t *data, const char *fmt, ...)
+{
+	struct worker__msg *m = calloc(1, sizeof(*m));
+	va_list ap;
+
+	if (!m)
+		return;
+	m->kind = WORKER__MSG_LOG;
+	m->level = strdup(level ? level : "info");
+	va_start(ap, fmt);
+	if (vasprintf(&m->message, fmt, ap) < 0)
+		m->message = NULL;
+	va_end(ap);
+	m->value = data ? json_deep_copy(data) : NULL;
+	m->at = store_now();
+	if (!m->level || !m->message) {
+		json_decref(m->value);
+		free(m->level);
+		free(m->message);
+		free(m);
+		return;
+	}
+	post(ctx->run, m);
+}

@@ -1,0 +1,378 @@
+/*
+ * internal.h: what the worker's files share and nothing outside worker/
+ * (and its unit tests) may use. Internal names carry a double prefix
+ * (worker__), as libuv's do.
+ *
+ * Threads. Everything here runs on the loop thread except the fields a
+ * comment marks "pool": those are touched by the thread pool thread that
+ * runs a C tool's execute, under hub->mu or through atomics.
+ */
+#ifndef BERTH_WORKER_INTERNAL_H
+#define BERTH_WORKER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "berth/berth.h"
+#include "schema/schema.h"
+#include "store/store.h"
+#include "worker/worker.h"
+
+#define WORKER__NSCHEMA 5
+
+/* Defaults of struct worker_config and struct berth_background. */
+#define WORKER__WORKERS 4
+#define WORKER__TIMEOUT_MS 300000
+#define WORKER__KILL_GRACE_MS 5000
+#define WORKER__SHUTDOWN_GRACE_MS 10000
+#define WORKER__MAX_OUTPUT (64 * 1024 * 1024)
+#define WORKER__MAX_LOG (1024 * 1024)
+#define WORKER__MAX_LOG_LINES 10000
+#define WORKER__RETENTION_MS (7 * 24 * 3600 * 1000LL)
+#define WORKER__BACKOFF_MS 1000
+#define WORKER__BACKOFF_MAX_MS 300000
+
+/* An external tool's command, from its manifest. */
+struct worker__cmd {
+	char **argv; /* NULL-ended; argv[0] made absolute if it was relative */
+	char **env;  /* "NAME=value", NULL-ended: added to a scrubbed env */
+	char *cwd;
+	char *path;  /* the manifest, for messages */
+};
+
+/*
+ * struct worker_tool is a registered tool. Both kinds keep their own parsed
+ * copies of every JSON field; a C tool also keeps its borrowed declaration
+ * for the functions (c), an external tool its command (cmd).
+ */
+struct worker_tool {
+	char *id;
+	char *title;
+	char *description;
+	json_t *schema_doc[WORKER__NSCHEMA]; /* by enum worker_schema_kind */
+	struct schema *schema[WORKER__NSCHEMA];
+	bool strict;
+	bool require_approval;
+	struct berth_background bg;
+	json_t *annotations;
+	json_t *meta;
+	json_t *input_examples;
+	json_t *provider_options;
+
+	const struct berth_tool *c; /* NULL for an external tool */
+	struct worker__cmd *cmd;    /* NULL for a C tool */
+
+	int running; /* runs holding a slot */
+};
+
+/*
+ * The hub carries messages from pool threads to the loop thread (progress,
+ * log lines, checkpoints) through one uv_async. It is reference counted
+ * with an atomic so that a C tool that never returns can keep it after the
+ * worker is gone; once closed, pool threads drop what they would send.
+ */
+enum { WORKER__MSG_PROGRESS = 1, WORKER__MSG_LOG, WORKER__MSG_CHECKPOINT };
+
+struct worker__wait {
+	bool done;
+	int rc;
+};
+
+struct worker__msg {
+	struct worker__msg *next;
+	int kind;
+	struct worker__run *run; /* holds a reference */
+	json_t *value;           /* log data, checkpoint value */
+	char *level;
+	char *message;
+	int64_t at;
+	struct worker__wait *wait; /* a checkpoint's waiting pool thread */
+};
+
+struct worker__hub {
+	uv_mutex_t mu;
+	uv_cond_t cond;
+	atomic_int refs;
+	bool closed;         /* mu */
+	uv_async_t *async;   /* mu; the worker's */
+	struct worker__msg *head, *tail; /* mu */
+};
+
+enum worker__run_state {
+	WORKER__RUN_ACTIVE = 0, /* executing; its outcome is awaited */
+	WORKER__RUN_FINISHING,  /* its final transition is being committed */
+	WORKER__RUN_DONE,       /* the job is no longer this run's */
+};
+
+enum worker__abort {
+	WORKER__ABORT_NONE = 0,
+	WORKER__ABORT_CANCEL,
+	WORKER__ABORT_TIMEOUT,
+	WORKER__ABORT_SHUTDOWN,
+	WORKER__ABORT_FINISHED, /* done; a process still alive is reaped */
+};
+
+struct berth_ctx {
+	struct worker__run *run;
+};
+
+struct worker__proc;
+
+/*
+ * struct worker__run is one try of a claimed job. Its references: one for
+ * the scheduler (from the claim until the job is done and the executor has
+ * ended, dropped in the timer's close callback), one for the executor
+ * while it runs, one per queued hub message and store request.
+ */
+struct worker__run {
+	atomic_int refs;
+	struct worker *w;        /* NULL once detached at shutdown */
+	struct worker_tool *tool; /* NULL: no such tool */
+	struct store_job *job;   /* as claimed; never changed while running */
+	int state;               /* enum worker__run_state */
+	int abort_reason;        /* enum worker__abort */
+	atomic_bool aborted;     /* pool: berth_ctx_aborted */
+	bool slot_held;
+	bool exec_started;
+	bool exec_done;
+	bool listed;
+	uv_timer_t timer;        /* the timeout, then transition retries */
+	struct worker__op *final; /* the final transition, while finishing */
+	struct worker__run *prev, *next;
+
+	/* C tools. The x_ values are deep copies the pool thread reads. */
+	uv_work_t work;
+	struct berth_ctx ctx;
+	const struct berth_tool *c;
+	struct worker__hub *hub;
+	json_t *x_input, *x_rc, *x_resume, *x_suspend, *x_checkpoint;
+	struct berth_outcome outcome;
+	json_t *progress_latest; /* pool + loop, under hub->mu */
+	bool progress_queued;    /* hub->mu */
+
+	/* External tools. */
+	struct worker__proc *proc;
+
+	/* Progress writes: at most one in flight, the newest kept. */
+	bool progress_writing;
+	json_t *progress_next;
+};
+
+/*
+ * struct worker__op is one operation: a store request and everything it
+ * needs until its callback has run. inflight counts them, so that shutdown
+ * waits for every store callback before it lets the worker go.
+ */
+struct worker__op {
+	struct store_req req;
+	struct worker *w;
+	worker_cb cb;
+	void *arg;
+	void (*then)(struct worker__op *op, int rc);
+	struct worker__run *run;   /* holds a reference */
+	struct worker__wait *wait; /* a C tool's checkpoint */
+	const struct worker_tool *tool;
+	json_t *own[6];            /* references dropped at the end */
+	char *sown[2];
+	struct store_job *job;     /* a job the op owns */
+	struct store_job *job2;    /* another (a job read for a conflict) */
+	struct store_cap *caps;
+	struct store_log_line *lines;
+	size_t nlines;
+	/* A reply deferred to the next loop iteration. */
+	struct worker__op *next;
+	int err;
+	char *message;
+	json_t *data;
+};
+
+struct worker__listener {
+	worker_progress_fn fn;
+	void *arg;
+};
+
+struct worker {
+	uv_loop_t *loop;
+	struct store *st;
+	struct worker_config cfg;
+
+	struct worker_tool **tools; /* sorted by id */
+	size_t ntools, captools;
+
+	struct worker__run *runs; /* every run still holding a reference */
+	int busy;                 /* runs holding a slot */
+
+	/* Scheduling (sched.c). */
+	bool started;
+	bool claim_inflight;
+	bool claim_again;
+	uv_timer_t run_timer;    /* store_next_run_at */
+	uv_timer_t expiry_timer; /* store_next_expiry */
+	uv_timer_t prune_timer;
+	int64_t *wakeups;        /* future run_at values seen, sorted */
+	size_t nwakeups, capwakeups;
+
+	struct worker__hub *hub;
+	uv_async_t async;
+
+	/* Replies deferred to the next loop iteration (an operation never
+	 * calls back before it returned). */
+	uv_idle_t idle;
+	struct worker__op *deferred, *deferred_tail;
+
+	struct worker__listener *listeners;
+	size_t nlisteners;
+
+	int inflight; /* operations not yet freed */
+
+	/* Shutdown. */
+	bool stopping;
+	bool aborting;
+	bool closing;
+	int open_handles;
+	uv_timer_t grace_timer;
+	void (*shutdown_done)(void *arg);
+	void *shutdown_arg;
+};
+
+/* ---- tool.c ----------------------------------------------------------- */
+
+/* worker__tool_new returns an empty tool with id (copied), or NULL. */
+struct worker_tool *worker__tool_new(const char *id);
+void worker__tool_free(struct worker_tool *t);
+/* worker__tool_set_schema compiles doc (stolen) as t's schema of kind.
+ * Returns 0 or -EINVAL with *errmsg naming the tool and field. */
+int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
+			    char **errmsg);
+/* worker__tool_register checks what is left to check (a valid and unique
+ * id, the input examples) and adds t, which the worker then owns; on an
+ * error the caller still owns t. */
+int worker__tool_register(struct worker *w, struct worker_tool *t,
+			  char **errmsg);
+/* worker__valid_tool_name returns true for [A-Za-z0-9_.-]{1,128}. */
+bool worker__valid_tool_name(const char *id);
+/* worker__schema_name returns the field name of a schema kind. */
+const char *worker__schema_name(int kind);
+/* worker__validate validates inst against t's schema of kind. Returns 0
+ * (also when t has no such schema) or -EINVAL with *errors (new). */
+int worker__validate(const struct worker_tool *t, int kind,
+		     const json_t *inst, json_t **errors);
+/* worker__errmsg returns a malloc'd printf-formatted string (or NULL). */
+char *worker__errmsg(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* ---- manifest.c ------------------------------------------------------- */
+
+/* worker__manifest_load parses one manifest file into a new tool. */
+int worker__manifest_load(const char *path, struct worker_tool **out,
+			  char **errmsg);
+
+/* ---- view.c ----------------------------------------------------------- */
+
+/* worker__view returns a new reference to payload as the view shows it
+ * (raw: payload itself), or NULL when payload is NULL. */
+json_t *worker__view(const struct worker_tool *t, int view,
+		     enum berth_payload which, const json_t *payload);
+
+/* ---- outcome.c -------------------------------------------------------- */
+
+void worker__outcome_finish(struct berth_outcome *o);
+
+/* ---- backoff.c -------------------------------------------------------- */
+
+/* worker__backoff_ms returns the delay before the retry that follows try
+ * number attempt: base * 2^(attempt-1) capped at max, of which the upper
+ * half is scaled by r in [0, 1) ("equal jitter"). */
+int64_t worker__backoff_ms(int attempt, int64_t base, int64_t max, double r);
+/* worker__random returns a number in [0, 1). */
+double worker__random(void);
+
+/* ---- worker.c --------------------------------------------------------- */
+
+struct worker__op *worker__op_new(struct worker *w, worker_cb cb, void *arg);
+/* worker__op_submit hands op's request to the store; then(op, rc) runs
+ * when it is done. On an error then never runs and op is still the
+ * caller's. */
+int worker__op_submit(struct worker__op *op,
+		      void (*then)(struct worker__op *op, int rc));
+void worker__op_free(struct worker__op *op);
+/* worker__op_reply calls op's callback now and frees op. */
+void worker__op_reply(struct worker__op *op, int err, const char *message,
+		      json_t *data, const struct store_job *job, bool existed);
+/* worker__op_defer calls op's callback on the next loop iteration with
+ * err, message (copied) and data (stolen), then frees op. */
+void worker__op_defer(struct worker__op *op, int err, const char *message,
+		      json_t *data);
+/* worker__op_reply_store replies with the error class of a store code. */
+void worker__op_reply_store(struct worker__op *op, int rc);
+/* worker__job_log appends one line to a job's log (copies everything). */
+void worker__job_log(struct worker *w, const char *job_id, const char *level,
+		     const json_t *data, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* worker__progress tells the progress listeners. */
+void worker__progress(struct worker *w, const struct store_job *job,
+		      const json_t *progress);
+/* worker__check_shutdown finishes a shutdown once nothing is left. */
+void worker__check_shutdown(struct worker *w);
+int64_t worker__kill_grace(const struct worker *w);
+struct worker_tool *worker__tool_find(const struct worker *w,
+				      const char *name);
+
+/* Hub (worker.c). */
+struct worker__hub *worker__hub_ref(struct worker__hub *h);
+void worker__hub_unref(struct worker__hub *h);
+/* worker__hub_post queues m (the hub takes it) and wakes the loop; false
+ * when the hub is closed (m is not taken). Pool threads only. */
+bool worker__hub_post(struct worker__hub *h, struct worker__msg *m);
+void worker__hub_complete(struct worker__hub *h, struct worker__wait *wt,
+			  int rc);
+
+/* ---- sched.c ---------------------------------------------------------- */
+
+/* worker__sched_kick claims work when a slot is free and no claim is in
+ * flight (or asks for another claim after the one in flight). */
+void worker__sched_kick(struct worker *w);
+/* worker__sched_wakeup remembers a future run_at so the run timer fires
+ * for it even while earlier jobs wait for a slot. */
+void worker__sched_wakeup(struct worker *w, int64_t at);
+void worker__sched_rearm(struct worker *w);
+void worker__expiry_rearm(struct worker *w);
+
+/* ---- run.c ------------------------------------------------------------ */
+
+/* worker__run_start starts a claimed job (taking it). */
+void worker__run_start(struct worker *w, struct store_job *job);
+struct worker__run *worker__run_find(struct worker *w, const char *job_id);
+void worker__run_ref(struct worker__run *r);
+void worker__run_unref(struct worker__run *r);
+/* worker__run_outcome handles what execute or the process produced (its
+ * contents are taken); discarded unless the run is still active. */
+void worker__run_outcome(struct worker__run *r, struct berth_outcome *o);
+/* worker__run_abort sets the abort flag and stops the executor. */
+void worker__run_abort(struct worker__run *r, int reason);
+/* worker__run_cancelled: a cancel of r's job was committed. */
+void worker__run_cancelled(struct worker__run *r);
+/* worker__run_give_up ends a run whose C tool does not return. */
+void worker__run_give_up(struct worker__run *r);
+/* worker__run_exec_ended: the executor (thread or process) is gone. */
+void worker__run_exec_ended(struct worker__run *r);
+/* Messages of a running tool, on the loop thread. */
+void worker__run_progress(struct worker__run *r, json_t *progress);
+void worker__run_log(struct worker__run *r, const char *level,
+		     const char *message, const json_t *data);
+void worker__run_checkpoint(struct worker__run *r, json_t *value,
+			    struct worker__wait *wait);
+
+/* ---- exec.c / proc.c -------------------------------------------------- */
+
+int worker__exec_start(struct worker__run *r);
+int worker__proc_start(struct worker__run *r, char **errmsg);
+/* worker__proc_kill sends SIGTERM to the group now (or after a grace when
+ * reap is true) and SIGKILL after the kill grace. */
+void worker__proc_kill(struct worker__proc *p, bool reap);
+
+#endif

@@ -1,0 +1,447 @@
+/*
+ * ops.c: the operations on jobs the api calls (submit, resume, approve,
+ * decline, cancel, retry, pause). Each checks what it can before anything
+ * is stored (the tool, the input against its schema, the resume data),
+ * then commits one compare-and-set transition; its callback runs once the
+ * change is durable. A second resume, approve or decline of the same job
+ * fails the compare-and-set and is a conflict, never a second run.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+static void reply_created(struct worker__op *op, int rc)
+{
+	struct worker *w = op->w;
+	const struct store_job *j = op->req.job ? op->req.job : op->job;
+	const struct worker_tool *t = op->tool;
+	struct berth_call call;
+	int hrc;
+
+	if (rc) {
+		worker__op_reply_store(op, rc);
+		return;
+	}
+	if (!op->req.existed && t->c && t->c->on_input_available) {
+		call.job_id = j->id;
+		call.tool = j->tool;
+		call.tool_call_id = j->tool_call_id;
+		call.run_id = j->run_id;
+		call.request_context = j->request_context;
+		hrc = t->c->on_input_available(j->input, &call, t->c->data);
+		if (hrc)
+			worker__job_log(w, j->id, "warn", NULL,
+					"the onInputAvailable hook of tool %s "
+					"failed (it returned %d); the job is "
+					"not affected",
+					j->tool, hrc);
+	}
+	if (!op->req.existed && j->status == STORE_PENDING) {
+		worker__sched_wakeup(w, j->run_at);
+		worker__sched_kick(w);
+	}
+	if (!op->req.existed && j->expires_at)
+		worker__expiry_rearm(w);
+	worker__op_reply(op, WORKER_OK, NULL, NULL, j, op->req.existed);
+}
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*ok = false;
+	return d;
+}
+
+/* submit_op checks p and creates the job through op (which it answers,
+ * now or later). Returns 0 or -ENOMEM (op is then the caller's). */
+static int submit_op(struct worker__op *op, const struct worker_submit *p)
+{
+	struct worker *w = op->w;
+	const struct worker_tool *t = worker__tool_find(w, p->tool);
+	json_t *errors = NULL;
+	struct store_job *j;
+	int64_t now = store_now();
+	bool ok = true;
+	char msg[300];
+
+	if (!t) {
+		snprintf(msg, sizeof(msg), "no tool named %s", p->tool);
+		worker__op_defer(op, WORKER_ENOTFOUND, msg,
+				 json_pack("{s:s}", "id", p->tool));
+		return 0;
+	}
+	op->tool = t;
+	if ((p->has_max_retries && p->max_retries < 0) || p->timeout_ms < 0 ||
+	    p->ttl_ms < 0 || p->run_at < 0) {
+		worker__op_defer(op, WORKER_EINVAL,
+				 "maxRetries, timeoutMs, ttlMs and runAt must "
+				 "not be negative",
+				 NULL);
+		return 0;
+	}
+	op->own[0] = p->input ? json_incref(p->input) : json_object();
+	if (!op->own[0])
+		return -ENOMEM;
+	if (worker__validate(t, WORKER_SCHEMA_INPUT, op->own[0], &errors)) {
+		snprintf(msg, sizeof(msg),
+			 "the input does not match the inputSchema of tool %s",
+			 t->id);
+		worker__op_defer(op, WORKER_EINVAL, msg,
+				 json_pack("{s:o}", "errors", errors));
+		return 0;
+	}
+	j = op->job = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->tool = dup_or_null(t->id, &ok);
+	j->input = json_incref(op->own[0]);
+	j->request_context = json_incref(p->request_context);
+	j->metadata = json_incref(p->metadata);
+	j->run_id = dup_or_null(p->run_id, &ok);
+	j->tool_call_id = dup_or_null(p->tool_call_id, &ok);
+	j->idempotency_key = dup_or_null(p->idempotency_key, &ok);
+	j->retry_of = dup_or_null(p->retry_of, &ok);
+	if (!ok)
+		return -ENOMEM;
+	j->priority = p->has_priority ? p->priority : 0;
+	j->run_at = p->run_at > 0 ? p->run_at : now;
+	j->attempt = 1;
+	j->max_retries = p->has_max_retries ? p->max_retries
+					    : t->bg.max_retries;
+	j->timeout_ms = p->timeout_ms > 0	  ? p->timeout_ms
+			: t->bg.timeout_ms > 0 ? t->bg.timeout_ms
+					       : w->cfg.default_timeout_ms;
+	j->ttl_ms = p->ttl_ms;
+	j->approval_required = t->c && t->c->require_approval_fn
+				       ? t->c->require_approval_fn(j->input,
+								   t->c->data)
+				       : t->require_approval;
+	j->status = j->approval_required ? STORE_AWAITING_APPROVAL
+					 : STORE_PENDING;
+	if (j->approval_required && p->ttl_ms > 0)
+		j->expires_at = now + p->ttl_ms;
+	/* The "created" event shows the input; when the store also appends
+	 * "approval_requested" it carries the same data, which for a tool
+	 * without an approval transform is the approval view too. */
+	op->own[1] = worker__view(t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_INPUT,
+				  j->input);
+	op->req.op = STORE_OP_CREATE;
+	op->req.u.create.job = j;
+	op->req.u.create.event_data = op->own[1];
+	if (worker__op_submit(op, reply_created))
+		return -ESHUTDOWN;
+	return 0;
+}
+
+int worker_submit(struct worker *w, const struct worker_submit *p,
+		  worker_cb cb, void *arg)
+{
+	struct worker__op *op;
+	int rc;
+
+	if (!p || !p->tool)
+		return -EINVAL;
+	if (w->stopping)
+		return -ESHUTDOWN;
+	op = worker__op_new(w, cb, arg);
+	if (!op)
+		return -ENOMEM;
+	rc = submit_op(op, p);
+	if (rc) {
+		op->cb = NULL;
+		worker__op_free(op);
+	}
+	return rc;
+}
+
+/* ---- transitions of one job ------------------------------------------- */
+
+static void reply_transition(struct worker__op *op, int rc)
+{
+	struct worker *w = op->w;
+	const struct store_job *j = op->req.job;
+	struct worker__run *r;
+
+	if (rc) {
+		worker__op_reply_store(op, rc);
+		return;
+	}
+	if (j && j->status == STORE_PENDING) {
+		worker__sched_wakeup(w, j->run_at);
+		worker__sched_kick(w);
+	}
+	if (j && j->status == STORE_CANCELLED &&
+	    (r = worker__run_find(w, j->id)))
+		worker__run_cancelled(r);
+	worker__op_reply(op, WORKER_OK, NULL, NULL, j, false);
+}
+
+/* transition_op starts an op for a transition of job id. */
+static struct worker__op *transition_op(struct worker *w, const char *id,
+					worker_cb cb, void *arg)
+{
+	struct worker__op *op;
+
+	if (!id || strlen(id) >= sizeof(op->req.u.transition.job_id))
+		return NULL;
+	op = worker__op_new(w, cb, arg);
+	if (!op)
+		return NULL;
+	op->req.op = STORE_OP_TRANSITION;
+	snprintf(op->req.u.transition.job_id,
+		 sizeof(op->req.u.transition.job_id), "%s", id);
+	return op;
+}
+
+static int submit_transition(struct worker__op *op)
+{
+	if (worker__op_submit(op, reply_transition)) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+/* read_job reads job id for an operation that must look at it before it
+ * changes it; on an error it answers op later and returns NULL. */
+static struct store_job *read_job(struct worker__op *op, const char *id)
+{
+	struct store_job *j = NULL;
+	int rc = store_get(op->w->st, id, &j);
+	char msg[160];
+
+	if (rc == STORE_ENOTFOUND) {
+		worker__op_defer(op, WORKER_ENOTFOUND, "no such job",
+				 json_pack("{s:s}", "id", id));
+		return NULL;
+	}
+	if (rc) {
+		snprintf(msg, sizeof(msg), "storage failed: %s", strerror(-rc));
+		worker__op_defer(op, WORKER_ESTORAGE, msg,
+				 json_pack("{s:s}", "sqlite", strerror(-rc)));
+		return NULL;
+	}
+	op->job2 = j;
+	return j;
+}
+
+static void defer_conflict(struct worker__op *op, const struct store_job *j)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "the job is %s", store_status_name(j->status));
+	worker__op_defer(op, WORKER_ECONFLICT, msg,
+			 json_pack("{s:s}", "status",
+				   store_status_name(j->status)));
+}
+
+int worker_resume(struct worker *w, const char *id, json_t *resume_data,
+		  worker_cb cb, void *arg)
+{
+	struct worker__op *op;
+	struct store_transition *tr;
+	const struct worker_tool *t;
+	struct store_job *j;
+	json_t *errors = NULL;
+	char msg[300];
+
+	if (w->stopping)
+		return -ESHUTDOWN;
+	if (!(op = transition_op(w, id, cb, arg)))
+		return id ? -ENOMEM : -EINVAL;
+	if (!(j = read_job(op, id)))
+		return 0;
+	if (j->status != STORE_SUSPENDED) {
+		defer_conflict(op, j);
+		return 0;
+	}
+	t = worker__tool_find(w, j->tool);
+	op->own[0] = resume_data ? json_incref(resume_data) : json_null();
+	if (worker__validate(t, WORKER_SCHEMA_RESUME, op->own[0], &errors)) {
+		snprintf(msg, sizeof(msg),
+			 "the resume data does not match the resumeSchema of "
+			 "tool %s; the job stays suspended",
+			 j->tool);
+		worker__op_defer(op, WORKER_EINVAL, msg,
+				 json_pack("{s:o}", "errors", errors));
+		return 0;
+	}
+	tr = &op->req.u.transition;
+	tr->from_mask = STORE_MASK(STORE_SUSPENDED);
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RESUMED;
+	op->own[1] = tr->event_data = worker__view(t, WORKER_VIEW_DISPLAY,
+						   BERTH_PAYLOAD_RESUME,
+						   op->own[0]);
+	tr->set = STORE_SET_RESUME | STORE_SET_RUN_AT | STORE_SET_EXPIRES_AT;
+	tr->resume_data = op->own[0];
+	tr->run_at = store_now();
+	tr->expires_at = 0;
+	return submit_transition(op);
+}
+
+static int decide(struct worker *w, const char *id, bool approve,
+		  const char *text, worker_cb cb, void *arg)
+{
+	struct worker__op *op;
+	struct store_transition *tr;
+
+	if (w->stopping)
+		return -ESHUTDOWN;
+	if (!(op = transition_op(w, id, cb, arg)))
+		return id ? -ENOMEM : -EINVAL;
+	if (text && !(op->sown[0] = strdup(text))) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ENOMEM;
+	}
+	tr = &op->req.u.transition;
+	tr->from_mask = STORE_MASK(STORE_AWAITING_APPROVAL);
+	tr->to = approve ? STORE_PENDING : STORE_DECLINED;
+	tr->event = approve ? STORE_EV_APPROVED : STORE_EV_DECLINED;
+	tr->set = STORE_SET_DECISION | STORE_SET_EXPIRES_AT;
+	tr->decision = approve ? STORE_DECISION_APPROVED
+			       : STORE_DECISION_DECLINED;
+	tr->reason = op->sown[0];
+	tr->expires_at = 0;
+	op->own[0] = tr->event_data =
+		approve ? json_pack("{s:s?}", "note", text)
+			: json_pack("{s:s?}", "reason", text);
+	return submit_transition(op);
+}
+
+int worker_approve(struct worker *w, const char *id, const char *note,
+		   worker_cb cb, void *arg)
+{
+	return decide(w, id, true, note, cb, arg);
+}
+
+int worker_decline(struct worker *w, const char *id, const char *reason,
+		   worker_cb cb, void *arg)
+{
+	return decide(w, id, false, reason, cb, arg);
+}
+
+int worker_cancel(struct worker *w, const char *id, const char *reason,
+		  worker_cb cb, void *arg)
+{
+	struct worker__op *op;
+	struct store_transition *tr;
+
+	if (w->stopping)
+		return -ESHUTDOWN;
+	if (!(op = transition_op(w, id, cb, arg)))
+		return id ? -ENOMEM : -EINVAL;
+	tr = &op->req.u.transition;
+	tr->from_mask = STORE_MASK(STORE_PENDING) |
+			STORE_MASK(STORE_AWAITING_APPROVAL) |
+			STORE_MASK(STORE_SUSPENDED) | STORE_MASK(STORE_RUNNING);
+	tr->to = STORE_CANCELLED;
+	tr->event = STORE_EV_CANCELLED;
+	tr->set = STORE_SET_ERROR;
+	op->own[0] = tr->error = json_pack(
+		"{s:s, s:s}", "message",
+		reason && *reason ? reason : "cancelled", "code", "cancelled");
+	op->own[1] = tr->event_data = json_pack("{s:s?}", "reason", reason);
+	return submit_transition(op);
+}
+
+int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg)
+{
+	struct worker_submit p = {0};
+	struct worker__op *op;
+	struct store_job *j;
+	int rc;
+
+	if (w->stopping)
+		return -ESHUTDOWN;
+	if (!id)
+		return -EINVAL;
+	op = worker__op_new(w, cb, arg);
+	if (!op)
+		return -ENOMEM;
+	if (!(j = read_job(op, id)))
+		return 0;
+	if (j->status != STORE_FAILED && j->status != STORE_TIMED_OUT &&
+	    j->status != STORE_EXPIRED) {
+		defer_conflict(op, j);
+		return 0;
+	}
+	p.tool = j->tool;
+	p.input = j->input;
+	p.request_context = j->request_context;
+	p.metadata = j->metadata;
+	p.run_id = j->run_id;
+	p.tool_call_id = j->tool_call_id;
+	p.has_priority = true;
+	p.priority = j->priority;
+	p.timeout_ms = j->timeout_ms;
+	p.has_max_retries = true;
+	p.max_retries = j->max_retries;
+	p.ttl_ms = j->ttl_ms;
+	p.retry_of = j->id;
+	/* The deferred conflict replies name op->job2; a successful create
+	 * does not, so the old job may go with the op. */
+	rc = submit_op(op, &p);
+	if (rc) {
+		op->cb = NULL;
+		worker__op_free(op);
+	}
+	return rc;
+}
+
+static void reply_paused(struct worker__op *op, int rc)
+{
+	struct worker *w = op->w;
+
+	if (rc) {
+		worker__op_reply_store(op, rc);
+		return;
+	}
+	if (!op->req.u.pause.paused) {
+		worker__sched_kick(w);
+		worker__sched_rearm(w);
+	}
+	worker__op_reply(op, WORKER_OK, NULL, NULL, NULL, false);
+}
+
+int worker_pause(struct worker *w, const char *tool, bool paused,
+		 worker_cb cb, void *arg)
+{
+	const struct worker_tool *t;
+	struct worker__op *op;
+	char msg[300];
+
+	if (w->stopping)
+		return -ESHUTDOWN;
+	if (!tool)
+		return -EINVAL;
+	op = worker__op_new(w, cb, arg);
+	if (!op)
+		return -ENOMEM;
+	t = worker__tool_find(w, tool);
+	if (!t) {
+		snprintf(msg, sizeof(msg), "no tool named %s", tool);
+		worker__op_defer(op, WORKER_ENOTFOUND, msg,
+				 json_pack("{s:s}", "id", tool));
+		return 0;
+	}
+	op->req.op = STORE_OP_TOOL_PAUSE;
+	op->req.u.pause.tool = t->id;
+	op->req.u.pause.paused = paused;
+	if (worker__op_submit(op, reply_paused)) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}

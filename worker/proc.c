@@ -1,0 +1,603 @@
+/*
+ * proc.c: external tools, run as child processes (no thread held).
+ *
+ * The process protocol: berthd writes one JSON line to the child's stdin
+ *   {"jobId", "tool", "attempt", "input", "requestContext", "resumeData",
+ *    "suspendPayload", "checkpoint"}   (absent values omitted)
+ * and closes it. The child writes JSON lines to stdout: any number of
+ *   {"progress": {"progress", "total"?, "message"?}}
+ *   {"log": {"level", "message", ...data}}
+ *   {"checkpoint": VALUE}
+ * then one final line, {"output": V, "modelOutput"?: V}, {"suspend": V} or
+ * {"error": {"message", "retryable", "data"}}, and exits. Its stderr
+ * becomes the job's log. A line that is not a JSON object fails the job
+ * (the child is killed); exiting without a final line is a retryable error
+ * quoting the exit status and the end of stderr.
+ *
+ * The child leads its own process group (UV_PROCESS_DETACHED), so that a
+ * cancel or a timeout reaches the shell script and everything it started:
+ * SIGTERM to the group, SIGKILL after the kill grace.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+/* How much of the end of stderr an error message quotes. */
+#define STDERR_TAIL 1024
+
+/* The environment variables a tool inherits from berthd; everything else
+ * is scrubbed (a token in berthd's environment is not a tool's business). */
+static const char *const inherited_env[] = {
+	"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER",
+	"LOGNAME", NULL,
+};
+
+struct worker__proc {
+	struct worker__run *run; /* holds a reference */
+	uv_process_t proc;
+	uv_pipe_t in, out, err;
+	uv_timer_t kill_timer;
+	int open; /* handles not yet closed */
+	bool spawned, in_closed, exited, out_eof, err_eof, ended;
+	bool has_final, term_sent;
+	int64_t exit_status;
+	int term_signal;
+	int64_t max_out, max_log, grace;
+
+	uv_write_t wreq;
+	char *inbuf;
+
+	char *line; /* stdout, an unfinished line */
+	size_t len, cap;
+	int64_t out_total;
+	char *eline; /* stderr, an unfinished line */
+	size_t elen, ecap;
+	int64_t err_total;
+	char tail[STDERR_TAIL]; /* the end of stderr */
+	size_t tail_len;
+
+	char obuf[65536];
+	char ebuf[16384];
+};
+
+static void proc_free(struct worker__proc *p)
+{
+	free(p->inbuf);
+	free(p->line);
+	free(p->eline);
+	free(p);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	struct worker__proc *p = h->data;
+	struct worker__run *r = p->run;
+
+	if (--p->open > 0)
+		return;
+	r->proc = NULL;
+	proc_free(p);
+	worker__run_exec_ended(r);
+	worker__run_unref(r);
+}
+
+static void close_all(struct worker__proc *p)
+{
+	uv_handle_t *hs[] = {
+		(uv_handle_t *)&p->proc, (uv_handle_t *)&p->in,
+		(uv_handle_t *)&p->out,  (uv_handle_t *)&p->err,
+		(uv_handle_t *)&p->kill_timer,
+	};
+
+	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+		if (!uv_is_closing(hs[i]))
+			uv_close(hs[i], handle_closed);
+}
+
+static void kill_group(struct worker__proc *p, int sig)
+{
+	if (p->spawned && p->proc.pid > 0)
+		kill(-p->proc.pid, sig);
+}
+
+static void kill_timer_cb(uv_timer_t *h)
+{
+	struct worker__proc *p = h->data;
+
+	if (p->exited)
+		return;
+	if (!p->term_sent) {
+		p->term_sent = true;
+		kill_group(p, SIGTERM);
+		uv_timer_start(&p->kill_timer, kill_timer_cb,
+			       (uint64_t)p->grace, 0);
+		return;
+	}
+	kill_group(p, SIGKILL);
+}
+
+void worker__proc_kill(struct worker__proc *p, bool reap)
+{
+	if (!p->spawned || p->exited)
+		return;
+	if (reap) {
+		/* The final line is in; give the child the grace to exit on
+		 * its own before it is told to. */
+		if (!p->term_sent && !uv_is_active((uv_handle_t *)&p->kill_timer))
+			uv_timer_start(&p->kill_timer, kill_timer_cb,
+				       (uint64_t)p->grace, 0);
+		return;
+	}
+	if (p->term_sent)
+		return;
+	p->term_sent = true;
+	kill_group(p, SIGTERM);
+	uv_timer_start(&p->kill_timer, kill_timer_cb, (uint64_t)p->grace, 0);
+}
+
+/* final hands an outcome to the run (once). */
+static void final(struct worker__proc *p, struct berth_outcome o)
+{
+	if (p->has_final) {
+		worker__outcome_finish(&o);
+		return;
+	}
+	p->has_final = true;
+	worker__run_outcome(p->run, &o);
+}
+
+/* protocol_error fails the job for a child that broke the protocol, and
+ * stops the child. */
+static void protocol_error(struct worker__proc *p, const char *what,
+			   const char *line, size_t len)
+{
+	char excerpt[201];
+	size_t n = len < 200 ? len : 200;
+
+	memcpy(excerpt, line ? line : "", line ? n : 0);
+	excerpt[line ? n : 0] = '\0';
+	final(p, berth_error(false, NULL, "%s%s%s", what,
+			     line ? ": " : "", excerpt));
+	worker__proc_kill(p, false);
+}
+
+static void handle_line(struct worker__proc *p, const char *s, size_t len);
+
+static void maybe_end(struct worker__proc *p)
+{
+	char status[64];
+	char tail[STDERR_TAIL + 1];
+
+	if (!p->exited || !p->out_eof || !p->err_eof || p->ended)
+		return;
+	p->ended = true;
+	/* A last line without its newline still counts. */
+	if (p->line && p->len > 0 && !p->has_final)
+		handle_line(p, p->line, p->len);
+	p->len = 0;
+	if (!p->has_final) {
+		if (p->term_signal)
+			snprintf(status, sizeof(status), "was killed by signal %d",
+				 p->term_signal);
+		else
+			snprintf(status, sizeof(status),
+				 "exited with status %lld",
+				 (long long)p->exit_status);
+		memcpy(tail, p->tail, p->tail_len);
+		tail[p->tail_len] = '\0';
+		final(p, berth_error(
+				 true,
+				 json_pack("{s:I, s:i, s:s}", "exitStatus",
+					   (json_int_t)p->exit_status, "signal",
+					   p->term_signal, "stderr", tail),
+				 "the tool %s without a final line; stderr "
+				 "ends with: %s",
+				 status, p->tail_len ? tail : "(nothing)"));
+	}
+	close_all(p);
+}
+
+static void exit_cb(uv_process_t *h, int64_t status, int sig)
+{
+	struct worker__proc *p = h->data;
+
+	p->exited = true;
+	p->exit_status = status;
+	p->term_signal = sig;
+	uv_timer_stop(&p->kill_timer);
+	/* Whatever the tool left behind in its group (a background child
+	 * holding stdout) goes with it; the job is over. */
+	if (!p->out_eof || !p->err_eof)
+		kill_group(p, SIGKILL);
+	maybe_end(p);
+}
+
+/* ---- stdout ----------------------------------------------------------- */
+
+static void handle_line(struct worker__proc *p, const char *s, size_t len)
+{
+	struct worker__run *r = p->run;
+	json_error_t jerr;
+	json_t *o, *v;
+
+	if (len && s[len - 1] == '\r')
+		len--;
+	if (len == 0 || p->has_final)
+		return;
+	o = json_loadb(s, len, 0, &jerr);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		protocol_error(p, "the tool wrote a line that is not a JSON "
+				  "object",
+			       s, len);
+		return;
+	}
+	if ((v = json_object_get(o, "progress"))) {
+		if (json_is_object(v) &&
+		    json_is_number(json_object_get(v, "progress")))
+			worker__run_progress(r, json_deep_copy(v));
+		else
+			worker__run_log(r, "warn",
+					"ignored a progress line without a "
+					"number \"progress\"",
+					NULL);
+	}
+	if ((v = json_object_get(o, "log"))) {
+		const char *level = json_string_value(json_object_get(v, "level"));
+		const char *msg = json_string_value(json_object_get(v, "message"));
+		json_t *data = json_is_object(v) ? json_deep_copy(v) : NULL;
+
+		if (data) {
+			json_object_del(data, "level");
+			json_object_del(data, "message");
+			if (json_object_size(data) == 0) {
+				json_decref(data);
+				data = NULL;
+			}
+		}
+		worker__run_log(r, level ? level : "info",
+				msg ? msg : json_is_string(v) ? json_string_value(v) : "",
+				data);
+		json_decref(data);
+	}
+	if ((v = json_object_get(o, "checkpoint")))
+		worker__run_checkpoint(r, json_incref(v), NULL);
+	if ((v = json_object_get(o, "output"))) {
+		json_t *mo = json_object_get(o, "modelOutput");
+		final(p, berth_output_model(json_incref(v),
+					    mo ? json_incref(mo) : NULL));
+	} else if ((v = json_object_get(o, "suspend"))) {
+		final(p, berth_suspend(json_incref(v)));
+	} else if ((v = json_object_get(o, "error"))) {
+		const char *msg = json_is_string(v)
+					  ? json_string_value(v)
+					  : json_string_value(
+						    json_object_get(v, "message"));
+		json_t *data = json_object_get(v, "data");
+
+		final(p, berth_error(json_is_true(json_object_get(v, "retryable")),
+				     data ? json_incref(data) : NULL, "%s",
+				     msg ? msg : "the tool reported an error"));
+	}
+	json_decref(o);
+}
+
+static void alloc_out(uv_handle_t *h, size_t size, uv_buf_t *buf)
+{
+	struct worker__proc *p = h->data;
+
+	*buf = uv_buf_init(p->obuf, sizeof(p->obuf));
+}
+
+static void alloc_err(uv_handle_t *h, size_t size, uv_buf_t *buf)
+{
+	struct worker__proc *p = h->data;
+
+	*buf = uv_buf_init(p->ebuf, sizeof(p->ebuf));
+}
+
+/* append adds n bytes to a growing line buffer. */
+static int append(char **b, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		char *x;
+
+		while (c < *len + n)
+			c *= 2;
+		x = realloc(*b, c);
+		if (!x)
+			return -ENOMEM;
+		*b = x;
+		*cap = c;
+	}
+	memcpy(*b + *len, s, n);
+	*len += n;
+	return 0;
+}
+
+static void read_out(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct worker__proc *p = s->data;
+	const char *d = buf->base, *end, *nl;
+
+	if (n < 0) {
+		uv_read_stop(s);
+		p->out_eof = true;
+		maybe_end(p);
+		return;
+	}
+	p->out_total += n;
+	if (p->out_total > p->max_out) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg),
+			 "the tool wrote more than %lld bytes to stdout",
+			 (long long)p->max_out);
+		protocol_error(p, msg, NULL, 0);
+		kill_group(p, SIGKILL);
+		uv_read_stop(s);
+		p->out_eof = true;
+		maybe_end(p);
+		return;
+	}
+	end = d + n;
+	while (d < end && (nl = memchr(d, '\n', (size_t)(end - d)))) {
+		if (p->len) {
+			if (append(&p->line, &p->len, &p->cap, d,
+				   (size_t)(nl - d)) == 0)
+				handle_line(p, p->line, p->len);
+			p->len = 0;
+		} else {
+			handle_line(p, d, (size_t)(nl - d));
+		}
+		d = nl + 1;
+	}
+	if (d < end && append(&p->line, &p->len, &p->cap, d,
+			      (size_t)(end - d))) {
+		protocol_error(p, "out of memory reading the tool's output",
+			       NULL, 0);
+		p->len = 0;
+	}
+}
+
+/* ---- stderr ----------------------------------------------------------- */
+
+static void err_line(struct worker__proc *p, const char *s, size_t len)
+{
+	char *line;
+
+	if (len && s[len - 1] == '\r')
+		len--;
+	if (p->err_total > p->max_log)
+		return;
+	line = strndup(s, len);
+	if (line)
+		worker__run_log(p->run, "stderr", line, NULL);
+	free(line);
+}
+
+static void keep_tail(struct worker__proc *p, const char *d, size_t n)
+{
+	if (n >= STDERR_TAIL) {
+		memcpy(p->tail, d + n - STDERR_TAIL, STDERR_TAIL);
+		p->tail_len = STDERR_TAIL;
+		return;
+	}
+	if (p->tail_len + n > STDERR_TAIL) {
+		size_t drop = p->tail_len + n - STDERR_TAIL;
+		memmove(p->tail, p->tail + drop, p->tail_len - drop);
+		p->tail_len -= drop;
+	}
+	memcpy(p->tail + p->tail_len, d, n);
+	p->tail_len += n;
+}
+
+static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct worker__proc *p = s->data;
+	const char *d = buf->base, *end, *nl;
+	bool was_capped = p->err_total > p->max_log;
+
+	if (n < 0) {
+		uv_read_stop(s);
+		if (p->elen && !was_capped)
+			err_line(p, p->eline, p->elen);
+		p->elen = 0;
+		p->err_eof = true;
+		maybe_end(p);
+		return;
+	}
+	keep_tail(p, d, (size_t)n);
+	p->err_total += n;
+	if (p->err_total > p->max_log && !was_capped)
+		worker__run_log(p->run, "warn",
+				"stderr is longer than the log keeps; the rest "
+				"is dropped",
+				NULL);
+	if (was_capped)
+		return;
+	end = d + n;
+	while (d < end && (nl = memchr(d, '\n', (size_t)(end - d)))) {
+		if (p->elen) {
+			if (append(&p->eline, &p->elen, &p->ecap, d,
+				   (size_t)(nl - d)) == 0)
+				err_line(p, p->eline, p->elen);
+			p->elen = 0;
+		} else {
+			err_line(p, d, (size_t)(nl - d));
+		}
+		d = nl + 1;
+	}
+	if (d < end)
+		append(&p->eline, &p->elen, &p->ecap, d, (size_t)(end - d));
+}
+
+/* ---- stdin ------------------------------------------------------------ */
+
+static void write_cb(uv_write_t *req, int status)
+{
+	struct worker__proc *p = req->data;
+
+	/* EPIPE: the child did not read its input; that is its business,
+	 * and its exit tells the rest. */
+	free(p->inbuf);
+	p->inbuf = NULL;
+	if (!uv_is_closing((uv_handle_t *)&p->in))
+		uv_close((uv_handle_t *)&p->in, handle_closed);
+}
+
+static char *input_line(const struct store_job *j)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i, s:O?, s:O?, s:O?, s:O?, s:O?}",
+			      "jobId", j->id, "tool", j->tool, "attempt",
+			      j->attempt, "input", j->input, "requestContext",
+			      j->request_context, "resumeData", j->resume_data,
+			      "suspendPayload", j->suspend_payload,
+			      "checkpoint", j->checkpoint);
+	char *s, *line = NULL;
+
+	if (!o)
+		return NULL;
+	if (!json_object_get(o, "input"))
+		json_object_set_new(o, "input", json_object());
+	s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(o);
+	if (s) {
+		line = worker__errmsg("%s\n", s);
+		free(s);
+	}
+	return line;
+}
+
+/* ---- start ------------------------------------------------------------ */
+
+static bool overridden(char **env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; env && *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			return true;
+	return false;
+}
+
+/* build_env returns the child's environment (malloc'd, NULL-ended; every
+ * string malloc'd): the manifest's env, then the inherited variables it
+ * does not name, then berth's own. */
+static char **build_env(const struct worker__cmd *cmd,
+			const struct store_job *j)
+{
+	size_t n = 0, i = 0;
+	char **env;
+
+	for (char **e = cmd->env; e && *e; e++)
+		n++;
+	n += sizeof(inherited_env) / sizeof(inherited_env[0]) + 4;
+	env = calloc(n, sizeof(char *));
+	if (!env)
+		return NULL;
+	for (char **e = cmd->env; e && *e; e++)
+		env[i++] = strdup(*e);
+	for (const char *const *k = inherited_env; *k; k++) {
+		const char *v = getenv(*k);
+
+		if (strcmp(*k, "PATH") == 0 && !v)
+			v = "/usr/local/bin:/usr/bin:/bin";
+		if (v && !overridden(cmd->env, *k))
+			env[i++] = worker__errmsg("%s=%s", *k, v);
+	}
+	env[i++] = worker__errmsg("BERTH_JOB_ID=%s", j->id);
+	env[i++] = worker__errmsg("BERTH_TOOL=%s", j->tool);
+	env[i++] = worker__errmsg("BERTH_ATTEMPT=%d", j->attempt);
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+}
+
+int worker__proc_start(struct worker__run *r, char **errmsg)
+{
+	const struct worker__cmd *cmd = r->tool->cmd;
+	struct worker *w = r->w;
+	struct worker__proc *p = calloc(1, sizeof(*p));
+	uv_process_options_t opt = {0};
+	uv_stdio_container_t stdio[3];
+	char **env = NULL;
+	uv_buf_t b;
+	int rc;
+
+	*errmsg = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->run = r;
+	p->max_out = w->cfg.max_output_bytes;
+	p->max_log = w->cfg.max_log_bytes;
+	p->grace = w->cfg.kill_grace_ms;
+	p->inbuf = input_line(r->job);
+	env = build_env(cmd, r->job);
+	if (!p->inbuf || !env) {
+		free_env(env);
+		proc_free(p);
+		return -ENOMEM;
+	}
+	uv_pipe_init(w->loop, &p->in, 0);
+	uv_pipe_init(w->loop, &p->out, 0);
+	uv_pipe_init(w->loop, &p->err, 0);
+	uv_timer_init(w->loop, &p->kill_timer);
+	p->in.data = p->out.data = p->err.data = p->kill_timer.data = p;
+	p->proc.data = p;
+	p->open = 5;
+
+	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+	stdio[0].data.stream = (uv_stream_t *)&p->in;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&p->out;
+	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[2].data.stream = (uv_stream_t *)&p->err;
+	opt.file = cmd->argv[0];
+	opt.args = cmd->argv;
+	opt.env = env;
+	opt.cwd = cmd->cwd;
+	opt.flags = UV_PROCESS_DETACHED;
+	opt.stdio = stdio;
+	opt.stdio_count = 3;
+	opt.exit_cb = exit_cb;
+
+	/* The run is the process's from here: handle_closed ends it. */
+	worker__run_ref(r);
+	r->proc = p;
+	r->exec_started = true;
+	rc = uv_spawn(w->loop, &p->proc, &opt);
+	free_env(env);
+	if (rc) {
+		/* The handles are closed; the run fails with the reason when
+		 * they are (as an outcome, so it is the same path). */
+		*errmsg = NULL;
+		p->exited = p->out_eof = p->err_eof = true;
+		p->ended = true;
+		final(p, berth_error(false, NULL,
+				     "tool %s could not be started: %s: %s",
+				     r->job->tool, cmd->argv[0],
+				     uv_strerror(rc)));
+		close_all(p);
+		return 0;
+	}
+	p->spawned = true;
+	uv_read_start((uv_stream_t *)&p->out, alloc_out, read_out);
+	uv_read_start((uv_stream_t *)&p->err, alloc_err, read_err);
+	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));
+	p->wreq.data = p;
+	rc = uv_write(&p->wreq, (uv_stream_t *)&p->in, &b, 1, write_cb);
+	if (rc)
+		uv_close((uv_handle_t *)&p->in, handle_closed);
+	return 0;
+}

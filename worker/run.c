@@ -1,0 +1,669 @@
+/*
+ * run.c: one try of a claimed job, from the claim to the transition that
+ * ends it (completed, suspended, a retry, failed, timed_out), whichever
+ * executor runs it (exec.c for C tools, proc.c for external ones).
+ *
+ * A run's outcome is used only while the run is active: once a timeout or
+ * a cancel has decided the job, whatever execute or the process produces
+ * later is discarded. The slot a run holds is released when its executor
+ * is gone; a C tool that ignores its abort flag cannot be stopped, so its
+ * slot is released as soon as its job is decided and its thread is left
+ * to finish on its own.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+/* A final transition that failed in the store is tried again after this. */
+#define FINAL_RETRY_MS 1000
+
+void worker__run_ref(struct worker__run *r)
+{
+	atomic_fetch_add(&r->refs, 1);
+}
+
+static void run_free(struct worker__run *r)
+{
+	store_job_free(r->job);
+	json_decref(r->x_input);
+	json_decref(r->x_rc);
+	json_decref(r->x_resume);
+	json_decref(r->x_suspend);
+	json_decref(r->x_checkpoint);
+	worker__outcome_finish(&r->outcome);
+	json_decref(r->progress_latest);
+	json_decref(r->progress_next);
+	if (r->hub)
+		worker__hub_unref(r->hub);
+	free(r);
+}
+
+void worker__run_unref(struct worker__run *r)
+{
+	if (atomic_fetch_sub(&r->refs, 1) == 1)
+		run_free(r);
+}
+
+struct worker__run *worker__run_find(struct worker *w, const char *job_id)
+{
+	for (struct worker__run *r = w->runs; r; r = r->next)
+		if (r->state != WORKER__RUN_DONE &&
+		    strcmp(r->job->id, job_id) == 0)
+			return r;
+	return NULL;
+}
+
+static void unlist(struct worker__run *r)
+{
+	struct worker *w = r->w;
+
+	if (!r->listed)
+		return;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		w->runs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	r->listed = false;
+}
+
+/* run_maybe_end releases the slot and the list entry once they are no
+ * longer needed. */
+static void run_maybe_end(struct worker__run *r)
+{
+	struct worker *w = r->w;
+	bool running = r->exec_started && !r->exec_done;
+	bool kick = false;
+
+	if (!w || r->state != WORKER__RUN_DONE)
+		return;
+	if (r->slot_held && (!running || r->c)) {
+		r->slot_held = false;
+		w->busy--;
+		if (r->tool)
+			r->tool->running--;
+		kick = true;
+	}
+	if (!running)
+		unlist(r);
+	else if (r->proc)
+		worker__run_abort(r, WORKER__ABORT_FINISHED);
+	if (kick)
+		worker__sched_kick(w);
+	worker__check_shutdown(w);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	worker__run_unref(h->data);
+}
+
+/* run_set_done: the job is no longer this run's. The timer's close
+ * callback drops the scheduler's reference. */
+static void run_set_done(struct worker__run *r)
+{
+	if (r->state == WORKER__RUN_DONE)
+		return;
+	r->state = WORKER__RUN_DONE;
+	uv_close((uv_handle_t *)&r->timer, timer_closed);
+	run_maybe_end(r);
+}
+
+void worker__run_give_up(struct worker__run *r)
+{
+	run_set_done(r);
+}
+
+void worker__run_abort(struct worker__run *r, int reason)
+{
+	if (r->abort_reason == WORKER__ABORT_NONE ||
+	    r->abort_reason == WORKER__ABORT_FINISHED)
+		r->abort_reason = reason;
+	atomic_store(&r->aborted, true);
+	if (r->proc)
+		worker__proc_kill(r->proc, reason == WORKER__ABORT_FINISHED);
+}
+
+void worker__run_cancelled(struct worker__run *r)
+{
+	worker__run_abort(r, WORKER__ABORT_CANCEL);
+	run_set_done(r);
+}
+
+/* ---- hooks ------------------------------------------------------------ */
+
+static void call_of(const struct store_job *j, struct berth_call *call)
+{
+	call->job_id = j->id;
+	call->tool = j->tool;
+	call->tool_call_id = j->tool_call_id;
+	call->run_id = j->run_id;
+	call->request_context = j->request_context;
+}
+
+static void hook_failed(struct worker *w, const struct store_job *j,
+			const char *hook, int rc)
+{
+	worker__job_log(w, j->id, "warn", NULL,
+			"the %s hook of tool %s failed (it returned %d); the "
+			"job is not affected",
+			hook, j->tool, rc);
+}
+
+static void run_hooks(struct worker *w, const struct worker_tool *t,
+		      const struct store_job *j)
+{
+	const struct berth_tool *c = t ? t->c : NULL;
+	struct berth_call call;
+	json_t *o;
+	int rc;
+
+	if (!c)
+		return;
+	call_of(j, &call);
+	if (j->status == STORE_COMPLETED && c->on_output &&
+	    (rc = c->on_output(j->output, &call, c->data)))
+		hook_failed(w, j, "onOutput", rc);
+	if (j->status == STORE_COMPLETED && c->on_complete) {
+		o = worker_job_to_json(w, j, WORKER_VIEW_RAW);
+		if ((rc = c->on_complete(o, c->data)))
+			hook_failed(w, j, "onComplete", rc);
+		json_decref(o);
+	}
+	if ((j->status == STORE_FAILED || j->status == STORE_TIMED_OUT) &&
+	    c->on_failed) {
+		o = worker_job_to_json(w, j, WORKER_VIEW_RAW);
+		if ((rc = c->on_failed(o, c->data)))
+			hook_failed(w, j, "onFailed", rc);
+		json_decref(o);
+	}
+}
+
+/* ---- the final transition --------------------------------------------- */
+
+static void final_submit(struct worker__run *r);
+
+static void final_done(struct worker__op *op, int rc)
+{
+	struct worker__run *r = op->run;
+	struct worker *w = op->w;
+	const struct store_job *j = op->req.job;
+
+	if (rc == 0 && j) {
+		r->final = NULL;
+		run_hooks(w, r->tool, j);
+		if (j->status == STORE_PENDING)
+			worker__sched_wakeup(w, j->run_at);
+		if (j->status == STORE_SUSPENDED && j->expires_at)
+			worker__expiry_rearm(w);
+		run_set_done(r);
+		worker__op_free(op);
+		return;
+	}
+	if (rc == 0 || rc == STORE_ECONFLICT || rc == STORE_ENOTFOUND ||
+	    w->stopping || r->state == WORKER__RUN_DONE) {
+		/* Decided elsewhere (a cancel), or given up at shutdown,
+		 * where the job goes back to pending. */
+		r->final = NULL;
+		run_set_done(r);
+		worker__op_free(op);
+		return;
+	}
+	/* The store failed (a full disk, a locked database): the job stays
+	 * running in the store, so keep trying rather than leave it there. */
+	fprintf(stderr, "berthd: job %s: storing its result failed (%s); "
+			"trying again\n",
+		r->job->id, strerror(-rc));
+	store_req_finish(&op->req);
+	final_submit(r);
+}
+
+static void final_retry_cb(uv_timer_t *h)
+{
+	struct worker__run *r = h->data;
+	struct worker__op *op = r->final;
+
+	if (!op)
+		return;
+	if (worker__op_submit(op, final_done)) {
+		r->final = NULL;
+		run_set_done(r);
+		worker__op_free(op);
+	}
+}
+
+static void final_submit(struct worker__run *r)
+{
+	uv_timer_start(&r->timer, final_retry_cb, FINAL_RETRY_MS, 0);
+}
+
+/* run_finish commits op, the run's final transition (from running). */
+static void run_finish(struct worker__run *r, struct worker__op *op)
+{
+	uv_timer_stop(&r->timer);
+	r->state = WORKER__RUN_FINISHING;
+	r->final = op;
+	op->run = r;
+	worker__run_ref(r);
+	op->req.op = STORE_OP_TRANSITION;
+	snprintf(op->req.u.transition.job_id,
+		 sizeof(op->req.u.transition.job_id), "%s", r->job->id);
+	op->req.u.transition.from_mask = STORE_MASK(STORE_RUNNING);
+	if (worker__op_submit(op, final_done)) {
+		r->final = NULL;
+		run_set_done(r);
+		worker__op_free(op);
+	}
+}
+
+/* run_oom gives up on a run whose result cannot even be recorded; the
+ * job stays running in the store until a restart recovers it. */
+static void run_oom(struct worker__run *r)
+{
+	fprintf(stderr, "berthd: job %s: out of memory recording its result\n",
+		r->job->id);
+	worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
+	run_set_done(r);
+}
+
+/* run_fail ends the run with error (stolen): a retry while tries are
+ * left and the error is retryable, else failed (or timed_out). */
+static void run_fail(struct worker__run *r, json_t *error, bool retryable,
+		     bool timed_out)
+{
+	struct worker *w = r->w;
+	const struct store_job *j = r->job;
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+	struct store_transition *tr;
+	json_t *view;
+
+	if (!op) {
+		json_decref(error);
+		run_oom(r);
+		return;
+	}
+	tr = &op->req.u.transition;
+	op->own[0] = error;
+	view = worker__view(r->tool, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_ERROR,
+			    error);
+	tr->error = error;
+	tr->set = STORE_SET_ERROR;
+	if (retryable && j->attempt <= j->max_retries) {
+		int64_t base = r->tool ? r->tool->bg.backoff_ms : 0;
+		int64_t max = r->tool ? r->tool->bg.backoff_max_ms : 0;
+		char at[32];
+
+		tr->to = STORE_PENDING;
+		tr->event = STORE_EV_RETRYING;
+		tr->set |= STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+		tr->run_at = store_now() + worker__backoff_ms(j->attempt, base,
+							      max,
+							      worker__random());
+		tr->attempt = j->attempt + 1;
+		tr->event_data = json_pack(
+			"{s:i, s:s, s:s, s:o?}", "attempt", tr->attempt,
+			"runAt", store_format_time(tr->run_at, at), "reason",
+			timed_out ? "timeout" : "error", "error", view);
+	} else {
+		tr->to = timed_out ? STORE_TIMED_OUT : STORE_FAILED;
+		tr->event = timed_out ? STORE_EV_TIMED_OUT : STORE_EV_FAILED;
+		tr->event_data = view;
+	}
+	op->own[1] = tr->event_data;
+	run_finish(r, op);
+}
+
+/* error_json returns a new {"message", "code", "data"?} (data stolen). */
+static json_t *error_json(const char *code, json_t *data, const char *fmt,
+			  ...) __attribute__((format(printf, 3, 4)));
+static json_t *error_json(const char *code, json_t *data, const char *fmt,
+			  ...)
+{
+	va_list ap;
+	char *msg;
+	json_t *e;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	e = json_pack("{s:s, s:s, s:o*}", "message", msg ? msg : code, "code",
+		      code, "data", data);
+	free(msg);
+	return e;
+}
+
+static void timeout_cb(uv_timer_t *h)
+{
+	struct worker__run *r = h->data;
+	int64_t ms = r->job->timeout_ms > 0 ? r->job->timeout_ms
+					    : r->w->cfg.default_timeout_ms;
+
+	if (r->state != WORKER__RUN_ACTIVE)
+		return;
+	worker__run_abort(r, WORKER__ABORT_TIMEOUT);
+	run_fail(r,
+		 error_json("timeout", NULL, "timed out after %lld ms",
+			    (long long)ms),
+		 true, true);
+}
+
+/* ---- outcomes --------------------------------------------------------- */
+
+static void complete(struct worker__run *r, json_t *output,
+		     json_t *model_output)
+{
+	const struct worker_tool *t = r->tool;
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+	struct store_transition *tr;
+
+	if (!op) {
+		json_decref(output);
+		json_decref(model_output);
+		run_oom(r);
+		return;
+	}
+	if (!model_output && t->c && t->c->to_model_output)
+		model_output = t->c->to_model_output(output, t->c->data);
+	tr = &op->req.u.transition;
+	op->own[0] = tr->output = output;
+	op->own[1] = tr->model_output = model_output;
+	op->own[2] = tr->event_data =
+		worker__view(t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_OUTPUT,
+			     output);
+	tr->to = STORE_COMPLETED;
+	tr->event = STORE_EV_COMPLETED;
+	tr->set = STORE_SET_OUTPUT;
+	run_finish(r, op);
+}
+
+static void suspend(struct worker__run *r, json_t *payload)
+{
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+	struct store_transition *tr;
+
+	if (!op) {
+		json_decref(payload);
+		run_oom(r);
+		return;
+	}
+	tr = &op->req.u.transition;
+	op->own[0] = tr->suspend_payload = payload;
+	op->own[1] = tr->event_data =
+		worker__view(r->tool, WORKER_VIEW_DISPLAY,
+			     BERTH_PAYLOAD_SUSPEND, payload);
+	tr->to = STORE_SUSPENDED;
+	tr->event = STORE_EV_SUSPENDED;
+	tr->set = STORE_SET_SUSPEND | STORE_SET_EXPIRES_AT;
+	tr->expires_at = r->job->ttl_ms > 0 ? store_now() + r->job->ttl_ms : 0;
+	run_finish(r, op);
+}
+
+void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
+{
+	json_t *errors = NULL;
+	json_t *v = o->value;
+
+	if (!r->w || r->state != WORKER__RUN_ACTIVE ||
+	    r->abort_reason != WORKER__ABORT_NONE) {
+		worker__outcome_finish(o);
+		if (r->w && r->state == WORKER__RUN_ACTIVE &&
+		    r->abort_reason == WORKER__ABORT_SHUTDOWN)
+			run_set_done(r);
+		return;
+	}
+	o->value = NULL;
+	switch (o->kind) {
+	case BERTH_OUTPUT:
+		if (worker__validate(r->tool, WORKER_SCHEMA_OUTPUT, v,
+				     &errors)) {
+			run_fail(r,
+				 error_json("invalid_output",
+					    json_pack("{s:o}", "errors", errors),
+					    "the output of tool %s does not "
+					    "match its outputSchema",
+					    r->job->tool),
+				 false, false);
+			json_decref(v);
+			break;
+		}
+		complete(r, v, o->model_output);
+		o->model_output = NULL;
+		break;
+	case BERTH_SUSPEND:
+		if (worker__validate(r->tool, WORKER_SCHEMA_SUSPEND, v,
+				     &errors)) {
+			run_fail(r,
+				 error_json("invalid_suspend",
+					    json_pack("{s:o}", "errors", errors),
+					    "the suspend payload of tool %s "
+					    "does not match its suspendSchema",
+					    r->job->tool),
+				 false, false);
+			json_decref(v);
+			break;
+		}
+		suspend(r, v);
+		break;
+	case BERTH_ERROR:
+		run_fail(r,
+			 error_json("tool_error", v, "%s",
+				    o->message ? o->message : "execute failed"),
+			 o->retryable, false);
+		break;
+	default:
+		json_decref(v);
+		run_fail(r,
+			 error_json("internal", NULL,
+				    "tool %s returned an outcome of unknown "
+				    "kind %d",
+				    r->job->tool, (int)o->kind),
+			 false, false);
+		break;
+	}
+	worker__outcome_finish(o);
+}
+
+void worker__run_exec_ended(struct worker__run *r)
+{
+	r->exec_done = true;
+	if (!r->w)
+		return;
+	if (r->state == WORKER__RUN_ACTIVE) {
+		if (r->abort_reason == WORKER__ABORT_SHUTDOWN)
+			run_set_done(r);
+		else
+			run_fail(r,
+				 error_json("internal", NULL,
+					    "tool %s ended without an outcome",
+					    r->job->tool),
+				 false, false);
+	}
+	run_maybe_end(r);
+}
+
+/* ---- start ------------------------------------------------------------ */
+
+void worker__run_start(struct worker *w, struct store_job *job)
+{
+	struct worker__run *r = calloc(1, sizeof(*r));
+	json_t *errors = NULL;
+	char *why = NULL;
+	int64_t timeout;
+	int rc;
+
+	if (!r) {
+		/* The job stays running until a restart recovers it. */
+		fprintf(stderr, "berthd: job %s: out of memory starting it\n",
+			job->id);
+		store_job_free(job);
+		return;
+	}
+	atomic_init(&r->refs, 1);
+	atomic_init(&r->aborted, false);
+	r->w = w;
+	r->job = job;
+	r->tool = worker__tool_find(w, job->tool);
+	r->ctx.run = r;
+	r->slot_held = true;
+	w->busy++;
+	if (r->tool)
+		r->tool->running++;
+	r->next = w->runs;
+	if (w->runs)
+		w->runs->prev = r;
+	w->runs = r;
+	r->listed = true;
+	uv_timer_init(w->loop, &r->timer);
+	r->timer.data = r;
+
+	if (!r->tool) {
+		run_fail(r,
+			 error_json("unknown_tool", NULL,
+				    "no tool named %s is registered", job->tool),
+			 false, false);
+		return;
+	}
+	if (r->tool->schema[WORKER_SCHEMA_REQUEST_CONTEXT]) {
+		json_t *rc0 = job->request_context ? json_incref(job->request_context)
+						   : json_object();
+
+		rc = worker__validate(r->tool, WORKER_SCHEMA_REQUEST_CONTEXT,
+				      rc0, &errors);
+		json_decref(rc0);
+		if (rc) {
+			run_fail(r,
+				 error_json("invalid_request_context",
+					    json_pack("{s:o}", "errors", errors),
+					    "the requestContext does not match "
+					    "the requestContextSchema of tool "
+					    "%s",
+					    job->tool),
+				 false, false);
+			return;
+		}
+	}
+	timeout = job->timeout_ms > 0 ? job->timeout_ms
+				      : w->cfg.default_timeout_ms;
+	uv_timer_start(&r->timer, timeout_cb, (uint64_t)timeout, 0);
+	if (r->tool->c) {
+		r->c = r->tool->c;
+		rc = worker__exec_start(r);
+	} else {
+		rc = worker__proc_start(r, &why);
+	}
+	if (rc) {
+		run_fail(r,
+			 error_json("start_failed", NULL,
+				    "tool %s could not be started: %s",
+				    job->tool, why ? why : strerror(-rc)),
+			 false, false);
+		free(why);
+	}
+}
+
+/* ---- messages of a running tool --------------------------------------- */
+
+static void progress_done(struct worker__op *op, int rc);
+
+static void progress_write(struct worker__run *r, json_t *progress)
+{
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+
+	if (!op) {
+		json_decref(progress);
+		return;
+	}
+	op->run = r;
+	worker__run_ref(r);
+	op->own[0] = progress;
+	op->req.op = STORE_OP_PROGRESS;
+	snprintf(op->req.u.progress.job_id, sizeof(op->req.u.progress.job_id),
+		 "%s", r->job->id);
+	op->req.u.progress.progress = progress;
+	r->progress_writing = true;
+	if (worker__op_submit(op, progress_done)) {
+		r->progress_writing = false;
+		worker__op_free(op);
+	}
+}
+
+static void progress_done(struct worker__op *op, int rc)
+{
+	struct worker__run *r = op->run;
+	json_t *next = r->progress_next;
+
+	r->progress_writing = false;
+	r->progress_next = NULL;
+	if (next && r->w && r->state == WORKER__RUN_ACTIVE)
+		progress_write(r, next);
+	else
+		json_decref(next);
+	worker__op_free(op);
+}
+
+void worker__run_progress(struct worker__run *r, json_t *progress)
+{
+	if (!r->w || r->state != WORKER__RUN_ACTIVE) {
+		json_decref(progress);
+		return;
+	}
+	worker__progress(r->w, r->job, progress);
+	/* One write in flight; newer values wait and replace each other. */
+	if (r->progress_writing) {
+		json_decref(r->progress_next);
+		r->progress_next = progress;
+		return;
+	}
+	progress_write(r, progress);
+}
+
+void worker__run_log(struct worker__run *r, const char *level,
+		     const char *message, const json_t *data)
+{
+	if (!r->w)
+		return;
+	worker__job_log(r->w, r->job->id, level, data, "%s",
+			message ? message : "");
+}
+
+static void checkpoint_done(struct worker__op *op, int rc)
+{
+	if (op->wait)
+		worker__hub_complete(op->run->hub, op->wait, rc);
+	worker__op_free(op);
+}
+
+void worker__run_checkpoint(struct worker__run *r, json_t *value,
+			    struct worker__wait *wait)
+{
+	struct worker__op *op;
+
+	if (!r->w || r->state != WORKER__RUN_ACTIVE ||
+	    !(op = worker__op_new(r->w, NULL, NULL))) {
+		json_decref(value);
+		if (wait)
+			worker__hub_complete(r->hub, wait, -ECANCELED);
+		return;
+	}
+	op->run = r;
+	worker__run_ref(r);
+	op->wait = wait;
+	op->own[0] = value;
+	op->req.op = STORE_OP_CHECKPOINT;
+	snprintf(op->req.u.checkpoint.job_id,
+		 sizeof(op->req.u.checkpoint.job_id), "%s", r->job->id);
+	op->req.u.checkpoint.value = value;
+	if (worker__op_submit(op, checkpoint_done)) {
+		if (wait)
+			worker__hub_complete(r->hub, wait, -ESHUTDOWN);
+		op->wait = NULL;
+		worker__op_free(op);
+	}
+}

@@ -1,0 +1,233 @@
+/*
+ * sched.c: the scheduler. It claims runnable jobs from the store when a
+ * slot is free, keeping at most one claim in flight, and arms two timers:
+ * one at the next run_at (delayed jobs and retries) and one at the next
+ * expiry (ttl of suspended and approval-waiting jobs). Nothing polls the
+ * database in a loop: a claim happens when work was committed, when a slot
+ * was freed, or when a timer says a job became due.
+ *
+ * The store picks jobs (priority, then run_at, then age) and honours the
+ * per-tool caps in the same transaction, so the same scheduler works for a
+ * store shared by several daemons.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+/* At most this many future run_at values are remembered; beyond it the
+ * latest are dropped, and store_next_run_at finds them after the earlier
+ * ones ran. */
+#define MAX_WAKEUPS 1024
+
+/* A claim that failed (a locked database) is tried again after this. */
+#define CLAIM_RETRY_MS 1000
+
+static void claim_done(struct worker__op *op, int rc);
+static void run_timer_cb(uv_timer_t *h);
+static void expiry_retry_cb(uv_timer_t *h);
+
+void worker__sched_kick(struct worker *w)
+{
+	struct worker__op *op;
+	size_t ncaps = 0;
+	int free_slots;
+
+	if (!w->started || w->stopping)
+		return;
+	if (w->claim_inflight) {
+		w->claim_again = true;
+		return;
+	}
+	free_slots = w->cfg.workers - w->busy;
+	if (free_slots <= 0)
+		return;
+	op = worker__op_new(w, NULL, NULL);
+	if (!op)
+		return;
+	op->caps = calloc(w->ntools ? w->ntools : 1, sizeof(*op->caps));
+	if (!op->caps) {
+		worker__op_free(op);
+		return;
+	}
+	for (size_t i = 0; i < w->ntools; i++) {
+		struct worker_tool *t = w->tools[i];
+		int left;
+
+		if (t->bg.concurrency <= 0)
+			continue;
+		left = t->bg.concurrency - t->running;
+		op->caps[ncaps].tool = t->id;
+		op->caps[ncaps].remaining = left > 0 ? left : 0;
+		ncaps++;
+	}
+	op->req.op = STORE_OP_CLAIM;
+	op->req.u.claim.limit = free_slots;
+	op->req.u.claim.now = store_now();
+	op->req.u.claim.caps = op->caps;
+	op->req.u.claim.ncaps = ncaps;
+	w->claim_inflight = true;
+	w->claim_again = false;
+	if (worker__op_submit(op, claim_done)) {
+		w->claim_inflight = false;
+		worker__op_free(op);
+	}
+}
+
+static void claim_done(struct worker__op *op, int rc)
+{
+	struct worker *w = op->w;
+	int limit = op->req.u.claim.limit;
+	size_t n = rc == 0 ? op->req.njobs : 0;
+
+	w->claim_inflight = false;
+	for (size_t i = 0; i < n; i++) {
+		struct store_job *j = op->req.jobs[i];
+
+		op->req.jobs[i] = NULL;
+		/* Jobs claimed after a shutdown began stay running in the
+		 * store; the shutdown puts them back to pending. */
+		if (w->stopping)
+			store_job_free(j);
+		else
+			worker__run_start(w, j);
+	}
+	worker__op_free(op);
+	if (w->stopping) {
+		worker__check_shutdown(w);
+		return;
+	}
+	if (rc) {
+		uv_timer_start(&w->run_timer, run_timer_cb, CLAIM_RETRY_MS, 0);
+		return;
+	}
+	if (w->claim_again || ((int)n == limit && w->busy < w->cfg.workers))
+		worker__sched_kick(w);
+	worker__sched_rearm(w);
+}
+
+void worker__sched_wakeup(struct worker *w, int64_t at)
+{
+	size_t i;
+
+	if (at <= store_now())
+		return;
+	if (w->nwakeups == w->capwakeups) {
+		size_t cap = w->capwakeups ? 2 * w->capwakeups : 16;
+		int64_t *p;
+
+		if (cap > MAX_WAKEUPS)
+			cap = MAX_WAKEUPS;
+		if (w->nwakeups < cap &&
+		    (p = realloc(w->wakeups, cap * sizeof(*p)))) {
+			w->wakeups = p;
+			w->capwakeups = cap;
+		} else if (w->nwakeups == 0 ||
+			   at >= w->wakeups[w->nwakeups - 1]) {
+			worker__sched_rearm(w);
+			return;
+		} else {
+			w->nwakeups--; /* drop the latest */
+		}
+	}
+	for (i = w->nwakeups; i > 0 && w->wakeups[i - 1] > at; i--)
+		w->wakeups[i] = w->wakeups[i - 1];
+	w->wakeups[i] = at;
+	w->nwakeups++;
+	worker__sched_rearm(w);
+}
+
+static void run_timer_cb(uv_timer_t *h)
+{
+	struct worker *w = h->data;
+
+	worker__sched_kick(w);
+	/* When no claim could start (every slot busy), the next freed slot
+	 * claims; still keep the timer on the next due time. */
+	if (!w->claim_inflight)
+		worker__sched_rearm(w);
+}
+
+void worker__sched_rearm(struct worker *w)
+{
+	int64_t now = store_now(), at = 0, due;
+	size_t drop = 0;
+
+	if (!w->started || w->stopping)
+		return;
+	while (drop < w->nwakeups && w->wakeups[drop] <= now)
+		drop++;
+	if (drop) {
+		memmove(w->wakeups, w->wakeups + drop,
+			(w->nwakeups - drop) * sizeof(*w->wakeups));
+		w->nwakeups -= drop;
+	}
+	if (store_next_run_at(w->st, &at))
+		at = now + CLAIM_RETRY_MS;
+	/* A due job that is not claimed waits for a slot (of the pool or of
+	 * its tool): the slot's release claims again, so only a future time
+	 * needs the timer. */
+	due = at > now ? at : 0;
+	if (w->nwakeups && (!due || w->wakeups[0] < due))
+		due = w->wakeups[0];
+	if (!due) {
+		uv_timer_stop(&w->run_timer);
+		return;
+	}
+	uv_timer_start(&w->run_timer, run_timer_cb, (uint64_t)(due - now), 0);
+}
+
+/* ---- expiry ----------------------------------------------------------- */
+
+static void expire_done(struct worker__op *op, int rc)
+{
+	struct worker *w = op->w;
+
+	worker__op_free(op);
+	if (rc && !w->stopping) {
+		uv_timer_start(&w->expiry_timer, expiry_retry_cb,
+			       CLAIM_RETRY_MS, 0);
+		return;
+	}
+	worker__expiry_rearm(w);
+}
+
+static void expiry_retry_cb(uv_timer_t *h)
+{
+	worker__expiry_rearm(h->data);
+}
+
+static void expiry_cb(uv_timer_t *h)
+{
+	struct worker *w = h->data;
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+
+	if (!op || w->stopping) {
+		if (op)
+			worker__op_free(op);
+		return;
+	}
+	op->req.op = STORE_OP_EXPIRE;
+	op->req.u.expire.now = store_now();
+	if (worker__op_submit(op, expire_done))
+		worker__op_free(op);
+}
+
+void worker__expiry_rearm(struct worker *w)
+{
+	int64_t at = 0, now = store_now();
+
+	if (!w->started || w->stopping)
+		return;
+	if (store_next_expiry(w->st, &at)) {
+		at = now + CLAIM_RETRY_MS;
+	}
+	if (!at) {
+		uv_timer_stop(&w->expiry_timer);
+		return;
+	}
+	uv_timer_start(&w->expiry_timer, expiry_cb,
+		       at > now ? (uint64_t)(at - now) : 0, 0);
+}

@@ -1,0 +1,460 @@
+/*
+ * tool.c: the tool registry, the C form of createTool(). A tool is checked
+ * completely when it is registered (its id, every schema, its examples), so
+ * a mistake stops start-up with the tool and the field named instead of
+ * failing a job later.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+static const char *const schema_names[WORKER__NSCHEMA] = {
+	[WORKER_SCHEMA_INPUT] = "inputSchema",
+	[WORKER_SCHEMA_OUTPUT] = "outputSchema",
+	[WORKER_SCHEMA_SUSPEND] = "suspendSchema",
+	[WORKER_SCHEMA_RESUME] = "resumeSchema",
+	[WORKER_SCHEMA_REQUEST_CONTEXT] = "requestContextSchema",
+};
+
+const char *worker__schema_name(int kind)
+{
+	if (kind < 0 || kind >= WORKER__NSCHEMA)
+		return "schema";
+	return schema_names[kind];
+}
+
+char *worker__errmsg(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static void set_err(char **errmsg, char *msg)
+{
+	if (errmsg)
+		*errmsg = msg;
+	else
+		free(msg);
+}
+
+bool worker__valid_tool_name(const char *id)
+{
+	size_t n = 0;
+
+	if (!id)
+		return false;
+	for (const char *p = id; *p; p++, n++) {
+		char c = *p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+			  c == '.';
+		if (!ok)
+			return false;
+	}
+	return n >= 1 && n <= 128;
+}
+
+struct worker_tool *worker__tool_new(const char *id)
+{
+	struct worker_tool *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->id = strdup(id ? id : "");
+	if (!t->id) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void cmd_free(struct worker__cmd *c)
+{
+	if (!c)
+		return;
+	for (char **p = c->argv; p && *p; p++)
+		free(*p);
+	for (char **p = c->env; p && *p; p++)
+		free(*p);
+	free(c->argv);
+	free(c->env);
+	free(c->cwd);
+	free(c->path);
+	free(c);
+}
+
+void worker__tool_free(struct worker_tool *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < WORKER__NSCHEMA; i++) {
+		json_decref(t->schema_doc[i]);
+		schema_free(t->schema[i]);
+	}
+	json_decref(t->annotations);
+	json_decref(t->meta);
+	json_decref(t->input_examples);
+	json_decref(t->provider_options);
+	cmd_free(t->cmd);
+	free(t->id);
+	free(t->title);
+	free(t->description);
+	free(t);
+}
+
+int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
+			    char **errmsg)
+{
+	char *why = NULL;
+	struct schema *s;
+
+	if (!doc)
+		return 0;
+	s = schema_compile(doc, NULL, NULL, &why);
+	if (!s) {
+		set_err(errmsg, worker__errmsg("tool %s: %s does not compile: %s",
+					       t->id, worker__schema_name(kind),
+					       why ? why : "out of memory"));
+		free(why);
+		json_decref(doc);
+		return -EINVAL;
+	}
+	json_decref(t->schema_doc[kind]);
+	schema_free(t->schema[kind]);
+	t->schema_doc[kind] = doc;
+	t->schema[kind] = s;
+	return 0;
+}
+
+int worker__validate(const struct worker_tool *t, int kind,
+		     const json_t *inst, json_t **errors)
+{
+	int rc;
+
+	*errors = NULL;
+	if (!t || !t->schema[kind])
+		return 0;
+	rc = schema_validate(t->schema[kind], inst ? inst : json_null(),
+			     errors);
+	if (rc == -ENOMEM) {
+		*errors = json_pack("[{s:s, s:s, s:s}]", "instancePath", "",
+				    "keyword", "", "message",
+				    "out of memory while validating");
+		return -EINVAL;
+	}
+	return rc;
+}
+
+/* first_error returns the first error's "instancePath: message" (malloc'd)
+ * for a registration message. */
+static char *first_error(const json_t *errors)
+{
+	const json_t *e = json_array_get(errors, 0);
+	const char *path = json_string_value(json_object_get(e, "instancePath"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+
+	return worker__errmsg("\"%s\": %s", path ? path : "",
+			      msg ? msg : "invalid");
+}
+
+struct worker_tool *worker__tool_find(const struct worker *w, const char *name)
+{
+	size_t lo = 0, hi = w->ntools;
+
+	if (!name)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(w->tools[mid]->id, name);
+		if (c == 0)
+			return w->tools[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int worker__tool_register(struct worker *w, struct worker_tool *t,
+			  char **errmsg)
+{
+	size_t at;
+
+	if (!worker__valid_tool_name(t->id)) {
+		set_err(errmsg,
+			worker__errmsg("tool \"%s\": id is not a valid MCP tool "
+				       "name (1 to 128 of A-Z a-z 0-9 _ - .)",
+				       t->id));
+		return -EINVAL;
+	}
+	if (worker__tool_find(w, t->id)) {
+		set_err(errmsg, worker__errmsg("tool %s: id is already "
+					       "registered", t->id));
+		return -EINVAL;
+	}
+	if (t->bg.timeout_ms < 0 || t->bg.max_retries < 0 ||
+	    t->bg.concurrency < 0 || t->bg.backoff_ms < 0 ||
+	    t->bg.backoff_max_ms < 0) {
+		set_err(errmsg, worker__errmsg("tool %s: background holds a "
+					       "negative number", t->id));
+		return -EINVAL;
+	}
+	if (t->input_examples) {
+		size_t i;
+		json_t *ex;
+
+		if (!json_is_array(t->input_examples)) {
+			set_err(errmsg, worker__errmsg("tool %s: inputExamples "
+						       "is not an array",
+						       t->id));
+			return -EINVAL;
+		}
+		json_array_foreach(t->input_examples, i, ex) {
+			json_t *in = json_object_get(ex, "input");
+			json_t *errors = NULL;
+			char *why;
+
+			if (!json_is_object(ex) || !in) {
+				set_err(errmsg,
+					worker__errmsg("tool %s: inputExamples"
+						       "[%zu] has no \"input\"",
+						       t->id, i));
+				return -EINVAL;
+			}
+			if (worker__validate(t, WORKER_SCHEMA_INPUT, in,
+					     &errors) == 0)
+				continue;
+			why = first_error(errors);
+			json_decref(errors);
+			set_err(errmsg,
+				worker__errmsg("tool %s: inputExamples[%zu] "
+					       "fails inputSchema at %s",
+					       t->id, i, why ? why : "?"));
+			free(why);
+			return -EINVAL;
+		}
+	}
+	if (w->ntools == w->captools) {
+		size_t cap = w->captools ? 2 * w->captools : 16;
+		struct worker_tool **p = realloc(w->tools, cap * sizeof(*p));
+		if (!p) {
+			set_err(errmsg, worker__errmsg("tool %s: out of memory",
+						       t->id));
+			return -ENOMEM;
+		}
+		w->tools = p;
+		w->captools = cap;
+	}
+	for (at = 0; at < w->ntools && strcmp(w->tools[at]->id, t->id) < 0;
+	     at++)
+		;
+	memmove(&w->tools[at + 1], &w->tools[at],
+		(w->ntools - at) * sizeof(w->tools[0]));
+	w->tools[at] = t;
+	w->ntools++;
+	return 0;
+}
+
+/* parse_field parses a JSON text field of a C tool into *out (new), or
+ * fails naming the field. want is 'o' for an object, 'a' an array, 's' a
+ * schema (object or boolean). */
+static int parse_field(const char *id, const char *field, const char *text,
+		       int want, json_t **out, char **errmsg)
+{
+	json_error_t jerr;
+	json_t *v;
+	bool ok;
+
+	*out = NULL;
+	if (!text)
+		return 0;
+	v = json_loads(text, JSON_DECODE_ANY, &jerr);
+	if (!v) {
+		set_err(errmsg, worker__errmsg("tool %s: %s is not JSON (line "
+					       "%d, column %d: %s)",
+					       id, field, jerr.line,
+					       jerr.column, jerr.text));
+		return -EINVAL;
+	}
+	ok = want == 'o'   ? json_is_object(v)
+	     : want == 'a' ? json_is_array(v)
+			   : json_is_object(v) || json_is_boolean(v);
+	if (!ok) {
+		json_decref(v);
+		set_err(errmsg, worker__errmsg("tool %s: %s is not a JSON %s",
+					       id, field,
+					       want == 'a'   ? "array"
+					       : want == 'o' ? "object"
+							     : "schema (an "
+							       "object or a "
+							       "boolean)"));
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int worker_add_tool(struct worker *w, const struct berth_tool *tool,
+		    char **errmsg)
+{
+	const char *texts[WORKER__NSCHEMA];
+	struct worker_tool *t;
+	json_t *v;
+	int rc;
+
+	if (errmsg)
+		*errmsg = NULL;
+	if (!tool || !tool->id) {
+		set_err(errmsg, worker__errmsg("a tool has no id"));
+		return -EINVAL;
+	}
+	if (!tool->execute) {
+		set_err(errmsg, worker__errmsg("tool %s: execute is missing",
+					       tool->id));
+		return -EINVAL;
+	}
+	t = worker__tool_new(tool->id);
+	if (!t)
+		return -ENOMEM;
+	t->c = tool;
+	t->strict = tool->strict;
+	t->require_approval = tool->require_approval;
+	t->bg = tool->background;
+	if ((tool->title && !(t->title = strdup(tool->title))) ||
+	    (tool->description && !(t->description = strdup(tool->description)))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	texts[WORKER_SCHEMA_INPUT] = tool->input_schema;
+	texts[WORKER_SCHEMA_OUTPUT] = tool->output_schema;
+	texts[WORKER_SCHEMA_SUSPEND] = tool->suspend_schema;
+	texts[WORKER_SCHEMA_RESUME] = tool->resume_schema;
+	texts[WORKER_SCHEMA_REQUEST_CONTEXT] = tool->request_context_schema;
+	for (int k = 0; k < WORKER__NSCHEMA; k++) {
+		rc = parse_field(t->id, worker__schema_name(k), texts[k], 's',
+				 &v, errmsg);
+		if (rc == 0)
+			rc = worker__tool_set_schema(t, k, v, errmsg);
+		if (rc)
+			goto fail;
+	}
+	if ((rc = parse_field(t->id, "mcp.annotations", tool->mcp_annotations,
+			      'o', &t->annotations, errmsg)) ||
+	    (rc = parse_field(t->id, "mcp._meta", tool->mcp_meta, 'o',
+			      &t->meta, errmsg)) ||
+	    (rc = parse_field(t->id, "inputExamples", tool->input_examples,
+			      'a', &t->input_examples, errmsg)) ||
+	    (rc = parse_field(t->id, "providerOptions", tool->provider_options,
+			      'o', &t->provider_options, errmsg)))
+		goto fail;
+	rc = worker__tool_register(w, t, errmsg);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	worker__tool_free(t);
+	return rc;
+}
+
+size_t worker_tool_count(const struct worker *w)
+{
+	return w->ntools;
+}
+
+const struct worker_tool *worker_tool_at(const struct worker *w, size_t i)
+{
+	return i < w->ntools ? w->tools[i] : NULL;
+}
+
+const struct worker_tool *worker_tool_find(const struct worker *w,
+					   const char *name)
+{
+	return worker__tool_find(w, name);
+}
+
+const char *worker_tool_name(const struct worker_tool *t)
+{
+	return t->id;
+}
+
+const json_t *worker_tool_schema(const struct worker_tool *t, int kind)
+{
+	if (!t || kind < 0 || kind >= WORKER__NSCHEMA)
+		return NULL;
+	return t->schema_doc[kind];
+}
+
+/* set_copy sets key of o to a copy of v when v is not NULL. */
+static void set_copy(json_t *o, const char *key, json_t *v)
+{
+	if (v)
+		json_object_set_new(o, key, json_deep_copy(v));
+}
+
+json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
+{
+	const char *title = t->title;
+	json_t *o = json_object();
+	json_t *bg;
+	int paused;
+
+	if (!o)
+		return NULL;
+	if (!title && t->annotations)
+		title = json_string_value(json_object_get(t->annotations,
+							  "title"));
+	json_object_set_new(o, "name", json_string(t->id));
+	if (title)
+		json_object_set_new(o, "title", json_string(title));
+	if (t->description)
+		json_object_set_new(o, "description",
+				    json_string(t->description));
+	/* MCP requires an inputSchema of type object; a tool without one
+	 * takes any object. */
+	if (t->schema_doc[WORKER_SCHEMA_INPUT])
+		set_copy(o, "inputSchema", t->schema_doc[WORKER_SCHEMA_INPUT]);
+	else
+		json_object_set_new(o, "inputSchema",
+				    json_pack("{s:s}", "type", "object"));
+	set_copy(o, "outputSchema", t->schema_doc[WORKER_SCHEMA_OUTPUT]);
+	set_copy(o, "annotations", t->annotations);
+	set_copy(o, "_meta", t->meta);
+	json_object_set_new(o, "execution",
+			    json_pack("{s:s}", "taskSupport",
+				      t->bg.disabled ? "forbidden"
+						     : "optional"));
+	set_copy(o, "suspendSchema", t->schema_doc[WORKER_SCHEMA_SUSPEND]);
+	set_copy(o, "resumeSchema", t->schema_doc[WORKER_SCHEMA_RESUME]);
+	set_copy(o, "requestContextSchema",
+		 t->schema_doc[WORKER_SCHEMA_REQUEST_CONTEXT]);
+	/* A policy function may or may not ask; clients are told that
+	 * approval can be required. */
+	json_object_set_new(o, "requireApproval",
+			    json_boolean(t->require_approval ||
+					 (t->c && t->c->require_approval_fn)));
+	bg = json_pack("{s:b, s:I, s:i, s:i}", "enabled", !t->bg.disabled,
+		       "timeoutMs",
+		       (json_int_t)(t->bg.timeout_ms > 0
+					    ? t->bg.timeout_ms
+					    : w->cfg.default_timeout_ms),
+		       "maxRetries", t->bg.max_retries, "concurrency",
+		       t->bg.concurrency);
+	json_object_set_new(o, "background", bg);
+	set_copy(o, "inputExamples", t->input_examples);
+	json_object_set_new(o, "strict", json_boolean(t->strict));
+	set_copy(o, "providerOptions", t->provider_options);
+	paused = store_tool_paused(w->st, t->id);
+	json_object_set_new(o, "paused", json_boolean(paused == 1));
+	return o;
+}

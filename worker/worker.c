@@ -1,0 +1,598 @@
+/*
+ * worker.c: the worker object, its operations' plumbing (store requests
+ * and deferred replies), the hub that brings messages from pool threads to
+ * the loop, start-up and shutdown.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/internal.h"
+
+/* ---- operations ------------------------------------------------------- */
+
+struct worker__op *worker__op_new(struct worker *w, worker_cb cb, void *arg)
+{
+	struct worker__op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return NULL;
+	op->w = w;
+	op->cb = cb;
+	op->arg = arg;
+	op->req.data = op;
+	w->inflight++;
+	return op;
+}
+
+void worker__op_free(struct worker__op *op)
+{
+	struct worker *w = op->w;
+
+	store_req_finish(&op->req);
+	for (size_t i = 0; i < sizeof(op->own) / sizeof(op->own[0]); i++)
+		json_decref(op->own[i]);
+	for (size_t i = 0; i < sizeof(op->sown) / sizeof(op->sown[0]); i++)
+		free(op->sown[i]);
+	store_job_free(op->job);
+	store_job_free(op->job2);
+	free(op->caps);
+	for (size_t i = 0; i < op->nlines; i++)
+		store_log_line_finish(&op->lines[i]);
+	free(op->lines);
+	free(op->message);
+	json_decref(op->data);
+	if (op->run)
+		worker__run_unref(op->run);
+	free(op);
+	w->inflight--;
+	worker__check_shutdown(w);
+}
+
+static void op_store_done(struct store_req *req, int rc)
+{
+	struct worker__op *op = req->data;
+
+	op->then(op, rc);
+}
+
+int worker__op_submit(struct worker__op *op,
+		      void (*then)(struct worker__op *op, int rc))
+{
+	op->then = then;
+	op->req.done = op_store_done;
+	op->req.data = op;
+	return store_submit(op->w->st, &op->req);
+}
+
+void worker__op_reply(struct worker__op *op, int err, const char *message,
+		      json_t *data, const struct store_job *job, bool existed)
+{
+	struct worker_result res = {
+		.err = err,
+		.message = message,
+		.data = data,
+		.job = job,
+		.existed = existed,
+	};
+
+	if (op->cb)
+		op->cb(op->arg, &res);
+	worker__op_free(op);
+}
+
+static void idle_cb(uv_idle_t *h)
+{
+	struct worker *w = h->data;
+	struct worker__op *list = w->deferred;
+
+	w->deferred = w->deferred_tail = NULL;
+	uv_idle_stop(h);
+	while (list) {
+		struct worker__op *op = list;
+		list = op->next;
+		worker__op_reply(op, op->err, op->message, op->data, op->job2,
+				 false);
+	}
+}
+
+void worker__op_defer(struct worker__op *op, int err, const char *message,
+		      json_t *data)
+{
+	struct worker *w = op->w;
+
+	op->err = err;
+	op->message = message ? strdup(message) : NULL;
+	op->data = data;
+	op->next = NULL;
+	if (w->deferred_tail)
+		w->deferred_tail->next = op;
+	else
+		w->deferred = op;
+	w->deferred_tail = op;
+	uv_idle_start(&w->idle, idle_cb);
+}
+
+void worker__op_reply_store(struct worker__op *op, int rc)
+{
+	const struct store_job *j = op->req.job;
+	char msg[160];
+
+	if (rc == STORE_ENOTFOUND) {
+		worker__op_reply(op, WORKER_ENOTFOUND, "no such job",
+				 json_pack("{s:s}", "id",
+					   op->req.u.transition.job_id),
+				 NULL, false);
+	} else if (rc == STORE_ECONFLICT) {
+		const char *s = j ? store_status_name(j->status) : "unknown";
+		json_t *data = json_pack("{s:s}", "status", s);
+
+		snprintf(msg, sizeof(msg), "the job is %s", s);
+		worker__op_reply(op, WORKER_ECONFLICT, msg, data, j, false);
+		json_decref(data);
+	} else if (rc == -ESHUTDOWN) {
+		worker__op_reply(op, WORKER_EINTERNAL, "berthd is shutting down",
+				 NULL, NULL, false);
+	} else {
+		json_t *data = json_pack("{s:s}", "sqlite", strerror(-rc));
+
+		snprintf(msg, sizeof(msg), "storage failed: %s", strerror(-rc));
+		worker__op_reply(op, WORKER_ESTORAGE, msg, data, NULL, false);
+		json_decref(data);
+	}
+}
+
+/* ---- job logs --------------------------------------------------------- */
+
+static void log_done(struct worker__op *op, int rc)
+{
+	worker__op_free(op);
+}
+
+void worker__job_log(struct worker *w, const char *job_id, const char *level,
+		     const json_t *data, const char *fmt, ...)
+{
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+	struct store_log_line *l;
+	va_list ap;
+
+	if (!op)
+		return;
+	op->lines = l = calloc(1, sizeof(*l));
+	if (!l)
+		goto fail;
+	op->nlines = 1;
+	l->at = store_now();
+	l->level = strdup(level);
+	va_start(ap, fmt);
+	if (vasprintf(&l->message, fmt, ap) < 0)
+		l->message = NULL;
+	va_end(ap);
+	l->data = data ? json_deep_copy(data) : NULL;
+	if (!l->level || !l->message)
+		goto fail;
+	op->req.op = STORE_OP_LOG;
+	snprintf(op->req.u.log.job_id, sizeof(op->req.u.log.job_id), "%s",
+		 job_id);
+	op->req.u.log.lines = l;
+	op->req.u.log.nlines = 1;
+	op->req.u.log.max_lines = w->cfg.max_log_lines;
+	if (worker__op_submit(op, log_done) == 0)
+		return;
+fail:
+	worker__op_free(op);
+}
+
+/* ---- progress listeners ----------------------------------------------- */
+
+int worker_add_progress_listener(struct worker *w, worker_progress_fn fn,
+				 void *arg)
+{
+	struct worker__listener *p;
+
+	p = realloc(w->listeners, (w->nlisteners + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	w->listeners = p;
+	p[w->nlisteners].fn = fn;
+	p[w->nlisteners].arg = arg;
+	w->nlisteners++;
+	return 0;
+}
+
+void worker__progress(struct worker *w, const struct store_job *job,
+		      const json_t *progress)
+{
+	for (size_t i = 0; i < w->nlisteners; i++)
+		w->listeners[i].fn(w->listeners[i].arg, job->id, job->tool,
+				   progress);
+}
+
+void worker_stats(const struct worker *w, struct worker_stats *out)
+{
+	out->size = w->cfg.workers;
+	out->busy = w->busy;
+}
+
+int64_t worker__kill_grace(const struct worker *w)
+{
+	return w->cfg.kill_grace_ms;
+}
+
+/* ---- the hub ---------------------------------------------------------- */
+
+struct worker__hub *worker__hub_ref(struct worker__hub *h)
+{
+	atomic_fetch_add(&h->refs, 1);
+	return h;
+}
+
+void worker__hub_unref(struct worker__hub *h)
+{
+	if (!h || atomic_fetch_sub(&h->refs, 1) != 1)
+		return;
+	uv_mutex_destroy(&h->mu);
+	uv_cond_destroy(&h->cond);
+	free(h);
+}
+
+bool worker__hub_post(struct worker__hub *h, struct worker__msg *m)
+{
+	uv_mutex_lock(&h->mu);
+	if (h->closed) {
+		uv_mutex_unlock(&h->mu);
+		return false;
+	}
+	m->next = NULL;
+	if (h->tail)
+		h->tail->next = m;
+	else
+		h->head = m;
+	h->tail = m;
+	uv_async_send(h->async);
+	uv_mutex_unlock(&h->mu);
+	return true;
+}
+
+void worker__hub_complete(struct worker__hub *h, struct worker__wait *wt,
+			  int rc)
+{
+	if (!wt)
+		return;
+	uv_mutex_lock(&h->mu);
+	wt->rc = rc;
+	wt->done = true;
+	uv_cond_broadcast(&h->cond);
+	uv_mutex_unlock(&h->mu);
+}
+
+static void msg_free(struct worker__msg *m)
+{
+	json_decref(m->value);
+	free(m->level);
+	free(m->message);
+	free(m);
+}
+
+/* hub_take returns the queued messages, oldest first. */
+static struct worker__msg *hub_take(struct worker__hub *h)
+{
+	struct worker__msg *m;
+
+	uv_mutex_lock(&h->mu);
+	m = h->head;
+	h->head = h->tail = NULL;
+	uv_mutex_unlock(&h->mu);
+	return m;
+}
+
+static void async_cb(uv_async_t *a)
+{
+	struct worker *w = a->data;
+	struct worker__msg *m = hub_take(w->hub);
+
+	while (m) {
+		struct worker__msg *next = m->next;
+		struct worker__run *r = m->run;
+
+		if (m->kind == WORKER__MSG_PROGRESS) {
+			json_t *p;
+
+			uv_mutex_lock(&w->hub->mu);
+			p = r->progress_latest;
+			r->progress_latest = NULL;
+			r->progress_queued = false;
+			uv_mutex_unlock(&w->hub->mu);
+			if (p)
+				worker__run_progress(r, p);
+		} else if (m->kind == WORKER__MSG_LOG) {
+			worker__run_log(r, m->level, m->message, m->value);
+		} else if (m->kind == WORKER__MSG_CHECKPOINT) {
+			worker__run_checkpoint(r, m->value, m->wait);
+			m->value = NULL;
+		}
+		worker__run_unref(r);
+		msg_free(m);
+		m = next;
+	}
+}
+
+/* hub_close refuses further messages, answers waiting checkpoints and
+ * drops what is queued. */
+static void hub_close(struct worker__hub *h)
+{
+	struct worker__msg *m;
+
+	uv_mutex_lock(&h->mu);
+	h->closed = true;
+	h->async = NULL;
+	m = h->head;
+	h->head = h->tail = NULL;
+	for (struct worker__msg *x = m; x; x = x->next) {
+		if (x->wait) {
+			x->wait->rc = -ECANCELED;
+			x->wait->done = true;
+		}
+	}
+	uv_cond_broadcast(&h->cond);
+	uv_mutex_unlock(&h->mu);
+	while (m) {
+		struct worker__msg *next = m->next;
+		worker__run_unref(m->run);
+		msg_free(m);
+		m = next;
+	}
+}
+
+/* ---- create, start, destroy ------------------------------------------- */
+
+struct worker *worker_create(uv_loop_t *loop, struct store *st,
+			     const struct worker_config *cfg)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+	struct worker__hub *h = calloc(1, sizeof(*h));
+	char n[32];
+
+	if (!w || !h)
+		goto fail;
+	if (uv_mutex_init(&h->mu)) {
+		free(h);
+		h = NULL;
+		goto fail;
+	}
+	if (uv_cond_init(&h->cond)) {
+		uv_mutex_destroy(&h->mu);
+		free(h);
+		h = NULL;
+		goto fail;
+	}
+	atomic_init(&h->refs, 1);
+	h->async = &w->async;
+	w->hub = h;
+	w->loop = loop;
+	w->st = st;
+	if (cfg)
+		w->cfg = *cfg;
+	if (w->cfg.workers <= 0)
+		w->cfg.workers = WORKER__WORKERS;
+	if (w->cfg.default_timeout_ms <= 0)
+		w->cfg.default_timeout_ms = WORKER__TIMEOUT_MS;
+	if (w->cfg.kill_grace_ms <= 0)
+		w->cfg.kill_grace_ms = WORKER__KILL_GRACE_MS;
+	if (w->cfg.shutdown_grace_ms <= 0)
+		w->cfg.shutdown_grace_ms = WORKER__SHUTDOWN_GRACE_MS;
+	if (w->cfg.max_output_bytes <= 0)
+		w->cfg.max_output_bytes = WORKER__MAX_OUTPUT;
+	if (w->cfg.max_log_bytes <= 0)
+		w->cfg.max_log_bytes = WORKER__MAX_LOG;
+	if (w->cfg.max_log_lines <= 0)
+		w->cfg.max_log_lines = WORKER__MAX_LOG_LINES;
+	if (w->cfg.retention_ms <= 0)
+		w->cfg.retention_ms = WORKER__RETENTION_MS;
+
+	/*
+	 * Two process-wide settings, made here because the worker is what
+	 * needs them. libuv sizes its thread pool once, at the first
+	 * uv_queue_work, from UV_THREADPOOL_SIZE: C tools need one thread
+	 * per slot, plus spares for tools that ignore their abort flag and
+	 * keep a thread after their job was finished. And writing a job's
+	 * input to a process that exited early must be an EPIPE error, not
+	 * a SIGPIPE that kills the daemon.
+	 */
+	snprintf(n, sizeof(n), "%d",
+		 w->cfg.workers + 4 > 1024 ? 1024 : w->cfg.workers + 4);
+	setenv("UV_THREADPOOL_SIZE", n, 0);
+	signal(SIGPIPE, SIG_IGN);
+
+	uv_timer_init(loop, &w->run_timer);
+	uv_timer_init(loop, &w->expiry_timer);
+	uv_timer_init(loop, &w->prune_timer);
+	uv_timer_init(loop, &w->grace_timer);
+	uv_idle_init(loop, &w->idle);
+	if (uv_async_init(loop, &w->async, async_cb)) {
+		/* The four timers and the idle handle are closed without a
+		 * callback below; they hold no memory of their own. */
+		uv_close((uv_handle_t *)&w->run_timer, NULL);
+		uv_close((uv_handle_t *)&w->expiry_timer, NULL);
+		uv_close((uv_handle_t *)&w->prune_timer, NULL);
+		uv_close((uv_handle_t *)&w->grace_timer, NULL);
+		uv_close((uv_handle_t *)&w->idle, NULL);
+		uv_run(loop, UV_RUN_NOWAIT);
+		goto fail;
+	}
+	w->run_timer.data = w->expiry_timer.data = w->prune_timer.data = w;
+	w->grace_timer.data = w->idle.data = w->async.data = w;
+	/* The async handle must not keep the loop alive by itself. */
+	uv_unref((uv_handle_t *)&w->async);
+	return w;
+fail:
+	if (h)
+		worker__hub_unref(h);
+	free(w);
+	return NULL;
+}
+
+/* may_rerun answers store_recover: a run interrupted by a restart is run
+ * again unless its tool says it must not be, or is gone. */
+static bool may_rerun(void *arg, const char *tool)
+{
+	struct worker_tool *t = worker__tool_find(arg, tool);
+
+	return t && t->bg.on_interrupt == BERTH_INTERRUPT_RETRY;
+}
+
+static void prune_done(struct worker__op *op, int rc)
+{
+	worker__op_free(op);
+}
+
+static void prune_cb(uv_timer_t *h)
+{
+	struct worker *w = h->data;
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+
+	if (!op)
+		return;
+	op->req.op = STORE_OP_PRUNE;
+	op->req.u.prune.before = store_now() - w->cfg.retention_ms;
+	if (worker__op_submit(op, prune_done))
+		worker__op_free(op);
+}
+
+int worker_start(struct worker *w, char **errmsg)
+{
+	int rc;
+
+	if (errmsg)
+		*errmsg = NULL;
+	if (w->started || w->stopping)
+		return -EINVAL;
+	rc = store_recover(w->st, may_rerun, w);
+	if (rc < 0) {
+		if (errmsg)
+			*errmsg = worker__errmsg("recovering interrupted jobs "
+						 "failed: %s",
+						 strerror(-rc));
+		return rc;
+	}
+	w->started = true;
+	/* Terminal jobs past the retention are pruned now and hourly. */
+	uv_timer_start(&w->prune_timer, prune_cb, 0, 3600 * 1000);
+	uv_unref((uv_handle_t *)&w->prune_timer);
+	worker__expiry_rearm(w);
+	worker__sched_kick(w);
+	worker__sched_rearm(w);
+	return 0;
+}
+
+/* ---- shutdown --------------------------------------------------------- */
+
+static void handle_closed(uv_handle_t *h)
+{
+	struct worker *w = h->data;
+
+	if (--w->open_handles == 0 && w->shutdown_done)
+		w->shutdown_done(w->shutdown_arg);
+}
+
+static void close_handle(struct worker *w, void *h)
+{
+	w->open_handles++;
+	uv_close(h, handle_closed);
+}
+
+/* shutdown_timer_cb fires twice: after the shutdown grace it aborts every
+ * running job; after the kill grace that follows it gives up on C tools
+ * that ignore their abort flag (their threads are left to finish, their
+ * results discarded). */
+static void shutdown_timer_cb(uv_timer_t *h)
+{
+	struct worker *w = h->data;
+	struct worker__run *r, *next;
+
+	if (!w->aborting) {
+		w->aborting = true;
+		for (r = w->runs; r; r = r->next)
+			if (r->state == WORKER__RUN_ACTIVE)
+				worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
+		uv_timer_start(&w->grace_timer, shutdown_timer_cb,
+			       (uint64_t)w->cfg.kill_grace_ms + 100, 0);
+	} else {
+		for (r = w->runs; r; r = next) {
+			next = r->next;
+			if (r->state == WORKER__RUN_ACTIVE && r->c)
+				worker__run_give_up(r);
+		}
+	}
+	worker__check_shutdown(w);
+}
+
+void worker__check_shutdown(struct worker *w)
+{
+	struct worker__run *r, *next;
+
+	if (!w->stopping || w->closing)
+		return;
+	for (r = w->runs; r; r = r->next) {
+		if (r->state != WORKER__RUN_DONE)
+			return;
+		if (!r->c && !r->exec_done && r->exec_started)
+			return;
+	}
+	if (w->claim_inflight || w->inflight > 0)
+		return;
+	w->closing = true;
+	/* Every job still running in the store was stopped by this
+	 * shutdown (or claimed after it began): back to pending without
+	 * using up a retry. */
+	if (w->started)
+		store_requeue_running(w->st);
+	/* C tools that never returned are detached: their thread keeps the
+	 * run (and the hub) alive and touches nothing else. */
+	for (r = w->runs; r; r = next) {
+		next = r->next;
+		r->w = NULL;
+		r->listed = false;
+		r->prev = r->next = NULL;
+	}
+	w->runs = NULL;
+	hub_close(w->hub);
+	close_handle(w, &w->run_timer);
+	close_handle(w, &w->expiry_timer);
+	close_handle(w, &w->prune_timer);
+	close_handle(w, &w->grace_timer);
+	close_handle(w, &w->idle);
+	close_handle(w, &w->async);
+}
+
+void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
+{
+	if (w->stopping)
+		return;
+	w->stopping = true;
+	w->shutdown_done = done;
+	w->shutdown_arg = arg;
+	uv_timer_stop(&w->run_timer);
+	uv_timer_stop(&w->expiry_timer);
+	uv_timer_stop(&w->prune_timer);
+	if (w->runs)
+		uv_timer_start(&w->grace_timer, shutdown_timer_cb,
+			       (uint64_t)w->cfg.shutdown_grace_ms, 0);
+	worker__check_shutdown(w);
+}
+
+void worker_destroy(struct worker *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->ntools; i++)
+		worker__tool_free(w->tools[i]);
+	free(w->tools);
+	free(w->wakeups);
+	free(w->listeners);
+	worker__hub_unref(w->hub);
+	free(w);
+}
