@@ -637,6 +637,25 @@ retry:
 
 static struct schema__node *compile_node(struct compiler *c, long idx);
 
+/* bool_node makes the node of a boolean schema at loc.  jansson's true and
+ * false are singletons, so a boolean subschema cannot be found by its
+ * address like an object: each place gets a node of its own, which keeps
+ * the schemaPath of a "false" right. */
+static struct schema__node *bool_node(struct compiler *c, bool value,
+				      const char *loc)
+{
+	struct schema__node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return oom(c);
+	n->next = c->s->nodes;
+	c->s->nodes = n;
+	n->is_bool = true;
+	n->bool_value = value;
+	n->loc = strdup(loc);
+	return n->loc ? n : oom(c);
+}
+
 /* sub compiles the subschema v, which the index must have walked. */
 static struct schema__node *sub(struct compiler *c, const json_t *v,
 				const char *loc)
@@ -647,6 +666,8 @@ static struct schema__node *sub(struct compiler *c, const json_t *v,
 		fail(c, loc, "must be a schema (an object or a boolean)");
 		return NULL;
 	}
+	if (json_is_boolean(v))
+		return bool_node(c, json_is_true(v), loc);
 	idx = info_of(c, v);
 	if (idx < 0) {
 		if (!c->err)

@@ -9,6 +9,7 @@
  */
 #include "schema/uri.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,10 @@ static void put(struct buf *b, const char *s, size_t n)
 {
 	if (b->failed)
 		return;
+	if (n > SIZE_MAX / 4 || b->len > SIZE_MAX / 4) {
+		b->failed = true;
+		return;
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = (b->len + n + 1) * 2;
 		char *p = realloc(b->data, cap);
@@ -197,16 +202,15 @@ char *schema__uri_resolve(const char *base, const char *ref)
 				} else {
 					/* Merge (5.2.3): the base path up to its
 					 * last '/', then the reference path. */
-					const char *slash = NULL;
+					size_t keep = 0;
 
 					for (size_t i = 0; i < b.path.len; i++)
 						if (b.path.ptr[i] == '/')
-							slash = b.path.ptr + i;
+							keep = i + 1;
 					if (b.authority.ptr && b.path.len == 0)
 						put(&merged, "/", 1);
-					else if (slash)
-						put(&merged, b.path.ptr,
-						    (size_t)(slash - b.path.ptr) + 1);
+					else if (keep > 0)
+						put(&merged, b.path.ptr, keep);
 					put(&merged, r.path.ptr, r.path.len);
 					if (merged.failed) {
 						free(merged.data);

@@ -588,7 +588,7 @@ static bool string(struct vctx *v, const struct schema__node *n, const json_t *i
 static bool array(struct vctx *v, const struct schema__node *n, const json_t *inst,
 		  const struct ipath *path, const struct scope *scope, struct ann *a)
 {
-	size_t size = json_array_size(inst), i0, i1;
+	size_t size = json_array_size(inst), i0 = 0, i1 = 0;
 	bool ok = true;
 
 	if (n->max_items >= 0 && size > (size_t)n->max_items) {

@@ -326,6 +326,20 @@ static void anyof__passing_branch__drops_the_errors_of_the_failing_ones(void **s
 	json_decref(f.errors);
 }
 
+static void false_schemas__in_two_places__report_their_own_location(void **state)
+{
+	struct fixture f = { 0 };
+
+	f.schema = schema_compile_text("{\"properties\":{\"a\":false,\"b\":false}}",
+				       NULL, NULL, NULL);
+	assert_non_null(f.schema);
+	assert_int_equal(check(&f, "{\"b\":1}"), 1);
+	assert_string_equal(field(&f, 0, "instancePath"), "/b");
+	assert_string_equal(field(&f, 0, "schemaPath"), "#/properties/b/false");
+	schema_free(f.schema);
+	json_decref(f.errors);
+}
+
 /* ---- Compile errors ---- */
 
 static void compile__non_schema_document__is_refused_at_the_root(void **state)
@@ -718,6 +732,7 @@ int main(int argc, char **argv)
 						setup_weather, teardown),
 		cmocka_unit_test(keywords__each_failure__reads_as_a_sentence),
 		cmocka_unit_test(anyof__passing_branch__drops_the_errors_of_the_failing_ones),
+		cmocka_unit_test(false_schemas__in_two_places__report_their_own_location),
 		cmocka_unit_test(compile__non_schema_document__is_refused_at_the_root),
 		cmocka_unit_test(compile__unknown_type__is_located_with_a_json_pointer),
 		cmocka_unit_test(compile__wrong_keyword_values__say_what_is_expected),
