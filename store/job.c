@@ -103,9 +103,16 @@ char *store_format_time(int64_t t, char buf[32])
 		snprintf(buf, 32, "1970-01-01T00:00:00.000Z");
 		return buf;
 	}
-	snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, (int)ms);
+	/* A wide scratch buffer: the compiler cannot know that the year
+	 * has at most a few digits. */
+	char tmp[96];
+	int n = snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+			 tm.tm_min, tm.tm_sec, (int)ms);
+	if (n < 0 || n > 31)
+		n = 31;
+	memcpy(buf, tmp, (size_t)n);
+	buf[n] = '\0';
 	return buf;
 }
 

@@ -85,6 +85,8 @@ enum stmt_id {
 	S_EXPIRE_SCAN,
 	S_EXPIRE_ONE,
 	S_TOOL_PAUSE,
+	S_PRUNE_EVENTS,
+	S_PRUNE_LOGS,
 	S_PRUNE,
 	S_LIST_ALL,
 	S_LIST_STATUS,
@@ -152,7 +154,10 @@ static const char *const sql_text[S_NSTMT] = {
 		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END"
 		" WHERE id = ?1 AND ((1 << status) & ?2) != 0"
 		" RETURNING " JOB_COLS,
-	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs"
+	/* INDEXED BY: without statistics the planner prefers jobs_status
+	 * and sorts every pending job; these partial indexes are ordered
+	 * the way the scheduler reads. */
+	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs INDEXED BY jobs_runnable"
 			 " WHERE status = 0 AND run_at <= ?1 AND NOT EXISTS"
 			 " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
 			 " ORDER BY priority DESC, run_at, id",
@@ -168,7 +173,8 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_LOG_INSERT] = "INSERT INTO job_logs (job_id, n, at, level, message,"
 			 " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[S_LOG_TRIM] = "DELETE FROM job_logs WHERE job_id = ?1 AND n <= ?2",
-	[S_EXPIRE_SCAN] = "SELECT id FROM jobs WHERE status IN (1, 3)"
+	[S_EXPIRE_SCAN] = "SELECT id FROM jobs INDEXED BY jobs_expiry"
+			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL AND expires_at <= ?1"
 			  " ORDER BY expires_at",
 	[S_EXPIRE_ONE] = "UPDATE jobs SET status = 9, finished_at = ?2,"
@@ -176,7 +182,11 @@ static const char *const sql_text[S_NSTMT] = {
 			 " RETURNING " JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
-	/* Events and log lines go with their job (ON DELETE CASCADE). */
+	/* A pruned job's events and log lines go first, then the job. */
+	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
+			   " WHERE status >= 4 AND finished_at < ?1)",
+	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
+			 " WHERE status >= 4 AND finished_at < ?1)",
 	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < ?1",
 	[S_LIST_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE" LIST_REST,
 	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = ?6 AND"
@@ -199,10 +209,12 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
 		   " WHERE job_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
 	[S_TOOL_PAUSED] = "SELECT paused FROM tools WHERE name = ?1",
-	[S_NEXT_RUN_AT] = "SELECT run_at FROM jobs WHERE status = 0 AND NOT EXISTS"
+	[S_NEXT_RUN_AT] = "SELECT run_at FROM jobs INDEXED BY jobs_pending_run_at"
+			  " WHERE status = 0 AND NOT EXISTS"
 			  " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
 			  " ORDER BY run_at LIMIT 1",
-	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs WHERE status IN (1, 3)"
+	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs INDEXED BY jobs_expiry"
+			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
 };
 
@@ -766,11 +778,16 @@ static int do_pause(struct conn *c, struct store__wreq *w)
 
 static int do_prune(struct conn *c, struct store__wreq *w)
 {
-	sqlite3_stmt *s = get(c, S_PRUNE);
-	if (s == NULL)
-		return prepare_error(c);
-	sqlite3_bind_int64(s, 1, w->req->u.prune.before);
-	int rc = run(s);
+	static const enum stmt_id steps[] = {S_PRUNE_EVENTS, S_PRUNE_LOGS, S_PRUNE};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof(steps) / sizeof(steps[0]); i++) {
+		sqlite3_stmt *s = get(c, steps[i]);
+		if (s == NULL)
+			return prepare_error(c);
+		sqlite3_bind_int64(s, 1, w->req->u.prune.before);
+		rc = run(s);
+	}
+	/* The last statement's changes: the jobs deleted. */
 	w->req->count = rc == 0 ? sqlite3_changes64(c->db) : 0;
 	w->rc = 0;
 	return rc;
@@ -1143,8 +1160,19 @@ static int pragma(sqlite3 *db, const char *sql, const char *want)
 	return rc == SQLITE_DONE ? 0 : err(rc);
 }
 
+/* configure turns off SQLite's memory statistics, which take a global
+ * mutex on every allocation. It must precede SQLite's initialisation, so it
+ * fails harmlessly (SQLITE_MISUSE) when someone used SQLite first. */
+static void configure(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, configure);
+
 	const char *path = cfg->path;
 	int busy = cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000;
 	struct sq *q = calloc(1, sizeof(*q));

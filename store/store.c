@@ -135,6 +135,7 @@ static void *writer_main(void *arg)
 {
 	struct store *st = arg;
 
+	pthread_setname_np(pthread_self(), "berth-writer");
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		while (st->qhead == NULL && !st->stop)

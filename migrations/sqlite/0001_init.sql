@@ -44,8 +44,9 @@ CREATE TABLE jobs (
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (tool, idempotency_key)
 	WHERE idempotency_key IS NOT NULL;
 
--- The scheduler's claim: pending jobs by priority, then run time, then id.
-CREATE INDEX jobs_runnable ON jobs (priority DESC, run_at, id)
+-- The scheduler's claim: pending jobs by priority, then run time, then id
+-- (and the tool, for the per-tool caps, so the scan needs no table row).
+CREATE INDEX jobs_runnable ON jobs (priority DESC, run_at, id, tool)
 	WHERE status = 0;
 
 -- The scheduler's next wake-up: the earliest run time of a pending job.
@@ -65,10 +66,13 @@ CREATE INDEX jobs_run_id ON jobs (run_id, id) WHERE run_id IS NOT NULL;
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE status >= 4;
 
 -- The event log. AUTOINCREMENT keeps seq from ever being reused, even after
--- the newest events were pruned.
+-- the newest events were pruned. job_id names a job but is no foreign key:
+-- a foreign key costs a lookup of the job on every append, the hottest
+-- write there is, and the store deletes a job's events and log lines
+-- itself when it prunes the job.
 CREATE TABLE events (
 	seq    INTEGER PRIMARY KEY AUTOINCREMENT,
-	job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+	job_id TEXT NOT NULL,
 	tool   TEXT NOT NULL,
 	type   INTEGER NOT NULL CHECK (type BETWEEN 0 AND 12),
 	status INTEGER NOT NULL CHECK (status BETWEEN 0 AND 9),
@@ -79,7 +83,7 @@ CREATE INDEX events_job ON events (job_id, seq);
 
 -- A job's structured log lines and captured stderr; n is 1-based per job.
 CREATE TABLE job_logs (
-	job_id  TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+	job_id  TEXT NOT NULL,
 	n       INTEGER NOT NULL,
 	at      INTEGER NOT NULL,
 	level   TEXT NOT NULL,
