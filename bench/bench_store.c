@@ -68,6 +68,7 @@ static void start_create(struct op *op)
 	op->req.u.create.job = &op->job;
 	op->req.u.create.event_data = r->input;
 	op->req.data = op;
+	op->req.done = on_done;
 	r->started++;
 	submit(op);
 }
