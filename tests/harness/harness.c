@@ -1,0 +1,237 @@
+/*
+ * harness.c: a real berthd for integration tests (harness.h).
+ */
+#include "tests/harness/harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define START_TIMEOUT_MS 30000
+#define STOP_TIMEOUT_MS 30000
+#define CALL_TIMEOUT_MS 60000
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void print_log(const struct harness *h)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(h->log, "r");
+
+	if (!f)
+		return;
+	fprintf(stderr, "---- berthd's log (%s) ----\n", h->log);
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fprintf(stderr, "---- end of berthd's log ----\n");
+	fclose(f);
+}
+
+/* spawn starts berthd with h's paths and args and waits until its socket
+ * accepts. Returns 0 or -1 after printing why. */
+static int spawn(struct harness *h)
+{
+	const char *berthd = getenv("BERTHD");
+	const char *examples = getenv("BERTH_EXAMPLES");
+	const char *argv[48];
+	size_t n = 0;
+	pid_t pid;
+
+	if (!berthd) {
+		fprintf(stderr, "harness: $BERTHD is not set\n");
+		return -1;
+	}
+	argv[n++] = berthd;
+	argv[n++] = "--db";
+	argv[n++] = h->db;
+	argv[n++] = "--socket";
+	argv[n++] = h->socket;
+	if (!h->no_examples && examples) {
+		argv[n++] = "--tools";
+		argv[n++] = examples;
+	}
+	for (size_t i = 0; h->args[i] && n < 47; i++)
+		argv[n++] = h->args[i];
+	argv[n] = NULL;
+
+	pid = fork();
+	if (pid < 0) {
+		perror("harness: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(berthd, (char *const *)argv);
+		fprintf(stderr, "harness: cannot run %s: %s\n", berthd,
+			strerror(errno));
+		_exit(127);
+	}
+	h->pid = pid;
+	for (int waited = 0; waited < START_TIMEOUT_MS; waited += 10) {
+		struct berth_client *c;
+		int status;
+
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			h->pid = 0;
+			fprintf(stderr, "harness: berthd exited while starting "
+				"(status %d)\n", status);
+			print_log(h);
+			return -1;
+		}
+		c = berth_client_connect(h->socket);
+		if (c) {
+			berth_client_close(c);
+			return 0;
+		}
+		sleep_ms(10);
+	}
+	fprintf(stderr, "harness: berthd did not accept on %s in time\n",
+		h->socket);
+	print_log(h);
+	harness_kill9(h);
+	return -1;
+}
+
+int harness_start(struct harness *h, const char *const *extra_args)
+{
+	const char *tmp = getenv("TMPDIR");
+	size_t n = 0;
+
+	snprintf(h->dir, sizeof h->dir, "%s/berth-test-XXXXXX",
+		 tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp");
+	if (!mkdtemp(h->dir)) {
+		perror("harness: mkdtemp");
+		return -1;
+	}
+	snprintf(h->db, sizeof h->db, "%s/berth.db", h->dir);
+	snprintf(h->socket, sizeof h->socket, "%s/berth.sock", h->dir);
+	snprintf(h->log, sizeof h->log, "%s/berthd.log", h->dir);
+	h->pid = 0;
+	for (; extra_args && extra_args[n] && n < 31; n++)
+		h->args[n] = extra_args[n];
+	h->args[n] = NULL;
+	return spawn(h);
+}
+
+int harness_restart(struct harness *h)
+{
+	if (h->pid)
+		harness_stop(h);
+	return spawn(h);
+}
+
+int harness_kill9(struct harness *h)
+{
+	int status;
+
+	if (!h->pid)
+		return -1;
+	kill(h->pid, SIGKILL);
+	while (waitpid(h->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	h->pid = 0;
+	return 0;
+}
+
+int harness_stop(struct harness *h)
+{
+	int status;
+
+	if (!h->pid)
+		return -1;
+	kill(h->pid, SIGTERM);
+	for (int waited = 0; waited < STOP_TIMEOUT_MS; waited += 10) {
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			h->pid = 0;
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			fprintf(stderr, "harness: berthd died of signal %d\n",
+				WTERMSIG(status));
+			print_log(h);
+			return -1;
+		}
+		sleep_ms(10);
+	}
+	fprintf(stderr, "harness: berthd did not stop in time\n");
+	print_log(h);
+	harness_kill9(h);
+	return -1;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+void harness_cleanup(struct harness *h)
+{
+	if (h->pid)
+		harness_stop(h);
+	if (h->dir[0]) {
+		if (getenv("BERTH_KEEP_TEST_DIR"))
+			fprintf(stderr, "harness: kept %s\n", h->dir);
+		else
+			nftw(h->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	h->dir[0] = '\0';
+}
+
+struct berth_client *harness_connect(struct harness *h)
+{
+	return berth_client_connect(h->socket);
+}
+
+json_t *harness_call(struct berth_client *c, const char *method,
+		     json_t *params, json_t **error)
+{
+	json_t *result = NULL, *err = NULL;
+	int rc = berth_client_call(c, method, params, CALL_TIMEOUT_MS, &result,
+				   &err);
+
+	json_decref(params);
+	if (error)
+		*error = NULL;
+	if (rc == 1) {
+		if (error) {
+			*error = err;
+			return NULL;
+		}
+		char *s = json_dumps(err, JSON_COMPACT);
+
+		print_message("%s answered an error: %s\n", method, s);
+		free(s);
+		json_decref(err);
+		fail_msg("%s failed", method);
+	}
+	if (rc < 0)
+		fail_msg("%s: %s", method, strerror(-rc));
+	return result;
+}
