@@ -1,0 +1,662 @@
+/*
+ * conn.c: client connections (conn.h): accepting and checking a peer,
+ * framing, dispatch through the method table, batches, replies, and our
+ * own requests to the client.
+ */
+#include "api/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api/methods.h"
+#include "api/rpc.h"
+#include "api/sub.h"
+#include "api/wait.h"
+
+/* A batch answers once, with one array, when its last element is
+ * answered; elements that are notifications add nothing to it. */
+struct api_batch {
+	struct api_conn *conn;
+	json_t *replies;
+	int pending; /* elements dispatched and not yet answered */
+	bool sealed; /* every element was dispatched */
+};
+
+/* One of our requests to the client, awaiting its answer. */
+struct api_call {
+	struct api_call *next;
+	char id[32];
+	api_call_fn fn;
+	void *arg;
+};
+
+/* A write that uv_try_write could not finish at once. */
+struct write_req {
+	uv_write_t req;
+	char *text; /* json_dumps'd message */
+};
+
+
+static char newline[] = "\n";
+
+static void conn_log(const struct api_conn *c, const char *what)
+{
+	fprintf(stderr, "berthd: connection %llu: %s\n",
+		(unsigned long long)c->id, what);
+}
+
+static void conn_unref(struct api_conn *c)
+{
+	if (--c->refs == 0) {
+		api_frame_finish(&c->frame);
+		free(c);
+	}
+}
+
+bool api_conn_live(const struct api_conn *c)
+{
+	return c->state == API_CONN_OPEN || c->state == API_CONN_DRAINING;
+}
+
+size_t api_conn_pending_bytes(const struct api_conn *c)
+{
+	if (!api_conn_live(c))
+		return 0;
+	return uv_stream_get_write_queue_size(&c->h.stream);
+}
+
+static void on_close(uv_handle_t *h)
+{
+	struct api_conn *c = h->data;
+	struct api *a = c->api;
+
+	c->state = API_CONN_CLOSED;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	a->nconns--;
+
+	api_wait_cancel_conn(c);
+	api_sub_cancel_conn(c);
+	while (c->calls) {
+		struct api_call *call = c->calls;
+
+		c->calls = call->next;
+		call->fn(call->arg, NULL, NULL);
+		free(call);
+	}
+	if (c->ext_free)
+		c->ext_free(c->ext);
+	c->ext = NULL;
+	api_frame_finish(&c->frame);
+	conn_unref(c);
+	api_handle_closed(a);
+}
+
+void api_conn_close(struct api_conn *c)
+{
+	if (c->state >= API_CONN_CLOSING)
+		return;
+	c->state = API_CONN_CLOSING;
+	uv_close(&c->h.handle, on_close);
+}
+
+/* conn_maybe_finish closes a draining connection once it owes nothing:
+ * no request is unanswered and every reply is written. */
+static void conn_maybe_finish(struct api_conn *c)
+{
+	if (c->state == API_CONN_DRAINING && c->inflight == 0 &&
+	    uv_stream_get_write_queue_size(&c->h.stream) == 0)
+		api_conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct write_req *wr = (struct write_req *)req;
+	struct api_conn *c = req->handle->data;
+
+	free(wr->text);
+	free(wr);
+	if (status < 0) {
+		api_conn_close(c);
+		return;
+	}
+	if (c->replay_blocked && api_conn_pending_bytes(c) < API_REPLAY_HIGH_WATER)
+		api_sub_resume(c);
+	conn_maybe_finish(c);
+}
+
+int api_conn_send(struct api_conn *c, const json_t *msg)
+{
+	struct write_req *wr;
+	uv_buf_t bufs[2];
+	size_t len, off = 0;
+	char *text;
+	int n, rc;
+
+	if (!api_conn_live(c))
+		return -EPIPE;
+	text = json_dumps(msg, JSON_COMPACT);
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	/* Most replies are written at once, without a copy or a request. */
+	if (uv_stream_get_write_queue_size(&c->h.stream) == 0) {
+		bufs[0] = uv_buf_init(text, (unsigned)len);
+		bufs[1] = uv_buf_init(newline, 1);
+		n = uv_try_write(&c->h.stream, bufs, 2);
+		if (n == (int)len + 1) {
+			free(text);
+			return 0;
+		}
+		if (n < 0 && n != UV_EAGAIN) {
+			free(text);
+			api_conn_close(c);
+			return n;
+		}
+		if (n > 0)
+			off = (size_t)n;
+	}
+	wr = malloc(sizeof *wr);
+	if (!wr) {
+		free(text);
+		api_conn_close(c);
+		return -ENOMEM;
+	}
+	wr->text = text;
+	if (off < len) {
+		bufs[0] = uv_buf_init(text + off, (unsigned)(len - off));
+		bufs[1] = uv_buf_init(newline, 1);
+		n = 2;
+	} else {
+		bufs[0] = uv_buf_init(newline, 1);
+		n = 1;
+	}
+	wr->req.data = NULL;
+	rc = uv_write(&wr->req, &c->h.stream, bufs, (unsigned)n, on_write);
+	if (rc < 0) {
+		free(text);
+		free(wr);
+		api_conn_close(c);
+		return rc;
+	}
+	if (uv_stream_get_write_queue_size(&c->h.stream) > c->api->cfg.max_outbuf) {
+		/* The client does not read what it asked for. It is cut
+		 * off here, so that it costs at most max_outbuf and nobody
+		 * else waits for it. */
+		conn_log(c, "closed: it does not read its replies");
+		api_conn_close(c);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+/* send_error sends a JSON-RPC error outside any request (a parse error,
+ * an invalid request, a refusal). data is stolen. */
+static void send_error(struct api_conn *c, struct api_batch *b, json_t *id,
+		       int code, const char *message, json_t *data)
+{
+	json_t *msg = api_rpc_error(id, code, message, data);
+
+	if (!msg)
+		return;
+	if (b)
+		json_array_append_new(b->replies, msg);
+	else {
+		api_conn_send(c, msg);
+		json_decref(msg);
+	}
+}
+
+/* ---- batches ---------------------------------------------------------- */
+
+static struct api_batch *batch_new(struct api_conn *c)
+{
+	struct api_batch *b = calloc(1, sizeof *b);
+
+	if (!b)
+		return NULL;
+	b->replies = json_array();
+	if (!b->replies) {
+		free(b);
+		return NULL;
+	}
+	b->conn = c;
+	c->refs++;
+	return b;
+}
+
+static void batch_maybe_done(struct api_batch *b)
+{
+	struct api_conn *c = b->conn;
+
+	if (!b->sealed || b->pending > 0)
+		return;
+	/* A batch of notifications only gets no reply at all. */
+	if (json_array_size(b->replies) > 0)
+		api_conn_send(c, b->replies);
+	json_decref(b->replies);
+	free(b);
+	conn_unref(c);
+}
+
+/* ---- requests and replies --------------------------------------------- */
+
+/* req_deliver hands r's reply msg (stolen, NULL for none) to its batch or
+ * its connection, and frees r. */
+static void req_deliver(struct api_req *r, json_t *msg)
+{
+	struct api_conn *c = r->conn;
+	struct api_batch *b = r->batch;
+
+	if (b) {
+		if (msg)
+			json_array_append_new(b->replies, msg);
+		b->pending--;
+	} else if (msg) {
+		api_conn_send(c, msg);
+		json_decref(msg);
+	}
+	json_decref(r->id);
+	json_decref(r->params);
+	free(r);
+	c->inflight--;
+	if (b)
+		batch_maybe_done(b);
+	if (api_conn_live(c))
+		conn_maybe_finish(c);
+	conn_unref(c);
+}
+
+bool api_req_dead(const struct api_req *r)
+{
+	return r->id == NULL || !api_conn_live(r->conn);
+}
+
+void api_reply(struct api_req *r, json_t *result)
+{
+	json_t *msg = NULL;
+
+	if (api_req_dead(r)) {
+		json_decref(result);
+	} else if (!result) {
+		msg = api_rpc_error(r->id, API_INTERNAL_ERROR, "out of memory",
+				    NULL);
+	} else {
+		msg = api_rpc_result(r->id, result);
+	}
+	req_deliver(r, msg);
+}
+
+void api_reply_error(struct api_req *r, int code, const char *message,
+		     json_t *data)
+{
+	json_t *msg = NULL;
+
+	if (api_req_dead(r))
+		json_decref(data);
+	else
+		msg = api_rpc_error(r->id, code, message, data);
+	req_deliver(r, msg);
+}
+
+void api_req_drop(struct api_req *r)
+{
+	req_deliver(r, NULL);
+}
+
+/* ---- our requests to the client ---------------------------------------- */
+
+int api_conn_call(struct api_conn *c, const char *method, json_t *params,
+		  api_call_fn fn, void *arg)
+{
+	struct api_call *call;
+	json_t *msg;
+	int rc;
+
+	if (!api_conn_live(c)) {
+		json_decref(params);
+		return -EPIPE;
+	}
+	call = calloc(1, sizeof *call);
+	if (!call) {
+		json_decref(params);
+		return -ENOMEM;
+	}
+	/* A string id of our own, so that it can never be confused with a
+	 * number the client uses for its requests. */
+	snprintf(call->id, sizeof call->id, "berth-%llu",
+		 (unsigned long long)++c->next_call_id);
+	msg = json_pack("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", call->id,
+			"method", method);
+	if (!msg) {
+		json_decref(params);
+		free(call);
+		return -ENOMEM;
+	}
+	if (params)
+		json_object_set_new(msg, "params", params);
+	rc = api_conn_send(c, msg);
+	json_decref(msg);
+	if (rc < 0) {
+		free(call);
+		return rc;
+	}
+	call->fn = fn;
+	call->arg = arg;
+	call->next = c->calls;
+	c->calls = call;
+	return 0;
+}
+
+/* take_response matches the client's answer msg to a request of ours;
+ * an answer to nothing we asked is ignored. */
+static void take_response(struct api_conn *c, json_t *msg)
+{
+	const char *id = json_string_value(json_object_get(msg, "id"));
+
+	for (struct api_call **p = &c->calls; id && *p; p = &(*p)->next) {
+		struct api_call *call = *p;
+
+		if (strcmp(call->id, id) != 0)
+			continue;
+		*p = call->next;
+		call->fn(call->arg, json_object_get(msg, "result"),
+			 json_object_get(msg, "error"));
+		free(call);
+		return;
+	}
+}
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+/*
+ * dispatch_one answers one message (a line, or an element of a batch).
+ * Everything a request must pass before its handler runs is checked here,
+ * in this order: its shape (JSON-RPC 2.0), auth, the method's existence,
+ * the connection's in-flight limit, and the params against the method's
+ * table row.
+ */
+static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
+{
+	const struct api_method *m;
+	const char *why, *name;
+	json_t *id = api_rpc_id(msg), *params, *errors;
+	struct api_req *r;
+	char text[512];
+	int kind = api_rpc_classify(msg, &why);
+
+	switch (kind) {
+	case API_MSG_RESPONSE:
+		take_response(c, msg);
+		return;
+	case API_MSG_INVALID:
+		send_error(c, b, id, API_INVALID_REQUEST, why, NULL);
+		return;
+	case API_MSG_BAD_PARAMS:
+		send_error(c, b, id, API_INVALID_PARAMS, why, NULL);
+		return;
+	default:
+		break;
+	}
+	if (kind == API_MSG_NOTIFICATION)
+		id = NULL;
+	name = json_string_value(json_object_get(msg, "method"));
+	m = api_method_find(name);
+	if (!c->authed && !(m && (m->flags & API_M_NOAUTH))) {
+		if (id)
+			send_error(c, b, id, API_UNAUTHORIZED,
+				   "unauthorized: call server/auth with the "
+				   "token first", NULL);
+		return;
+	}
+	if (!m) {
+		if (id) {
+			snprintf(text, sizeof text, "method not found: %.400s",
+				 name);
+			send_error(c, b, id, API_METHOD_NOT_FOUND, text, NULL);
+		}
+		return;
+	}
+	if (c->inflight >= c->api->cfg.max_inflight) {
+		if (id)
+			send_error(c, b, id, API_OVERLOADED,
+				   "overloaded: too many unanswered requests "
+				   "on this connection",
+				   api_rpc_limit(c->api->cfg.max_inflight));
+		return;
+	}
+	params = json_object_get(msg, "params");
+	if (params)
+		json_incref(params);
+	else
+		params = json_object();
+	if (!params || api_params_check(m->params, params, &errors) < 0) {
+		if (id) {
+			json_t *first = json_array_get(errors, 0);
+			const char *em = json_string_value(
+				json_object_get(first, "message"));
+
+			snprintf(text, sizeof text, "invalid params: %.400s",
+				 em ? em : "out of memory");
+			send_error(c, b, id, API_INVALID_PARAMS, text,
+				   errors ? json_pack("{s:o}", "errors", errors)
+					  : NULL);
+		} else {
+			json_decref(errors);
+		}
+		json_decref(params);
+		return;
+	}
+	r = calloc(1, sizeof *r);
+	if (!r) {
+		json_decref(params);
+		if (id)
+			send_error(c, b, id, API_INTERNAL_ERROR,
+				   "out of memory", NULL);
+		return;
+	}
+	r->conn = c;
+	r->batch = b;
+	r->id = id ? json_incref(id) : NULL;
+	r->params = params;
+	r->method = m;
+	c->inflight++;
+	c->refs++;
+	if (b)
+		b->pending++;
+	m->handler(r, params);
+}
+
+static void dispatch(struct api_conn *c, json_t *msg)
+{
+	struct api_batch *b;
+	size_t i;
+	json_t *el;
+
+	if (!json_is_array(msg)) {
+		dispatch_one(c, msg, NULL);
+		return;
+	}
+	if (json_array_size(msg) == 0) {
+		send_error(c, NULL, NULL, API_INVALID_REQUEST,
+			   "an empty batch", NULL);
+		return;
+	}
+	b = batch_new(c);
+	if (!b) {
+		send_error(c, NULL, NULL, API_INTERNAL_ERROR, "out of memory",
+			   NULL);
+		return;
+	}
+	json_array_foreach(msg, i, el)
+		dispatch_one(c, el, b);
+	b->sealed = true;
+	batch_maybe_done(b);
+}
+
+/* on_line handles one line of the client (frame.h). Returns non-zero once
+ * the connection stopped reading, so that the rest of the read is
+ * dropped. */
+static int on_line(void *arg, const char *line, size_t len, bool oversize)
+{
+	struct api_conn *c = arg;
+	struct api *a = c->api;
+	json_error_t jerr;
+	json_t *msg;
+	char text[256];
+
+	if (c->state != API_CONN_OPEN)
+		return 1;
+	if (oversize) {
+		snprintf(text, sizeof text, "invalid request: the line is "
+			 "longer than the limit of %zu bytes", a->cfg.max_line);
+		send_error(c, NULL, NULL, API_INVALID_REQUEST, text,
+			   api_rpc_limit((json_int_t)a->cfg.max_line));
+	} else if (api_json_depth(line, len, a->cfg.max_depth) >
+		   a->cfg.max_depth) {
+		snprintf(text, sizeof text, "invalid request: JSON nested "
+			 "deeper than the limit of %d", a->cfg.max_depth);
+		send_error(c, NULL, NULL, API_INVALID_REQUEST, text,
+			   api_rpc_limit(a->cfg.max_depth));
+	} else if (!(msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr))) {
+		snprintf(text, sizeof text, "parse error: %s at column %d",
+			 jerr.text, jerr.column);
+		send_error(c, NULL, NULL, API_PARSE_ERROR, text, NULL);
+	} else {
+		dispatch(c, msg);
+		json_decref(msg);
+	}
+	return c->state != API_CONN_OPEN;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct api_conn *c = h->data;
+
+	buf->base = c->api->readbuf;
+	buf->len = sizeof c->api->readbuf;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct api_conn *c = s->data;
+
+	if (n > 0) {
+		api_frame_feed(&c->frame, buf->base, (size_t)n, on_line, c);
+		return;
+	}
+	if (n == UV_EOF && c->state == API_CONN_OPEN) {
+		/* The client is done sending; it still gets the replies of
+		 * what it sent, a last line without a newline included. */
+		api_frame_eof(&c->frame, on_line, c);
+		uv_read_stop(s);
+		if (c->state == API_CONN_OPEN)
+			c->state = API_CONN_DRAINING;
+		conn_maybe_finish(c);
+		return;
+	}
+	if (n < 0)
+		api_conn_close(c);
+}
+
+/* ---- accepting ---------------------------------------------------------- */
+
+/* peer_allowed is true when the Unix peer of c runs as the daemon's user,
+ * as root, or as a user of --allow-uid; *uid receives its uid. */
+static bool peer_allowed(struct api_conn *c, uid_t *uid)
+{
+	struct api *a = c->api;
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	uv_os_fd_t fd;
+
+	*uid = (uid_t)-1;
+	if (uv_fileno(&c->h.handle, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	*uid = cred.uid;
+	if (cred.uid == geteuid() || cred.uid == 0)
+		return true;
+	for (size_t i = 0; i < a->nallow_uids; i++)
+		if (a->allow_uids[i] == cred.uid)
+			return true;
+	return false;
+}
+
+/* refuse answers a connection that may not be served with one error line
+ * and closes it once that is written. data is stolen. */
+static void refuse(struct api_conn *c, int code, const char *message,
+		   json_t *data)
+{
+	c->state = API_CONN_DRAINING;
+	send_error(c, NULL, NULL, code, message, data);
+	conn_maybe_finish(c);
+}
+
+void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
+{
+	struct api_conn *c = calloc(1, sizeof *c);
+	char text[160];
+	uid_t uid;
+	int rc;
+
+	if (!c) {
+		fputs("berthd: out of memory accepting a connection\n", stderr);
+		return;
+	}
+	c->api = a;
+	c->transport = transport;
+	c->id = ++a->next_conn_id;
+	c->refs = 1; /* the handle's, released in on_close */
+	api_frame_init(&c->frame, a->cfg.max_line);
+	if (transport == API_TRANSPORT_TCP)
+		rc = uv_tcp_init(a->loop, &c->h.tcp);
+	else
+		rc = uv_pipe_init(a->loop, &c->h.pipe, 0);
+	if (rc < 0) {
+		free(c);
+		return;
+	}
+	c->h.handle.data = c;
+	a->handles++;
+	c->next = a->conns;
+	if (a->conns)
+		a->conns->prev = c;
+	a->conns = c;
+	a->nconns++;
+
+	rc = uv_accept(listener, &c->h.stream);
+	if (rc < 0) {
+		api_conn_close(c);
+		return;
+	}
+	if (transport == API_TRANSPORT_TCP) {
+		uv_tcp_nodelay(&c->h.tcp, 1);
+		c->authed = false; /* until server/auth */
+	} else if (!peer_allowed(c, &uid)) {
+		snprintf(text, sizeof text, "refused uid %ld: not allowed to "
+			 "use this socket", (long)uid);
+		conn_log(c, text);
+		refuse(c, API_UNAUTHORIZED, "unauthorized: this user may not "
+		       "use berthd's socket (see berthd --allow-uid)", NULL);
+		return;
+	} else {
+		c->authed = true;
+	}
+	if (a->nconns > (size_t)a->cfg.max_connections) {
+		refuse(c, API_OVERLOADED, "overloaded: too many connections",
+		       api_rpc_limit(a->cfg.max_connections));
+		return;
+	}
+	rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+	if (rc < 0)
+		api_conn_close(c);
+}

@@ -1,0 +1,154 @@
+/*
+ * conn.h: a client connection, the requests it has in flight, and the one
+ * way replies leave (api_reply, api_reply_error).
+ *
+ * A connection is a small state machine:
+ *
+ *   OPEN ──EOF, or refused at accept──► DRAINING ──replies written──► CLOSING
+ *     │                                                                 │
+ *     └──error, a client that does not read, api_stop──► CLOSING ──► CLOSED
+ *
+ * OPEN reads and answers requests. DRAINING reads no more but still sends
+ * the replies of requests in flight, then closes. CLOSING has called
+ * uv_close: nothing is sent any more, and the close callback cancels the
+ * connection's waits, subscriptions and outgoing calls. CLOSED has no
+ * handle; the struct lives on only while requests handed to the worker
+ * still point at it (refs), and is freed when the last one is answered.
+ *
+ * The bounds, and why they are what they are (api_config's defaults):
+ *   max_line     16 MiB: a tool's input or resume data can be large, but a
+ *                line is held whole while it is parsed, so it is bounded.
+ *   max_depth    64: far beyond any real payload, far below what would
+ *                strain a recursive parser.
+ *   max_inflight 1024 unanswered requests: each may hold a long-poll wait
+ *                and a timer; beyond this the client gets -32013 at once.
+ *   max_outbuf   64 MiB of unwritten replies: a client that stops reading
+ *                is cut off there, so it can never make berthd hold the
+ *                whole event log in memory or slow anyone else.
+ */
+#ifndef BERTH_API_CONN_H
+#define BERTH_API_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "api/frame.h"
+#include "api/server.h"
+
+/* A subscription's replay pauses while this much is queued for its client
+ * and goes on once the queue drains below it, so that replaying a long log
+ * to a slow reader never comes near max_outbuf. */
+#define API_REPLAY_HIGH_WATER (1024 * 1024)
+
+enum api_conn_state {
+	API_CONN_OPEN = 0,
+	API_CONN_DRAINING,
+	API_CONN_CLOSING,
+	API_CONN_CLOSED,
+};
+
+enum api_transport {
+	API_TRANSPORT_UNIX = 0,
+	API_TRANSPORT_TCP,
+};
+
+struct api_call;
+
+struct api_conn {
+	struct api *api;
+	union {
+		uv_handle_t handle;
+		uv_stream_t stream;
+		uv_pipe_t pipe;
+		uv_tcp_t tcp;
+	} h;
+	int state;        /* enum api_conn_state */
+	int transport;    /* enum api_transport */
+	bool authed;      /* TCP: server/auth succeeded; Unix: always */
+	uint64_t id;      /* for log lines */
+	int refs;         /* the handle's, and one per request or batch */
+	int inflight;     /* requests not yet answered */
+	struct api_frame frame;
+
+	uint64_t next_call_id;   /* ids of our own requests to the client */
+	struct api_call *calls;  /* our requests awaiting the client's answer */
+	struct api_sub *subs;    /* this connection's subscriptions */
+	int nsubs;
+	struct api_wait *waits;  /* this connection's long-poll waits */
+	bool replay_blocked;     /* a subscription waits for the writes to
+				    drain before it replays more */
+
+	/* Per-connection state of another protocol layered on the same
+	 * methods (MCP: the negotiated version, client capabilities),
+	 * freed with ext_free when the connection closes. */
+	void *ext;
+	void (*ext_free)(void *ext);
+
+	struct api_conn *prev, *next; /* in api->conns */
+};
+
+struct api_batch;
+struct api_method;
+
+/*
+ * struct api_req is one request in flight. A handler answers it exactly
+ * once, now or later, with api_reply or api_reply_error, which free it.
+ * id is NULL for a notification, whose answer is dropped.
+ */
+struct api_req {
+	struct api_conn *conn;
+	struct api_batch *batch;        /* NULL unless part of a batch */
+	json_t *id;                     /* owned, or NULL */
+	json_t *params;                 /* owned; {} when absent */
+	const struct api_method *method;
+};
+
+/* api_conn_accept accepts a client of listener, checks its peer and the
+ * connection limit, and starts reading. Errors are logged, never fatal. */
+void api_conn_accept(struct api *a, uv_stream_t *listener, int transport);
+
+/* api_conn_close starts closing c (idempotent). */
+void api_conn_close(struct api_conn *c);
+
+/* api_conn_live is true while c may still send (OPEN or DRAINING). */
+bool api_conn_live(const struct api_conn *c);
+
+/* api_conn_send writes msg (borrowed) as one line. Returns 0, or a
+ * negative code when c is not live or msg could not be written; a client
+ * over max_outbuf is closed. */
+int api_conn_send(struct api_conn *c, const json_t *msg);
+
+/* api_conn_pending_bytes returns the bytes queued for c and not yet
+ * written. */
+size_t api_conn_pending_bytes(const struct api_conn *c);
+
+/*
+ * api_conn_call sends a request of our own to the client (an MCP server
+ * asks its client for elicitation/create this way) with params (stolen,
+ * may be NULL) and calls fn(arg, result, error) when the client answers:
+ * result or error is set (borrowed). When c closes first, fn gets both
+ * NULL. Returns 0, or a negative code, in which case fn is never called.
+ */
+typedef void (*api_call_fn)(void *arg, json_t *result, json_t *error);
+int api_conn_call(struct api_conn *c, const char *method, json_t *params,
+		  api_call_fn fn, void *arg);
+
+/* api_reply answers r with result (stolen) and frees r. */
+void api_reply(struct api_req *r, json_t *result);
+
+/* api_reply_error answers r with an error object {code, message, data?}
+ * (data stolen, may be NULL) and frees r. */
+void api_reply_error(struct api_req *r, int code, const char *message,
+		     json_t *data);
+
+/* api_req_drop frees r without an answer (its connection is gone). */
+void api_req_drop(struct api_req *r);
+
+/* api_req_dead is true when r's answer can no longer reach anyone; a
+ * callback checks it before doing work for the reply. */
+bool api_req_dead(const struct api_req *r);
+
+#endif

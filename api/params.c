@@ -1,0 +1,205 @@
+/*
+ * params.c: the one place where params are checked (params.h).
+ */
+#include "api/params.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/store.h"
+
+#define DEFAULT_MAX_STRING 4096
+
+/* add_error appends {instancePath: "/name", keyword, message} to errors;
+ * the message is formatted from fmt. */
+static void add_error(json_t *errors, const char *name, const char *keyword,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_error(json_t *errors, const char *name, const char *keyword,
+		      const char *fmt, ...)
+{
+	char path[160], msg[512];
+	va_list ap;
+
+	snprintf(path, sizeof path, "/%s", name);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_array_append_new(errors, json_pack("{s:s, s:s, s:s}",
+						"instancePath", path,
+						"keyword", keyword,
+						"message", msg));
+}
+
+static bool status_ok(const json_t *v)
+{
+	return json_is_string(v) && store_status_parse(json_string_value(v)) >= 0;
+}
+
+/* check_one checks the present value v of member p. */
+static void check_one(const struct api_param *p, const json_t *v,
+		      json_t *errors)
+{
+	char detail[96];
+	int64_t t;
+
+	switch (p->type) {
+	case API_P_ANY:
+		break;
+	case API_P_STRING: {
+		size_t max = p->max ? (size_t)p->max : DEFAULT_MAX_STRING;
+
+		if (!json_is_string(v))
+			add_error(errors, p->name, "type",
+				  "%s must be a string", p->name);
+		else if (json_string_length(v) == 0)
+			add_error(errors, p->name, "minLength",
+				  "%s must not be empty", p->name);
+		else if (json_string_length(v) > max) {
+			snprintf(detail, sizeof detail, "%zu", max);
+			add_error(errors, p->name, "maxLength",
+				  "%s must be at most %s bytes", p->name, detail);
+		}
+		break;
+	}
+	case API_P_INT:
+		if (!json_is_integer(v)) {
+			add_error(errors, p->name, "type",
+				  "%s must be an integer", p->name);
+		} else if (json_integer_value(v) < p->min ||
+			   json_integer_value(v) > p->max) {
+			snprintf(detail, sizeof detail, "%lld to %lld",
+				 (long long)p->min, (long long)p->max);
+			add_error(errors, p->name,
+				  json_integer_value(v) < p->min ? "minimum"
+								 : "maximum",
+				  "%s must be from %s", p->name, detail);
+		}
+		break;
+	case API_P_BOOL:
+		if (!json_is_boolean(v))
+			add_error(errors, p->name, "type",
+				  "%s must be true or false", p->name);
+		break;
+	case API_P_OBJECT:
+		if (!json_is_object(v))
+			add_error(errors, p->name, "type",
+				  "%s must be an object", p->name);
+		break;
+	case API_P_TIME:
+		if (!json_is_string(v) ||
+		    store_parse_time(json_string_value(v), &t) < 0)
+			add_error(errors, p->name, "format",
+				  "%s must be an ISO 8601 time such as "
+				  "2026-01-02T03:04:05.000Z", p->name);
+		break;
+	case API_P_ENUM: {
+		bool ok = false;
+
+		for (size_t i = 0; json_is_string(v) && p->choices[i]; i++)
+			if (strcmp(json_string_value(v), p->choices[i]) == 0)
+				ok = true;
+		if (!ok) {
+			detail[0] = '\0';
+			for (size_t i = 0; p->choices[i]; i++) {
+				if (i)
+					strncat(detail, ", ",
+						sizeof detail - strlen(detail) - 1);
+				strncat(detail, p->choices[i],
+					sizeof detail - strlen(detail) - 1);
+			}
+			add_error(errors, p->name, "enum",
+				  "%s must be one of %s", p->name, detail);
+		}
+		break;
+	}
+	case API_P_STATUSES: {
+		bool ok = status_ok(v);
+
+		if (json_is_array(v) && json_array_size(v) > 0) {
+			size_t i;
+			json_t *s;
+
+			ok = true;
+			json_array_foreach(v, i, s)
+				ok = ok && status_ok(s);
+		}
+		if (!ok)
+			add_error(errors, p->name, "enum",
+				  "%s must be a job status (pending, "
+				  "awaiting_approval, running, suspended, "
+				  "completed, failed, timed_out, declined, "
+				  "cancelled, expired) or a non-empty array "
+				  "of them", p->name);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+int api_params_check(const struct api_param *spec, const json_t *params,
+		     json_t **errors)
+{
+	json_t *errs = json_array();
+
+	*errors = NULL;
+	if (!errs)
+		return -1;
+	for (const struct api_param *p = spec; p && p->name; p++) {
+		const json_t *v = json_object_get(params, p->name);
+
+		if (!v) {
+			if (p->flags & API_P_REQUIRED)
+				add_error(errs, p->name, "required",
+					  "%s is required", p->name);
+			continue;
+		}
+		check_one(p, v, errs);
+		if (p->excludes && json_object_get(params, p->excludes))
+			add_error(errs, p->name, "not",
+				  "%s and %s may not both be given",
+				  p->name, p->excludes);
+	}
+	if (json_array_size(errs) == 0) {
+		json_decref(errs);
+		return 0;
+	}
+	*errors = errs;
+	return -1;
+}
+
+unsigned api_params_status_mask(const json_t *v)
+{
+	unsigned mask = 0;
+
+	if (json_is_string(v)) {
+		mask = STORE_MASK(store_status_parse(json_string_value(v)));
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *s;
+
+		json_array_foreach(v, i, s)
+			mask |= STORE_MASK(store_status_parse(json_string_value(s)));
+	}
+	return mask;
+}
+
+const char *api_params_str(const json_t *params, const char *name)
+{
+	return json_string_value(json_object_get(params, name));
+}
+
+int64_t api_params_int(const json_t *params, const char *name, int64_t def)
+{
+	json_t *v = json_object_get(params, name);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+}
+
+bool api_params_bool(const json_t *params, const char *name, bool def)
+{
+	json_t *v = json_object_get(params, name);
+
+	return json_is_boolean(v) ? json_is_true(v) : def;
+}

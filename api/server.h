@@ -1,0 +1,67 @@
+/*
+ * server.h: the api's own state (struct api), shared by the files of api/.
+ * Not a public header: api.h is.
+ */
+#ifndef BERTH_API_SERVER_H
+#define BERTH_API_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/api.h"
+
+struct api_conn;
+struct api_wait;
+struct api_sub;
+
+/* The number of wait buckets, hashed by job id: enough that ten thousand
+ * waiters on distinct jobs find theirs among a few dozen. */
+#define API_WAIT_BUCKETS 256
+
+/* Bytes read from a socket at a time. One buffer serves every connection:
+ * a read is split into lines before the next read starts, and only a
+ * partial line is copied into the connection's own frame, so an idle
+ * connection holds no read buffer at all. */
+#define API_READ_CHUNK (64 * 1024)
+
+struct api {
+	uv_loop_t *loop;
+	struct worker *worker;
+	struct store *store;
+	struct api_config cfg; /* with every default filled in */
+
+	char *socket_path;     /* malloc'd */
+	char *token;           /* the TCP token, malloc'd, or NULL */
+	size_t token_len;
+	uid_t *allow_uids;     /* malloc'd copy */
+	size_t nallow_uids;
+
+	uv_pipe_t unix_listener;
+	uv_tcp_t tcp_listener;
+	bool unix_bound, tcp_bound;
+
+	struct api_conn *conns; /* every open connection */
+	size_t nconns;
+	uint64_t next_conn_id;
+
+	struct api_wait *job_waits[API_WAIT_BUCKETS];
+	struct api_wait *event_waits;
+	struct api_sub *subs;
+	uint64_t next_sub_id;
+
+	uint64_t started_ns;   /* uv_hrtime at api_start */
+	char readbuf[API_READ_CHUNK];
+
+	/* Open libuv handles (listeners, connections, timers). api_stop's
+	 * done runs once it falls to zero. */
+	int handles;
+	bool stopping;
+	void (*stop_done)(void *arg);
+	void *stop_arg;
+};
+
+/* api_handle_closed is called by every close callback of a handle the api
+ * opened; it finishes api_stop once none is left. */
+void api_handle_closed(struct api *a);
+
+#endif

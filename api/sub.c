@@ -1,0 +1,221 @@
+/*
+ * sub.c: event subscriptions (sub.h).
+ *
+ * A subscription is "replaying" while it reads the log from its last seq
+ * in chunks, and "live" once a read comes back short: from then on the
+ * store's listener hands it every new event. The listener runs on the
+ * loop thread after the commit, so it can never slip between a chunk read
+ * and the switch; events the replay already read are skipped by seq.
+ */
+#include "api/sub.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/methods.h"
+#include "api/rpc.h"
+
+/* Events read from the store per replay step. */
+#define REPLAY_CHUNK 256
+/* Subscriptions one connection may hold. */
+#define MAX_SUBS_PER_CONN 256
+
+struct api_sub {
+	struct api_conn *conn;
+	char id[32];
+	char job_id[40]; /* only this job's events, or "" for all */
+	bool progress;   /* also live events/progress */
+	bool replaying;
+	int64_t last_seq; /* the last seq sent (or skipped as not wanted) */
+
+	struct api_sub *next, **pprev;           /* in api->subs */
+	struct api_sub *conn_next, **conn_pprev; /* in conn->subs */
+};
+
+static void sub_free(struct api_sub *s)
+{
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	*s->conn_pprev = s->conn_next;
+	if (s->conn_next)
+		s->conn_next->conn_pprev = s->conn_pprev;
+	s->conn->nsubs--;
+	free(s);
+}
+
+/* send_event sends ev to s as an events/event notification whose params
+ * are the Event with the subscription's id. */
+static int send_event(struct api_sub *s, const struct store_event *ev)
+{
+	json_t *params = store_event_to_json(ev), *msg;
+	int rc;
+
+	if (!params)
+		return -ENOMEM;
+	json_object_set_new(params, "subscription", json_string(s->id));
+	msg = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+			"events/event", "params", params);
+	if (!msg)
+		return -ENOMEM;
+	rc = api_conn_send(s->conn, msg);
+	json_decref(msg);
+	s->last_seq = ev->seq;
+	return rc;
+}
+
+/* sub_replay sends s the logged events it has not had yet, until it has
+ * caught up (it is then live) or its client's queue is full. */
+static void sub_replay(struct api_sub *s)
+{
+	struct api_conn *c = s->conn;
+	struct store *st = c->api->store;
+
+	while (s->replaying && api_conn_live(c)) {
+		struct store_event *evs = NULL;
+		size_t n = 0;
+		int rc;
+
+		if (api_conn_pending_bytes(c) >= API_REPLAY_HIGH_WATER) {
+			c->replay_blocked = true;
+			return;
+		}
+		rc = store_events(st, s->last_seq, s->job_id[0] ? s->job_id : NULL,
+				  REPLAY_CHUNK, &evs, &n);
+		if (rc < 0) {
+			/* Going live here would leave a gap, so the client
+			 * is cut off; it resumes with since. */
+			fprintf(stderr, "berthd: connection %llu: closed: "
+				"cannot read the event log (%s)\n",
+				(unsigned long long)c->id, strerror(-rc));
+			api_conn_close(c);
+			return;
+		}
+		for (size_t i = 0; i < n; i++) {
+			send_event(s, &evs[i]);
+			store_event_finish(&evs[i]);
+		}
+		free(evs);
+		if (n < REPLAY_CHUNK)
+			s->replaying = false;
+	}
+}
+
+void api_m_events_subscribe(struct api_req *r, json_t *params)
+{
+	struct api_conn *c = r->conn;
+	struct api *a = c->api;
+	const char *job = api_params_str(params, "jobId");
+	struct api_sub *s;
+
+	if (c->nsubs >= MAX_SUBS_PER_CONN) {
+		api_reply_error(r, API_OVERLOADED, "overloaded: too many "
+				"subscriptions on this connection",
+				api_rpc_limit(MAX_SUBS_PER_CONN));
+		return;
+	}
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	s->conn = c;
+	snprintf(s->id, sizeof s->id, "sub-%llu",
+		 (unsigned long long)++a->next_sub_id);
+	if (job)
+		snprintf(s->job_id, sizeof s->job_id, "%s", job);
+	s->progress = api_params_bool(params, "progress", false);
+	/* Without since, the subscription starts with what happens next. */
+	s->last_seq = api_params_int(params, "since", -1);
+	if (s->last_seq < 0)
+		s->last_seq = store_last_seq(a->store);
+	s->replaying = true;
+
+	s->next = a->subs;
+	if (s->next)
+		s->next->pprev = &s->next;
+	a->subs = s;
+	s->pprev = &a->subs;
+	s->conn_next = c->subs;
+	if (s->conn_next)
+		s->conn_next->conn_pprev = &s->conn_next;
+	c->subs = s;
+	s->conn_pprev = &c->subs;
+	c->nsubs++;
+
+	/* The answer goes first, so that the client knows the subscription
+	 * before its first notification. */
+	api_reply(r, json_pack("{s:s}", "subscription", s->id));
+	sub_replay(s);
+}
+
+void api_m_events_unsubscribe(struct api_req *r, json_t *params)
+{
+	const char *id = api_params_str(params, "subscription");
+
+	for (struct api_sub *s = r->conn->subs; s; s = s->conn_next) {
+		if (strcmp(s->id, id) == 0) {
+			sub_free(s);
+			api_reply(r, json_object());
+			return;
+		}
+	}
+	api_reply_error(r, API_NOT_FOUND, "not found: no such subscription "
+			"on this connection", json_pack("{s:s}", "id", id));
+}
+
+void api_sub_on_event(struct api *a, const struct store_event *ev)
+{
+	/* Sending may start closing a connection, but a connection only
+	 * lets go of its subscriptions in its close callback, so the list
+	 * does not change under this walk. */
+	for (struct api_sub *s = a->subs; s; s = s->next) {
+		if (s->replaying || ev->seq <= s->last_seq ||
+		    !api_conn_live(s->conn))
+			continue;
+		if (s->job_id[0] && strcmp(s->job_id, ev->job_id) != 0)
+			continue;
+		send_event(s, ev);
+	}
+}
+
+void api_sub_on_progress(struct api *a, const char *job_id,
+			 const json_t *progress)
+{
+	for (struct api_sub *s = a->subs; s; s = s->next) {
+		json_t *params, *msg;
+
+		if (!s->progress || !api_conn_live(s->conn))
+			continue;
+		if (s->job_id[0] && strcmp(s->job_id, job_id) != 0)
+			continue;
+		params = json_pack("{s:s, s:s}", "subscription", s->id,
+				   "jobId", job_id);
+		if (!params)
+			continue;
+		if (json_is_object(progress))
+			json_object_update(params, (json_t *)progress);
+		msg = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+				"events/progress", "params", params);
+		if (msg)
+			api_conn_send(s->conn, msg);
+		json_decref(msg);
+	}
+}
+
+void api_sub_resume(struct api_conn *c)
+{
+	c->replay_blocked = false;
+	for (struct api_sub *s = c->subs; s && !c->replay_blocked;
+	     s = s->conn_next)
+		if (s->replaying)
+			sub_replay(s);
+}
+
+void api_sub_cancel_conn(struct api_conn *c)
+{
+	while (c->subs)
+		sub_free(c->subs);
+}
