@@ -1,0 +1,88 @@
+/*
+ * cli.h: what the berth command's files share: the invocation's state,
+ * the calls to berthd, and the printers.
+ */
+#ifndef BERTH_CLI_CLI_H
+#define BERTH_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "berth/client.h"
+
+/* Exit codes of berth, as `berth --help` documents them. */
+enum {
+	CLI_OK = 0,
+	CLI_REFUSED = 1, /* berthd answered with an error */
+	CLI_USAGE = 2,
+	CLI_NOCONN = 3,  /* cannot connect, or the connection failed */
+};
+
+struct cli {
+	const char *socket;      /* --socket, $BERTH_SOCKET or the default */
+	char socket_buf[512];
+	bool json;               /* --json: machine output */
+	bool tty;                /* stdout is a terminal */
+	struct berth_client *client; /* connected on first use */
+};
+
+/* cli_call calls method with params (stolen, may be NULL), waiting up to
+ * timeout_ms (< 0: forever). Returns CLI_OK with *result (new reference),
+ * or CLI_REFUSED / CLI_NOCONN after printing why on stderr. */
+int cli_call(struct cli *cli, const char *method, json_t *params,
+	     int timeout_ms, json_t **result);
+
+/* cli_connect connects if not yet connected; CLI_OK or CLI_NOCONN after
+ * printing why. */
+int cli_connect(struct cli *cli);
+
+/* cli_usage_error prints "berth CMD: message" and a hint to stderr and
+ * returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* cli_parse_duration reads "250", "250ms", "5s", "2m", "1h" or "1d" as
+ * milliseconds; returns 0 or -1. */
+int cli_parse_duration(const char *s, int64_t *ms);
+
+/* cli_parse_int reads a whole decimal number in [min, max]. */
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* cli_read_json parses arg as JSON, or stdin when arg is "-". Returns a
+ * new reference or NULL after printing why. */
+json_t *cli_read_json(const char *cmd, const char *arg);
+
+/* ---- output.c ---------------------------------------------------------- */
+
+/* cli_print_json prints v as indented JSON (or one compact line when
+ * compact) to out. */
+void cli_print_json(FILE *out, const json_t *v, bool compact);
+
+/* cli_print_job prints a Job for a person: one field per line. */
+void cli_print_job(FILE *out, const json_t *job);
+
+/* cli_print_jobs prints Jobs as a table. */
+void cli_print_jobs(FILE *out, const json_t *jobs);
+
+/* cli_print_tools prints Tools as a table. */
+void cli_print_tools(FILE *out, const json_t *tools);
+
+/* cli_print_event prints one Event as a line of a table. */
+void cli_print_event(FILE *out, const json_t *ev);
+
+/* cli_print_info prints server/info's result. */
+void cli_print_info(FILE *out, const json_t *info);
+
+/* cli_print_log_line prints one line of jobs/logs. */
+void cli_print_log_line(FILE *out, const json_t *line);
+
+/* cli_progress_bar draws (or redraws, with "\r") a progress bar for a
+ * job's progress object {progress, total?, message?} on out;
+ * cli_progress_done ends the line it drew on. */
+void cli_progress_bar(FILE *out, const char *status, const json_t *progress);
+void cli_progress_done(FILE *out);
+
+#endif

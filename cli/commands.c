@@ -1,0 +1,968 @@
+/*
+ * commands.c: berth's subcommands (commands.h). Each one is a thin
+ * wrapper over one method of PROTOCOL.md: it reads its arguments, calls
+ * berthd, and prints the answer as a table (or JSON with --json).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+/* Statuses a job leaves by itself; `wait` waits for any other. */
+static bool status_moving(const char *s)
+{
+	return strcmp(s, "pending") == 0 || strcmp(s, "running") == 0;
+}
+
+static bool status_terminal(const char *s)
+{
+	static const char *const terminal[] = {"completed", "failed",
+					       "timed_out", "declined",
+					       "cancelled", "expired", NULL};
+
+	for (size_t i = 0; terminal[i]; i++)
+		if (strcmp(s, terminal[i]) == 0)
+			return true;
+	return false;
+}
+
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_duration(const char *s, int64_t *ms)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000},
+		     {"h", 3600000}, {"d", 86400000}};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			double total = v * (double)units[i].ms;
+
+			if (total > 4e12)
+				return -1;
+			*ms = (int64_t)total;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+json_t *cli_read_json(const char *cmd, const char *arg)
+{
+	json_error_t jerr;
+	json_t *v;
+
+	if (strcmp(arg, "-") == 0)
+		v = json_loadf(stdin, JSON_DECODE_ANY, &jerr);
+	else
+		v = json_loads(arg, JSON_DECODE_ANY, &jerr);
+	if (!v)
+		cli_usage_error(cmd, "%s is not JSON: %s (line %d, column %d)",
+				strcmp(arg, "-") == 0 ? "standard input" : "the argument",
+				jerr.text, jerr.line, jerr.column);
+	return v;
+}
+
+/* ---- option parsing ---------------------------------------------------- */
+
+/* next_opt wraps getopt_long for a subcommand: it prints the command's
+ * help for -h/--help (returning 'h'), and a usage error for an unknown
+ * option or a missing value (returning '?'). Options come before or after
+ * the positional arguments. */
+static int next_opt(const char *cmd, int argc, char **argv, const char *shorts,
+		    const struct option *longs)
+{
+	int c = getopt_long(argc, argv, shorts, longs, NULL);
+
+	if (c == '?' || c == ':') {
+		const char *arg = argv[optind - 1];
+
+		if (c == ':')
+			cli_usage_error(cmd, "option '%s' needs a value", arg);
+		else
+			cli_usage_error(cmd, "unknown option '%s'", arg);
+		return '?';
+	}
+	return c;
+}
+
+static void opts_reset(void)
+{
+	optind = 0; /* glibc: start over, permuting again */
+	opterr = 0;
+}
+
+static int help(const char *text)
+{
+	fputs(text, stdout);
+	return CLI_OK;
+}
+
+/* positional checks the count of positional arguments left. */
+static int positional(const char *cmd, int argc, int min, int max)
+{
+	int n = argc - optind;
+
+	if (n < min)
+		return cli_usage_error(cmd, "missing argument");
+	if (n > max)
+		return cli_usage_error(cmd, "too many arguments");
+	return CLI_OK;
+}
+
+/* ---- printing answers -------------------------------------------------- */
+
+static int show_job(struct cli *cli, json_t *job)
+{
+	if (cli->json)
+		cli_print_json(stdout, job, false);
+	else
+		cli_print_job(stdout, job);
+	json_decref(job);
+	return CLI_OK;
+}
+
+static int show_empty(struct cli *cli, json_t *result, const char *done)
+{
+	if (cli->json)
+		cli_print_json(stdout, result, true);
+	else
+		puts(done);
+	json_decref(result);
+	return CLI_OK;
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+/* until_has is true when a job in status s is done waiting for: s is
+ * in until (an array of names), or when until is NULL, s is not pending or
+ * running. A terminal status always ends a wait. */
+static bool until_has(const json_t *until, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	if (status_terminal(s))
+		return true;
+	if (!until)
+		return !status_moving(s);
+	json_array_foreach(until, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * watch_job waits for job id with a progress bar on the terminal: it
+ * subscribes to the job's events and live progress first, then reads the
+ * job, so that no change can fall between the two. Returns an exit code
+ * and the job as it is at the end in *out.
+ */
+static int watch_job(struct cli *cli, const char *id, const json_t *until,
+		     int64_t timeout_ms, json_t **out)
+{
+	json_t *sub, *job, *progress = NULL;
+	const char *status;
+	int64_t waited = 0;
+	int rc;
+
+	rc = cli_call(cli, "events/subscribe",
+		      json_pack("{s:s, s:b}", "jobId", id, "progress", 1), -1,
+		      &sub);
+	if (rc)
+		return rc;
+	json_decref(sub);
+	rc = cli_call(cli, "jobs/get", json_pack("{s:s}", "id", id), -1, &job);
+	if (rc)
+		return rc;
+	status = json_string_value(json_object_get(job, "status"));
+	progress = json_incref(json_object_get(job, "progress"));
+	while (status && !until_has(until, status)) {
+		int slice = 250;
+		json_t *note, *params;
+		const char *method;
+
+		cli_progress_bar(stdout, status, progress);
+		if (timeout_ms >= 0 && waited >= timeout_ms)
+			break;
+		note = berth_client_next_notification(cli->client, slice);
+		if (!note) {
+			if (errno != ETIMEDOUT) {
+				cli_progress_done(stdout);
+				fprintf(stderr, "berth: berthd closed the "
+					"connection\n");
+				json_decref(job);
+				json_decref(progress);
+				return CLI_NOCONN;
+			}
+			waited += slice;
+			continue;
+		}
+		method = json_string_value(json_object_get(note, "method"));
+		params = json_object_get(note, "params");
+		if (method && strcmp(method, "events/progress") == 0) {
+			json_decref(progress);
+			progress = json_incref(params);
+		} else if (method && strcmp(method, "events/event") == 0) {
+			const char *s = json_string_value(
+				json_object_get(params, "status"));
+
+			if (s) {
+				/* status points into job; keep a copy of
+				 * the new one in the job itself. */
+				json_object_set_new(job, "status", json_string(s));
+				status = json_string_value(
+					json_object_get(job, "status"));
+			}
+		}
+		json_decref(note);
+	}
+	cli_progress_done(stdout);
+	json_decref(progress);
+	json_decref(job);
+	return cli_call(cli, "jobs/get", json_pack("{s:s}", "id", id), -1, out);
+}
+
+/* wait_job waits for job id to reach until (NULL: the default) or for
+ * timeout_ms (< 0: none) and prints it. until is borrowed. */
+static int wait_job(struct cli *cli, const char *id, json_t *until,
+		    int64_t timeout_ms)
+{
+	json_t *params, *job;
+	int rc;
+
+	if (cli->tty) {
+		rc = watch_job(cli, id, until, timeout_ms, &job);
+	} else {
+		params = json_pack("{s:s}", "id", id);
+		if (until)
+			json_object_set(params, "until", until);
+		if (timeout_ms >= 0)
+			json_object_set_new(params, "timeoutMs",
+					    json_integer(timeout_ms));
+		rc = cli_call(cli, "jobs/wait", params, -1, &job);
+	}
+	if (rc)
+		return rc;
+	return show_job(cli, job);
+}
+
+/* status_list turns "a,b,c" into a new array of strings. */
+static json_t *status_list(const char *s)
+{
+	json_t *arr = json_array();
+	char *copy = strdup(s), *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		json_array_append_new(arr, json_string(t));
+	free(copy);
+	return arr;
+}
+
+/* ---- the commands ------------------------------------------------------ */
+
+static const struct option help_only[] = {
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+int cmd_info(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth info\n"
+		"Show berthd's version, database, durability, workers and the "
+		"number of jobs\nin each status.\n";
+	json_t *info;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("info", argc, argv, ":h", help_only)) != -1)
+		if (c == 'h')
+			return help(text);
+		else
+			return CLI_USAGE;
+	if ((rc = positional("info", argc, 0, 0)))
+		return rc;
+	if ((rc = cli_call(cli, "server/info", NULL, -1, &info)))
+		return rc;
+	if (cli->json)
+		cli_print_json(stdout, info, false);
+	else
+		cli_print_info(stdout, info);
+	json_decref(info);
+	return CLI_OK;
+}
+
+int cmd_tools(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth tools\n"
+		"List the tools berthd runs: name, whether a job needs approval, "
+		"whether the\ntool is paused, and its description. --json prints "
+		"the whole Tool objects.\n";
+	json_t *all = json_array(), *page, *cursor = NULL;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("tools", argc, argv, ":h", help_only)) != -1) {
+		json_decref(all);
+		return c == 'h' ? help(text) : CLI_USAGE;
+	}
+	if ((rc = positional("tools", argc, 0, 0))) {
+		json_decref(all);
+		return rc;
+	}
+	do {
+		json_t *params = json_object();
+
+		if (cursor)
+			json_object_set(params, "cursor", cursor);
+		json_decref(cursor);
+		cursor = NULL;
+		rc = cli_call(cli, "tools/list", params, -1, &page);
+		if (rc) {
+			json_decref(all);
+			return rc;
+		}
+		json_array_extend(all, json_object_get(page, "tools"));
+		cursor = json_incref(json_object_get(page, "nextCursor"));
+		json_decref(page);
+	} while (cursor);
+	if (cli->json) {
+		json_t *out = json_pack("{s:o}", "tools", all);
+
+		cli_print_json(stdout, out, false);
+		json_decref(out);
+	} else {
+		cli_print_tools(stdout, all);
+		json_decref(all);
+	}
+	return CLI_OK;
+}
+
+int cmd_submit(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth submit TOOL [JSON|-] [OPTION]...\n"
+		"Submit a job of TOOL with JSON as its input ('-' reads it from "
+		"standard\ninput; default {}). Prints the new job.\n"
+		"\n"
+		"  --wait                 wait until the job stops running, "
+		"then print it\n"
+		"                         (with a progress bar on a terminal)\n"
+		"  --idempotency-key KEY  the same key again returns the first "
+		"job\n"
+		"  --priority N           higher runs first (default 0)\n"
+		"  --delay DURATION       start no sooner than this from now\n"
+		"  --run-at TIME          start no sooner than this ISO 8601 "
+		"time\n"
+		"  --timeout DURATION     fail a run that takes longer\n"
+		"  --ttl DURATION         expire the job if it waits this long "
+		"for approval\n"
+		"                         or resume data\n"
+		"  --max-retries N        retries after a failed try\n"
+		"  --run-id ID            group the job with others of a run\n"
+		"  --tool-call-id ID      the model's tool call id\n"
+		"  --context JSON         the request context\n"
+		"  --metadata JSON        metadata kept with the job\n"
+		"\n"
+		"DURATION is milliseconds, or a number with a unit: 500ms, 5s, "
+		"2m, 1h, 1d.\n";
+	enum { O_WAIT = 256, O_KEY, O_PRIO, O_DELAY, O_RUNAT, O_TIMEOUT, O_TTL,
+	       O_RETRIES, O_RUNID, O_CALLID, O_CONTEXT, O_META };
+	static const struct option opts[] = {
+		{"wait", no_argument, NULL, O_WAIT},
+		{"idempotency-key", required_argument, NULL, O_KEY},
+		{"priority", required_argument, NULL, O_PRIO},
+		{"delay", required_argument, NULL, O_DELAY},
+		{"run-at", required_argument, NULL, O_RUNAT},
+		{"timeout", required_argument, NULL, O_TIMEOUT},
+		{"ttl", required_argument, NULL, O_TTL},
+		{"max-retries", required_argument, NULL, O_RETRIES},
+		{"run-id", required_argument, NULL, O_RUNID},
+		{"tool-call-id", required_argument, NULL, O_CALLID},
+		{"context", required_argument, NULL, O_CONTEXT},
+		{"metadata", required_argument, NULL, O_META},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	json_t *params = json_object(), *input, *job, *v;
+	bool wait = false;
+	int64_t n;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("submit", argc, argv, ":h", opts)) != -1) {
+		const char *bad = NULL;
+
+		switch (c) {
+		case 'h':
+			json_decref(params);
+			return help(text);
+		case O_WAIT:
+			wait = true;
+			break;
+		case O_KEY:
+			json_object_set_new(params, "idempotencyKey",
+					    json_string(optarg));
+			break;
+		case O_RUNID:
+			json_object_set_new(params, "runId", json_string(optarg));
+			break;
+		case O_CALLID:
+			json_object_set_new(params, "toolCallId",
+					    json_string(optarg));
+			break;
+		case O_RUNAT:
+			json_object_set_new(params, "runAt", json_string(optarg));
+			break;
+		case O_PRIO:
+			if (cli_parse_int(optarg, INT32_MIN, INT32_MAX, &n))
+				bad = "--priority takes a whole number";
+			else
+				json_object_set_new(params, "priority",
+						    json_integer(n));
+			break;
+		case O_RETRIES:
+			if (cli_parse_int(optarg, 0, 1000, &n))
+				bad = "--max-retries takes a number from 0 to 1000";
+			else
+				json_object_set_new(params, "maxRetries",
+						    json_integer(n));
+			break;
+		case O_DELAY:
+		case O_TIMEOUT:
+		case O_TTL:
+			if (cli_parse_duration(optarg, &n)) {
+				bad = "a duration is milliseconds or a number "
+				      "with a unit (500ms, 5s, 2m, 1h, 1d)";
+			} else {
+				json_object_set_new(params,
+						    c == O_DELAY ? "delayMs"
+						    : c == O_TIMEOUT ? "timeoutMs"
+								     : "ttlMs",
+						    json_integer(n));
+			}
+			break;
+		case O_CONTEXT:
+		case O_META:
+			v = cli_read_json("submit", optarg);
+			if (!v) {
+				json_decref(params);
+				return CLI_USAGE;
+			}
+			json_object_set_new(params, c == O_CONTEXT ? "requestContext"
+								   : "metadata", v);
+			break;
+		default:
+			json_decref(params);
+			return CLI_USAGE;
+		}
+		if (bad) {
+			json_decref(params);
+			return cli_usage_error("submit", "%s, not '%s'", bad, optarg);
+		}
+	}
+	if ((rc = positional("submit", argc, 1, 2))) {
+		json_decref(params);
+		return rc;
+	}
+	input = optind + 1 < argc ? cli_read_json("submit", argv[optind + 1])
+				  : json_object();
+	if (!input) {
+		json_decref(params);
+		return CLI_USAGE;
+	}
+	json_object_set_new(params, "tool", json_string(argv[optind]));
+	json_object_set_new(params, "input", input);
+	if ((rc = cli_call(cli, "jobs/submit", params, -1, &job)))
+		return rc;
+	if (wait) {
+		char id[64];
+
+		snprintf(id, sizeof id, "%s",
+			 json_string_value(json_object_get(job, "id")));
+		json_decref(job);
+		return wait_job(cli, id, NULL, -1);
+	}
+	return show_job(cli, job);
+}
+
+int cmd_get(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth get ID [--view raw|display|transcript]\n"
+		"Show a job. --view shows its payloads as the tool's display "
+		"or transcript\ntransform presents them (default raw).\n";
+	static const struct option opts[] = {
+		{"view", required_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *view = NULL;
+	json_t *params, *job;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("get", argc, argv, ":h", opts)) != -1) {
+		if (c == 'h')
+			return help(text);
+		if (c != 'v')
+			return CLI_USAGE;
+		view = optarg;
+	}
+	if ((rc = positional("get", argc, 1, 1)))
+		return rc;
+	params = json_pack("{s:s}", "id", argv[optind]);
+	if (view)
+		json_object_set_new(params, "view", json_string(view));
+	if ((rc = cli_call(cli, "jobs/get", params, -1, &job)))
+		return rc;
+	return show_job(cli, job);
+}
+
+int cmd_ls(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth ls [OPTION]...\n"
+		"List jobs, newest first.\n"
+		"\n"
+		"  --status S[,S...]  only jobs in these statuses\n"
+		"  --tool NAME        only jobs of this tool\n"
+		"  --run-id ID        only jobs of this run\n"
+		"  --limit N          at most N jobs per page (default 50)\n"
+		"  --cursor C         the page after C (as a previous ls printed)\n"
+		"  --all              every page\n";
+	static const struct option opts[] = {
+		{"status", required_argument, NULL, 's'},
+		{"tool", required_argument, NULL, 't'},
+		{"run-id", required_argument, NULL, 'r'},
+		{"limit", required_argument, NULL, 'l'},
+		{"cursor", required_argument, NULL, 'c'},
+		{"all", no_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	json_t *filter = json_object(), *all = json_array(), *page;
+	const char *cursor = NULL;
+	char *next = NULL;
+	bool every = false;
+	int64_t n;
+	int c, rc = CLI_OK;
+
+	opts_reset();
+	while (rc == CLI_OK &&
+	       (c = next_opt("ls", argc, argv, ":h", opts)) != -1) {
+		switch (c) {
+		case 'h':
+			rc = help(text);
+			goto out;
+		case 's':
+			json_object_set_new(filter, "status", status_list(optarg));
+			break;
+		case 't':
+			json_object_set_new(filter, "tool", json_string(optarg));
+			break;
+		case 'r':
+			json_object_set_new(filter, "runId", json_string(optarg));
+			break;
+		case 'l':
+			if (cli_parse_int(optarg, 1, 1000, &n))
+				rc = cli_usage_error("ls", "--limit takes a "
+						     "number from 1 to 1000");
+			else
+				json_object_set_new(filter, "limit",
+						    json_integer(n));
+			break;
+		case 'c':
+			cursor = optarg;
+			break;
+		case 'a':
+			every = true;
+			break;
+		default:
+			rc = CLI_USAGE;
+			break;
+		}
+	}
+	if (rc || (rc = positional("ls", argc, 0, 0)))
+		goto out;
+	do {
+		json_t *params = json_deep_copy(filter);
+		const char *nc;
+
+		if (next || cursor)
+			json_object_set_new(params, "cursor",
+					    json_string(next ? next : cursor));
+		free(next);
+		next = NULL;
+		if ((rc = cli_call(cli, "jobs/list", params, -1, &page)))
+			goto out;
+		json_array_extend(all, json_object_get(page, "jobs"));
+		nc = json_string_value(json_object_get(page, "nextCursor"));
+		next = nc ? strdup(nc) : NULL;
+		json_decref(page);
+	} while (every && next);
+	if (cli->json) {
+		json_t *o = json_pack("{s:O}", "jobs", all);
+
+		if (next)
+			json_object_set_new(o, "nextCursor", json_string(next));
+		cli_print_json(stdout, o, false);
+		json_decref(o);
+	} else {
+		cli_print_jobs(stdout, all);
+		if (next)
+			fprintf(stderr, "more: berth ls --cursor %s\n", next);
+	}
+out:
+	free(next);
+	json_decref(filter);
+	json_decref(all);
+	return rc;
+}
+
+int cmd_wait(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth wait ID [--timeout DURATION] [--until S[,S...]]\n"
+		"Wait until the job is in one of the statuses of --until "
+		"(default: any but\npending and running), or until the timeout "
+		"passes, then print it as it is.\nOn a terminal a progress bar "
+		"shows while the job runs.\n";
+	static const struct option opts[] = {
+		{"timeout", required_argument, NULL, 't'},
+		{"until", required_argument, NULL, 'u'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	json_t *until = NULL;
+	int64_t timeout = -1;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("wait", argc, argv, ":h", opts)) != -1) {
+		if (c == 'h') {
+			json_decref(until);
+			return help(text);
+		} else if (c == 't' && cli_parse_duration(optarg, &timeout) == 0) {
+			continue;
+		} else if (c == 'u') {
+			json_decref(until);
+			until = status_list(optarg);
+			continue;
+		}
+		json_decref(until);
+		return c == 't' ? cli_usage_error("wait", "--timeout takes a "
+						  "duration, not '%s'", optarg)
+				: CLI_USAGE;
+	}
+	rc = positional("wait", argc, 1, 1);
+	if (rc == CLI_OK)
+		rc = wait_job(cli, argv[optind], until, timeout);
+	json_decref(until);
+	return rc;
+}
+
+/* job_action runs a command of the form `CMD ID [--TEXTOPT TEXT]` that
+ * calls method with {id, PARAM: TEXT} and prints the job. */
+static int job_action(struct cli *cli, int argc, char **argv,
+		      const char *method, const char *text, const char *opt,
+		      const char *param)
+{
+	const struct option opts[] = {
+		{opt ? opt : "help", opt ? required_argument : no_argument,
+		 NULL, opt ? 'x' : 'h'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *value = NULL;
+	json_t *params, *job;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt(argv[0], argc, argv, ":h", opts)) != -1) {
+		if (c == 'h')
+			return help(text);
+		if (c != 'x')
+			return CLI_USAGE;
+		value = optarg;
+	}
+	if ((rc = positional(argv[0], argc, 1, 1)))
+		return rc;
+	params = json_pack("{s:s}", "id", argv[optind]);
+	if (value)
+		json_object_set_new(params, param, json_string(value));
+	if ((rc = cli_call(cli, method, params, -1, &job)))
+		return rc;
+	return show_job(cli, job);
+}
+
+int cmd_approve(struct cli *cli, int argc, char **argv)
+{
+	return job_action(cli, argc, argv, "jobs/approve",
+			  "Usage: berth approve ID [--note TEXT]\n"
+			  "Approve a job that awaits approval; it then runs.\n",
+			  "note", "note");
+}
+
+int cmd_decline(struct cli *cli, int argc, char **argv)
+{
+	return job_action(cli, argc, argv, "jobs/decline",
+			  "Usage: berth decline ID [--reason TEXT]\n"
+			  "Decline a job that awaits approval; it never runs, "
+			  "and the reason is kept.\n",
+			  "reason", "reason");
+}
+
+int cmd_cancel(struct cli *cli, int argc, char **argv)
+{
+	return job_action(cli, argc, argv, "jobs/cancel",
+			  "Usage: berth cancel ID [--reason TEXT]\n"
+			  "Cancel a job that has not finished; a running one "
+			  "is stopped.\n",
+			  "reason", "reason");
+}
+
+int cmd_retry(struct cli *cli, int argc, char **argv)
+{
+	return job_action(cli, argc, argv, "jobs/retry",
+			  "Usage: berth retry ID\n"
+			  "Submit a failed, timed-out or expired job again as "
+			  "a new job with the\nsame tool, input and request "
+			  "context. Prints the new job.\n",
+			  NULL, NULL);
+}
+
+int cmd_resume(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth resume ID [JSON|-]\n"
+		"Resume a suspended job with JSON as its resume data ('-' reads "
+		"it from\nstandard input; default {}). The tool runs again from "
+		"the top with it.\n";
+	json_t *data, *job;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("resume", argc, argv, ":h", help_only)) != -1)
+		return c == 'h' ? help(text) : CLI_USAGE;
+	if ((rc = positional("resume", argc, 1, 2)))
+		return rc;
+	data = optind + 1 < argc ? cli_read_json("resume", argv[optind + 1])
+				 : json_object();
+	if (!data)
+		return CLI_USAGE;
+	rc = cli_call(cli, "jobs/resume",
+		      json_pack("{s:s, s:o}", "id", argv[optind], "resumeData",
+				data), -1, &job);
+	if (rc)
+		return rc;
+	return show_job(cli, job);
+}
+
+static int tool_pause(struct cli *cli, int argc, char **argv, bool paused)
+{
+	static const char pause_text[] =
+		"Usage: berth pause TOOL\n"
+		"Stop starting jobs of TOOL; submissions are still accepted. "
+		"Lasts across\nrestarts of berthd until `berth unpause TOOL`.\n";
+	static const char unpause_text[] =
+		"Usage: berth unpause TOOL\n"
+		"Start jobs of a paused TOOL again.\n";
+	json_t *result;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt(argv[0], argc, argv, ":h", help_only)) != -1)
+		return c == 'h' ? help(paused ? pause_text : unpause_text)
+				: CLI_USAGE;
+	if ((rc = positional(argv[0], argc, 1, 1)))
+		return rc;
+	rc = cli_call(cli, paused ? "tools/pause" : "tools/unpause",
+		      json_pack("{s:s}", "name", argv[optind]), -1, &result);
+	if (rc)
+		return rc;
+	return show_empty(cli, result, paused ? "paused" : "unpaused");
+}
+
+int cmd_pause(struct cli *cli, int argc, char **argv)
+{
+	return tool_pause(cli, argc, argv, true);
+}
+
+int cmd_unpause(struct cli *cli, int argc, char **argv)
+{
+	return tool_pause(cli, argc, argv, false);
+}
+
+int cmd_logs(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth logs ID [--after N] [--limit N]\n"
+		"Show a job's log: the tool's structured log lines and its "
+		"captured stderr,\noldest first, after line N (default: all). "
+		"--json prints one JSON line each.\n";
+	static const struct option opts[] = {
+		{"after", required_argument, NULL, 'a'},
+		{"limit", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int64_t after = 0, limit = -1, shown = 0;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("logs", argc, argv, ":h", opts)) != -1) {
+		if (c == 'h')
+			return help(text);
+		if (c == 'a' && cli_parse_int(optarg, 0, INT64_MAX, &after) == 0)
+			continue;
+		if (c == 'l' && cli_parse_int(optarg, 1, INT64_MAX, &limit) == 0)
+			continue;
+		return c == '?' ? CLI_USAGE
+				: cli_usage_error("logs", "--after and --limit "
+						  "take a number, not '%s'",
+						  optarg);
+	}
+	if ((rc = positional("logs", argc, 1, 1)))
+		return rc;
+	for (;;) {
+		int64_t page = limit < 0 || limit - shown > 1000 ? 1000
+								 : limit - shown;
+		json_t *res, *lines, *l;
+		size_t i;
+
+		rc = cli_call(cli, "jobs/logs",
+			      json_pack("{s:s, s:I, s:I}", "id", argv[optind],
+					"after", (json_int_t)after, "limit",
+					(json_int_t)page), -1, &res);
+		if (rc)
+			return rc;
+		lines = json_object_get(res, "lines");
+		json_array_foreach(lines, i, l) {
+			if (cli->json)
+				cli_print_json(stdout, l, true);
+			else
+				cli_print_log_line(stdout, l);
+		}
+		shown += (int64_t)json_array_size(lines);
+		after = json_integer_value(json_object_get(res, "next"));
+		i = json_array_size(lines);
+		json_decref(res);
+		if (i == 0 || (limit >= 0 && shown >= limit))
+			return CLI_OK;
+	}
+}
+
+int cmd_events(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth events [--since SEQ] [--job ID] [--follow]\n"
+		"Show the event log from after SEQ (default: the start), of one "
+		"job with --job.\n--follow then keeps printing new events as "
+		"they happen (without --since it\nprints only new ones). --json "
+		"prints one JSON line per event.\n";
+	static const struct option opts[] = {
+		{"since", required_argument, NULL, 's'},
+		{"job", required_argument, NULL, 'j'},
+		{"follow", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *job = NULL;
+	int64_t since = -1;
+	bool follow = false;
+	int c, rc;
+
+	opts_reset();
+	while ((c = next_opt("events", argc, argv, ":hf", opts)) != -1) {
+		if (c == 'h')
+			return help(text);
+		if (c == 'f')
+			follow = true;
+		else if (c == 'j')
+			job = optarg;
+		else if (c == 's' && cli_parse_int(optarg, 0, INT64_MAX, &since) == 0)
+			;
+		else
+			return c == '?' ? CLI_USAGE
+					: cli_usage_error("events", "--since takes "
+							  "an event seq, not '%s'",
+							  optarg);
+	}
+	if ((rc = positional("events", argc, 0, 0)))
+		return rc;
+	if (follow) {
+		json_t *params = json_object(), *res;
+
+		if (since >= 0)
+			json_object_set_new(params, "since", json_integer(since));
+		if (job)
+			json_object_set_new(params, "jobId", json_string(job));
+		if ((rc = cli_call(cli, "events/subscribe", params, -1, &res)))
+			return rc;
+		json_decref(res);
+		for (;;) {
+			json_t *note = berth_client_next_notification(cli->client, -1);
+			json_t *ev;
+
+			if (!note) {
+				fprintf(stderr, "berth: berthd closed the "
+					"connection\n");
+				return CLI_NOCONN;
+			}
+			ev = json_object_get(note, "params");
+			if (cli->json)
+				cli_print_json(stdout, ev, true);
+			else
+				cli_print_event(stdout, ev);
+			fflush(stdout);
+			json_decref(note);
+		}
+	}
+	for (since = since < 0 ? 0 : since;;) {
+		json_t *params = json_pack("{s:I, s:i}", "since",
+					   (json_int_t)since, "limit", 1000);
+		json_t *res, *events, *ev;
+		size_t i, n;
+
+		if (job)
+			json_object_set_new(params, "jobId", json_string(job));
+		if ((rc = cli_call(cli, "events/poll", params, -1, &res)))
+			return rc;
+		events = json_object_get(res, "events");
+		json_array_foreach(events, i, ev) {
+			if (cli->json)
+				cli_print_json(stdout, ev, true);
+			else
+				cli_print_event(stdout, ev);
+		}
+		n = json_array_size(events);
+		since = json_integer_value(json_object_get(res, "next"));
+		json_decref(res);
+		if (n == 0)
+			return CLI_OK;
+	}
+}
