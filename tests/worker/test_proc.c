@@ -1,0 +1,359 @@
+/*
+ * test_proc.c: external tools as real child processes: output, suspend and
+ * resume, error, garbage, a silent exit quoting stderr, a tool ignoring
+ * SIGTERM killed on timeout, cancel, checkpoints, and the scrubbed
+ * environment. The tools are small sh -c scripts (jq is allowed).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+
+/* Each manifest is a printf format; %s is the fixture directory. */
+static const char *const manifests[][2] = {
+	{"echo.json",
+	 "{\"id\":\"p-echo\",\"inputSchema\":{\"type\":\"object\"},"
+	 "\"outputSchema\":{\"type\":\"object\",\"required\":[\"got\"]},"
+	 "\"command\":[\"/bin/sh\",\"-c\","
+	 "\"read -r line; echo '{\\\"progress\\\":{\\\"progress\\\":1,"
+	 "\\\"total\\\":2}}'; echo '{\\\"log\\\":{\\\"level\\\":\\\"info\\\","
+	 "\\\"message\\\":\\\"working\\\",\\\"step\\\":1}}'; "
+	 "echo 'to stderr' >&2; "
+	 "printf '%%s\\\\n' \\\"$line\\\" | jq -c '{output: {got: .input, "
+	 "attempt: .attempt}, modelOutput: \\\"short\\\"}'\"]}"},
+	{"ask.json",
+	 "{\"id\":\"p-ask\",\"suspendSchema\":{\"type\":\"object\","
+	 "\"required\":[\"question\"]},\"resumeSchema\":{\"type\":\"object\","
+	 "\"required\":[\"answer\"]},\"command\":[\"/bin/sh\",\"-c\","
+	 "\"jq -c 'if .resumeData then {output: {answer: .resumeData.answer,"
+	 " asked: .suspendPayload.question}} else {suspend: {question: "
+	 "\\\"name?\\\"}} end'\"]}"},
+	{"error.json",
+	 "{\"id\":\"p-error\",\"background\":{\"maxRetries\":3},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; echo "
+	 "'{\\\"error\\\":{\\\"message\\\":\\\"no luck\\\","
+	 "\\\"retryable\\\":false,\\\"data\\\":{\\\"x\\\":1}}}'\"]}"},
+	{"garbage.json",
+	 "{\"id\":\"p-garbage\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; echo 'hello world'; exec sleep 30\"]}"},
+	{"silent.json",
+	 "{\"id\":\"p-silent\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; echo 'something broke' >&2; exit 3\"]}"},
+	{"stubborn.json",
+	 "{\"id\":\"p-stubborn\",\"background\":{\"timeoutMs\":200},"
+	 "\"env\":{\"PIDFILE\":\"%s/stubborn.pid\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"trap '' TERM; echo $$ > "
+	 "\\\"$PIDFILE\\\"; exec sleep 30\"]}"},
+	{"long.json",
+	 "{\"id\":\"p-long\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; exec sleep 30\"]}"},
+	{"ckpt.json",
+	 "{\"id\":\"p-ckpt\",\"background\":{\"maxRetries\":1,"
+	 "\"backoffMs\":10},\"command\":[\"/bin/sh\",\"-c\","
+	 "\"line=$(cat); if printf '%%s' \\\"$line\\\" | jq -e .checkpoint "
+	 ">/dev/null; then printf '%%s' \\\"$line\\\" | jq -c '{output: "
+	 "{from: .checkpoint.step, attempt: .attempt}}'; else echo "
+	 "'{\\\"checkpoint\\\":{\\\"step\\\":3}}'; exit 1; fi\"]}"},
+	{"env.json",
+	 "{\"id\":\"p-env\",\"env\":{\"MINE\":\"mine\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; jq -nc --arg s "
+	 "\\\"${SECRET_TOKEN:-}\\\" --arg m \\\"$MINE\\\" --arg j "
+	 "\\\"$BERTH_JOB_ID\\\" --arg d \\\"$PWD\\\" '{output: {secret: $s, "
+	 "mine: $m, job: $j, cwd: $d}}'\"]}"},
+	{"missing.json",
+	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
+};
+
+static int setup(void **state)
+{
+	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
+				    .shutdown_grace_ms = 200};
+	struct fx *f = fx_new(&cfg);
+	char *err = NULL;
+	char dir[300], text[4096];
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/tools", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	for (size_t i = 0; i < sizeof(manifests) / sizeof(manifests[0]); i++) {
+		char name[64];
+
+		snprintf(text, sizeof(text), manifests[i][1], f->dir);
+		snprintf(name, sizeof(name), "tools/%s", manifests[i][0]);
+		fx_write(f, name, text);
+	}
+	n = worker_load_dir(f->w, dir, &err);
+	if (n < 0)
+		fprintf(stderr, "%s\n", err);
+	assert_int_equal(n, (int)(sizeof(manifests) / sizeof(manifests[0])));
+	fx_start(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx_free(*state);
+	return 0;
+}
+
+static const char *error_message(const struct store_job *j)
+{
+	return json_string_value(json_object_get(j->error, "message"));
+}
+
+static void external_tool__output__completes_with_logs_and_progress(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_log_line *lines = NULL;
+	struct store_job *j;
+	size_t n = 0;
+	bool saw_log = false, saw_stderr = false;
+	char id[40];
+
+	fx_submit_ok(f, "p-echo", "{\"a\":[1,2]}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	j = fx_get(f, id);
+	assert_int_equal(json_integer_value(json_array_get(
+				 json_object_get(json_object_get(j->output,
+								 "got"),
+						 "a"),
+				 1)),
+			 2);
+	assert_string_equal(json_string_value(j->model_output), "short");
+	store_job_free(j);
+	fx_run_for(f, 50);
+	assert_int_equal(store_logs(f->st, id, 0, 100, &lines, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(lines[i].message, "working") == 0) {
+			saw_log = true;
+			assert_string_equal(lines[i].level, "info");
+			assert_int_equal(json_integer_value(json_object_get(
+						 lines[i].data, "step")),
+					 1);
+		}
+		if (strcmp(lines[i].message, "to stderr") == 0)
+			saw_stderr = true;
+		store_log_line_finish(&lines[i]);
+	}
+	free(lines);
+	assert_true(saw_log);
+	assert_true(saw_stderr);
+}
+
+static void external_tool__suspend__is_resumed_with_its_data(void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	struct store_job *j;
+	json_t *d = json_pack("{s:s}", "answer", "Grace");
+	char id[40];
+
+	fx_submit_ok(f, "p-ask", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
+	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	assert_int_equal(res.err, WORKER_OK);
+	fx_res_finish(&res);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	j = fx_get(f, id);
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "answer")),
+			    "Grace");
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "asked")),
+			    "name?");
+	store_job_free(j);
+	json_decref(d);
+}
+
+static void external_tool__error__fails_with_its_message_and_data(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-error", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 5000);
+	j = fx_get(f, id);
+	assert_string_equal(error_message(j), "no luck");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(j->error, "data"), "x")),
+			 1);
+	/* Not retryable: one try although maxRetries is 3. */
+	assert_int_equal(j->attempt, 1);
+	store_job_free(j);
+}
+
+static void external_tool__garbage_line__fails_and_is_killed(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-garbage", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 3000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j), "not a JSON object"));
+	assert_non_null(strstr(error_message(j), "hello world"));
+	store_job_free(j);
+}
+
+static void external_tool__exit_without_final_line__quotes_status_and_stderr(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-silent", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 5000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j), "exited with status 3"));
+	assert_non_null(strstr(error_message(j), "something broke"));
+	store_job_free(j);
+}
+
+static bool process_gone(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+
+	return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+static pid_t read_pid(struct fx *f)
+{
+	char path[320];
+	FILE *fp;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/stubborn.pid", f->dir);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &pid), 1);
+	fclose(fp);
+	return pid;
+}
+
+static void external_tool__ignoring_sigterm__is_killed_on_timeout(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_stats st;
+	pid_t pid;
+	char id[40];
+
+	fx_submit_ok(f, "p-stubborn", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_TIMED_OUT, 3000);
+	pid = read_pid(f);
+	/* SIGTERM is ignored; SIGKILL follows the 200 ms grace. */
+	assert_true(fx_run_until(f, process_gone, &pid, 2000));
+	fx_run_for(f, 20);
+	worker_stats(f->w, &st);
+	assert_int_equal(st.busy, 0);
+}
+
+static void external_tool__cancelled__is_stopped(void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	struct worker_stats st;
+	char id[40];
+
+	fx_submit_ok(f, "p-long", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 3000);
+	fx_run_for(f, 50);
+	assert_int_equal(worker_cancel(f->w, id, "stop", fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	assert_int_equal(res.err, WORKER_OK);
+	assert_int_equal(res.status, STORE_CANCELLED);
+	fx_res_finish(&res);
+	fx_run_for(f, 100);
+	worker_stats(f->w, &st);
+	assert_int_equal(st.busy, 0);
+	assert_int_equal(fx_status(f, id), STORE_CANCELLED);
+}
+
+static void external_tool__checkpoint__is_seen_after_a_crash(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-ckpt", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	j = fx_get(f, id);
+	assert_int_equal(json_integer_value(json_object_get(j->output, "from")),
+			 3);
+	assert_int_equal(json_integer_value(json_object_get(j->output,
+							    "attempt")),
+			 2);
+	store_job_free(j);
+}
+
+static void external_tool__environment__is_scrubbed(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40], tools[300];
+
+	setenv("SECRET_TOKEN", "hunter2", 1);
+	fx_submit_ok(f, "p-env", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	unsetenv("SECRET_TOKEN");
+	j = fx_get(f, id);
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "secret")),
+			    "");
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "mine")),
+			    "mine");
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "job")),
+			    id);
+	/* The default cwd is the manifest's folder. */
+	snprintf(tools, sizeof(tools), "%s/tools", f->dir);
+	assert_non_null(strstr(json_string_value(json_object_get(j->output,
+								 "cwd")),
+			       "/tools"));
+	store_job_free(j);
+}
+
+static void external_tool__missing_program__fails_saying_so(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-missing", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 3000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j), "could not be started"));
+	store_job_free(j);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(external_tool__output__completes_with_logs_and_progress),
+		T(external_tool__suspend__is_resumed_with_its_data),
+		T(external_tool__error__fails_with_its_message_and_data),
+		T(external_tool__garbage_line__fails_and_is_killed),
+		T(external_tool__exit_without_final_line__quotes_status_and_stderr),
+		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
+		T(external_tool__cancelled__is_stopped),
+		T(external_tool__checkpoint__is_seen_after_a_crash),
+		T(external_tool__environment__is_scrubbed),
+		T(external_tool__missing_program__fails_saying_so),
+	};
+
+	return cmocka_run_group_tests_name("worker external tools", tests,
+					   NULL, NULL);
+}

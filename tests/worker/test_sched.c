@@ -1,0 +1,354 @@
+/*
+ * test_sched.c: the scheduler: priority order, per-tool concurrency,
+ * delayed jobs on time, paused tools, a clean shutdown and the recovery
+ * of runs a crash interrupted.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fixture.h"
+
+static uv_mutex_t order_mu;
+static int order[16];
+static int norder;
+static atomic_int current, peak;
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static struct berth_outcome exec_record(const json_t *input,
+					struct berth_ctx *ctx, void *data)
+{
+	uv_mutex_lock(&order_mu);
+	if (norder < 16)
+		order[norder++] = (int)json_integer_value(
+			json_object_get(input, "n"));
+	uv_mutex_unlock(&order_mu);
+	return berth_output(json_object());
+}
+
+static const struct berth_tool record = {
+	.id = "record",
+	.execute = exec_record,
+};
+
+static struct berth_outcome exec_busy(const json_t *input,
+				      struct berth_ctx *ctx, void *data)
+{
+	int now = atomic_fetch_add(&current, 1) + 1;
+	int p = atomic_load(&peak);
+	json_int_t ms = json_integer_value(json_object_get(input, "ms"));
+
+	while (now > p && !atomic_compare_exchange_weak(&peak, &p, now))
+		;
+	for (json_int_t i = 0; i < ms / 5 && !berth_ctx_aborted(ctx); i++)
+		sleep_ms(5);
+	atomic_fetch_sub(&current, 1);
+	return berth_output(json_object());
+}
+
+static const struct berth_tool limited = {
+	.id = "limited",
+	.background = {.concurrency = 2},
+	.execute = exec_busy,
+};
+
+static const struct berth_tool single = {
+	.id = "single",
+	.background = {.concurrency = 1},
+	.execute = exec_busy,
+};
+
+static const struct berth_tool busy = {
+	.id = "busy",
+	.execute = exec_busy,
+};
+
+static const struct berth_tool no_rerun = {
+	.id = "no-rerun",
+	.background = {.on_interrupt = BERTH_INTERRUPT_FAIL, .max_retries = 3},
+	.execute = exec_busy,
+};
+
+static const struct berth_tool *const all_tools[] = {
+	&record, &limited, &single, &busy, &no_rerun,
+};
+
+static void add_tools(struct fx *f)
+{
+	for (size_t i = 0; i < sizeof(all_tools) / sizeof(all_tools[0]);
+	     i++) {
+		char *err = NULL;
+		assert_int_equal(worker_add_tool(f->w, all_tools[i], &err), 0);
+	}
+}
+
+static struct worker_config cfg1 = {.workers = 1, .kill_grace_ms = 200,
+				    .shutdown_grace_ms = 100};
+static struct worker_config cfg8 = {.workers = 8, .kill_grace_ms = 200,
+				    .shutdown_grace_ms = 100};
+
+static int setup_with(void **state, struct worker_config *cfg, bool start)
+{
+	struct fx *f = fx_new(cfg);
+
+	add_tools(f);
+	if (start)
+		fx_start(f);
+	norder = 0;
+	atomic_store(&current, 0);
+	atomic_store(&peak, 0);
+	*state = f;
+	return 0;
+}
+
+static int setup1(void **state)
+{
+	return setup_with(state, &cfg1, true);
+}
+
+static int setup8(void **state)
+{
+	return setup_with(state, &cfg8, true);
+}
+
+static int setup_unstarted(void **state)
+{
+	return setup_with(state, &cfg1, false);
+}
+
+static int teardown(void **state)
+{
+	fx_free(*state);
+	return 0;
+}
+
+static void pause_tool(struct fx *f, const char *tool, bool paused)
+{
+	struct fx_res res = {0};
+
+	assert_int_equal(worker_pause(f->w, tool, paused, fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	assert_int_equal(res.err, WORKER_OK);
+	fx_res_finish(&res);
+}
+
+static void claim__runs_higher_priority_first_then_older(void **state)
+{
+	struct fx *f = *state;
+	static const int prio[] = {1, 5, 3, 5, 1};
+	static const int want[] = {1, 3, 2, 0, 4};
+	char ids[5][40];
+
+	pause_tool(f, "record", true);
+	for (int i = 0; i < 5; i++) {
+		struct worker_submit p = {.has_priority = true,
+					  .priority = prio[i]};
+		char in[32];
+
+		snprintf(in, sizeof(in), "{\"n\":%d}", i);
+		fx_submit_ok(f, "record", in, &p, ids[i]);
+		/* Distinct run_at values, so "older" is well defined. */
+		fx_run_for(f, 3);
+	}
+	fx_run_for(f, 50);
+	assert_int_equal(norder, 0);
+	pause_tool(f, "record", false);
+	for (int i = 0; i < 5; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
+	assert_int_equal(norder, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(order[i], want[i]);
+}
+
+static void claim__never_exceeds_a_tools_concurrency(void **state)
+{
+	struct fx *f = *state;
+	char ids[6][40];
+	struct worker_stats st;
+
+	for (int i = 0; i < 6; i++)
+		fx_submit_ok(f, "limited", "{\"ms\":250}", NULL, ids[i]);
+	fx_run_for(f, 30);
+	worker_stats(f->w, &st);
+	assert_int_equal(st.size, 8);
+	assert_int_equal(st.busy, 2);
+	for (int i = 0; i < 6; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
+	assert_int_equal(atomic_load(&peak), 2);
+}
+
+static void claim__never_exceeds_the_pool(void **state)
+{
+	struct fx *f = *state;
+	char ids[4][40];
+
+	for (int i = 0; i < 4; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":30}", NULL, ids[i]);
+	for (int i = 0; i < 4; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
+	assert_int_equal(atomic_load(&peak), 1);
+}
+
+static void delayed_job__runs_on_time_and_not_before(void **state)
+{
+	struct fx *f = *state;
+	int64_t at = store_now() + 200;
+	struct worker_submit p = {.run_at = at};
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "record", "{\"n\":1}", &p, id);
+	fx_run_for(f, 100);
+	assert_int_equal(fx_status(f, id), STORE_PENDING);
+	fx_wait_status(f, id, STORE_COMPLETED, 2000);
+	j = fx_get(f, id);
+	assert_true(j->started_at >= at);
+	assert_true(j->started_at < at + 150);
+	store_job_free(j);
+}
+
+static void delayed_job__runs_on_time_while_another_tool_waits_for_a_slot(
+	void **state)
+{
+	struct fx *f = *state;
+	int64_t at;
+	struct worker_submit p;
+	struct store_job *j;
+	char a[40], b[40], d[40];
+
+	/* single (concurrency 1) runs a, and b waits for its slot: the next
+	 * run_at of the store is in the past from then on. */
+	fx_submit_ok(f, "single", "{\"ms\":800}", NULL, a);
+	fx_submit_ok(f, "single", "{\"ms\":10}", NULL, b);
+	fx_wait_status(f, a, STORE_RUNNING, 2000);
+	at = store_now() + 200;
+	p = (struct worker_submit){.run_at = at};
+	fx_submit_ok(f, "record", "{\"n\":1}", &p, d);
+	fx_wait_status(f, d, STORE_COMPLETED, 2000);
+	j = fx_get(f, d);
+	assert_true(j->started_at >= at);
+	assert_true(j->started_at < at + 150);
+	store_job_free(j);
+	assert_int_equal(fx_status(f, b), STORE_PENDING);
+	fx_wait_status(f, b, STORE_COMPLETED, 3000);
+}
+
+static void paused_tool__starts_nothing_until_unpaused(void **state)
+{
+	struct fx *f = *state;
+	const struct worker_tool *t = worker_tool_find(f->w, "record");
+	json_t *o;
+	char id[40];
+
+	pause_tool(f, "record", true);
+	o = worker_tool_to_json(f->w, t);
+	assert_true(json_is_true(json_object_get(o, "paused")));
+	json_decref(o);
+	fx_submit_ok(f, "record", "{\"n\":1}", NULL, id);
+	fx_run_for(f, 100);
+	assert_int_equal(fx_status(f, id), STORE_PENDING);
+	pause_tool(f, "record", false);
+	fx_wait_status(f, id, STORE_COMPLETED, 2000);
+}
+
+static void shutdown__puts_running_jobs_back_without_using_a_retry(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char *err = NULL;
+	char id[40];
+
+	fx_submit_ok(f, "busy", "{\"ms\":5000}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 2000);
+	fx_restart(f, &cfg1);
+	j = fx_get(f, id);
+	assert_int_equal(j->status, STORE_PENDING);
+	assert_int_equal(j->attempt, 1);
+	store_job_free(j);
+	assert_int_equal(fx_count_events(f, id, STORE_EV_RETRYING), 1);
+	add_tools(f);
+	assert_int_equal(worker_start(f->w, &err), 0);
+	fx_wait_status(f, id, STORE_RUNNING, 2000);
+	struct fx_res res = {0};
+	assert_int_equal(worker_cancel(f->w, id, NULL, fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	fx_res_finish(&res);
+}
+
+static void claim_done(struct store_req *req, int rc)
+{
+	*(int *)req->data = rc == 0 ? (int)req->njobs : -1;
+	store_req_finish(req);
+}
+
+static bool claimed(void *arg)
+{
+	return *(int *)arg != -2;
+}
+
+static void recovery__follows_each_tools_interrupt_policy(void **state)
+{
+	struct fx *f = *state;
+	struct store_req req = {0};
+	struct store_job *j;
+	int n = -2;
+	char again[40], failed[40];
+
+	/* Submitted before the worker starts, then claimed behind its back:
+	 * running jobs with no run, as after a kill -9. */
+	struct worker_submit p = {.has_max_retries = true, .max_retries = 1};
+
+	fx_submit_ok(f, "busy", "{\"ms\":1}", &p, again);
+	fx_submit_ok(f, "no-rerun", "{\"ms\":1}", NULL, failed);
+	req.op = STORE_OP_CLAIM;
+	req.u.claim.limit = 10;
+	req.u.claim.now = store_now() + 1000;
+	req.done = claim_done;
+	req.data = &n;
+	assert_int_equal(store_submit(f->st, &req), 0);
+	assert_true(fx_run_until(f, claimed, &n, 5000));
+	assert_int_equal(n, 2);
+
+	fx_start(f);
+	fx_wait_status(f, again, STORE_COMPLETED, 2000);
+	j = fx_get(f, again);
+	assert_int_equal(j->attempt, 2);
+	store_job_free(j);
+	j = fx_get(f, failed);
+	assert_int_equal(j->status, STORE_FAILED);
+	assert_string_equal(json_string_value(json_object_get(j->error,
+							      "code")),
+			    "interrupted");
+	store_job_free(j);
+}
+
+#define T1(name) cmocka_unit_test_setup_teardown(name, setup1, teardown)
+#define T8(name) cmocka_unit_test_setup_teardown(name, setup8, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T1(claim__runs_higher_priority_first_then_older),
+		T8(claim__never_exceeds_a_tools_concurrency),
+		T1(claim__never_exceeds_the_pool),
+		T1(delayed_job__runs_on_time_and_not_before),
+		T8(delayed_job__runs_on_time_while_another_tool_waits_for_a_slot),
+		T1(paused_tool__starts_nothing_until_unpaused),
+		T1(shutdown__puts_running_jobs_back_without_using_a_retry),
+		cmocka_unit_test_setup_teardown(
+			recovery__follows_each_tools_interrupt_policy,
+			setup_unstarted, teardown),
+	};
+
+	uv_mutex_init(&order_mu);
+	return cmocka_run_group_tests_name("worker scheduler", tests, NULL,
+					   NULL);
+}
