@@ -1,0 +1,163 @@
+/*
+ * test_job.c: the store's values: names, times, ids, and jobs and events
+ * as PROTOCOL.md's objects.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+
+static void status_and_event_names__round_trip(void **state)
+{
+	for (int s = 0; s < STORE_NSTATUS; s++)
+		assert_int_equal(store_status_parse(store_status_name(s)), s);
+	for (int e = 0; e < STORE_NEVENT; e++)
+		assert_int_equal(store_event_parse(store_event_name(e)), e);
+	assert_string_equal(store_status_name(STORE_AWAITING_APPROVAL), "awaiting_approval");
+	assert_string_equal(store_event_name(STORE_EV_APPROVAL_REQUESTED), "approval_requested");
+	assert_null(store_status_name(STORE_NSTATUS));
+	assert_int_equal(store_status_parse("nope"), -1);
+	assert_true(store_status_terminal(STORE_EXPIRED));
+	assert_false(store_status_terminal(STORE_SUSPENDED));
+}
+
+static void format_time__writes_utc_with_milliseconds(void **state)
+{
+	char buf[32];
+	assert_string_equal(store_format_time(1795561025123, buf), "2026-11-24T22:57:05.123Z");
+	assert_string_equal(store_format_time(0, buf), "1970-01-01T00:00:00.000Z");
+	assert_string_equal(store_format_time(-1, buf), "1969-12-31T23:59:59.999Z");
+}
+
+static void parse_time__reads_offsets_and_missing_fractions(void **state)
+{
+	int64_t t;
+	assert_int_equal(store_parse_time("2026-11-24T22:57:05.123Z", &t), 0);
+	assert_int_equal(t, 1795561025123);
+	assert_int_equal(store_parse_time("2026-11-25T00:57:05.123+02:00", &t), 0);
+	assert_int_equal(t, 1795561025123);
+	assert_int_equal(store_parse_time("2026-11-24T22:57:05Z", &t), 0);
+	assert_int_equal(t, 1795561025000);
+	assert_int_equal(store_parse_time("2026-11-24T22:57:05.1Z", &t), 0);
+	assert_int_equal(t, 1795561025100);
+}
+
+static void parse_time__refuses_what_is_not_a_time(void **state)
+{
+	int64_t t;
+	const char *bad[] = {"", "2026-11-24", "2026-11-24T22:57:05", "2026-13-01T00:00:00Z",
+			     "2026-02-31T00:00:00Z", "2026-11-24T22:57:05.Z",
+			     "2026-11-24T22:57:05Zjunk", "tomorrow"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(store_parse_time(bad[i], &t), -EINVAL);
+}
+
+static void uuid7__is_version_7_time_ordered_and_unique(void **state)
+{
+	char a[40], b[40];
+	store_uuid7(a);
+	assert_int_equal(strlen(a), 36);
+	assert_int_equal(a[14], '7');
+	assert_true(strchr("89ab", a[19]) != NULL);
+	assert_true(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
+	for (int i = 0; i < 1000; i++) {
+		store_uuid7(b);
+		assert_string_not_equal(a, b);
+		/* The first 48 bits are the time in ms: never going back. */
+		assert_true(memcmp(a, b, 13) <= 0);
+		memcpy(a, b, 40);
+	}
+}
+
+static void job_to_json__is_the_protocol_job_with_absent_values_omitted(void **state)
+{
+	struct store_job j = {
+		.id = "0190a0d2-0000-7000-8000-000000000001",
+		.tool = "web.fetch",
+		.status = STORE_SUSPENDED,
+		.priority = 3,
+		.run_at = 1795561025123,
+		.attempt = 2,
+		.max_retries = 4,
+		.timeout_ms = 5000,
+		.created_at = 1795561025000,
+		.updated_at = 1795561026000,
+	};
+	j.input = json_pack("{s:s}", "url", "https://example.org");
+	j.suspend_payload = json_pack("{s:b}", "needsLogin", 1);
+	j.progress = json_pack("{s:i,s:i}", "progress", 1, "total", 2);
+	json_t *o = store_job_to_json(&j);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "status")), "suspended");
+	assert_string_equal(json_string_value(json_object_get(o, "runAt")), "2026-11-24T22:57:05.123Z");
+	assert_int_equal(json_integer_value(json_object_get(o, "timeoutMs")), 5000);
+	assert_int_equal(json_integer_value(json_object_get(o, "attempt")), 2);
+	assert_true(json_equal(json_object_get(o, "input"), j.input));
+	assert_true(json_equal(json_object_get(o, "suspendPayload"), j.suspend_payload));
+	assert_true(json_equal(json_object_get(o, "progress"), j.progress));
+	json_t *a = json_object_get(o, "approval");
+	assert_true(json_is_false(json_object_get(a, "required")));
+	assert_true(json_is_null(json_object_get(a, "decision")));
+	assert_null(json_object_get(a, "decidedAt"));
+	const char *absent[] = {"output", "error", "runId", "startedAt", "finishedAt",
+				"expiresAt", "retryOf", "idempotencyKey", "metadata"};
+	for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+		assert_null(json_object_get(o, absent[i]));
+	json_decref(o);
+	json_decref(j.input);
+	json_decref(j.suspend_payload);
+	json_decref(j.progress);
+}
+
+static void job_to_json__shows_a_decision_with_its_reason_and_time(void **state)
+{
+	struct store_job j = {
+		.id = "x", .tool = "t", .status = STORE_DECLINED,
+		.approval_required = true, .decision = STORE_DECISION_DECLINED,
+		.reason = "too expensive", .decided_at = 1795561025123,
+	};
+	json_t *o = store_job_to_json(&j);
+	json_t *a = json_object_get(o, "approval");
+	assert_true(json_is_true(json_object_get(a, "required")));
+	assert_string_equal(json_string_value(json_object_get(a, "decision")), "declined");
+	assert_string_equal(json_string_value(json_object_get(a, "reason")), "too expensive");
+	assert_string_equal(json_string_value(json_object_get(a, "decidedAt")), "2026-11-24T22:57:05.123Z");
+	json_decref(o);
+}
+
+static void event_to_json__is_the_protocol_event(void **state)
+{
+	struct store_event ev = {
+		.seq = 42, .job_id = "j1", .tool = "web.fetch", .type = STORE_EV_RETRYING,
+		.status = STORE_PENDING, .at = 1795561025123,
+	};
+	ev.data = json_pack("{s:s}", "reason", "interrupted");
+	json_t *o = store_event_to_json(&ev);
+	json_t *want = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "seq", 42, "jobId", "j1",
+				 "tool", "web.fetch", "type", "retrying", "status", "pending",
+				 "at", "2026-11-24T22:57:05.123Z", "data", "reason", "interrupted");
+	assert_true(json_equal(o, want));
+	json_decref(o);
+	json_decref(want);
+	ev.tool = NULL; /* borrowed above: finish frees only what it owns */
+	json_decref(ev.data);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(status_and_event_names__round_trip),
+		cmocka_unit_test(format_time__writes_utc_with_milliseconds),
+		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
+		cmocka_unit_test(parse_time__refuses_what_is_not_a_time),
+		cmocka_unit_test(uuid7__is_version_7_time_ordered_and_unique),
+		cmocka_unit_test(job_to_json__is_the_protocol_job_with_absent_values_omitted),
+		cmocka_unit_test(job_to_json__shows_a_decision_with_its_reason_and_time),
+		cmocka_unit_test(event_to_json__is_the_protocol_event),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,201 @@
+/*
+ * test_migrate.c: the migration runner, on real temporary database files:
+ * the embedded list, and injected lists for the failure cases.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/migrate.h"
+#include "tests/store/fixture.h"
+
+static int user_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int v = -1;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+static bool table_exists(const char *path, const char *name)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?1",
+					    -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	bool found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return found;
+}
+
+/* slurp returns the bytes of path (malloc'd) and their count in *n. */
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	long len = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	char *buf = malloc((size_t)len + 1);
+	assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+	fclose(fp);
+	*n = (size_t)len;
+	return buf;
+}
+
+static void embedded_migrations__are_numbered_from_one_without_gaps(void **state)
+{
+	assert_true(migrations_sqlite_count >= 1);
+	for (size_t i = 0; i < migrations_sqlite_count; i++) {
+		assert_int_equal(migrations_sqlite[i].version, (int)i + 1);
+		assert_true(strlen(migrations_sqlite[i].sql) > 0);
+	}
+	assert_string_equal(migrations_sqlite[0].name, "init");
+}
+
+static void open__fresh_database__applies_every_migration(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, NULL), 0);
+	fx_close(f);
+	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
+	const char *tables[] = {"jobs", "events", "job_logs", "tools", "jobs_runnable",
+				"jobs_pending_run_at", "jobs_expiry", "jobs_status",
+				"jobs_run_id", "jobs_idempotency"};
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		assert_true(table_exists(f->path, tables[i]));
+}
+
+static void open__again__keeps_the_version_and_the_data(void **state)
+{
+	struct fx *f = *state;
+	char id[40];
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 1, id), 0);
+	fx_close(f);
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(fx_status(f, id), STORE_PENDING);
+	fx_close(f);
+	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
+}
+
+static void open__newer_database__is_refused_and_left_untouched(void **state)
+{
+	struct fx *f = *state;
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 99",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	size_t n0, n1;
+	char *before = slurp(f->path, &n0);
+
+	char *msg = NULL;
+	assert_int_equal(fx_open(f, &msg), -EPROTO);
+	assert_null(f->st);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "newer"));
+	assert_non_null(strstr(msg, "99"));
+	free(msg);
+
+	char *after = slurp(f->path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	char wal[160];
+	snprintf(wal, sizeof(wal), "%s-wal", f->path);
+	assert_int_equal(access(wal, F_OK), -1);
+	free(before);
+	free(after);
+}
+
+static void migrate__failing_migration__rolls_back_completely(void **state)
+{
+	struct fx *f = *state;
+	const struct migration list[] = {
+		{1, "one", "CREATE TABLE a (x);"},
+		{2, "two", "CREATE TABLE b (x); INSERT INTO a VALUES (1); THIS IS NOT SQL;"},
+	};
+	sqlite3 *db;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	int rc = store__migrate(db, f->path, list, 2, &msg);
+	assert_true(rc < 0);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "0002_two"));
+	free(msg);
+	sqlite3_close(db);
+
+	assert_int_equal(user_version(f->path), 1);
+	assert_true(table_exists(f->path, "a"));
+	assert_false(table_exists(f->path, "b"));
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM a"), 0);
+}
+
+static void migrate__applies_only_the_pending_ones_in_order(void **state)
+{
+	struct fx *f = *state;
+	const struct migration list[] = {
+		{1, "one", "CREATE TABLE a (x);"},
+		{2, "two", "INSERT INTO a VALUES (2);"},
+		{3, "three", "INSERT INTO a SELECT x + 1 FROM a;"},
+	};
+	sqlite3 *db;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(store__migrate(db, f->path, list, 2, &msg), 0);
+	assert_int_equal(store__migrate(db, f->path, list, 3, &msg), 0);
+	assert_int_equal(store__migrate(db, f->path, list, 3, &msg), 0);
+	sqlite3_close(db);
+	assert_null(msg);
+	assert_int_equal(user_version(f->path), 3);
+	assert_int_equal(fx_count(f, "SELECT sum(x) FROM a"), 5);
+}
+
+static void migrate__list_with_a_gap__is_refused(void **state)
+{
+	struct fx *f = *state;
+	const struct migration list[] = {
+		{1, "one", "CREATE TABLE a (x);"},
+		{3, "three", "CREATE TABLE c (x);"},
+	};
+	sqlite3 *db;
+	char *msg = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(store__migrate(db, f->path, list, 2, &msg), -EINVAL);
+	sqlite3_close(db);
+	free(msg);
+	assert_false(table_exists(f->path, "a"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(embedded_migrations__are_numbered_from_one_without_gaps),
+		cmocka_unit_test_setup_teardown(open__fresh_database__applies_every_migration,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__again__keeps_the_version_and_the_data,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__newer_database__is_refused_and_left_untouched,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(migrate__failing_migration__rolls_back_completely,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(migrate__applies_only_the_pending_ones_in_order,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(migrate__list_with_a_gap__is_refused,
+						fx_setup_closed, fx_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
