@@ -290,7 +290,9 @@ static int parse_manifest(struct worker_tool *t, const json_t *m,
 	if (v) {
 		if (!json_is_object(v))
 			return bad(errmsg, path, "mcp", "must be an object");
-		json_object_foreach(v, key, v) {
+		json_t *mv;
+
+		json_object_foreach(v, key, mv) {
 			if (strcmp(key, "annotations") && strcmp(key, "_meta")) {
 				char field[160];
 				snprintf(field, sizeof(field), "mcp.%s", key);
@@ -298,7 +300,6 @@ static int parse_manifest(struct worker_tool *t, const json_t *m,
 					   "is not a known field");
 			}
 		}
-		v = json_object_get(m, "mcp");
 		if ((rc = copy_json(v, "annotations", 'o', &t->annotations,
 				    path, errmsg)) ||
 		    (rc = copy_json(v, "_meta", 'o', &t->meta, path, errmsg)))

@@ -1,0 +1,273 @@
+/*
+ * test_manifest.c: tools in any language are declared by manifests, and a
+ * bad one is refused with the file and the field named; C tools are
+ * checked as completely at registration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fixture.h"
+#include "worker/builtin.h"
+
+static int setup(void **state)
+{
+	*state = fx_new(NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx_free(*state);
+	return 0;
+}
+
+/* load writes manifest text as DIR/NAME/name and loads that folder. */
+static int load(struct fx *f, const char *sub, const char *name,
+		const char *text, char **err)
+{
+	char dir[300], file[400];
+
+	snprintf(dir, sizeof(dir), "%s/%s", f->dir, sub);
+	mkdir(dir, 0700);
+	snprintf(file, sizeof(file), "%s/%s", sub, name);
+	fx_write(f, file, text);
+	*err = NULL;
+	return worker_load_dir(f->w, dir, err);
+}
+
+/* refused asserts that text is refused with a message holding each of
+ * the NULL-ended strings that follow. */
+static void refused(struct fx *f, const char *sub, const char *text, ...)
+{
+	char *err;
+	const char *want;
+	va_list ap;
+
+	assert_int_equal(load(f, sub, "tool.json", text, &err), -EINVAL);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "tool.json"));
+	va_start(ap, text);
+	while ((want = va_arg(ap, const char *))) {
+		if (!strstr(err, want))
+			fprintf(stderr, "\"%s\" lacks \"%s\"\n", err, want);
+		assert_non_null(strstr(err, want));
+	}
+	va_end(ap);
+	free(err);
+}
+
+static void manifest__that_is_not_json__is_refused_naming_the_file(
+	void **state)
+{
+	refused(*state, "a", "{\"id\": ", "not a JSON file", NULL);
+}
+
+static void manifest__with_an_unknown_field__is_refused_naming_it(
+	void **state)
+{
+	refused(*state, "b",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"requireAproval\":true}",
+		"requireAproval", "not a known field", NULL);
+	refused(*state, "b2",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"timeout\":5}}",
+		"background.timeout", NULL);
+}
+
+static void manifest__without_a_command__is_refused(void **state)
+{
+	refused(*state, "c", "{\"id\":\"t\"}", "command", "missing", NULL);
+	refused(*state, "c2", "{\"id\":\"t\",\"command\":\"ls -l\"}",
+		"command", "array", NULL);
+	refused(*state, "c3", "{\"id\":\"t\",\"command\":[\"ls\", 3]}",
+		"command[1]", NULL);
+}
+
+static void manifest__with_a_schema_that_does_not_compile__names_it(
+	void **state)
+{
+	refused(*state, "d",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"outputSchema\":{\"type\":12}}",
+		"outputSchema", NULL);
+	refused(*state, "d2",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"resumeSchema\":[1]}",
+		"resumeSchema", NULL);
+}
+
+static void manifest__with_an_example_failing_the_input_schema__names_it(
+	void **state)
+{
+	refused(*state, "e",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"inputSchema\":{\"type\":\"object\",\"required\":[\"x\"]},"
+		"\"inputExamples\":[{\"input\":{\"x\":1}},{\"input\":{}}]}",
+		"inputExamples[1]", NULL);
+}
+
+static void manifest__with_an_invalid_or_duplicate_id__is_refused(
+	void **state)
+{
+	struct fx *f = *state;
+	char *err;
+
+	refused(f, "f", "{\"id\":\"has space\",\"command\":[\"true\"]}",
+		"has space", "MCP", NULL);
+	refused(f, "f2", "{\"command\":[\"true\"]}", "id", NULL);
+	assert_int_equal(load(f, "g", "one.json",
+			      "{\"id\":\"same\",\"command\":[\"true\"]}", &err),
+			 1);
+	fx_write(f, "g/two.json", "{\"id\":\"same\",\"command\":[\"true\"]}");
+	assert_int_equal(load(f, "h", "x.json",
+			      "{\"id\":\"same\",\"command\":[\"true\"]}", &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "already registered"));
+	free(err);
+}
+
+static void manifest__with_bad_background_values__is_refused(void **state)
+{
+	refused(*state, "i",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"onInterrupt\":\"maybe\"}}",
+		"background.onInterrupt", NULL);
+	refused(*state, "i2",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"maxRetries\":-1}}",
+		"background.maxRetries", NULL);
+}
+
+static void manifest__that_is_good__is_listed_with_every_field(void **state)
+{
+	struct fx *f = *state;
+	const struct worker_tool *t;
+	char *err;
+	json_t *o;
+
+	assert_int_equal(
+		load(f, "ok", "weather.json",
+		     "{\"id\":\"weather-tool\",\"description\":\"Weather\","
+		     "\"inputSchema\":{\"type\":\"object\"},"
+		     "\"requireApproval\":true,\"strict\":true,"
+		     "\"background\":{\"timeoutMs\":1000,\"maxRetries\":2,"
+		     "\"concurrency\":3,\"onInterrupt\":\"fail\"},"
+		     "\"mcp\":{\"annotations\":{\"title\":\"Weather Lookup\","
+		     "\"readOnlyHint\":true},\"_meta\":{\"v\":\"1\"}},"
+		     "\"inputExamples\":[{\"input\":{}}],"
+		     "\"providerOptions\":{\"openai\":{}},"
+		     "\"command\":[\"bin/weather\",\"--json\"]}",
+		     &err),
+		1);
+	t = worker_tool_find(f->w, "weather-tool");
+	assert_non_null(t);
+	o = worker_tool_to_json(f->w, t);
+	assert_string_equal(json_string_value(json_object_get(o, "name")),
+			    "weather-tool");
+	assert_string_equal(json_string_value(json_object_get(o, "title")),
+			    "Weather Lookup");
+	assert_true(json_is_true(json_object_get(o, "requireApproval")));
+	assert_true(json_is_true(json_object_get(o, "strict")));
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(o, "background"),
+				 "concurrency")),
+			 3);
+	assert_non_null(json_object_get(o, "_meta"));
+	assert_non_null(json_object_get(o, "providerOptions"));
+	assert_non_null(json_object_get(o, "inputExamples"));
+	assert_true(json_is_false(json_object_get(o, "paused")));
+	json_decref(o);
+}
+
+/* ---- C tools ---------------------------------------------------------- */
+
+static struct berth_outcome noop(const json_t *in, struct berth_ctx *ctx,
+				 void *data)
+{
+	return berth_output(json_object());
+}
+
+static void c_refused(struct fx *f, const struct berth_tool *t,
+		      const char *want)
+{
+	char *err = NULL;
+
+	assert_int_equal(worker_add_tool(f->w, t, &err), -EINVAL);
+	assert_non_null(err);
+	if (!strstr(err, want))
+		fprintf(stderr, "\"%s\" lacks \"%s\"\n", err, want);
+	assert_non_null(strstr(err, want));
+	free(err);
+}
+
+static void c_tool__registration__checks_every_field(void **state)
+{
+	struct fx *f = *state;
+	struct berth_tool t = {.id = "c1", .execute = noop};
+	char *err = NULL;
+
+	t.input_schema = "{\"type\": ";
+	c_refused(f, &t, "inputSchema is not JSON");
+	t.input_schema = "{\"minimum\":\"x\"}";
+	c_refused(f, &t, "inputSchema does not compile");
+	t.input_schema = "{\"type\":\"object\",\"required\":[\"a\"]}";
+	t.input_examples = "[{\"input\":{\"b\":1}}]";
+	c_refused(f, &t, "inputExamples[0]");
+	t.input_examples = NULL;
+	t.mcp_annotations = "[]";
+	c_refused(f, &t, "mcp.annotations");
+	t.mcp_annotations = NULL;
+	t.suspend_schema = "7";
+	c_refused(f, &t, "suspendSchema");
+	t.suspend_schema = NULL;
+	t.execute = NULL;
+	c_refused(f, &t, "execute");
+	t.execute = noop;
+	t.id = "no/slash";
+	c_refused(f, &t, "MCP");
+	t.id = "c1";
+	assert_int_equal(worker_add_tool(f->w, &t, &err), 0);
+	c_refused(f, &t, "already registered");
+}
+
+static void builtin_tools__register_and_are_listed_in_id_order(void **state)
+{
+	struct fx *f = *state;
+	size_t n;
+	const struct berth_tool *const *tools = worker_builtin_tools(&n);
+	char *err = NULL;
+
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(worker_add_tool(f->w, tools[i], &err), 0);
+	assert_int_equal(worker_tool_count(f->w), 3);
+	assert_string_equal(worker_tool_name(worker_tool_at(f->w, 0)), "fail");
+	assert_string_equal(worker_tool_name(worker_tool_at(f->w, 1)), "noop");
+	assert_string_equal(worker_tool_name(worker_tool_at(f->w, 2)), "sleep");
+	assert_non_null(worker_tool_schema(worker_tool_find(f->w, "sleep"),
+					   WORKER_SCHEMA_INPUT));
+	assert_null(worker_tool_schema(worker_tool_find(f->w, "noop"),
+				       WORKER_SCHEMA_OUTPUT));
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(manifest__that_is_not_json__is_refused_naming_the_file),
+		T(manifest__with_an_unknown_field__is_refused_naming_it),
+		T(manifest__without_a_command__is_refused),
+		T(manifest__with_a_schema_that_does_not_compile__names_it),
+		T(manifest__with_an_example_failing_the_input_schema__names_it),
+		T(manifest__with_an_invalid_or_duplicate_id__is_refused),
+		T(manifest__with_bad_background_values__is_refused),
+		T(manifest__that_is_good__is_listed_with_every_field),
+		T(c_tool__registration__checks_every_field),
+		T(builtin_tools__register_and_are_listed_in_id_order),
+	};
+
+	return cmocka_run_group_tests_name("worker manifests and tools", tests,
+					   NULL, NULL);
+}
