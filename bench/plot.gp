@@ -1,0 +1,30 @@
+# plot.gp: bench/compare's figure. Called with the variables throughput,
+# latency (data files written by bench/compare) and output (the PNG).
+#   throughput: "label" submit_acks_per_s e2e_jobs_per_s
+#   latency:    "label" p50_ms p99_ms p99.9_ms   (at half the label's rate)
+set terminal pngcairo size 1400,560 font "sans,10"
+set output output
+set multiplot layout 1,2 title "berth vs beanstalkd: 8 producer connections, one round trip per job unless pipelined"
+
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key top right
+set xtics rotate by -30 left
+
+set title "Throughput (jobs/s)"
+set ylabel "jobs per second"
+set yrange [0:*]
+plot throughput using 2:xtic(1) title "submit acks/s", \
+     '' using 3 title "end to end (completed)/s"
+
+set title "Submitted to completed at half each one's rate (ms, log)"
+set ylabel "milliseconds"
+set logscale y
+set yrange [0.01:*]
+plot latency using 2:xtic(1) title "p50", \
+     '' using 3 title "p99", \
+     '' using 4 title "p99.9"
+unset multiplot
