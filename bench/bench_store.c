@@ -8,6 +8,7 @@
  * Every figure counts only requests whose done callback ran, that is whose
  * transaction was durable (synchronous=FULL unless -s normal).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -42,6 +43,43 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* writer_cpu returns the CPU seconds the store's writer thread has used,
+ * read from /proc (it is named "berth-writer"), or -1. */
+static double writer_cpu(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	double secs = -1;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *fp = fopen(path, "r");
+		if (fp == NULL)
+			continue;
+		bool writer = fgets(buf, sizeof(buf), fp) != NULL &&
+			      strncmp(buf, "berth-writer", 12) == 0;
+		fclose(fp);
+		if (!writer)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		if ((fp = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) != NULL) {
+			/* Fields 14 and 15 (utime, stime), after the ")". */
+			char *p = strrchr(buf, ')');
+			unsigned long ut = 0, st = 0;
+			if (p != NULL &&
+			    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				   &ut, &st) == 2)
+				secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		}
+		fclose(fp);
+	}
+	if (d != NULL)
+		closedir(d);
+	return secs;
 }
 
 static void step(struct op *op);
@@ -136,7 +174,7 @@ static void step(struct op *op)
 }
 
 static double measure(const char *dir, int max_batch, int durability, bool cycles,
-		      long count, size_t inflight, long *failed)
+		      long count, size_t inflight, long *failed, double *busy)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/bench-%d-%d.db", dir, max_batch, cycles);
@@ -168,6 +206,7 @@ static double measure(const char *dir, int max_batch, int durability, bool cycle
 	}
 	uv_run(loop, UV_RUN_DEFAULT);
 	double secs = now_s() - t0;
+	*busy = writer_cpu() / secs;
 
 	store_close(r.st, NULL, NULL);
 	uv_run(loop, UV_RUN_DEFAULT);
@@ -209,10 +248,11 @@ int main(int argc, char **argv)
 	}
 
 	long failed = 0;
-	double gc_create = measure(dir, 0, durability, false, creations, inflight, &failed);
-	double gc_cycle = measure(dir, 0, durability, true, cycles, inflight, &failed);
-	double one_create = measure(dir, 1, durability, false, single, inflight, &failed);
-	double one_cycle = measure(dir, 1, durability, true, single / 3, inflight, &failed);
+	double busy[4];
+	double gc_create = measure(dir, 0, durability, false, creations, inflight, &failed, &busy[0]);
+	double gc_cycle = measure(dir, 0, durability, true, cycles, inflight, &failed, &busy[1]);
+	double one_create = measure(dir, 1, durability, false, single, inflight, &failed, &busy[2]);
+	double one_cycle = measure(dir, 1, durability, true, single / 3, inflight, &failed, &busy[3]);
 	uv_loop_close(uv_default_loop());
 
 	printf("durability: %s, in flight: %zu, directory: %s\n",
@@ -221,6 +261,8 @@ int main(int argc, char **argv)
 	printf("%-28s %16.0f %16.0f\n", "group commit (max_batch 1024)", gc_create, gc_cycle);
 	printf("%-28s %16.0f %16.0f\n", "one transaction per request", one_create, one_cycle);
 	printf("%-28s %15.1fx %15.1fx\n", "ratio", gc_create / one_create, gc_cycle / one_cycle);
+	printf("writer thread busy (CPU/wall): group %.0f%% / %.0f%%, one per request %.0f%% / %.0f%%\n",
+	       busy[0] * 100, busy[1] * 100, busy[2] * 100, busy[3] * 100);
 	if (failed)
 		printf("failed requests: %ld\n", failed);
 	return failed ? 1 : 0;

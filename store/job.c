@@ -215,6 +215,25 @@ static void random_bytes(unsigned char *buf, size_t n)
 	}
 }
 
+/* The random bits of ids come from a per-thread pool refilled by one
+ * getrandom call every 51 ids, rather than one system call an id. The pool
+ * is used once and wiped as it goes, so no id shares bits with another. */
+static _Thread_local struct {
+	unsigned char bytes[510];
+	size_t used;
+} pool = {.used = sizeof(pool.bytes)};
+
+static void pool_take(unsigned char *out, size_t n)
+{
+	if (pool.used + n > sizeof(pool.bytes)) {
+		random_bytes(pool.bytes, sizeof(pool.bytes));
+		pool.used = 0;
+	}
+	memcpy(out, pool.bytes + pool.used, n);
+	memset(pool.bytes + pool.used, 0, n);
+	pool.used += n;
+}
+
 void store_uuid7(char out[40])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -223,7 +242,7 @@ void store_uuid7(char out[40])
 
 	for (int i = 0; i < 6; i++)
 		b[i] = (unsigned char)(ms >> (40 - 8 * i));
-	random_bytes(b + 6, 10);
+	pool_take(b + 6, 10);
 	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
 	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
 

@@ -73,11 +73,11 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		b->cap = cap;
 	}
 	struct store_event *ev = &b->events[b->nevents];
-	ev->tool = strdup(tool != NULL ? tool : "");
-	if (ev->tool == NULL)
-		return -ENOMEM;
+	ev->tool = (char *)tool; /* borrowed, as data is */
 	ev->seq = seq;
-	snprintf(ev->job_id, sizeof(ev->job_id), "%s", job_id);
+	size_t len = strnlen(job_id, sizeof(ev->job_id) - 1);
+	memcpy(ev->job_id, job_id, len);
+	ev->job_id[len] = '\0';
 	ev->type = type;
 	ev->status = status;
 	ev->at = at;
@@ -88,13 +88,13 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 
 static void batch_drop_events(struct store__batch *b)
 {
-	for (size_t i = 0; i < b->nevents; i++)
-		free(b->events[i].tool);
 	b->nevents = 0;
 }
 
 static void wreq_free(struct store__wreq *w)
 {
+	if (w->text[STORE__T_EVENT] == w->text[STORE__T_INPUT])
+		w->text[STORE__T_EVENT] = NULL; /* shared with the input */
 	for (int i = 0; i < STORE__T_COUNT; i++)
 		free(w->text[i]);
 	if (w->line_data != NULL) {
@@ -503,8 +503,12 @@ static int prepare(struct store__wreq *w)
 		     dump(j->suspend_payload, &t[STORE__T_SUSPEND]) &&
 		     dump(j->resume_data, &t[STORE__T_RESUME]) &&
 		     dump(j->checkpoint, &t[STORE__T_CHECKPOINT]) &&
-		     dump(j->progress, &t[STORE__T_PROGRESS]) &&
-		     dump(req->u.create.event_data, &t[STORE__T_EVENT]);
+		     dump(j->progress, &t[STORE__T_PROGRESS]);
+		/* The created event often carries the input itself. */
+		if (ok && req->u.create.event_data == j->input && j->input != NULL)
+			t[STORE__T_EVENT] = t[STORE__T_INPUT]; /* shared */
+		else if (ok)
+			ok = dump(req->u.create.event_data, &t[STORE__T_EVENT]);
 		if (!ok)
 			return -ENOMEM;
 		w->created_at = store_now();

@@ -56,8 +56,9 @@ enum { STORE__OP_MAX_PAGES = 1000 };
 int store__max_page_count(struct store *st, int64_t pages);
 
 /* One transaction's worth of requests, with the events it appended. The
- * events' data is borrowed from the requests (alive until done has run);
- * their tool strings are owned. */
+ * events' data and tool strings are borrowed from the requests and their
+ * results, which live until done has run; a rolled-back batch drops its
+ * events with the results. */
 struct store__batch {
 	struct store__wreq *head;
 	size_t n;
@@ -66,8 +67,8 @@ struct store__batch {
 	struct store__batch *next;
 };
 
-/* store__batch_event appends an event to b; tool is copied. Returns 0 or
- * -ENOMEM. */
+/* store__batch_event appends an event to b; tool and data are borrowed
+ * (see above). Returns 0 or -ENOMEM. */
 int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		       const char *tool, int type, int status, int64_t at,
 		       json_t *data);
