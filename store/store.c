@@ -10,6 +10,15 @@
  * settled batch goes onto the delivery list and the loop thread is woken
  * with uv_async_send; since uv_async coalesces wake-ups, the loop drains
  * the whole list each time.
+ *
+ * A shared backend (PostgreSQL: several nodes on one database) also
+ * commits events this node did not make. Listeners then get every event by
+ * seq: deliver and the notification handler read the events between the
+ * last one delivered and the next local one from the database (catch_up),
+ * so each listener sees each committed event once, in seq order, whichever
+ * node made it. A timer (tick) renews this node's leases, recovers the
+ * jobs of nodes whose leases expired, and catches up in case a
+ * notification was lost.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +30,10 @@
 #include "store/store_int.h"
 
 enum { DEFAULT_MAX_BATCH = 1024 };
+
+/* A batch that failed on a deadlock or a serialization failure (two
+ * nodes' transactions crossing) is run again this many times. */
+enum { MAX_BATCH_TRIES = 5 };
 
 struct listener {
 	store_listener_fn fn; /* NULL once removed during a delivery */
@@ -56,6 +69,17 @@ struct store {
 	struct listener *listeners;
 	size_t nlisteners, cap_listeners;
 	bool listeners_dirty;
+	int64_t delivered; /* the last seq given to the listeners */
+
+	/* Loop thread, shared backends only. */
+	uv_poll_t poll;
+	int poll_fd; /* -1: not polling */
+	uv_timer_t tick;
+	bool ticking;
+	int nclosing; /* handles whose close callbacks are still due */
+	bool recovering; /* store_recover ran, store_requeue_running not */
+	bool (*may_rerun)(void *arg, const char *tool);
+	void *may_rerun_arg;
 };
 
 /* ---- batches ----------------------------------------------------------- */
@@ -113,21 +137,27 @@ static void wreq_free(struct store__wreq *w)
  * request of it with that code, results dropped. */
 static void run_batch(struct store *st, struct store__batch *b)
 {
-	int rc = st->ops->begin(st->be);
-	for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
-		rc = st->ops->apply(st->be, w, b);
-	if (rc == 0)
-		rc = st->ops->commit(st->be);
-	if (rc == 0)
-		return;
+	for (int tries = 1;; tries++) {
+		int rc = st->ops->begin(st->be);
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
+			rc = st->ops->apply(st->be, w, b);
+		if (rc == 0)
+			rc = st->ops->commit(st->be);
+		if (rc == 0)
+			return;
 
-	st->ops->rollback(st->be);
-	batch_drop_events(b);
-	for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
-		store_req_finish(w->req);
-		w->req->existed = false;
-		w->req->count = 0;
-		w->rc = rc;
+		st->ops->rollback(st->be);
+		batch_drop_events(b);
+		for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
+			store_req_finish(w->req);
+			w->req->existed = false;
+			w->req->count = 0;
+			w->rc = rc;
+		}
+		/* -EDEADLK: nothing was written; running the same requests
+		 * again is safe. */
+		if (rc != -EDEADLK || tries == MAX_BATCH_TRIES)
+			return;
 	}
 }
 
@@ -195,11 +225,58 @@ static void compact_listeners(struct store *st)
 	st->listeners_dirty = false;
 }
 
-static void on_closed(uv_handle_t *h)
+/* call_listeners gives ev to every listener and records it delivered. */
+static void call_listeners(struct store *st, const struct store_event *ev)
 {
-	struct store *st = h->data;
-	if (st->close_done != NULL)
-		st->close_done(st->close_arg);
+	for (size_t i = 0; i < st->nlisteners; i++)
+		if (st->listeners[i].fn != NULL)
+			st->listeners[i].fn(st->listeners[i].arg, ev);
+	st->delivered = ev->seq;
+}
+
+/*
+ * catch_up gives the listeners the committed events after the last one
+ * delivered, up to upto (INT64_MAX: all), read from the database. On a
+ * shared backend they include other nodes' events; seqs become visible in
+ * order (docs/POSTGRES.md), so reading after the last seq delivered skips
+ * none. A read failure leaves the rest for the next call.
+ */
+static void catch_up(struct store *st, int64_t upto)
+{
+	while (st->delivered < upto) {
+		struct store_event *v = NULL;
+		size_t n = 0;
+		if (st->ops->events(st->be, st->delivered, NULL, 256, &v, &n) != 0)
+			return;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].seq <= upto)
+				call_listeners(st, &v[i]);
+			store_event_finish(&v[i]);
+		}
+		free(v);
+		if (n < 256) {
+			/* Events of pruned jobs are gone; the ones up to
+			 * upto are committed, so none can come later. */
+			if (upto != INT64_MAX && st->delivered < upto)
+				st->delivered = upto;
+			return;
+		}
+	}
+}
+
+/* emit gives a local batch's event to the listeners: once, and after the
+ * events of other nodes that committed before it. */
+static void emit(struct store *st, const struct store_event *ev)
+{
+	if (ev->seq <= st->delivered && st->ops->shared)
+		return;
+	if (st->ops->shared && ev->seq > st->delivered + 1)
+		catch_up(st, ev->seq - 1);
+	call_listeners(st, ev);
+}
+
+static void free_store(struct store *st)
+{
 	pthread_mutex_destroy(&st->mu);
 	pthread_cond_destroy(&st->work);
 	pthread_cond_destroy(&st->settled);
@@ -208,10 +285,32 @@ static void on_closed(uv_handle_t *h)
 	free(st);
 }
 
+static void on_closed(uv_handle_t *h)
+{
+	struct store *st = h->data;
+	if (--st->nclosing > 0)
+		return;
+	if (st->close_done != NULL)
+		st->close_done(st->close_arg);
+	free_store(st);
+}
+
 static void finish_close(struct store *st)
 {
 	st->closed = true;
 	pthread_join(st->thread, NULL);
+	/* The poll goes before the backend closes the socket it watches. */
+	st->nclosing++;
+	if (st->poll_fd >= 0) {
+		st->nclosing++;
+		uv_close((uv_handle_t *)&st->poll, on_closed);
+		st->poll_fd = -1;
+	}
+	if (st->ticking) {
+		st->nclosing++;
+		uv_close((uv_handle_t *)&st->tick, on_closed);
+		st->ticking = false;
+	}
 	st->ops->close(st->be);
 	st->be = NULL;
 	uv_close((uv_handle_t *)&st->async, on_closed);
@@ -240,10 +339,7 @@ static void deliver(struct store *st)
 
 		while (b != NULL) {
 			for (size_t e = 0; e < b->nevents; e++)
-				for (size_t i = 0; i < st->nlisteners; i++)
-					if (st->listeners[i].fn != NULL)
-						st->listeners[i].fn(st->listeners[i].arg,
-								    &b->events[e]);
+				emit(st, &b->events[e]);
 			struct store__wreq *w = b->head;
 			while (w != NULL) {
 				struct store__wreq *next = w->next;
@@ -287,12 +383,112 @@ static void set_errmsg(char **errmsg, const char *s)
 
 static void on_open_failed(uv_handle_t *h)
 {
+	free_store(h->data);
+}
+
+/* ---- shared backends: notifications and the tick ----------------------- */
+
+static void watch(struct store *st);
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
 	struct store *st = h->data;
-	pthread_mutex_destroy(&st->mu);
-	pthread_cond_destroy(&st->work);
-	pthread_cond_destroy(&st->settled);
-	free(st->path);
-	free(st);
+	if (st->closing)
+		return;
+	int rc = st->ops->notified(st->be);
+	if (rc < 0) {
+		/* The connection is lost: stop polling it; the tick
+		 * reconnects and polls the new one. */
+		uv_poll_stop(&st->poll);
+		return;
+	}
+	if (rc > 0 && !st->delivering) {
+		st->delivering = true;
+		catch_up(st, INT64_MAX);
+		st->delivering = false;
+		if (st->listeners_dirty)
+			compact_listeners(st);
+	}
+}
+
+static void on_poll_replaced(uv_handle_t *h)
+{
+	struct store *st = h->data;
+	if (st->closed) {
+		on_closed(h);
+		return;
+	}
+	st->nclosing--;
+	watch(st);
+}
+
+/* watch polls the backend's notification socket, again when it changed. */
+static void watch(struct store *st)
+{
+	int fd = st->ops->watch_fd(st->be);
+	if (st->closing || st->nclosing > 0)
+		return;
+	if (st->poll_fd >= 0 && st->poll_fd != fd) {
+		/* A new connection: the old handle must close first. */
+		st->nclosing++;
+		st->poll_fd = -1;
+		uv_close((uv_handle_t *)&st->poll, on_poll_replaced);
+		return;
+	}
+	if (fd < 0 || st->poll_fd == fd) {
+		if (fd >= 0)
+			uv_poll_start(&st->poll, UV_READABLE, on_poll);
+		return;
+	}
+	if (uv_poll_init(st->loop, &st->poll, fd) != 0)
+		return;
+	st->poll.data = st;
+	st->poll_fd = fd;
+	uv_poll_start(&st->poll, UV_READABLE, on_poll);
+}
+
+/* rerun answers for the tick's recoveries with store_recover's policy. */
+static bool rerun(void *arg, const char *tool)
+{
+	struct store *st = arg;
+	return st->may_rerun == NULL || st->may_rerun(st->may_rerun_arg, tool);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+	struct store *st = h->data;
+	if (st->closing)
+		return;
+	st->ops->tick(st->be, st->recovering ? rerun : NULL, st);
+	watch(st);
+	if (!st->delivering) {
+		st->delivering = true;
+		catch_up(st, INT64_MAX);
+		st->delivering = false;
+		if (st->listeners_dirty)
+			compact_listeners(st);
+	}
+}
+
+/* redact returns a malloc'd copy of a URL with its password replaced by
+ * "***", for server/info and logs; anything else is copied as is. */
+static char *redact(const char *url)
+{
+	const char *scheme = strstr(url, "://");
+	if (!store__is_pg_url(url) || scheme == NULL)
+		return strdup(url);
+	const char *auth = scheme + 3;
+	const char *at = strchr(auth, '@');
+	const char *slash = strchr(auth, '/');
+	if (at == NULL || (slash != NULL && slash < at))
+		return strdup(url);
+	const char *colon = memchr(auth, ':', (size_t)(at - auth));
+	if (colon == NULL)
+		return strdup(url);
+	char *s = NULL;
+	if (asprintf(&s, "%.*s:***%s", (int)(colon - url), url, at) < 0)
+		return NULL;
+	return s;
 }
 
 int store_open(uv_loop_t *loop, const struct store_config *cfg,
@@ -307,20 +503,25 @@ int store_open(uv_loop_t *loop, const struct store_config *cfg,
 		set_errmsg(errmsg, "no database path was given");
 		return -EINVAL;
 	}
-	if (strncmp(cfg->path, "postgres://", 11) == 0 ||
-	    strncmp(cfg->path, "postgresql://", 13) == 0) {
-		set_errmsg(errmsg, "this berth has no PostgreSQL backend yet");
+	const struct store__backend *ops = &store__sqlite;
+	if (store__is_pg_url(cfg->path)) {
+#ifdef BERTH_HAVE_PQ
+		ops = &store__pg;
+#else
+		set_errmsg(errmsg, "this berth was built without PostgreSQL (libpq)");
 		return -ENOTSUP;
+#endif
 	}
 
 	struct store *st = calloc(1, sizeof(*st));
-	if (st == NULL || (st->path = strdup(cfg->path)) == NULL) {
+	if (st == NULL || (st->path = redact(cfg->path)) == NULL) {
 		free(st);
 		set_errmsg(errmsg, "out of memory");
 		return -ENOMEM;
 	}
 	st->loop = loop;
-	st->ops = &store__sqlite;
+	st->ops = ops;
+	st->poll_fd = -1;
 	st->durability = cfg->durability == STORE_DURABILITY_NORMAL
 				 ? STORE_DURABILITY_NORMAL
 				 : STORE_DURABILITY_FULL;
@@ -345,6 +546,8 @@ int store_open(uv_loop_t *loop, const struct store_config *cfg,
 		return rc;
 	}
 	st->async.data = st;
+	int64_t last = st->ops->last_seq(st->be);
+	st->delivered = last > 0 ? last : 0;
 	rc = pthread_create(&st->thread, NULL, writer_main, st);
 	if (rc != 0) {
 		st->ops->close(st->be);
@@ -354,6 +557,14 @@ int store_open(uv_loop_t *loop, const struct store_config *cfg,
 		return -rc;
 	}
 	free(msg);
+	if (st->ops->shared) {
+		uv_timer_init(loop, &st->tick);
+		st->tick.data = st;
+		st->ticking = true;
+		uint64_t every = (uint64_t)st->ops->tick_ms(st->be);
+		uv_timer_start(&st->tick, on_tick, every, every);
+		watch(st);
+	}
 	*out = st;
 	return 0;
 }
@@ -762,11 +973,20 @@ out:
 int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *tool),
 		  void *arg)
 {
+	/* Kept for the jobs of other nodes whose leases expire later (a
+	 * shared backend's tick). */
+	st->recovering = true;
+	st->may_rerun = may_rerun;
+	st->may_rerun_arg = arg;
 	return requeue(st, true, may_rerun, arg);
 }
 
 int store_requeue_running(struct store *st)
 {
+	/* A clean shutdown: this node recovers nobody's jobs any more. */
+	st->recovering = false;
+	st->may_rerun = NULL;
+	st->may_rerun_arg = NULL;
 	return requeue(st, false, NULL, NULL);
 }
 

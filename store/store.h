@@ -204,6 +204,14 @@ struct store_config {
 	 * the benchmark's comparison. */
 	int max_batch;
 	int busy_timeout_ms; /* 0: default 5000 */
+	/* PostgreSQL only (docs/POSTGRES.md). node names this berthd among
+	 * the nodes sharing the database: it owns the leases of the jobs it
+	 * runs, and a restart under the same name recovers them at once.
+	 * NULL: $BERTH_NODE, else the host name. Two live nodes of one name
+	 * are refused. lease_ms is how long a node vouches for its running
+	 * jobs without renewing; 0: $BERTH_LEASE_MS, else 15000. */
+	const char *node;
+	int64_t lease_ms;
 };
 
 struct store;
@@ -306,10 +314,18 @@ struct store_transition {
  * run_at, then smallest id, setting started_at and appending a "started"
  * event for each, in one transaction. caps bounds how many jobs of a tool
  * may be claimed (tools not in caps are bounded by limit alone); a cap of
- * 0 skips the tool. */
+ * 0 skips the tool.
+ *
+ * For a database several nodes share (PostgreSQL), limit is the tool's
+ * concurrency for the whole cluster: when it is > 0 the claim counts the
+ * tool's running jobs in the database, under a lock that serializes the
+ * claims of that tool on every node, and claims at most limit minus that
+ * count (and at most remaining). 0 means no cluster-wide limit. SQLite,
+ * with one node, uses remaining only. */
 struct store_cap {
 	const char *tool;
 	int remaining;
+	int limit;
 };
 
 /*
@@ -346,6 +362,10 @@ struct store_req {
 			int64_t now;
 			const struct store_cap *caps;
 			size_t ncaps;
+			/* Most jobs running at once in the whole cluster
+			 * (PostgreSQL; 0: none). Counted in the database
+			 * under a lock, like a cap's limit. */
+			int global_limit;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is
@@ -474,6 +494,12 @@ int store_next_expiry(struct store *st, int64_t *at);
  * {"message": "interrupted by a restart of berthd ...", "code":
  * "interrupted"} and a "failed" event. Returns the number of jobs recovered
  * (>= 0) or a negative code.
+ *
+ * On PostgreSQL "every job found running" means every job whose lease this
+ * node holds; the store also keeps may_rerun and arg to recover, by the
+ * same policy, the jobs of other nodes whose leases expired (a node that
+ * died), until store_requeue_running or store_close. arg must stay valid
+ * until then.
  */
 int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *tool),
 		  void *arg);
@@ -486,5 +512,19 @@ int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *too
  * number of jobs or a negative code.
  */
 int store_requeue_running(struct store *st);
+
+/* ---- moving a database ------------------------------------------------ */
+
+/*
+ * store_copy copies the SQLite database at from into the PostgreSQL
+ * database named by the URL to (migrated first; it must hold no job and
+ * no event): jobs, their payloads and decisions, events with their seq,
+ * job logs and tool state, in one transaction. Running jobs stay running
+ * with no lease, so the first node to start recovers them by the interrupt
+ * policy. The SQLite database is locked as a daemon would lock it, so it
+ * must not be in use. Returns 0, or a negative code and sets *errmsg to a
+ * malloc'd sentence.
+ */
+int store_copy(const char *from, const char *to, char **errmsg);
 
 #endif

@@ -7,6 +7,7 @@
 #define BERTH_STORE_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "store/store.h"
 
@@ -108,9 +109,41 @@ struct store__backend {
 	int (*tool_paused)(void *be, const char *tool);
 	int (*next_run_at)(void *be, int64_t *at);
 	int (*next_expiry)(void *be, int64_t *at);
+
+	/*
+	 * A database several nodes share (PostgreSQL) sets shared and the
+	 * three hooks below; SQLite leaves them NULL. Loop thread.
+	 *
+	 * Other nodes commit events too, so the store delivers events to its
+	 * listeners by seq from the database (store.c, catch_up) whenever a
+	 * local batch's first seq is not the next one, when notified, and on
+	 * each tick. watch_fd returns the socket to poll for notifications
+	 * (or -1 while there is none); notified consumes what arrived and
+	 * returns 1 when other events may have committed, 0 when not, or a
+	 * negative code (the connection is lost; tick reconnects). tick runs
+	 * every tick_ms: it renews this node's leases and recovers the jobs
+	 * of expired leases by may_rerun (NULL: before store_recover, or
+	 * after store_requeue_running: no recovery).
+	 */
+	bool shared;
+	int (*watch_fd)(void *be);
+	int (*notified)(void *be);
+	int (*tick)(void *be, bool (*may_rerun)(void *arg, const char *tool),
+		    void *arg);
+	int64_t (*tick_ms)(void *be);
 };
 
 extern const struct store__backend store__sqlite;
+#ifdef BERTH_HAVE_PQ
+extern const struct store__backend store__pg;
+#endif
+
+/* store__is_pg_url returns true for a postgres:// or postgresql:// URL. */
+static inline bool store__is_pg_url(const char *s)
+{
+	return s != NULL && (strncmp(s, "postgres://", 11) == 0 ||
+			     strncmp(s, "postgresql://", 13) == 0);
+}
 
 /* store__job_copy returns a deep copy of src (strings duplicated, json_t
  * values shared with a new reference), or NULL when out of memory. */
