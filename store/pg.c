@@ -1,0 +1,1940 @@
+/*
+ * pg.c: the PostgreSQL backend of the store, for several berthd nodes
+ * sharing one database (docs/POSTGRES.md).
+ *
+ * Three connections: the writer's (writer thread: one transaction per
+ * batch, group commit as with SQLite), the reader's (loop thread: reads,
+ * lease renewal and the reaper) and the listener's (loop thread: LISTEN
+ * berth_events, and the session lock that keeps two live nodes from using
+ * one name). Statements are prepared once per connection, on first use;
+ * parameters travel as text, never spliced into SQL.
+ *
+ * Three things differ from SQLite, and each is settled here:
+ *
+ * - Event seq. A transaction appends its events at the end, just before
+ *   COMMIT: it raises the one row of event_seq by the number of events,
+ *   which locks the row until the commit, and copies the events in with
+ *   the seqs that UPDATE returned. The next transaction to take seqs
+ *   waits for that lock, so it reads the committed counter and commits
+ *   after it: seqs become visible in increasing order, and a reader that
+ *   has seen seq N has seen every seq below N. A rollback undoes its
+ *   counter raise too, so no seq is ever skipped.
+ *
+ * - Leases. A claim writes lease_owner (this node) and lease_until. The
+ *   loop thread's tick renews this node's leases and recovers the running
+ *   jobs of other nodes whose leases expired, by the policy of
+ *   store_recover. The work a node finishes checks that it still holds
+ *   the lease (a transition from exactly "running"), so a node that was
+ *   presumed dead cannot complete a job another node took over.
+ *
+ * - Cluster-wide limits. A claim that carries a tool's cluster limit (or
+ *   a global one) takes a transaction-scoped advisory lock per limited
+ *   tool, in one sorted order and before any row lock of its batch, then
+ *   counts that tool's running jobs: every node's claims of a tool are
+ *   serialized and each sees the others' committed claims.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "migrations/migrations.h"
+#include "store/pg.h"
+#include "store/store_int.h"
+
+#define JOB_COLS                                                               \
+	"id, tool, status, input, request_context, metadata, run_id, "        \
+	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
+	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
+	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
+	"decision, reason, decided_at, progress, retry_of, created_at, "      \
+	"updated_at, started_at, finished_at"
+
+enum col {
+	C_ID,
+	C_TOOL,
+	C_STATUS,
+	C_INPUT,
+	C_REQUEST_CONTEXT,
+	C_METADATA,
+	C_RUN_ID,
+	C_TOOL_CALL_ID,
+	C_IDEMPOTENCY_KEY,
+	C_PRIORITY,
+	C_RUN_AT,
+	C_ATTEMPT,
+	C_MAX_RETRIES,
+	C_TIMEOUT_MS,
+	C_EXPIRES_AT,
+	C_TTL_MS,
+	C_OUTPUT,
+	C_MODEL_OUTPUT,
+	C_ERROR,
+	C_SUSPEND,
+	C_RESUME,
+	C_CHECKPOINT,
+	C_APPROVAL_REQUIRED,
+	C_DECISION,
+	C_REASON,
+	C_DECIDED_AT,
+	C_PROGRESS,
+	C_RETRY_OF,
+	C_CREATED_AT,
+	C_UPDATED_AT,
+	C_STARTED_AT,
+	C_FINISHED_AT,
+	C_NCOLS
+};
+
+enum stmt_id {
+	S_JOB_BY_KEY,
+	S_JOB_INSERT,
+	S_JOB_GET,
+	S_TRANSITION,
+	S_LOCKS,
+	S_RUNNING_TOOLS,
+	S_RUNNING_ALL,
+	S_CLAIM_SCAN,
+	S_CLAIM_TAKE,
+	S_CHECKPOINT,
+	S_PROGRESS,
+	S_JOB_EXISTS,
+	S_LOG_LAST,
+	S_LOG_INSERT,
+	S_LOG_TRIM,
+	S_EXPIRE,
+	S_TOOL_PAUSE,
+	S_PRUNE_EVENTS,
+	S_PRUNE_LOGS,
+	S_PRUNE,
+	S_LIST_ALL,
+	S_LIST_STATUS,
+	S_LIST_TOOL,
+	S_LIST_RUN,
+	S_RUNNING,
+	S_EVENTS,
+	S_EVENTS_JOB,
+	S_LAST_SEQ,
+	S_COUNT,
+	S_LOGS,
+	S_TOOL_PAUSED,
+	S_NEXT_RUN_AT,
+	S_NEXT_EXPIRY,
+	S_SEQ_TAKE,
+	S_RENEW,
+	S_REAP_SCAN,
+	S_REAP_RETRY,
+	S_REAP_FAIL,
+	S_NSTMT
+};
+
+/* The residual filters of a listing: $1 status mask (0: any), $2 tool,
+ * $3 run id, $4 the id to list before (NULL: the newest), $5 the limit. */
+#define LIST_REST                                                              \
+	" ($1::int = 0 OR ((1 << status) & $1::int) <> 0)"                     \
+	" AND ($2::text IS NULL OR tool = $2::text)"                           \
+	" AND ($3::text IS NULL OR run_id = $3::text)"                         \
+	" AND ($4::text IS NULL OR id < $4::text)"                             \
+	" ORDER BY id DESC LIMIT $5::int"
+
+static const char *const sql_text[S_NSTMT] = {
+	[S_JOB_BY_KEY] = "SELECT " JOB_COLS " FROM jobs"
+			 " WHERE tool = $1 AND idempotency_key = $2",
+	/* ON CONFLICT DO NOTHING: in PostgreSQL a failed statement aborts
+	 * the whole transaction, and with it the batch; a duplicate key of
+	 * another node's concurrent create must only settle this request. */
+	[S_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES ($1, $2, $3,"
+			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
+			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
+			 " $26, $27, $28, $29, $30, $31, $32)"
+			 " ON CONFLICT DO NOTHING RETURNING id",
+	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
+	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
+	 * $8 output, $9 model_output, $10 error, $11 suspend payload, $12
+	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
+	 * expires_at, $17 progress, $18 this node, $19 the lease. As in
+	 * sqlite.c, plus the lease: a job entering running is this node's,
+	 * a job leaving it is nobody's; a transition from exactly running
+	 * (the end of a run) needs this node to hold the lease. */
+	[S_TRANSITION] =
+		"UPDATE jobs SET status = $3::int, updated_at = $4::bigint,"
+		" run_at = CASE WHEN $5::int & 1 <> 0 THEN $6::bigint ELSE run_at END,"
+		" attempt = CASE WHEN $5::int & 2 <> 0 THEN $7::int ELSE attempt END,"
+		" output = CASE WHEN $5::int & 4 <> 0 THEN $8::text ELSE output END,"
+		" model_output = CASE WHEN $5::int & 4 <> 0 THEN $9::text"
+		"   ELSE model_output END,"
+		" error = CASE WHEN $5::int & 8 <> 0 THEN $10::text ELSE error END,"
+		" suspend_payload = CASE WHEN $5::int & 16 <> 0 THEN $11::text"
+		"   ELSE suspend_payload END,"
+		" resume_data = CASE WHEN $5::int & 32 <> 0 THEN $12::text"
+		"   ELSE resume_data END,"
+		" checkpoint = CASE WHEN $5::int & 64 <> 0 THEN $13::text"
+		"   ELSE checkpoint END,"
+		" decision = CASE WHEN $5::int & 128 <> 0 THEN $14::int ELSE decision END,"
+		" reason = CASE WHEN $5::int & 128 <> 0 THEN $15::text ELSE reason END,"
+		" decided_at = CASE WHEN $5::int & 128 <> 0 THEN $4::bigint"
+		"   ELSE decided_at END,"
+		" started_at = CASE WHEN $5::int & 256 <> 0 THEN $4::bigint"
+		"   ELSE started_at END,"
+		" finished_at = CASE WHEN $5::int & 512 <> 0 OR $3::int >= 4"
+		"   THEN $4::bigint ELSE finished_at END,"
+		" expires_at = CASE WHEN $5::int & 1024 <> 0 THEN $16::bigint"
+		"   WHEN $3::int IN (1, 3) AND ttl_ms > 0 THEN $4::bigint + ttl_ms"
+		"   ELSE expires_at END,"
+		" progress = CASE WHEN $5::int & 2048 <> 0 THEN $17::text"
+		"   ELSE progress END,"
+		" lease_owner = CASE WHEN $3::int = 2 THEN $18::text END,"
+		" lease_until = CASE WHEN $3::int = 2 THEN $4::bigint + $19::bigint END"
+		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
+		" AND (status <> 2 OR $2::int <> 4 OR lease_owner IS NULL"
+		"   OR lease_owner = $18::text)"
+		" RETURNING " JOB_COLS,
+	/* The keys come sorted: every node takes them in one order. */
+	[S_LOCKS] = "SELECT count(pg_advisory_xact_lock(k)) FROM"
+		    " (SELECT k FROM unnest($1::bigint[]) AS k ORDER BY k) AS s",
+	[S_RUNNING_TOOLS] = "SELECT tool, count(*) FROM jobs WHERE status = 2"
+			    " AND tool = ANY($1::text[]) GROUP BY tool",
+	[S_RUNNING_ALL] = "SELECT count(*) FROM jobs WHERE status = 2",
+	/* SKIP LOCKED: rows another node's claim holds are left to it. */
+	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs WHERE status = 0"
+			 " AND run_at <= $1::bigint AND NOT (tool = ANY($2::text[]))"
+			 " AND NOT EXISTS (SELECT 1 FROM tools"
+			 "   WHERE name = jobs.tool AND paused <> 0)"
+			 " ORDER BY priority DESC, run_at, id LIMIT $3::int"
+			 " FOR UPDATE SKIP LOCKED",
+	[S_CLAIM_TAKE] = "UPDATE jobs SET status = 2, started_at = $2::bigint,"
+			 " updated_at = $2::bigint, lease_owner = $3::text,"
+			 " lease_until = $2::bigint + $4::bigint"
+			 " WHERE id = ANY($1::text[]) AND status = 0"
+			 " RETURNING " JOB_COLS,
+	[S_CHECKPOINT] = "UPDATE jobs SET checkpoint = $2, updated_at = $3::bigint"
+			 " WHERE id = $1 AND status = 2"
+			 " AND (lease_owner IS NULL OR lease_owner = $4::text)",
+	[S_PROGRESS] = "UPDATE jobs SET progress = $2, updated_at = $3::bigint"
+		       " WHERE id = $1 AND status = 2"
+		       " AND (lease_owner IS NULL OR lease_owner = $4::text)",
+	[S_JOB_EXISTS] = "SELECT 1 FROM jobs WHERE id = $1",
+	[S_LOG_LAST] = "SELECT max(n) FROM job_logs WHERE job_id = $1",
+	[S_LOG_INSERT] = "INSERT INTO job_logs (job_id, n, at, level, message,"
+			 " data) VALUES ($1, $2::bigint, $3::bigint, $4, $5, $6)",
+	[S_LOG_TRIM] = "DELETE FROM job_logs WHERE job_id = $1 AND n <= $2::bigint",
+	[S_EXPIRE] = "UPDATE jobs SET status = 9, finished_at = $1::bigint,"
+		     " updated_at = $1::bigint, lease_owner = NULL, lease_until = NULL"
+		     " WHERE id IN (SELECT id FROM jobs WHERE status IN (1, 3)"
+		     "   AND expires_at IS NOT NULL AND expires_at <= $1::bigint"
+		     "   ORDER BY expires_at FOR UPDATE SKIP LOCKED)"
+		     " AND status IN (1, 3) RETURNING " JOB_COLS,
+	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES ($1, $2::int)"
+			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
+			   " WHERE status >= 4 AND finished_at < $1::bigint)",
+	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
+			 " WHERE status >= 4 AND finished_at < $1::bigint)",
+	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < $1::bigint",
+	[S_LIST_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE" LIST_REST,
+	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = $6::int AND"
+			  LIST_REST,
+	[S_LIST_TOOL] = "SELECT " JOB_COLS " FROM jobs WHERE tool = $2::text AND"
+			LIST_REST,
+	[S_LIST_RUN] = "SELECT " JOB_COLS " FROM jobs WHERE run_id = $3::text AND"
+		       LIST_REST,
+	[S_RUNNING] = "SELECT " JOB_COLS " FROM jobs WHERE status = 2"
+		      " AND lease_owner = $1 ORDER BY id",
+	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
+		     " FROM events WHERE seq > $1::bigint ORDER BY seq LIMIT $2::int",
+	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data"
+			 " FROM events WHERE job_id = $3 AND seq > $1::bigint"
+			 " ORDER BY seq LIMIT $2::int",
+	[S_LAST_SEQ] = "SELECT n FROM event_seq WHERE one = 1",
+	[S_COUNT] = "SELECT status, count(*) FROM jobs GROUP BY status",
+	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
+		   " WHERE job_id = $1 AND n > $2::bigint ORDER BY n LIMIT $3::int",
+	[S_TOOL_PAUSED] = "SELECT paused FROM tools WHERE name = $1",
+	[S_NEXT_RUN_AT] = "SELECT run_at FROM jobs WHERE status = 0 AND NOT EXISTS"
+			  " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused <> 0)"
+			  " ORDER BY run_at LIMIT 1",
+	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs WHERE status IN (1, 3)"
+			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
+	[S_SEQ_TAKE] = "UPDATE event_seq SET n = n + $1::bigint WHERE one = 1"
+		       " RETURNING n",
+	[S_RENEW] = "UPDATE jobs SET lease_until = $2::bigint"
+		    " WHERE status = 2 AND lease_owner = $1",
+	[S_REAP_SCAN] = "SELECT id, tool, attempt, max_retries, lease_owner"
+			" FROM jobs WHERE status = 2"
+			" AND lease_owner IS DISTINCT FROM $1::text"
+			" AND (lease_until IS NULL OR lease_until < $2::bigint)"
+			" ORDER BY id LIMIT 256 FOR UPDATE SKIP LOCKED",
+	[S_REAP_RETRY] = "UPDATE jobs SET status = 0, run_at = $2::bigint,"
+			 " attempt = attempt + 1, updated_at = $2::bigint,"
+			 " lease_owner = NULL, lease_until = NULL"
+			 " WHERE id = $1 AND status = 2",
+	[S_REAP_FAIL] = "UPDATE jobs SET status = 5, error = $3,"
+			" updated_at = $2::bigint, finished_at = $2::bigint,"
+			" lease_owner = NULL, lease_until = NULL"
+			" WHERE id = $1 AND status = 2",
+};
+
+struct conn {
+	PGconn *pg;
+	bool prepared[S_NSTMT];
+};
+
+struct pg {
+	struct conn w; /* the writer thread's */
+	struct conn r; /* the loop thread's: reads, leases, the reaper */
+	struct conn l; /* the loop thread's: LISTEN and the node lock */
+	char *url;
+	char *node;
+	int64_t lease_ms;
+	int durability;
+	int64_t last_renew;
+
+	/* The writer's current transaction. texts[i] is the data text of
+	 * batch->events[i] (borrowed from its request). */
+	struct store__batch *batch;
+	const char **texts;
+	size_t cap_texts;
+	bool locked; /* the claims' advisory locks are taken */
+};
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* Parameters as text. Integers are formatted into buf. */
+enum { MAX_PARAMS = 40 };
+struct params {
+	const char *v[MAX_PARAMS];
+	char buf[MAX_PARAMS][24];
+	int n;
+};
+
+static void p_str(struct params *p, const char *s)
+{
+	p->v[p->n++] = s;
+}
+
+static void p_int(struct params *p, int64_t x)
+{
+	snprintf(p->buf[p->n], sizeof(p->buf[0]), "%lld", (long long)x);
+	p->v[p->n] = p->buf[p->n];
+	p->n++;
+}
+
+/* p_time passes t, or NULL for 0 (absent). */
+static void p_time(struct params *p, int64_t t)
+{
+	if (t != 0)
+		p_int(p, t);
+	else
+		p_str(p, NULL);
+}
+
+int store__pg_error(const PGresult *res, PGconn *pg)
+{
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (state == NULL)
+		return pg != NULL && PQstatus(pg) != CONNECTION_OK ? -EIO : -EIO;
+	if (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
+		return -EDEADLK; /* the store runs the batch again */
+	if (strcmp(state, "53100") == 0)
+		return -ENOSPC;
+	if (strcmp(state, "53200") == 0)
+		return -ENOMEM;
+	if (strcmp(state, "53300") == 0 || strcmp(state, "55P03") == 0 ||
+	    strcmp(state, "57014") == 0)
+		return -EBUSY;
+	if (strcmp(state, "25006") == 0)
+		return -EROFS;
+	if (strncmp(state, "28", 2) == 0 || strcmp(state, "42501") == 0)
+		return -EACCES;
+	if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
+		return -EINVAL;
+	return -EIO;
+}
+
+/* ok returns 0 when res holds the status wanted, else the error (res is
+ * cleared then). */
+static int ok(PGconn *pg, PGresult *res, ExecStatusType want)
+{
+	if (res != NULL && PQresultStatus(res) == want)
+		return 0;
+	int rc = store__pg_error(res, pg);
+	PQclear(res);
+	return rc;
+}
+
+/* exec runs statement id on c with the parameters, preparing it on first
+ * use. Returns the result (check with ok), or NULL. */
+static PGresult *exec(struct conn *c, enum stmt_id id, const struct params *p)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "b%d", (int)id);
+	if (!c->prepared[id]) {
+		PGresult *r = PQprepare(c->pg, name, sql_text[id], 0, NULL);
+		bool good = r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK;
+		if (!good)
+			return r; /* the error, checked by the caller */
+		PQclear(r);
+		c->prepared[id] = true;
+	}
+	return PQexecPrepared(c->pg, name, p != NULL ? p->n : 0,
+			      p != NULL ? p->v : NULL, NULL, NULL, 0);
+}
+
+/* cmd runs id and returns 0 or an error, the result dropped; *changed (if
+ * not NULL) receives the rows it changed. */
+static int cmd(struct conn *c, enum stmt_id id, const struct params *p,
+	       int64_t *changed)
+{
+	PGresult *r = exec(c, id, p);
+	int rc = ok(c->pg, r, PGRES_COMMAND_OK);
+	if (rc == 0 && PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = -EIO;
+	if (rc != 0)
+		return rc;
+	if (changed != NULL)
+		*changed = strtoll(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+/* simple runs SQL of ours with no parameters. */
+static int simple(PGconn *pg, const char *sql)
+{
+	PGresult *r = PQexec(pg, sql);
+	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		PQclear(r);
+		return 0;
+	}
+	int rc = store__pg_error(r, pg);
+	PQclear(r);
+	return rc;
+}
+
+static int64_t get_int(const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		return 0;
+	return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static char *get_str(const PGresult *r, int row, int col, bool *oom)
+{
+	if (PQgetisnull(r, row, col))
+		return NULL;
+	char *d = strdup(PQgetvalue(r, row, col));
+	if (d == NULL)
+		*oom = true;
+	return d;
+}
+
+static json_t *get_json(const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		return NULL;
+	return json_loadb(PQgetvalue(r, row, col),
+			  (size_t)PQgetlength(r, row, col), JSON_DECODE_ANY, NULL);
+}
+
+/* row_job returns a new job from the JOB_COLS of row, or NULL when out of
+ * memory. */
+static struct store_job *row_job(const PGresult *r, int row)
+{
+	struct store_job *j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return NULL;
+	bool oom = false;
+	snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, row, C_ID));
+	j->tool = get_str(r, row, C_TOOL, &oom);
+	j->status = (int)get_int(r, row, C_STATUS);
+	j->input = get_json(r, row, C_INPUT);
+	j->request_context = get_json(r, row, C_REQUEST_CONTEXT);
+	j->metadata = get_json(r, row, C_METADATA);
+	j->run_id = get_str(r, row, C_RUN_ID, &oom);
+	j->tool_call_id = get_str(r, row, C_TOOL_CALL_ID, &oom);
+	j->idempotency_key = get_str(r, row, C_IDEMPOTENCY_KEY, &oom);
+	j->priority = (int)get_int(r, row, C_PRIORITY);
+	j->run_at = get_int(r, row, C_RUN_AT);
+	j->attempt = (int)get_int(r, row, C_ATTEMPT);
+	j->max_retries = (int)get_int(r, row, C_MAX_RETRIES);
+	j->timeout_ms = get_int(r, row, C_TIMEOUT_MS);
+	j->expires_at = get_int(r, row, C_EXPIRES_AT);
+	j->ttl_ms = get_int(r, row, C_TTL_MS);
+	j->output = get_json(r, row, C_OUTPUT);
+	j->model_output = get_json(r, row, C_MODEL_OUTPUT);
+	j->error = get_json(r, row, C_ERROR);
+	j->suspend_payload = get_json(r, row, C_SUSPEND);
+	j->resume_data = get_json(r, row, C_RESUME);
+	j->checkpoint = get_json(r, row, C_CHECKPOINT);
+	j->approval_required = get_int(r, row, C_APPROVAL_REQUIRED) != 0;
+	j->decision = (int)get_int(r, row, C_DECISION);
+	j->reason = get_str(r, row, C_REASON, &oom);
+	j->decided_at = get_int(r, row, C_DECIDED_AT);
+	j->progress = get_json(r, row, C_PROGRESS);
+	j->retry_of = get_str(r, row, C_RETRY_OF, &oom);
+	j->created_at = get_int(r, row, C_CREATED_AT);
+	j->updated_at = get_int(r, row, C_UPDATED_AT);
+	j->started_at = get_int(r, row, C_STARTED_AT);
+	j->finished_at = get_int(r, row, C_FINISHED_AT);
+	if (oom || j->tool == NULL) {
+		store_job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* job_by_id reads job id on c into *out (NULL when there is none). */
+static int job_by_id(struct conn *c, const char *id, struct store_job **out)
+{
+	struct params p = {0};
+	p_str(&p, id);
+	PGresult *r = exec(c, S_JOB_GET, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	*out = NULL;
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) > 0 && (*out = row_job(r, 0)) == NULL)
+		rc = -ENOMEM;
+	PQclear(r);
+	return rc;
+}
+
+/* text_array returns a malloc'd array literal ({"a","b"}) of the n
+ * strings, quoted and escaped, or NULL when out of memory. */
+static char *text_array(const char *const *v, size_t n)
+{
+	size_t len = 3;
+	for (size_t i = 0; i < n; i++)
+		len += 2 * strlen(v[i]) + 3;
+	char *s = malloc(len), *o = s;
+	if (s == NULL)
+		return NULL;
+	*o++ = '{';
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			*o++ = ',';
+		*o++ = '"';
+		for (const char *c = v[i]; *c != '\0'; c++) {
+			if (*c == '"' || *c == '\\')
+				*o++ = '\\';
+			*o++ = *c;
+		}
+		*o++ = '"';
+	}
+	*o++ = '}';
+	*o = '\0';
+	return s;
+}
+
+/* lock_key returns the advisory lock key of name: FNV-1a, 64 bits. */
+static int64_t lock_key(const char *kind, const char *name)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (const char *s = kind; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *s = name; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (int64_t)h;
+}
+
+/* ---- COPY text ---------------------------------------------------------- */
+
+void store__buf_add(struct store__buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+}
+
+void store__copy_field(struct store__buf *b, const char *v, char sep)
+{
+	if (v == NULL) {
+		store__buf_add(b, "\\N", 2);
+	} else {
+		const char *run = v;
+		for (const char *c = v; *c != '\0'; c++) {
+			const char *esc = NULL;
+			switch (*c) {
+			case '\\': esc = "\\\\"; break;
+			case '\t': esc = "\\t"; break;
+			case '\n': esc = "\\n"; break;
+			case '\r': esc = "\\r"; break;
+			default: break;
+			}
+			if (esc != NULL) {
+				store__buf_add(b, run, (size_t)(c - run));
+				store__buf_add(b, esc, 2);
+				run = c + 1;
+			}
+		}
+		store__buf_add(b, run, strlen(run));
+	}
+	store__buf_add(b, &sep, 1);
+}
+
+static void copy_int(struct store__buf *b, int64_t x, char sep)
+{
+	char s[24];
+	snprintf(s, sizeof(s), "%lld", (long long)x);
+	store__copy_field(b, s, sep);
+}
+
+int store__pg_copy_in(PGconn *pg, const char *sql, const struct store__buf *b)
+{
+	if (b->oom)
+		return -ENOMEM;
+	PGresult *r = PQexec(pg, sql);
+	if (r == NULL || PQresultStatus(r) != PGRES_COPY_IN)
+		return ok(pg, r, PGRES_COPY_IN) != 0 ? store__pg_error(NULL, pg) : -EIO;
+	PQclear(r);
+	int rc = 0;
+	if (b->n > 0 && PQputCopyData(pg, b->p, (int)b->n) != 1)
+		rc = -EIO;
+	if (PQputCopyEnd(pg, rc != 0 ? "failed" : NULL) != 1 && rc == 0)
+		rc = -EIO;
+	while ((r = PQgetResult(pg)) != NULL) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == 0)
+			rc = store__pg_error(r, pg);
+		PQclear(r);
+	}
+	return rc;
+}
+
+/*
+ * flush_events gives the events from..n of b their seqs and writes them:
+ * the counter row is raised by their number (and stays locked to the
+ * commit), then they are copied in. texts[i] is the data of event i.
+ * Returns 0 and sets *last to the last seq, or an error.
+ */
+static int flush_events(struct conn *c, struct store__batch *b, size_t from,
+			const char *const *texts, int64_t *last)
+{
+	size_t k = b->nevents - from;
+	struct params p = {0};
+	p_int(&p, (int64_t)k);
+	PGresult *r = exec(c, S_SEQ_TAKE, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return -EIO;
+	}
+	*last = get_int(r, 0, 0);
+	PQclear(r);
+
+	struct store__buf out = {0};
+	int64_t seq = *last - (int64_t)k;
+	for (size_t i = from; i < b->nevents; i++) {
+		struct store_event *ev = &b->events[i];
+		ev->seq = ++seq;
+		copy_int(&out, ev->seq, '\t');
+		store__copy_field(&out, ev->job_id, '\t');
+		store__copy_field(&out, ev->tool, '\t');
+		copy_int(&out, ev->type, '\t');
+		copy_int(&out, ev->status, '\t');
+		copy_int(&out, ev->at, '\t');
+		store__copy_field(&out, texts[i - from], '\n');
+	}
+	rc = store__pg_copy_in(c->pg, "COPY events (seq, job_id, tool, type, status, at,"
+			    " data) FROM STDIN", &out);
+	free(out.p);
+	return rc;
+}
+
+/* commit_notify commits the transaction on pg, notifying the nodes of the
+ * last seq when there were events (last > 0). The notification is
+ * delivered with the commit, never before it. */
+static int commit_notify(PGconn *pg, int64_t last)
+{
+	char sql[96];
+	if (last > 0)
+		snprintf(sql, sizeof(sql), "NOTIFY berth_events, '%lld'; COMMIT",
+			 (long long)last);
+	else
+		snprintf(sql, sizeof(sql), "COMMIT");
+	PGresult *r = PQexec(pg, sql);
+	int rc = 0;
+	/* A COMMIT of a failed transaction answers ROLLBACK, not an
+	 * error: look at the command tag. */
+	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = store__pg_error(r, pg);
+	else if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
+		rc = -EIO;
+	PQclear(r);
+	return rc;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+/* conn_check reconnects c when its connection was lost. */
+static int conn_check(struct conn *c)
+{
+	if (PQstatus(c->pg) == CONNECTION_OK)
+		return 0;
+	PQreset(c->pg);
+	memset(c->prepared, 0, sizeof(c->prepared));
+	return PQstatus(c->pg) == CONNECTION_OK ? 0 : -EIO;
+}
+
+static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_msg(char **errmsg, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*errmsg);
+	*errmsg = s;
+}
+
+/* pg_message returns the first line of pg's last error. */
+static const char *pg_message(PGconn *pg, char out[256])
+{
+	snprintf(out, 256, "%s", pg != NULL ? PQerrorMessage(pg) : "out of memory");
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+int store__pg_connect(const char *url, PGconn **out, char **errmsg)
+{
+	char why[256];
+	PGconn *pg = PQconnectdb(url);
+	*out = NULL;
+	if (pg == NULL || PQstatus(pg) != CONNECTION_OK) {
+		/* The URL may hold a password: name the server, not the URL. */
+		set_msg(errmsg, "cannot connect to PostgreSQL: %s",
+			pg_message(pg, why));
+		PQfinish(pg);
+		return -EIO;
+	}
+	/* Times and texts are ours; the session must not reinterpret them. */
+	if (simple(pg, "SET client_encoding = 'UTF8'") != 0 ||
+	    simple(pg, "SET application_name = 'berthd'") != 0) {
+		set_msg(errmsg, "cannot set up the PostgreSQL session: %s",
+			pg_message(pg, why));
+		PQfinish(pg);
+		return -EIO;
+	}
+	*out = pg;
+	return 0;
+}
+
+/* The key of the migration lock: nodes that start together migrate one at
+ * a time. */
+#define MIGRATE_KEY "7289543210123456789"
+
+int store__pg_migrate(PGconn *pg, char **errmsg)
+{
+	const struct migration *m = migrations_postgres;
+	size_t n = migrations_postgres_count;
+	char why[256];
+	int rc = simple(pg, "SELECT pg_advisory_lock(" MIGRATE_KEY ")");
+	if (rc != 0) {
+		set_msg(errmsg, "cannot lock the PostgreSQL database for migration: %s",
+			pg_message(pg, why));
+		return rc;
+	}
+
+	/* The version is read without writing anything, so that a newer
+	 * schema is left untouched. */
+	int version = 0;
+	PGresult *r = PQexec(pg, "SELECT CASE WHEN to_regclass('berth_schema')"
+				 " IS NULL THEN -1 END");
+	rc = ok(pg, r, PGRES_TUPLES_OK);
+	if (rc == 0) {
+		bool absent = !PQgetisnull(r, 0, 0);
+		PQclear(r);
+		if (!absent) {
+			r = PQexec(pg, "SELECT coalesce(max(version), 0) FROM berth_schema");
+			if ((rc = ok(pg, r, PGRES_TUPLES_OK)) == 0) {
+				version = (int)get_int(r, 0, 0);
+				PQclear(r);
+			}
+		}
+	}
+	if (rc != 0) {
+		set_msg(errmsg, "cannot read the PostgreSQL database's schema version: %s",
+			pg_message(pg, why));
+		goto out;
+	}
+	if (version < 0 || (size_t)version > n) {
+		set_msg(errmsg,
+			"the PostgreSQL database was written by a newer berth (schema version %d, this binary knows %zu); it was left untouched",
+			version, n);
+		rc = -EPROTO;
+		goto out;
+	}
+	for (size_t i = (size_t)version; i < n; i++) {
+		char bump[160];
+		snprintf(bump, sizeof(bump),
+			 "CREATE TABLE IF NOT EXISTS berth_schema (version INTEGER NOT NULL);"
+			 " DELETE FROM berth_schema;"
+			 " INSERT INTO berth_schema (version) VALUES (%d)",
+			 m[i].version);
+		if ((rc = simple(pg, "BEGIN")) == 0 && (rc = simple(pg, m[i].sql)) == 0 &&
+		    (rc = simple(pg, bump)) == 0 && (rc = commit_notify(pg, 0)) == 0)
+			continue;
+		pg_message(pg, why);
+		simple(pg, "ROLLBACK");
+		set_msg(errmsg,
+			"migration %04d_%s of the PostgreSQL database failed and was rolled back: %s",
+			m[i].version, m[i].name, why);
+		goto out;
+	}
+out:
+	simple(pg, "SELECT pg_advisory_unlock(" MIGRATE_KEY ")");
+	return rc;
+}
+
+/* ---- the writer's operations ------------------------------------------- */
+
+/* add_event records an event of the current transaction; it is written,
+ * with its seq, just before the commit (flush_events). */
+static int add_event(struct pg *q, const char *job_id, const char *tool,
+		     int type, int status, int64_t at, const char *text,
+		     json_t *data)
+{
+	struct store__batch *b = q->batch;
+	if (b->nevents >= q->cap_texts) {
+		size_t cap = q->cap_texts ? q->cap_texts * 2 : 64;
+		while (cap <= b->nevents)
+			cap *= 2;
+		void *v = realloc(q->texts, cap * sizeof(*q->texts));
+		if (v == NULL)
+			return -ENOMEM;
+		q->texts = v;
+		q->cap_texts = cap;
+	}
+	q->texts[b->nevents] = text;
+	return store__batch_event(b, 0, job_id, tool, type, status, at, data);
+}
+
+/* conflict settles a request whose compare-and-set matched no row. */
+static int conflict(struct conn *c, struct store__wreq *w, const char *id)
+{
+	struct store_job *j;
+	int rc = job_by_id(c, id, &j);
+	if (rc != 0)
+		return rc;
+	w->req->job = j;
+	w->rc = j != NULL ? STORE_ECONFLICT : STORE_ENOTFOUND;
+	return 0;
+}
+
+/* by_key looks the (tool, key) job up; sets req->job and existed when
+ * found. */
+static int by_key(struct conn *c, struct store__wreq *w, bool *found)
+{
+	const struct store_job *j = w->req->u.create.job;
+	struct params p = {0};
+	p_str(&p, j->tool);
+	p_str(&p, j->idempotency_key);
+	PGresult *r = exec(c, S_JOB_BY_KEY, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	*found = false;
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) > 0) {
+		w->req->job = row_job(r, 0);
+		rc = w->req->job != NULL ? 0 : -ENOMEM;
+		w->req->existed = rc == 0;
+		w->rc = 0;
+		*found = true;
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int do_create(struct pg *q, struct store__wreq *w)
+{
+	struct conn *c = &q->w;
+	struct store_req *req = w->req;
+	const struct store_job *j = req->u.create.job;
+	bool found;
+	int rc;
+
+	if (j->idempotency_key != NULL) {
+		if ((rc = by_key(c, w, &found)) != 0 || found)
+			return rc;
+	}
+
+	char **t = w->text;
+	struct params p = {0};
+	p_str(&p, j->id);
+	p_str(&p, j->tool);
+	p_int(&p, j->status);
+	p_str(&p, t[STORE__T_INPUT]);
+	p_str(&p, t[STORE__T_REQUEST_CONTEXT]);
+	p_str(&p, t[STORE__T_METADATA]);
+	p_str(&p, j->run_id);
+	p_str(&p, j->tool_call_id);
+	p_str(&p, j->idempotency_key);
+	p_int(&p, j->priority);
+	p_int(&p, w->run_at);
+	p_int(&p, j->attempt > 0 ? j->attempt : 1);
+	p_int(&p, j->max_retries);
+	p_time(&p, j->timeout_ms);
+	p_time(&p, w->expires_at);
+	p_time(&p, j->ttl_ms);
+	p_str(&p, t[STORE__T_OUTPUT]);
+	p_str(&p, t[STORE__T_MODEL_OUTPUT]);
+	p_str(&p, t[STORE__T_ERROR]);
+	p_str(&p, t[STORE__T_SUSPEND]);
+	p_str(&p, t[STORE__T_RESUME]);
+	p_str(&p, t[STORE__T_CHECKPOINT]);
+	p_int(&p, j->approval_required);
+	p_int(&p, j->decision);
+	p_str(&p, j->reason);
+	p_time(&p, j->decided_at);
+	p_str(&p, t[STORE__T_PROGRESS]);
+	p_str(&p, j->retry_of);
+	p_int(&p, w->created_at);
+	p_int(&p, w->created_at);
+	p_time(&p, j->started_at);
+	p_time(&p, j->finished_at);
+	PGresult *r = exec(c, S_JOB_INSERT, &p);
+	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
+		return rc;
+	int rows = PQntuples(r);
+	PQclear(r);
+	if (rows == 0) {
+		/* Another node's create of the same key committed while we
+		 * waited on it, or the id was given twice. */
+		if (j->idempotency_key != NULL) {
+			if ((rc = by_key(c, w, &found)) != 0 || found)
+				return rc;
+		}
+		w->rc = -EEXIST;
+		return 0;
+	}
+
+	json_t *data = req->u.create.event_data;
+	rc = add_event(q, j->id, j->tool, STORE_EV_CREATED, j->status,
+		       w->created_at, t[STORE__T_EVENT], data);
+	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL)
+		rc = add_event(q, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
+			       j->status, w->created_at, t[STORE__T_EVENT], data);
+	w->rc = 0;
+	return rc;
+}
+
+static int do_transition(struct pg *q, struct store__wreq *w)
+{
+	struct conn *c = &q->w;
+	const struct store_transition *tr = &w->req->u.transition;
+	char **t = w->text;
+	int64_t now = store_now();
+	struct params p = {0};
+	p_str(&p, tr->job_id);
+	p_int(&p, tr->from_mask);
+	p_int(&p, tr->to);
+	p_int(&p, now);
+	p_int(&p, tr->set);
+	p_int(&p, tr->run_at != 0 ? tr->run_at : now);
+	p_int(&p, tr->attempt);
+	p_str(&p, t[STORE__T_OUTPUT]);
+	p_str(&p, t[STORE__T_MODEL_OUTPUT]);
+	p_str(&p, t[STORE__T_ERROR]);
+	p_str(&p, t[STORE__T_SUSPEND]);
+	p_str(&p, t[STORE__T_RESUME]);
+	p_str(&p, t[STORE__T_CHECKPOINT]);
+	p_int(&p, tr->decision);
+	p_str(&p, tr->reason);
+	p_time(&p, tr->expires_at);
+	p_str(&p, t[STORE__T_PROGRESS]);
+	p_str(&p, q->node);
+	p_int(&p, q->lease_ms);
+	PGresult *r = exec(c, S_TRANSITION, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	if (rc != 0)
+		return rc;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return conflict(c, w, tr->job_id);
+	}
+	struct store_job *j = row_job(r, 0);
+	PQclear(r);
+	if (j == NULL)
+		return -ENOMEM;
+	w->req->job = j;
+	w->rc = 0;
+	return add_event(q, j->id, j->tool, tr->event, tr->to, now,
+			 t[STORE__T_EVENT], tr->event_data);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * take_locks takes, at the start of a transaction whose batch holds
+ * claims with cluster-wide limits, the advisory locks of those limits:
+ * one per limited tool and one for the global limit, sorted. Taking them
+ * before any row lock of the batch, in one order on every node, keeps two
+ * nodes' batches from deadlocking on them.
+ */
+static int take_locks(struct pg *q, struct store__batch *b)
+{
+	size_t n = 0, cap = 0;
+	int64_t *keys = NULL;
+	int rc = 0;
+	for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
+		const struct store_req *req = w->req;
+		if (req->op != STORE_OP_CLAIM)
+			continue;
+		size_t need = n + req->u.claim.ncaps + 1;
+		if (need > cap) {
+			cap = need * 2;
+			void *v = realloc(keys, cap * sizeof(*keys));
+			if (v == NULL) {
+				free(keys);
+				return -ENOMEM;
+			}
+			keys = v;
+		}
+		if (req->u.claim.global_limit > 0)
+			keys[n++] = lock_key("global", "");
+		for (size_t i = 0; i < req->u.claim.ncaps; i++)
+			if (req->u.claim.caps[i].limit > 0)
+				keys[n++] = lock_key("tool", req->u.claim.caps[i].tool);
+	}
+	if (n > 0) {
+		qsort(keys, n, sizeof(*keys), cmp_key);
+		struct store__buf lit = {0};
+		store__buf_add(&lit, "{", 1);
+		for (size_t i = 0; i < n; i++) {
+			if (i > 0 && keys[i] == keys[i - 1])
+				continue;
+			char s[32];
+			int len = snprintf(s, sizeof(s), "%s%lld", lit.n > 1 ? "," : "",
+					   (long long)keys[i]);
+			store__buf_add(&lit, s, (size_t)len);
+		}
+		store__buf_add(&lit, "}", 1);
+		if (lit.oom) {
+			rc = -ENOMEM;
+		} else {
+			struct params p = {0};
+			p_str(&p, lit.p);
+			PGresult *r = exec(&q->w, S_LOCKS, &p);
+			if ((rc = ok(q->w.pg, r, PGRES_TUPLES_OK)) == 0)
+				PQclear(r);
+		}
+		free(lit.p);
+	}
+	free(keys);
+	q->locked = true;
+	return rc;
+}
+
+/* allowance fills left[i] with how many jobs of caps[i] may be claimed and
+ * *global with how many jobs in all (INT32_MAX for no limit), from the
+ * remaining counts and the running jobs counted in the database. */
+static int allowance(struct conn *c, const struct store_req *req, int *left,
+		     int *global)
+{
+	const struct store_cap *caps = req->u.claim.caps;
+	size_t ncaps = req->u.claim.ncaps;
+	const char **limited = calloc(ncaps + 1, sizeof(*limited));
+	size_t nl = 0;
+	int rc = 0;
+	if (limited == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < ncaps; i++) {
+		left[i] = caps[i].remaining;
+		if (caps[i].limit > 0) {
+			if (left[i] > caps[i].limit)
+				left[i] = caps[i].limit;
+			limited[nl++] = caps[i].tool;
+		}
+	}
+	if (nl > 0) {
+		char *lit = text_array(limited, nl);
+		struct params p = {0};
+		PGresult *r = NULL;
+		if (lit == NULL) {
+			rc = -ENOMEM;
+		} else {
+			p_str(&p, lit);
+			r = exec(c, S_RUNNING_TOOLS, &p);
+			rc = ok(c->pg, r, PGRES_TUPLES_OK);
+		}
+		for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+			const char *tool = PQgetvalue(r, row, 0);
+			int64_t running = get_int(r, row, 1);
+			for (size_t i = 0; i < ncaps; i++) {
+				if (caps[i].limit > 0 && strcmp(caps[i].tool, tool) == 0) {
+					int64_t room = caps[i].limit - running;
+					if (room < left[i])
+						left[i] = room > 0 ? (int)room : 0;
+				}
+			}
+		}
+		if (rc == 0)
+			PQclear(r);
+		free(lit);
+	}
+	free(limited);
+	*global = INT32_MAX;
+	if (rc == 0 && req->u.claim.global_limit > 0) {
+		PGresult *r = exec(c, S_RUNNING_ALL, NULL);
+		if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) == 0) {
+			int64_t room = req->u.claim.global_limit - get_int(r, 0, 0);
+			*global = room > 0 ? (int)room : 0;
+			PQclear(r);
+		}
+	}
+	return rc;
+}
+
+/* A growing list of strings (borrowed or owned, as the user says). */
+struct strs {
+	const char **v;
+	size_t n, cap;
+};
+
+static int strs_push(struct strs *s, const char *v)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		void *nv = realloc(s->v, cap * sizeof(*s->v));
+		if (nv == NULL)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = cap;
+	}
+	s->v[s->n++] = v;
+	return 0;
+}
+
+static void strs_free_all(struct strs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free((char *)s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+/* take moves the picked jobs to running with this node's lease and
+ * appends them to req->jobs, in the order picked, with their events. */
+static int take(struct pg *q, struct store_req *req, struct strs *picked,
+		int64_t now)
+{
+	struct conn *c = &q->w;
+	char *ids = text_array(picked->v, picked->n);
+	if (ids == NULL)
+		return -ENOMEM;
+	struct params p = {0};
+	p_str(&p, ids);
+	p_int(&p, now);
+	p_str(&p, q->node);
+	p_int(&p, q->lease_ms);
+	PGresult *r = exec(c, S_CLAIM_TAKE, &p);
+	free(ids);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	if (rc != 0)
+		return rc;
+	int rows = PQntuples(r);
+	void *v = realloc(req->jobs, (req->njobs + (size_t)rows + 1) * sizeof(*req->jobs));
+	if (v == NULL) {
+		PQclear(r);
+		return -ENOMEM;
+	}
+	req->jobs = v;
+	/* In the order they were picked (UPDATE returns rows in any order). */
+	for (size_t i = 0; rc == 0 && i < picked->n; i++) {
+		for (int row = 0; row < rows; row++) {
+			if (strcmp(PQgetvalue(r, row, C_ID), picked->v[i]) != 0)
+				continue;
+			struct store_job *j = row_job(r, row);
+			if (j == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+			req->jobs[req->njobs++] = j;
+			rc = add_event(q, j->id, j->tool, STORE_EV_STARTED,
+				       j->status, now, NULL, NULL);
+			break;
+		}
+	}
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * do_claim picks the jobs to claim with FOR UPDATE SKIP LOCKED, in the
+ * order of priority, run_at and id, skipping tools whose allowance is
+ * spent, and moves them to running with this node's lease. Rows skipped
+ * for a spent tool may hide runnable jobs of other tools further down, so
+ * the scan is repeated without the spent tools: at most once more per
+ * limited tool. Jobs taken are running by then, so no scan sees them
+ * twice.
+ */
+static int do_claim(struct pg *q, struct store__wreq *w)
+{
+	struct conn *c = &q->w;
+	struct store_req *req = w->req;
+	int limit = req->u.claim.limit;
+	size_t ncaps = req->u.claim.ncaps;
+	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
+	struct strs picked = {0}, out = {0};
+	int *left = NULL, global = 0, rc = 0;
+
+	w->rc = 0;
+	if (limit <= 0)
+		return 0;
+	if ((left = calloc(ncaps + 1, sizeof(*left))) == NULL)
+		return -ENOMEM;
+	if ((rc = allowance(c, req, left, &global)) != 0)
+		goto done;
+	if (global < limit)
+		limit = global;
+
+	while ((int)req->njobs < limit) {
+		int want = limit - (int)req->njobs;
+		out.n = 0;
+		for (size_t i = 0; i < ncaps; i++)
+			if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+				goto done;
+		char *lit = text_array(out.v, out.n);
+		if (lit == NULL) {
+			rc = -ENOMEM;
+			goto done;
+		}
+		struct params p = {0};
+		p_int(&p, now);
+		p_str(&p, lit);
+		p_int(&p, want);
+		PGresult *r = exec(c, S_CLAIM_SCAN, &p);
+		free(lit);
+		if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
+			goto done;
+		int rows = PQntuples(r);
+		bool skipped = false;
+		for (int row = 0; row < rows && (int)(req->njobs + picked.n) < limit; row++) {
+			const char *tool = PQgetvalue(r, row, 1);
+			size_t k = 0;
+			while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
+				k++;
+			if (k < ncaps && left[k] <= 0) {
+				skipped = true;
+				continue;
+			}
+			if (k < ncaps)
+				left[k]--;
+			char *id = strdup(PQgetvalue(r, row, 0));
+			if (id == NULL || strs_push(&picked, id) != 0) {
+				free(id);
+				PQclear(r);
+				rc = -ENOMEM;
+				goto done;
+			}
+		}
+		PQclear(r);
+		if (picked.n > 0 && (rc = take(q, req, &picked, now)) != 0)
+			goto done;
+		strs_free_all(&picked);
+		if (rows < want || !skipped)
+			break;
+	}
+done:
+	strs_free_all(&picked);
+	free(out.v);
+	free(left);
+	return rc;
+}
+
+static int do_expire(struct pg *q, struct store__wreq *w)
+{
+	struct conn *c = &q->w;
+	struct store_req *req = w->req;
+	struct params p = {0};
+	p_int(&p, w->arg);
+	PGresult *r = exec(c, S_EXPIRE, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	w->rc = 0;
+	if (rc != 0)
+		return rc;
+	int rows = PQntuples(r);
+	if (rows > 0 && (req->jobs = calloc((size_t)rows, sizeof(*req->jobs))) == NULL)
+		rc = -ENOMEM;
+	for (int row = 0; rc == 0 && row < rows; row++) {
+		struct store_job *j = row_job(r, row);
+		if (j == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		req->jobs[req->njobs++] = j;
+		rc = add_event(q, j->id, j->tool, STORE_EV_EXPIRED, j->status,
+			       w->arg, NULL, NULL);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int set_running(struct pg *q, struct store__wreq *w, enum stmt_id stmt,
+		       const char *id, const char *text)
+{
+	struct params p = {0};
+	int64_t changed = 0;
+	p_str(&p, id);
+	p_str(&p, text);
+	p_int(&p, store_now());
+	p_str(&p, q->node);
+	int rc = cmd(&q->w, stmt, &p, &changed);
+	if (rc != 0)
+		return rc;
+	if (changed == 0)
+		return conflict(&q->w, w, id);
+	w->rc = 0;
+	return 0;
+}
+
+static int do_log(struct pg *q, struct store__wreq *w)
+{
+	struct conn *c = &q->w;
+	const struct store_req *req = w->req;
+	const char *id = req->u.log.job_id;
+	struct params p = {0};
+	p_str(&p, id);
+	PGresult *r = exec(c, S_JOB_EXISTS, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	if (rc != 0)
+		return rc;
+	int rows = PQntuples(r);
+	PQclear(r);
+	if (rows == 0) {
+		w->rc = STORE_ENOTFOUND;
+		return 0;
+	}
+	r = exec(c, S_LOG_LAST, &p);
+	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
+		return rc;
+	int64_t n = get_int(r, 0, 0);
+	PQclear(r);
+
+	int64_t now = store_now();
+	for (size_t i = 0; i < req->u.log.nlines; i++) {
+		const struct store_log_line *l = &req->u.log.lines[i];
+		struct params lp = {0};
+		p_str(&lp, id);
+		p_int(&lp, ++n);
+		p_int(&lp, l->at != 0 ? l->at : now);
+		p_str(&lp, l->level != NULL ? l->level : "info");
+		p_str(&lp, l->message != NULL ? l->message : "");
+		p_str(&lp, w->line_data != NULL ? w->line_data[i] : NULL);
+		if ((rc = cmd(c, S_LOG_INSERT, &lp, NULL)) != 0)
+			return rc;
+	}
+	if (req->u.log.max_lines > 0 && n > req->u.log.max_lines) {
+		struct params tp = {0};
+		p_str(&tp, id);
+		p_int(&tp, n - req->u.log.max_lines);
+		if ((rc = cmd(c, S_LOG_TRIM, &tp, NULL)) != 0)
+			return rc;
+	}
+	w->rc = 0;
+	return 0;
+}
+
+static int do_pause(struct pg *q, struct store__wreq *w)
+{
+	struct params p = {0};
+	p_str(&p, w->req->u.pause.tool);
+	p_int(&p, w->req->u.pause.paused);
+	w->rc = 0;
+	return cmd(&q->w, S_TOOL_PAUSE, &p, NULL);
+}
+
+static int do_prune(struct pg *q, struct store__wreq *w)
+{
+	static const enum stmt_id steps[] = {S_PRUNE_EVENTS, S_PRUNE_LOGS, S_PRUNE};
+	int64_t changed = 0;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof(steps) / sizeof(steps[0]); i++) {
+		struct params p = {0};
+		p_int(&p, w->req->u.prune.before);
+		rc = cmd(&q->w, steps[i], &p, &changed);
+	}
+	w->req->count = rc == 0 ? changed : 0;
+	w->rc = 0;
+	return rc;
+}
+
+static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
+{
+	struct pg *q = be;
+	struct store_req *req = w->req;
+	int rc;
+
+	q->batch = b;
+	if (!q->locked && (rc = take_locks(q, b)) != 0)
+		return rc;
+	switch (req->op) {
+	case STORE_OP_CREATE:
+		return do_create(q, w);
+	case STORE_OP_TRANSITION:
+		return do_transition(q, w);
+	case STORE_OP_CLAIM:
+		return do_claim(q, w);
+	case STORE_OP_CHECKPOINT:
+		return set_running(q, w, S_CHECKPOINT, req->u.checkpoint.job_id,
+				   w->text[STORE__T_CHECKPOINT]);
+	case STORE_OP_PROGRESS:
+		return set_running(q, w, S_PROGRESS, req->u.progress.job_id,
+				   w->text[STORE__T_PROGRESS]);
+	case STORE_OP_LOG:
+		return do_log(q, w);
+	case STORE_OP_EXPIRE:
+		return do_expire(q, w);
+	case STORE_OP_TOOL_PAUSE:
+		return do_pause(q, w);
+	case STORE_OP_PRUNE:
+		return do_prune(q, w);
+	default: /* STORE__OP_MAX_PAGES is SQLite's */
+		w->rc = -ENOTSUP;
+		return 0;
+	}
+}
+
+static int pg_begin(void *be)
+{
+	struct pg *q = be;
+	q->batch = NULL;
+	q->locked = false;
+	int rc = conn_check(&q->w);
+	return rc != 0 ? rc : simple(q->w.pg, "BEGIN");
+}
+
+static int pg_commit(void *be)
+{
+	struct pg *q = be;
+	int64_t last = 0;
+	if (q->batch != NULL && q->batch->nevents > 0) {
+		int rc = flush_events(&q->w, q->batch, 0, q->texts, &last);
+		if (rc != 0)
+			return rc;
+	}
+	return commit_notify(q->w.pg, last);
+}
+
+static void pg_rollback(void *be)
+{
+	struct pg *q = be;
+	if (PQtransactionStatus(q->w.pg) != PQTRANS_IDLE)
+		simple(q->w.pg, "ROLLBACK");
+	q->batch = NULL;
+}
+
+/* ---- reads (loop thread) ------------------------------------------------ */
+
+/* query runs a read on the reader's connection, reconnecting first when
+ * it was lost. */
+static PGresult *query(struct pg *q, enum stmt_id id, const struct params *p,
+		       int *rc)
+{
+	if ((*rc = conn_check(&q->r)) != 0)
+		return NULL;
+	PGresult *r = exec(&q->r, id, p);
+	if ((*rc = ok(q->r.pg, r, PGRES_TUPLES_OK)) != 0)
+		return NULL;
+	return r;
+}
+
+static int pg_get(void *be, const char *id, struct store_job **out)
+{
+	struct pg *q = be;
+	int rc = conn_check(&q->r);
+	if (rc == 0)
+		rc = job_by_id(&q->r, id, out);
+	if (rc == 0 && *out == NULL)
+		rc = STORE_ENOTFOUND;
+	return rc;
+}
+
+static int read_jobs(PGresult *r, struct store_job ***jobs, size_t *n)
+{
+	int rows = PQntuples(r);
+	struct store_job **v = calloc((size_t)rows + 1, sizeof(*v));
+	if (v == NULL) {
+		PQclear(r);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		if ((v[i] = row_job(r, i)) == NULL) {
+			for (int k = 0; k < i; k++)
+				store_job_free(v[k]);
+			free(v);
+			PQclear(r);
+			return -ENOMEM;
+		}
+	}
+	PQclear(r);
+	*jobs = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
+static int pg_list(void *be, const struct store_filter *f, int limit,
+		   const char *before_id, struct store_job ***jobs, size_t *n)
+{
+	unsigned mask = f != NULL ? f->status_mask : 0;
+	const char *tool = f != NULL ? f->tool : NULL;
+	const char *run_id = f != NULL ? f->run_id : NULL;
+	enum stmt_id id = S_LIST_ALL;
+	if (run_id != NULL)
+		id = S_LIST_RUN;
+	else if (tool != NULL)
+		id = S_LIST_TOOL;
+	else if (mask != 0 && (mask & (mask - 1)) == 0)
+		id = S_LIST_STATUS;
+	struct params p = {0};
+	p_int(&p, mask);
+	p_str(&p, tool);
+	p_str(&p, run_id);
+	p_str(&p, before_id);
+	p_int(&p, limit);
+	if (id == S_LIST_STATUS)
+		p_int(&p, __builtin_ctz(mask));
+	int rc;
+	PGresult *r = query(be, id, &p, &rc);
+	return r != NULL ? read_jobs(r, jobs, n) : rc;
+}
+
+static int pg_running(void *be, struct store_job ***jobs, size_t *n)
+{
+	struct pg *q = be;
+	struct params p = {0};
+	p_str(&p, q->node);
+	int rc;
+	PGresult *r = query(q, S_RUNNING, &p, &rc);
+	return r != NULL ? read_jobs(r, jobs, n) : rc;
+}
+
+static int pg_events(void *be, int64_t after, const char *job_id, int limit,
+		     struct store_event **out, size_t *n)
+{
+	struct params p = {0};
+	p_int(&p, after);
+	p_int(&p, limit);
+	if (job_id != NULL)
+		p_str(&p, job_id);
+	int rc;
+	PGresult *r = query(be, job_id != NULL ? S_EVENTS_JOB : S_EVENTS, &p, &rc);
+	if (r == NULL)
+		return rc;
+	int rows = PQntuples(r);
+	struct store_event *v = calloc((size_t)rows + 1, sizeof(*v));
+	bool oom = v == NULL;
+	for (int i = 0; !oom && i < rows; i++) {
+		struct store_event *ev = &v[i];
+		ev->seq = get_int(r, i, 0);
+		snprintf(ev->job_id, sizeof(ev->job_id), "%s", PQgetvalue(r, i, 1));
+		ev->tool = get_str(r, i, 2, &oom);
+		ev->type = (int)get_int(r, i, 3);
+		ev->status = (int)get_int(r, i, 4);
+		ev->at = get_int(r, i, 5);
+		ev->data = get_json(r, i, 6);
+	}
+	PQclear(r);
+	if (oom) {
+		for (int i = 0; v != NULL && i < rows; i++)
+			store_event_finish(&v[i]);
+		free(v);
+		return -ENOMEM;
+	}
+	*out = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
+/* one_int64 runs a query of one value into *v (0 when no row or NULL). */
+static int one_int64(struct pg *q, enum stmt_id id, const struct params *p,
+		     int64_t *v)
+{
+	int rc;
+	PGresult *r = query(q, id, p, &rc);
+	*v = 0;
+	if (r == NULL)
+		return rc;
+	if (PQntuples(r) > 0)
+		*v = get_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
+static int64_t pg_last_seq(void *be)
+{
+	int64_t v;
+	int rc = one_int64(be, S_LAST_SEQ, NULL, &v);
+	return rc != 0 ? rc : v;
+}
+
+static int pg_count_by_status(void *be, int64_t counts[STORE_NSTATUS])
+{
+	int rc;
+	PGresult *r = query(be, S_COUNT, NULL, &rc);
+	if (r == NULL)
+		return rc;
+	memset(counts, 0, sizeof(int64_t) * STORE_NSTATUS);
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t s = get_int(r, i, 0);
+		if (s >= 0 && s < STORE_NSTATUS)
+			counts[s] = get_int(r, i, 1);
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int pg_logs(void *be, const char *job_id, int64_t after, int limit,
+		   struct store_log_line **out, size_t *n)
+{
+	struct params p = {0};
+	p_str(&p, job_id);
+	p_int(&p, after);
+	p_int(&p, limit);
+	int rc;
+	PGresult *r = query(be, S_LOGS, &p, &rc);
+	if (r == NULL)
+		return rc;
+	int rows = PQntuples(r);
+	struct store_log_line *v = calloc((size_t)rows + 1, sizeof(*v));
+	bool oom = v == NULL;
+	for (int i = 0; !oom && i < rows; i++) {
+		struct store_log_line *l = &v[i];
+		l->n = get_int(r, i, 0);
+		l->at = get_int(r, i, 1);
+		l->level = get_str(r, i, 2, &oom);
+		l->message = get_str(r, i, 3, &oom);
+		l->data = get_json(r, i, 4);
+	}
+	PQclear(r);
+	if (oom) {
+		for (int i = 0; v != NULL && i < rows; i++)
+			store_log_line_finish(&v[i]);
+		free(v);
+		return -ENOMEM;
+	}
+	*out = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
+static int pg_tool_paused(void *be, const char *tool)
+{
+	struct params p = {0};
+	p_str(&p, tool);
+	int64_t v;
+	int rc = one_int64(be, S_TOOL_PAUSED, &p, &v);
+	return rc != 0 ? rc : v != 0;
+}
+
+static int pg_next_run_at(void *be, int64_t *at)
+{
+	return one_int64(be, S_NEXT_RUN_AT, NULL, at);
+}
+
+static int pg_next_expiry(void *be, int64_t *at)
+{
+	return one_int64(be, S_NEXT_EXPIRY, NULL, at);
+}
+
+/* ---- the cluster: notifications, leases, the reaper -------------------- */
+
+/* listen_setup takes the node's lock and listens, on q->l. */
+static int listen_setup(struct pg *q, char **errmsg)
+{
+	struct params p = {0};
+	p_int(&p, lock_key("node", q->node));
+	PGresult *r = PQexecParams(q->l.pg, "SELECT pg_try_advisory_lock($1::bigint)",
+				   1, NULL, p.v, NULL, NULL, 0);
+	int rc = ok(q->l.pg, r, PGRES_TUPLES_OK);
+	if (rc != 0) {
+		set_msg(errmsg, "cannot lock the node name on PostgreSQL");
+		return rc;
+	}
+	bool got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	if (!got) {
+		set_msg(errmsg,
+			"a berthd node named \"%s\" is already running on this PostgreSQL database; give each node its own name (--node or $BERTH_NODE)",
+			q->node);
+		return -EBUSY;
+	}
+	if ((rc = simple(q->l.pg, "LISTEN berth_events")) != 0) {
+		set_msg(errmsg, "cannot LISTEN on PostgreSQL");
+		return rc;
+	}
+	return 0;
+}
+
+static int pg_watch_fd(void *be)
+{
+	struct pg *q = be;
+	return PQstatus(q->l.pg) == CONNECTION_OK ? PQsocket(q->l.pg) : -1;
+}
+
+static int pg_notified(void *be)
+{
+	struct pg *q = be;
+	int any = 0;
+	if (!PQconsumeInput(q->l.pg))
+		return -EIO;
+	PGnotify *n;
+	while ((n = PQnotifies(q->l.pg)) != NULL) {
+		any = 1;
+		PQfreemem(n);
+	}
+	return any;
+}
+
+/* reap recovers, in one transaction on the reader's connection, the
+ * running jobs of other nodes whose leases expired: by the policy of
+ * store_recover (may_rerun and the retries left). Returns the number of
+ * jobs recovered or an error. */
+static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
+		void *arg)
+{
+	struct conn *c = &q->r;
+	int64_t now = store_now();
+	struct store__batch b = {0};
+	const char **texts = NULL;
+	char **owned = NULL;
+	int rows = 0, done = 0;
+	int rc = simple(c->pg, "BEGIN");
+	if (rc != 0)
+		return rc;
+	struct params p = {0};
+	p_str(&p, q->node);
+	p_int(&p, now);
+	PGresult *r = exec(c, S_REAP_SCAN, &p);
+	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0) {
+		r = NULL;
+		goto out;
+	}
+	rows = PQntuples(r);
+	texts = calloc((size_t)rows * 1 + 1, sizeof(*texts));
+	owned = calloc((size_t)rows + 1, sizeof(*owned));
+	if (texts == NULL || owned == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < rows; i++) {
+		const char *id = PQgetvalue(r, i, 0);
+		const char *tool = PQgetvalue(r, i, 1);
+		int attempt = (int)get_int(r, i, 2);
+		int max_retries = (int)get_int(r, i, 3);
+		const char *owner = PQgetisnull(r, i, 4) ? "none" : PQgetvalue(r, i, 4);
+		bool rerun = may_rerun(arg, tool) && attempt <= max_retries;
+		struct params up = {0};
+		p_str(&up, id);
+		p_int(&up, now);
+		int64_t changed = 0;
+		if (rerun) {
+			rc = cmd(c, S_REAP_RETRY, &up, &changed);
+			texts[b.nevents] = "{\"reason\":\"interrupted\"}";
+		} else {
+			json_t *e = json_pack("{s:s+,s:s}", "message",
+					      "interrupted: its berthd node stopped renewing its lease, node ",
+					      owner, "code", "interrupted");
+			owned[i] = e != NULL ? json_dumps(e, JSON_COMPACT) : NULL;
+			json_decref(e);
+			if (owned[i] == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			p_str(&up, owned[i]);
+			rc = cmd(c, S_REAP_FAIL, &up, &changed);
+			texts[b.nevents] = owned[i];
+		}
+		if (rc != 0)
+			goto out;
+		if (changed == 0)
+			continue;
+		rc = store__batch_event(&b, 0, id, tool,
+					rerun ? STORE_EV_RETRYING : STORE_EV_FAILED,
+					rerun ? STORE_PENDING : STORE_FAILED, now, NULL);
+		if (rc != 0)
+			goto out;
+		done++;
+	}
+	if (b.nevents > 0) {
+		int64_t last = 0;
+		if ((rc = flush_events(c, &b, 0, texts, &last)) != 0)
+			goto out;
+		rc = commit_notify(c->pg, last);
+	} else {
+		rc = commit_notify(c->pg, 0);
+	}
+out:
+	if (rc != 0 && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		simple(c->pg, "ROLLBACK");
+	PQclear(r); /* the events' tools were borrowed from it */
+	free(b.events);
+	for (int i = 0; owned != NULL && i < rows; i++)
+		free(owned[i]);
+	free(owned);
+	free(texts);
+	return rc != 0 ? rc : done;
+}
+
+static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
+		   void *arg)
+{
+	struct pg *q = be;
+	int64_t now = store_now();
+	int rc = conn_check(&q->r);
+	if (rc != 0)
+		return rc;
+	/* A lost LISTEN connection: reconnect, lock the name and listen
+	 * again; the store catches up on the events it missed. */
+	if (PQstatus(q->l.pg) != CONNECTION_OK) {
+		char *msg = NULL;
+		PQreset(q->l.pg);
+		if (PQstatus(q->l.pg) == CONNECTION_OK)
+			listen_setup(q, &msg);
+		free(msg);
+	}
+	if (now - q->last_renew >= q->lease_ms / 3) {
+		struct params p = {0};
+		p_str(&p, q->node);
+		p_int(&p, now + q->lease_ms);
+		if ((rc = cmd(&q->r, S_RENEW, &p, NULL)) != 0)
+			return rc;
+		q->last_renew = now;
+	}
+	if (may_rerun == NULL)
+		return 0;
+	return reap(q, may_rerun, arg);
+}
+
+static int64_t pg_tick_ms(void *be)
+{
+	struct pg *q = be;
+	int64_t t = q->lease_ms / 4;
+	return t < 50 ? 50 : t > 1000 ? 1000 : t;
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+static void pg_close(void *be)
+{
+	struct pg *q = be;
+	if (q == NULL)
+		return;
+	PQfinish(q->w.pg);
+	PQfinish(q->r.pg);
+	PQfinish(q->l.pg);
+	free(q->texts);
+	free(q->url);
+	free(q->node);
+	free(q);
+}
+
+/* node_name returns the malloc'd name of this node. */
+static char *node_name(const struct store_config *cfg)
+{
+	const char *s = cfg->node;
+	if (s == NULL || s[0] == '\0')
+		s = getenv("BERTH_NODE");
+	if (s != NULL && s[0] != '\0')
+		return strdup(s);
+	char host[256];
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "berthd");
+	host[sizeof(host) - 1] = '\0';
+	return strdup(host);
+}
+
+static int pg_open(const struct store_config *cfg, void **be, char **errmsg)
+{
+	struct pg *q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	q->url = strdup(cfg->path);
+	q->node = node_name(cfg);
+	q->durability = cfg->durability;
+	q->lease_ms = cfg->lease_ms;
+	if (q->lease_ms <= 0) {
+		const char *e = getenv("BERTH_LEASE_MS");
+		q->lease_ms = e != NULL ? strtoll(e, NULL, 10) : 0;
+	}
+	if (q->lease_ms <= 0)
+		q->lease_ms = 15000;
+	if (q->url == NULL || q->node == NULL) {
+		pg_close(q);
+		return -ENOMEM;
+	}
+
+	int rc;
+	if ((rc = store__pg_connect(q->url, &q->l.pg, errmsg)) != 0 ||
+	    (rc = listen_setup(q, errmsg)) != 0 ||
+	    (rc = store__pg_connect(q->url, &q->w.pg, errmsg)) != 0 ||
+	    (rc = store__pg_migrate(q->w.pg, errmsg)) != 0 ||
+	    (rc = store__pg_connect(q->url, &q->r.pg, errmsg)) != 0)
+		goto fail;
+	/* full: the commit is flushed to the server's disk before the reply
+	 * (synchronous_commit = on); normal: a server crash may lose the
+	 * last commits, as SQLite's synchronous=NORMAL may on power loss. */
+	if (cfg->durability == STORE_DURABILITY_NORMAL &&
+	    (rc = simple(q->w.pg, "SET synchronous_commit = off")) != 0) {
+		set_msg(errmsg, "cannot set synchronous_commit on PostgreSQL");
+		goto fail;
+	}
+	*be = q;
+	return 0;
+fail:
+	pg_close(q);
+	return rc != 0 ? rc : -EIO;
+}
+
+const struct store__backend store__pg = {
+	.name = "postgres",
+	.open = pg_open,
+	.close = pg_close,
+	.begin = pg_begin,
+	.apply = pg_apply,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.get = pg_get,
+	.list = pg_list,
+	.running = pg_running,
+	.events = pg_events,
+	.last_seq = pg_last_seq,
+	.count_by_status = pg_count_by_status,
+	.logs = pg_logs,
+	.tool_paused = pg_tool_paused,
+	.next_run_at = pg_next_run_at,
+	.next_expiry = pg_next_expiry,
+	.shared = true,
+	.watch_fd = pg_watch_fd,
+	.notified = pg_notified,
+	.tick = pg_tick,
+	.tick_ms = pg_tick_ms,
+};
