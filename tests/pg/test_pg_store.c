@@ -1,0 +1,574 @@
+/*
+ * test_pg_store.c: the store on PostgreSQL, with several stores (nodes)
+ * on one database in one process and one loop. $BERTH_TEST_DB is the URL
+ * of a server the test may create databases on (tests/pg/run.sh starts
+ * one); each test gets a fresh database of its own.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+enum { MAX_NODES = 3 };
+
+struct node {
+	struct store *st;
+	struct store_event *seen; /* the events its listener got */
+	size_t nseen, capseen;
+	bool closed;
+};
+
+struct fx {
+	char url[512];
+	uv_loop_t loop;
+	struct node n[MAX_NODES];
+	int nnodes;
+};
+
+static const char *base_url(void)
+{
+	const char *u = getenv("BERTH_TEST_DB");
+	return u != NULL && u[0] != '\0' ? u : NULL;
+}
+
+/* pg_run runs SQL of ours on url, failing the test on an error. */
+static void pg_run(const char *url, const char *sql)
+{
+	PGconn *pg = PQconnectdb(url);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	PGresult *r = PQexec(pg, sql);
+	ExecStatusType s = PQresultStatus(r);
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(pg));
+	PQclear(r);
+	PQfinish(pg);
+}
+
+static int64_t pg_int(const char *url, const char *sql)
+{
+	PGconn *pg = PQconnectdb(url);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	PGresult *r = PQexec(pg, sql);
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	PQfinish(pg);
+	return v;
+}
+
+/* fresh_db makes an empty database named after the test and puts its URL
+ * in out. */
+static void fresh_db(const char *name, char *out, size_t len)
+{
+	char sql[256];
+	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+	pg_run(base_url(), sql);
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+	pg_run(base_url(), sql);
+	const char *u = base_url();
+	const char *slash = strrchr(u, '/');
+	assert_non_null(slash);
+	snprintf(out, len, "%.*s/%s", (int)(slash - u), u, name);
+}
+
+static void on_event(void *arg, const struct store_event *ev)
+{
+	struct node *n = arg;
+	if (n->nseen == n->capseen) {
+		n->capseen = n->capseen ? 2 * n->capseen : 64;
+		n->seen = realloc(n->seen, n->capseen * sizeof(*n->seen));
+		assert_non_null(n->seen);
+	}
+	struct store_event *e = &n->seen[n->nseen++];
+	*e = *ev;
+	e->tool = NULL;
+	e->data = NULL;
+}
+
+static void node_open(struct fx *f, int i, const char *name, int64_t lease_ms)
+{
+	struct store_config cfg = {.path = f->url, .node = name, .lease_ms = lease_ms};
+	char *err = NULL;
+	int rc = store_open(&f->loop, &cfg, &f->n[i].st, &err);
+	if (rc != 0)
+		fail_msg("store_open: %s", err ? err : "?");
+	assert_int_equal(store_add_listener(f->n[i].st, on_event, &f->n[i]), 0);
+	f->n[i].closed = false;
+	if (i >= f->nnodes)
+		f->nnodes = i + 1;
+}
+
+static void on_store_closed(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static void node_close(struct fx *f, int i)
+{
+	if (f->n[i].st == NULL)
+		return;
+	store_close(f->n[i].st, on_store_closed, &f->n[i].closed);
+	while (!f->n[i].closed)
+		uv_run(&f->loop, UV_RUN_ONCE);
+	f->n[i].st = NULL;
+}
+
+static int setup_named(void **state, const char *db, int nodes, int64_t lease)
+{
+	if (base_url() == NULL) {
+		print_message("BERTH_TEST_DB is not set; tests/pg/run.sh sets it\n");
+		return -1;
+	}
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	fresh_db(db, f->url, sizeof(f->url));
+	assert_int_equal(uv_loop_init(&f->loop), 0);
+	static const char *const names[] = {"node-a", "node-b", "node-c"};
+	for (int i = 0; i < nodes; i++)
+		node_open(f, i, names[i], lease);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < f->nnodes; i++) {
+		node_close(f, i);
+		free(f->n[i].seen);
+	}
+	assert_int_equal(uv_loop_close(&f->loop), 0);
+	free(f);
+	return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+struct waiter {
+	struct store_req req;
+	bool done;
+	int rc;
+};
+
+static void req_done(struct store_req *req, int rc)
+{
+	struct waiter *w = (struct waiter *)req;
+	w->done = true;
+	w->rc = rc;
+}
+
+static int run_req(struct fx *f, struct store *st, struct waiter *w)
+{
+	w->req.done = req_done;
+	w->done = false;
+	int rc = store_submit(st, &w->req);
+	if (rc != 0)
+		return rc;
+	while (!w->done)
+		uv_run(&f->loop, UV_RUN_ONCE);
+	return w->rc;
+}
+
+static int create(struct fx *f, int node, const char *tool, const char *key,
+		  char id[40])
+{
+	struct store_job j = {0};
+	j.tool = (char *)tool;
+	j.status = STORE_PENDING;
+	j.idempotency_key = (char *)key;
+	j.input = json_pack("{s:i}", "n", 1);
+	j.max_retries = 1;
+	struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+	w.req.u.create.job = &j;
+	int rc = run_req(f, f->n[node].st, &w);
+	if (rc == 0 && id != NULL)
+		snprintf(id, 40, "%s", w.req.job->id);
+	store_req_finish(&w.req);
+	json_decref(j.input);
+	return rc;
+}
+
+/* claim claims up to limit jobs on node with the caps; returns how many. */
+static int claim(struct fx *f, int node, int limit, const struct store_cap *caps,
+		 size_t ncaps, char ids[][40])
+{
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = limit;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = ncaps;
+	assert_int_equal(run_req(f, f->n[node].st, &w), 0);
+	int n = (int)w.req.njobs;
+	for (int i = 0; ids != NULL && i < n; i++)
+		snprintf(ids[i], 40, "%s", w.req.jobs[i]->id);
+	store_req_finish(&w.req);
+	return n;
+}
+
+static int move(struct fx *f, int node, const char *id, unsigned from, int to,
+		int event)
+{
+	struct waiter w = {.req = {.op = STORE_OP_TRANSITION}};
+	snprintf(w.req.u.transition.job_id, 40, "%s", id);
+	w.req.u.transition.from_mask = from;
+	w.req.u.transition.to = to;
+	w.req.u.transition.event = event;
+	int rc = run_req(f, f->n[node].st, &w);
+	store_req_finish(&w.req);
+	return rc;
+}
+
+static int status_of(struct fx *f, int node, const char *id)
+{
+	struct store_job *j = NULL;
+	if (store_get(f->n[node].st, id, &j) != 0)
+		return -1;
+	int s = j->status;
+	store_job_free(j);
+	return s;
+}
+
+static void on_spun(uv_timer_t *t)
+{
+	uv_timer_stop(t);
+}
+
+/* spin runs the loop for about ms milliseconds. */
+static void spin(struct fx *f, int ms)
+{
+	uv_timer_t t;
+	uv_timer_init(&f->loop, &t);
+	uv_timer_start(&t, on_spun, (uint64_t)ms, 0);
+	while (uv_is_active((uv_handle_t *)&t))
+		uv_run(&f->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static int setup_one(void **state)
+{
+	return setup_named(state, "berth_t_one", 1, 0);
+}
+
+/* The single-node contract: create, idempotency, get, list, transitions,
+ * conflicts, events in seq order. */
+static void lifecycle__on_postgres__matches_the_store_contract(void **state)
+{
+	struct fx *f = *state;
+	char a[40], b[40], again[40];
+	assert_int_equal(create(f, 0, "echo", "k1", a), 0);
+	assert_int_equal(create(f, 0, "echo", "k1", again), 0);
+	assert_string_equal(a, again);
+	assert_int_equal(create(f, 0, "echo", NULL, b), 0);
+	assert_int_equal(status_of(f, 0, a), STORE_PENDING);
+
+	struct store_job **jobs;
+	size_t n;
+	char *next;
+	assert_int_equal(store_list(f->n[0].st, NULL, 1, NULL, &jobs, &n, &next), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(jobs[0]->id, b); /* newest first */
+	assert_non_null(next);
+	store_job_free(jobs[0]);
+	free(jobs);
+	char *cursor = next;
+	assert_int_equal(store_list(f->n[0].st, NULL, 5, cursor, &jobs, &n, &next), 0);
+	free(cursor);
+	assert_int_equal(n, 1);
+	assert_string_equal(jobs[0]->id, a);
+	assert_null(next);
+	store_job_free(jobs[0]);
+	free(jobs);
+
+	char got[2][40];
+	assert_int_equal(claim(f, 0, 1, NULL, 0, got), 1);
+	assert_string_equal(got[0], a); /* oldest of equal priority */
+	assert_int_equal(move(f, 0, a, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+			      STORE_EV_COMPLETED), 0);
+	assert_int_equal(move(f, 0, a, STORE_MASK(STORE_RUNNING), STORE_FAILED,
+			      STORE_EV_FAILED), STORE_ECONFLICT);
+	assert_int_equal(move(f, 0, "nope", STORE_MASK(STORE_RUNNING), STORE_FAILED,
+			      STORE_EV_FAILED), STORE_ENOTFOUND);
+
+	/* created a, created b, started a, completed a */
+	struct node *nd = &f->n[0];
+	assert_int_equal(nd->nseen, 4);
+	for (size_t i = 0; i < nd->nseen; i++)
+		assert_int_equal(nd->seen[i].seq, (int64_t)i + 1);
+	assert_int_equal(store_last_seq(nd->st), 4);
+	struct store_event *ev;
+	assert_int_equal(store_events(nd->st, 2, NULL, 10, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].type, STORE_EV_STARTED);
+	assert_int_equal(ev[1].type, STORE_EV_COMPLETED);
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+
+	int64_t counts[STORE_NSTATUS];
+	assert_int_equal(store_count_by_status(nd->st, counts), 0);
+	assert_int_equal(counts[STORE_PENDING], 1);
+	assert_int_equal(counts[STORE_COMPLETED], 1);
+}
+
+/* A newer schema is refused and left untouched. */
+static void open__newer_schema__is_refused(void **state)
+{
+	struct fx *f = *state;
+	node_close(f, 0);
+	pg_run(f->url, "UPDATE berth_schema SET version = 99");
+	struct store_config cfg = {.path = f->url, .node = "node-a"};
+	struct store *st = NULL;
+	char *err = NULL;
+	assert_int_equal(store_open(&f->loop, &cfg, &st, &err), -EPROTO);
+	assert_non_null(strstr(err, "newer berth"));
+	free(err);
+	assert_int_equal(pg_int(f->url, "SELECT version FROM berth_schema"), 99);
+	pg_run(f->url, "UPDATE berth_schema SET version = 1");
+}
+
+/* A second live node of the same name is refused. */
+static void open__same_node_name_twice__is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct store_config cfg = {.path = f->url, .node = "node-a"};
+	struct store *st = NULL;
+	char *err = NULL;
+	assert_int_equal(store_open(&f->loop, &cfg, &st, &err), -EBUSY);
+	assert_non_null(strstr(err, "already running"));
+	free(err);
+}
+
+static int setup_three(void **state)
+{
+	return setup_named(state, "berth_t_three", 3, 0);
+}
+
+/* Events committed by one node reach the listeners of the others, in seq
+ * order, each once. */
+static void events__from_other_nodes__reach_every_listener_in_order(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(create(f, i % 3, "echo", NULL, NULL), 0);
+	for (int tries = 0; tries < 100; tries++) {
+		if (f->n[0].nseen == 30 && f->n[1].nseen == 30 && f->n[2].nseen == 30)
+			break;
+		spin(f, 20);
+	}
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(f->n[k].nseen, 30);
+		for (size_t i = 0; i < 30; i++)
+			assert_int_equal(f->n[k].seen[i].seq, (int64_t)i + 1);
+	}
+}
+
+/* Concurrent batches of three nodes never make a reader skip a seq: every
+ * listener sees 1..N without a gap, whatever order the commits took. */
+static void events__concurrent_commits__no_seq_is_skipped(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 300 };
+	static struct waiter w[N];
+	static struct store_job j[N];
+	for (int i = 0; i < N; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		memset(&j[i], 0, sizeof(j[i]));
+		j[i].tool = "echo";
+		j[i].status = STORE_PENDING;
+		w[i].req.op = STORE_OP_CREATE;
+		w[i].req.u.create.job = &j[i];
+		w[i].req.done = req_done;
+		assert_int_equal(store_submit(f->n[i % 3].st, &w[i].req), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		while (!w[i].done)
+			uv_run(&f->loop, UV_RUN_ONCE);
+		assert_int_equal(w[i].rc, 0);
+		store_req_finish(&w[i].req);
+	}
+	for (int tries = 0; tries < 200; tries++) {
+		if (f->n[0].nseen == N && f->n[1].nseen == N && f->n[2].nseen == N)
+			break;
+		spin(f, 20);
+	}
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(f->n[k].nseen, N);
+		for (size_t i = 0; i < N; i++)
+			assert_int_equal(f->n[k].seen[i].seq, (int64_t)i + 1);
+	}
+}
+
+/* A tool's cluster-wide limit holds across nodes. */
+static void claim__cluster_limit__holds_across_nodes(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(create(f, 0, "slow", NULL, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(create(f, 1, "fast", NULL, NULL), 0);
+	struct store_cap caps[] = {{.tool = "slow", .remaining = 3, .limit = 3}};
+	int a = claim(f, 0, 2, caps, 1, NULL);
+	int b = claim(f, 1, 10, caps, 1, NULL);
+	int c = claim(f, 2, 10, caps, 1, NULL);
+	assert_int_equal(a, 2);
+	/* b gets the one slot of slow left and every fast job */
+	assert_int_equal(b + c, 1 + 4);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+					" AND tool = 'slow'"), 3);
+	/* the global limit */
+	assert_int_equal(create(f, 0, "free", NULL, NULL), 0);
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 10;
+	w.req.u.claim.global_limit = 7;
+	assert_int_equal(run_req(f, f->n[2].st, &w), 0);
+	assert_int_equal(w.req.njobs, 0); /* 7 running already */
+	store_req_finish(&w.req);
+}
+
+/* The end of a run by a node that lost its lease is refused. */
+static void transition__from_running_without_the_lease__conflicts(void **state)
+{
+	struct fx *f = *state;
+	char id[40], got[1][40];
+	assert_int_equal(create(f, 0, "echo", NULL, id), 0);
+	assert_int_equal(claim(f, 0, 1, NULL, 0, got), 1);
+	assert_int_equal(move(f, 1, id, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+			      STORE_EV_COMPLETED), STORE_ECONFLICT);
+	/* a cancel from any node is fine */
+	assert_int_equal(move(f, 1, id, STORE_MASK(STORE_PENDING) | STORE_MASK(STORE_RUNNING),
+			      STORE_CANCELLED, STORE_EV_CANCELLED), 0);
+}
+
+static int setup_lease(void **state)
+{
+	return setup_named(state, "berth_t_lease", 2, 400);
+}
+
+static bool rerun_all(void *arg, const char *tool)
+{
+	return strcmp(tool, "once") != 0;
+}
+
+/* A dead node's running jobs are recovered by another node once their
+ * leases expire, by the interrupt policy; its own restart recovers its
+ * jobs at once. */
+static void lease__expired__jobs_are_recovered_by_other_nodes(void **state)
+{
+	struct fx *f = *state;
+	char a[40], b[40], c[40], got[3][40];
+	assert_int_equal(create(f, 0, "echo", NULL, a), 0);
+	assert_int_equal(create(f, 0, "once", NULL, b), 0);
+	assert_int_equal(claim(f, 0, 2, NULL, 0, got), 2);
+	assert_int_equal(store_recover(f->n[1].st, rerun_all, NULL), 0);
+	/* node-a stops renewing (closed without requeueing: it "died") */
+	node_close(f, 0);
+	spin(f, 200);
+	assert_int_equal(status_of(f, 1, a), STORE_RUNNING); /* lease not expired */
+	for (int i = 0; i < 100 && status_of(f, 1, a) == STORE_RUNNING; i++)
+		spin(f, 50);
+	assert_int_equal(status_of(f, 1, a), STORE_PENDING);
+	assert_int_equal(status_of(f, 1, b), STORE_FAILED);
+	struct store_job *j;
+	assert_int_equal(store_get(f->n[1].st, a, &j), 0);
+	assert_int_equal(j->attempt, 2);
+	store_job_free(j);
+
+	/* node-b claims c, restarts under its name: recovered at once */
+	assert_int_equal(create(f, 1, "echo", NULL, c), 0);
+	assert_int_equal(claim(f, 1, 5, NULL, 0, got), 2);
+	node_close(f, 1);
+	node_open(f, 1, "node-b", 400);
+	assert_int_equal(store_recover(f->n[1].st, rerun_all, NULL), 2);
+	assert_int_equal(status_of(f, 1, c), STORE_PENDING);
+}
+
+/* store_copy moves a SQLite database with its seqs and payloads. */
+static int setup_copy(void **state)
+{
+	return setup_named(state, "berth_t_copy", 0, 0);
+}
+
+static void copy__sqlite_database__arrives_whole(void **state)
+{
+	struct fx *f = *state;
+	char dir[] = "/tmp/berth-copy-XXXXXX", path[128];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/berth.db", dir);
+	struct store_config cfg = {.path = path};
+	struct store *st;
+	char *err = NULL;
+	assert_int_equal(store_open(&f->loop, &cfg, &st, &err), 0);
+	f->n[0].st = st;
+	f->nnodes = 1;
+	char a[40], b[40];
+	assert_int_equal(create(f, 0, "echo", "key\t\\1", a), 0);
+	assert_int_equal(create(f, 0, "echo", NULL, b), 0);
+	assert_int_equal(claim(f, 0, 1, NULL, 0, NULL), 1);
+	int64_t last = store_last_seq(st);
+	node_close(f, 0);
+
+	assert_int_equal(store_copy(path, f->url, &err), 0);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), 2);
+	assert_int_equal(pg_int(f->url, "SELECT n FROM event_seq"), last);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE"
+					" idempotency_key = E'key\\t\\\\1'"), 1);
+	/* a second copy into a database in use is refused */
+	assert_int_equal(store_copy(path, f->url, &err), -EEXIST);
+	free(err);
+
+	node_open(f, 0, "node-a", 0);
+	struct store_job *j;
+	assert_int_equal(store_get(f->n[0].st, a, &j), 0);
+	assert_int_equal(json_integer_value(json_object_get(j->input, "n")), 1);
+	store_job_free(j);
+	assert_int_equal(store_last_seq(f->n[0].st), last);
+	assert_int_equal(create(f, 0, "echo", NULL, NULL), 0);
+	assert_int_equal(store_last_seq(f->n[0].st), last + 1);
+	unlink(path);
+	char lock[160];
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	unlink(lock);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	if (base_url() == NULL) {
+		fprintf(stderr, "test_pg_store: BERTH_TEST_DB is not set; run it through tests/pg/run.sh\n");
+		return 77;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(open__newer_schema__is_refused, setup_one,
+						teardown),
+		cmocka_unit_test_setup_teardown(open__same_node_name_twice__is_refused,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(events__from_other_nodes__reach_every_listener_in_order,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(events__concurrent_commits__no_seq_is_skipped,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__cluster_limit__holds_across_nodes,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(transition__from_running_without_the_lease__conflicts,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(lease__expired__jobs_are_recovered_by_other_nodes,
+						setup_lease, teardown),
+		cmocka_unit_test_setup_teardown(copy__sqlite_database__arrives_whole, setup_copy,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
