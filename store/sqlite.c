@@ -192,7 +192,7 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = ?6 AND"
 			  LIST_REST,
 	[S_LIST_TOOL] = "SELECT " JOB_COLS " FROM jobs WHERE tool = ?2 AND"
-			LIST_REST,
+			LIST_REST, /* by id: jobs has no index by tool */
 	[S_LIST_RUN] = "SELECT " JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
 		       LIST_REST,
 	[S_RUNNING] = "SELECT " JOB_COLS " FROM jobs WHERE status = 2"
@@ -919,14 +919,14 @@ static int sq_list(void *be, const struct store_filter *f, int limit,
 	const char *run_id = f != NULL ? f->run_id : NULL;
 	enum stmt_id id = S_LIST_ALL;
 
-	/* Lead with the index that narrows the most: a run, a tool, one
-	 * status; the other filters are checked on the rows it yields. */
+	/* Lead with the index that narrows the most: a run, one status;
+	 * the other filters are checked on the rows it yields. */
 	if (run_id != NULL)
 		id = S_LIST_RUN;
-	else if (tool != NULL)
-		id = S_LIST_TOOL;
 	else if (mask != 0 && (mask & (mask - 1)) == 0)
 		id = S_LIST_STATUS;
+	else if (tool != NULL)
+		id = S_LIST_TOOL;
 	sqlite3_stmt *s = get(c, id);
 	if (s == NULL)
 		return prepare_error(c);
