@@ -210,6 +210,7 @@ struct worker {
 	bool started;
 	bool claim_inflight;
 	bool claim_again;
+	int64_t last_claim_now;  /* the "now" of the last claim */
 	uv_timer_t run_timer;    /* store_next_run_at */
 	uv_timer_t expiry_timer; /* store_next_expiry */
 	uv_timer_t prune_timer;

@@ -65,7 +65,7 @@ void worker__sched_kick(struct worker *w)
 	}
 	op->req.op = STORE_OP_CLAIM;
 	op->req.u.claim.limit = free_slots;
-	op->req.u.claim.now = store_now();
+	op->req.u.claim.now = w->last_claim_now = store_now();
 	op->req.u.claim.caps = op->caps;
 	op->req.u.claim.ncaps = ncaps;
 	w->claim_inflight = true;
@@ -166,9 +166,18 @@ void worker__sched_rearm(struct worker *w)
 	}
 	if (store_next_run_at(w->st, &at))
 		at = now + CLAIM_RETRY_MS;
-	/* A due job that is not claimed waits for a slot (of the pool or of
-	 * its tool): the slot's release claims again, so only a future time
-	 * needs the timer. */
+	/* A job that became due after the last claim looked (its run_at
+	 * passed while that claim was under way, or the timer fired a
+	 * little early) is claimed now. A due job that the last claim saw
+	 * and left waits for a slot (of the pool or of its tool): the
+	 * slot's release claims again, so only a future time needs the
+	 * timer, and nothing spins. */
+	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight &&
+	    w->busy < w->cfg.workers) {
+		worker__sched_kick(w);
+		if (w->claim_inflight)
+			return; /* claim_done rearms */
+	}
 	due = at > now ? at : 0;
 	if (w->nwakeups && (!due || w->wakeups[0] < due))
 		due = w->wakeups[0];

@@ -406,7 +406,7 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 {
 	const char *title = t->title;
 	json_t *o = json_object();
-	json_t *bg;
+	json_t *bg, *ann;
 	int paused;
 
 	if (!o)
@@ -428,7 +428,14 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 		json_object_set_new(o, "inputSchema",
 				    json_pack("{s:s}", "type", "object"));
 	set_copy(o, "outputSchema", t->schema_doc[WORKER_SCHEMA_OUTPUT]);
-	set_copy(o, "annotations", t->annotations);
+	/* The hints a tool leaves out are listed with MCP's defaults, so a
+	 * client sees what MCP assumes rather than guessing. */
+	ann = json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", 0,
+			"destructiveHint", 1, "idempotentHint", 0,
+			"openWorldHint", 1);
+	if (ann && t->annotations)
+		json_object_update(ann, t->annotations);
+	json_object_set_new(o, "annotations", ann);
 	set_copy(o, "_meta", t->meta);
 	json_object_set_new(o, "execution",
 			    json_pack("{s:s}", "taskSupport",

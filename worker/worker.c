@@ -533,6 +533,7 @@ static void shutdown_timer_cb(uv_timer_t *h)
 void worker__check_shutdown(struct worker *w)
 {
 	struct worker__run *r, *next;
+	int rc;
 
 	if (!w->stopping || w->closing)
 		return;
@@ -548,8 +549,10 @@ void worker__check_shutdown(struct worker *w)
 	/* Every job still running in the store was stopped by this
 	 * shutdown (or claimed after it began): back to pending without
 	 * using up a retry. */
-	if (w->started)
-		store_requeue_running(w->st);
+	if (w->started && (rc = store_requeue_running(w->st)) < 0)
+		fprintf(stderr, "berthd: putting running jobs back to pending "
+				"failed (%s); the next start recovers them\n",
+			strerror(-rc));
 	/* C tools that never returned are detached: their thread keeps the
 	 * run (and the hub) alive and touches nothing else. */
 	for (r = w->runs; r; r = next) {

@@ -12,7 +12,7 @@
 
 #include "fixture.h"
 
-/* Each manifest is a printf format; %s is the fixture directory. */
+/* Each manifest's @DIR@ is replaced by the fixture directory. */
 static const char *const manifests[][2] = {
 	{"echo.json",
 	 "{\"id\":\"p-echo\",\"inputSchema\":{\"type\":\"object\"},"
@@ -22,7 +22,7 @@ static const char *const manifests[][2] = {
 	 "\\\"total\\\":2}}'; echo '{\\\"log\\\":{\\\"level\\\":\\\"info\\\","
 	 "\\\"message\\\":\\\"working\\\",\\\"step\\\":1}}'; "
 	 "echo 'to stderr' >&2; "
-	 "printf '%%s\\\\n' \\\"$line\\\" | jq -c '{output: {got: .input, "
+	 "printf '%s\\\\n' \\\"$line\\\" | jq -c '{output: {got: .input, "
 	 "attempt: .attempt}, modelOutput: \\\"short\\\"}'\"]}"},
 	{"ask.json",
 	 "{\"id\":\"p-ask\",\"suspendSchema\":{\"type\":\"object\","
@@ -44,7 +44,7 @@ static const char *const manifests[][2] = {
 	 "\"cat >/dev/null; echo 'something broke' >&2; exit 3\"]}"},
 	{"stubborn.json",
 	 "{\"id\":\"p-stubborn\",\"background\":{\"timeoutMs\":200},"
-	 "\"env\":{\"PIDFILE\":\"%s/stubborn.pid\"},"
+	 "\"env\":{\"PIDFILE\":\"@DIR@/stubborn.pid\"},"
 	 "\"command\":[\"/bin/sh\",\"-c\",\"trap '' TERM; echo $$ > "
 	 "\\\"$PIDFILE\\\"; exec sleep 30\"]}"},
 	{"long.json",
@@ -53,8 +53,8 @@ static const char *const manifests[][2] = {
 	{"ckpt.json",
 	 "{\"id\":\"p-ckpt\",\"background\":{\"maxRetries\":1,"
 	 "\"backoffMs\":10},\"command\":[\"/bin/sh\",\"-c\","
-	 "\"line=$(cat); if printf '%%s' \\\"$line\\\" | jq -e .checkpoint "
-	 ">/dev/null; then printf '%%s' \\\"$line\\\" | jq -c '{output: "
+	 "\"line=$(cat); if printf '%s' \\\"$line\\\" | jq -e .checkpoint "
+	 ">/dev/null; then printf '%s' \\\"$line\\\" | jq -c '{output: "
 	 "{from: .checkpoint.step, attempt: .attempt}}'; else echo "
 	 "'{\\\"checkpoint\\\":{\\\"step\\\":3}}'; exit 1; fi\"]}"},
 	{"env.json",
@@ -66,6 +66,18 @@ static const char *const manifests[][2] = {
 	{"missing.json",
 	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
 };
+
+/* subst copies text into out with @DIR@ replaced by dir. */
+static void subst(char *out, size_t size, const char *text, const char *dir)
+{
+	const char *at = strstr(text, "@DIR@");
+
+	if (!at) {
+		snprintf(out, size, "%s", text);
+		return;
+	}
+	snprintf(out, size, "%.*s%s%s", (int)(at - text), text, dir, at + 5);
+}
 
 static int setup(void **state)
 {
@@ -81,7 +93,7 @@ static int setup(void **state)
 	for (size_t i = 0; i < sizeof(manifests) / sizeof(manifests[0]); i++) {
 		char name[64];
 
-		snprintf(text, sizeof(text), manifests[i][1], f->dir);
+		subst(text, sizeof(text), manifests[i][1], f->dir);
 		snprintf(name, sizeof(name), "tools/%s", manifests[i][0]);
 		fx_write(f, name, text);
 	}
