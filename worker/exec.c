@@ -30,6 +30,11 @@ static void after_work_cb(uv_work_t *req, int status)
 	struct berth_outcome o = r->outcome;
 
 	memset(&r->outcome, 0, sizeof(r->outcome));
+	/* What execute reported before it returned (progress, logs) comes
+	 * before its outcome: libuv may run this callback before the hub's
+	 * async callback. */
+	if (r->w)
+		worker__hub_drain(r->w);
 	if (r->w)
 		worker__run_outcome(r, &o);
 	else

@@ -331,6 +331,8 @@ void worker__hub_unref(struct worker__hub *h);
 bool worker__hub_post(struct worker__hub *h, struct worker__msg *m);
 void worker__hub_complete(struct worker__hub *h, struct worker__wait *wt,
 			  int rc);
+/* worker__hub_drain handles every queued message now (loop thread). */
+void worker__hub_drain(struct worker *w);
 
 /* ---- sched.c ---------------------------------------------------------- */
 

@@ -291,7 +291,11 @@ static struct worker__msg *hub_take(struct worker__hub *h)
 
 static void async_cb(uv_async_t *a)
 {
-	struct worker *w = a->data;
+	worker__hub_drain(a->data);
+}
+
+void worker__hub_drain(struct worker *w)
+{
 	struct worker__msg *m = hub_take(w->hub);
 
 	while (m) {
@@ -530,20 +534,39 @@ static void shutdown_timer_cb(uv_timer_t *h)
 	worker__check_shutdown(w);
 }
 
+/* shutdown_ready returns true once no run, claim or store request of the
+ * worker is left. */
+static bool shutdown_ready(const struct worker *w)
+{
+	if (!w->stopping || w->closing)
+		return false;
+	for (const struct worker__run *r = w->runs; r; r = r->next) {
+		if (r->state != WORKER__RUN_DONE)
+			return false;
+		if (!r->c && !r->exec_done && r->exec_started)
+			return false;
+	}
+	return !w->claim_inflight && w->inflight == 0;
+}
+
+static void finish_shutdown(uv_timer_t *h);
+
+/* worker__check_shutdown is called from store callbacks, where the store
+ * must not be waited on (store_requeue_running is synchronous); the end of
+ * the shutdown runs from a timer of its own instead. */
 void worker__check_shutdown(struct worker *w)
 {
+	if (shutdown_ready(w))
+		uv_timer_start(&w->grace_timer, finish_shutdown, 0, 0);
+}
+
+static void finish_shutdown(uv_timer_t *h)
+{
+	struct worker *w = h->data;
 	struct worker__run *r, *next;
 	int rc;
 
-	if (!w->stopping || w->closing)
-		return;
-	for (r = w->runs; r; r = r->next) {
-		if (r->state != WORKER__RUN_DONE)
-			return;
-		if (!r->c && !r->exec_done && r->exec_started)
-			return;
-	}
-	if (w->claim_inflight || w->inflight > 0)
+	if (!shutdown_ready(w))
 		return;
 	w->closing = true;
 	/* Every job still running in the store was stopped by this

@@ -657,6 +657,30 @@ static void checkpoint__saved_before_a_crash__is_seen_by_the_retry(
 	free(lines);
 }
 
+static int progress_seen;
+
+static void on_progress(void *arg, const char *job_id, const char *tool,
+			const json_t *progress)
+{
+	if (strcmp(tool, "ckpt") == 0 &&
+	    json_number_value(json_object_get(progress, "progress")) == 7 &&
+	    json_number_value(json_object_get(progress, "total")) == 10)
+		progress_seen++;
+}
+
+static void progress__reaches_the_listeners(void **state)
+{
+	struct fx *f = *state;
+	char id[40];
+
+	progress_seen = 0;
+	assert_int_equal(worker_add_progress_listener(f->w, on_progress, NULL),
+			 0);
+	fx_submit_ok(f, "ckpt", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(progress_seen, 1);
+}
+
 static void events__carry_the_display_view(void **state)
 {
 	struct fx *f = *state;
@@ -736,6 +760,7 @@ int main(void)
 		T(submit__with_invalid_input__stores_nothing),
 		T(submit__with_an_idempotency_key__returns_the_first_job),
 		T(checkpoint__saved_before_a_crash__is_seen_by_the_retry),
+		T(progress__reaches_the_listeners),
 		T(events__carry_the_display_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
 	};

@@ -63,6 +63,10 @@ static const char *const manifests[][2] = {
 	 "\\\"${SECRET_TOKEN:-}\\\" --arg m \\\"$MINE\\\" --arg j "
 	 "\\\"$BERTH_JOB_ID\\\" --arg d \\\"$PWD\\\" '{output: {secret: $s, "
 	 "mine: $m, job: $j, cwd: $d}}'\"]}"},
+	{"flood.json",
+	 "{\"id\":\"p-flood\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; head -c 300000 /dev/zero | tr '\\\\0' a; "
+	 "echo\"]}"},
 	{"missing.json",
 	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
 };
@@ -82,7 +86,8 @@ static void subst(char *out, size_t size, const char *text, const char *dir)
 static int setup(void **state)
 {
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
-				    .shutdown_grace_ms = 200};
+				    .shutdown_grace_ms = 200,
+				    .max_output_bytes = 100000};
 	struct fx *f = fx_new(&cfg);
 	char *err = NULL;
 	char dir[300], text[4096];
@@ -349,6 +354,19 @@ static void external_tool__missing_program__fails_saying_so(void **state)
 	store_job_free(j);
 }
 
+static void external_tool__flooding_stdout__fails_at_the_cap(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-flood", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 5000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j), "more than 100000 bytes"));
+	store_job_free(j);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -364,6 +382,7 @@ int main(void)
 		T(external_tool__checkpoint__is_seen_after_a_crash),
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
+		T(external_tool__flooding_stdout__fails_at_the_cap),
 	};
 
 	return cmocka_run_group_tests_name("worker external tools", tests,
