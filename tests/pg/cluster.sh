@@ -1,0 +1,101 @@
+#!/bin/sh
+# cluster.sh BUILD_DIR: three berthd nodes on one PostgreSQL database
+# ($BERTH_TEST_DB, from run.sh). Checks, with the berth CLI:
+#   1. jobs submitted on one node are run by all three;
+#   2. a suspended job is resumed through another node than its own, and
+#      jobs/wait on a third returns when it completes;
+#   3. a node killed with SIGKILL while running jobs: the others finish
+#      them once the leases expire, nothing lost;
+#   4. a tool's cluster-wide concurrency limit (2) is never exceeded, as
+#      the tool itself checks (tools/capped.sh).
+set -u
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$here/../..
+dir=$(mktemp -d /tmp/berth-cluster-XXXXXX)
+fail=0
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	sleep 1
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+db=$(echo "$BERTH_TEST_DB" | sed 's|/[^/]*$|/cluster|')
+psql "$BERTH_TEST_DB" -qc "DROP DATABASE IF EXISTS cluster WITH (FORCE)" -c "CREATE DATABASE cluster" >/dev/null 2>&1
+q() { psql "$db" -tAc "$1"; }
+berth() { node=$1; shift; "$build/cli/berth" --socket "$dir/$node.sock" "$@"; }
+check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi; }
+
+mkdir -p "$dir/tools" "$dir/cap"
+cp "$root"/examples/tools/* "$here"/tools/* "$dir/tools/"
+start() {
+	BERTH_NODE=$1 BERTH_LEASE_MS=1500 ASAN_OPTIONS=detect_leaks=0 \
+		"$build/berthd/berthd" --db "$db" --socket "$dir/$1.sock" \
+		--tools "$dir/tools" --workers 3 --quiet >>"$dir/$1.log" 2>&1 &
+	eval "pid_$1=$!"
+	pids="$pids $!"
+}
+for n in a b c; do start $n; done
+for n in a b c; do
+	i=0
+	while ! berth $n info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+done
+
+# 1. spread
+ids=""
+for i in 1 2 3 4 5 6 7 8 9; do
+	ids="$ids $(berth a --json submit sleep '{"ms":2000}' | jq -r .id)"
+done
+sleep 1
+owners=$(q "SELECT count(DISTINCT lease_owner) FROM jobs WHERE status = 2")
+check "jobs submitted on node a run on all three nodes" "$owners" 3
+for id in $ids; do berth c wait "$id" >/dev/null; done
+check "all nine completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'sleep' AND status = 4")" 9
+
+# 2. resume through another node, wait on a third
+id=$(berth a --json submit ask-name '{}' | jq -r .id)
+i=0
+while [ "$(q "SELECT status FROM jobs WHERE id = '$id'")" != 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+berth c wait "$id" >/dev/null &
+waiter=$!
+berth b resume "$id" '{"answer":"Ann"}' >/dev/null
+wait $waiter
+check "resumed through node b, completed" "$(q "SELECT status FROM jobs WHERE id = '$id'")" 4
+check "the wait on node c returned the completed job" "$(berth c --json get "$id" | jq -r .output.message | grep -c Ann)" 1
+
+# 3. SIGKILL a node with running jobs
+ids=""
+for i in 1 2 3 4 5 6; do
+	ids="$ids $(berth b --json submit count-to '{"to":6}' | jq -r .id)"
+done
+sleep 1
+victim=$(q "SELECT lease_owner FROM jobs WHERE status = 2 GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+if [ -z "$victim" ]; then
+	echo "FAIL: no count-to job was running one second after its submission"
+	exit 1
+fi
+running=$(q "SELECT count(*) FROM jobs WHERE status = 2 AND lease_owner = '$victim'")
+eval "vp=\$pid_$victim"
+kill -9 "$vp"
+echo "killed node $victim with $running running jobs"
+other=a; [ "$victim" = a ] && other=b
+for id in $ids; do berth $other wait "$id" --timeout 60000 >/dev/null 2>&1 || berth $other wait "$id" >/dev/null; done
+check "every job of the killed node completed elsewhere" \
+	"$(q "SELECT count(*) FROM jobs WHERE tool = 'count-to' AND status = 4")" 6
+check "the killed node's jobs were retried" \
+	"$(q "SELECT count(*) FROM jobs WHERE tool = 'count-to' AND attempt > 1")" "$running"
+
+# 4. cluster-wide concurrency limit
+ids=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	n=a; [ $((i % 3)) = 1 ] && n=c
+	[ "$victim" = "$n" ] && n=$other
+	ids="$ids $(berth $n --json submit capped "{\"dir\":\"$dir/cap\",\"ms\":400}" | jq -r .id)"
+done
+for id in $ids; do berth $other wait "$id" >/dev/null; done
+check "the capped tool never saw more than 2 runs at once" "$([ -f "$dir/cap/exceeded" ] && cat "$dir/cap/exceeded" | head -1 || echo none)" none
+check "all ten capped jobs completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'capped' AND status = 4")" 10
+
+[ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
+exit $fail
