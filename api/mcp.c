@@ -1,0 +1,1533 @@
+/*
+ * mcp.c: berth as an MCP server (mcp.h, docs/MCP.md).
+ *
+ * MCP's tools are berth's tools and MCP's tasks are berth's jobs: a
+ * tools/call submits a job like jobs/submit does, and the task id is the
+ * job id, so a task outlives the connection, the client and a restart of
+ * berthd. Nothing here keeps job state of its own: every answer is built
+ * from the job as the store has it.
+ *
+ * Status mapping (PROTOCOL.md): pending and running are "working";
+ * awaiting_approval and suspended are "input_required"; completed is
+ * "completed"; cancelled is "cancelled"; failed, timed_out, declined and
+ * expired are "failed".
+ *
+ * A request that waits for a job (a tools/call without a task, a
+ * tasks/result) is a watch on that job. The hub indexes the watches of
+ * all MCP connections by job id and re-reads a watched job when the
+ * store's listener reports an event for it. A watch whose job needs input
+ * asks the client with elicitation/create, when the client declared form
+ * elicitation; the answer approves, declines or resumes the job through
+ * the worker, like jobs/approve, jobs/decline and jobs/resume do. A third
+ * kind of watch sends notifications/tasks/status to the connection that
+ * created a task or asked about it.
+ */
+#include "api/mcp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/rpc.h"
+#include "api/server.h"
+#include "berth/berth.h"
+
+#define MCP_LATEST "2025-11-25"
+#define MCP_RELATED "io.modelcontextprotocol/related-task"
+
+/* The poll interval suggested to clients. Jobs run for seconds to hours;
+ * a second keeps a polling client responsive and costs one read. */
+#define MCP_POLL_MS 1000
+
+/* Tasks per tasks/list page. */
+#define MCP_TASKS_PAGE 50
+
+/* Jobs whose status changes one connection is told about. Status
+ * notifications are optional in MCP, so past this a connection simply
+ * gets no more of them; the bound keeps a client that asks about many
+ * tasks from growing the index without end. */
+#define MCP_MAX_STATUS_WATCHES 1024
+
+/* Answers that fail a job's resumeSchema before berth stops asking again
+ * (an automated client that always answers the same wrong thing must not
+ * loop forever). */
+#define MCP_MAX_BAD_ANSWERS 3
+
+/* The most bytes of a payload quoted in a message to a person. */
+#define MCP_QUOTE_MAX 4000
+
+#define MCP_BUCKETS 64
+
+static const char *const mcp_versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", NULL,
+};
+
+enum mcp_status {
+	MCP_WORKING = 0,
+	MCP_INPUT_REQUIRED,
+	MCP_COMPLETED,
+	MCP_FAILED,
+	MCP_CANCELLED,
+};
+
+static const char *const mcp_status_names[] = {
+	"working", "input_required", "completed", "failed", "cancelled",
+};
+
+enum mcp_watch_kind {
+	MCP_W_CALL = 0, /* a tools/call without a task: answered at the end */
+	MCP_W_RESULT,   /* a tasks/result: answered at the end */
+	MCP_W_STATUS,   /* notifications/tasks/status for one job */
+};
+
+struct mcp_watch;
+
+/* The watches of every MCP connection of one api, by job id, and the
+ * store listener that feeds them. Found through any MCP connection of the
+ * api; freed with the last of them. */
+struct mcp_hub {
+	struct api *api;
+	int nconns;
+	struct mcp_watch *buckets[MCP_BUCKETS];
+};
+
+/* One connection's MCP state (api_conn.ext). */
+struct mcp_conn {
+	struct mcp_hub *hub;
+	struct api_conn *conn;
+	char version[16];  /* negotiated; empty before initialize */
+	bool elicitation;  /* the client declared form elicitation */
+	struct mcp_watch *watches;
+	int nstatus;
+};
+
+struct mcp_ask;
+
+struct mcp_watch {
+	struct mcp_watch *prev, *next;   /* in the hub's bucket */
+	struct mcp_watch *cprev, *cnext; /* in the connection's list */
+	struct mcp_conn *mc;
+	int kind;              /* enum mcp_watch_kind */
+	char job_id[40];
+	struct api_req *req;   /* CALL and RESULT */
+	int last;              /* STATUS: the status last told, or -1 */
+	struct mcp_ask *ask;   /* a question or its answer under way */
+	int64_t episode;       /* updated_at of the wait asked about */
+	bool held;             /* no more questions in this episode */
+	int bad_answers;
+	char *last_error;      /* why the last answer was refused */
+};
+
+/* One elicitation/create and what is done with its answer. It outlives
+ * its watch when the watch ends first (w is then NULL). */
+struct mcp_ask {
+	struct mcp_watch *w;
+	struct api *api;
+	int refs;          /* the client's answer, the worker operation */
+	bool approval;     /* else a resume */
+	char job_id[40];
+	int64_t episode;
+};
+
+static void mcp_conn_free(void *ext);
+static void watch_update(struct mcp_watch *w, const struct store_job *j);
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static int mcp_status_of(int s)
+{
+	switch (s) {
+	case STORE_PENDING:
+	case STORE_RUNNING:
+		return MCP_WORKING;
+	case STORE_AWAITING_APPROVAL:
+	case STORE_SUSPENDED:
+		return MCP_INPUT_REQUIRED;
+	case STORE_COMPLETED:
+		return MCP_COMPLETED;
+	case STORE_CANCELLED:
+		return MCP_CANCELLED;
+	default:
+		return MCP_FAILED;
+	}
+}
+
+static unsigned bucket_of(const char *id)
+{
+	unsigned h = 2166136261u;
+
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	return h % MCP_BUCKETS;
+}
+
+/* dumps returns v as compact JSON text (malloc'd; "null" for NULL), cut
+ * to at most max bytes with "…" when longer; NULL when out of memory. */
+static char *dumps(const json_t *v, size_t max)
+{
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
+		    : strdup("null");
+
+	if (s && max >= 4 && strlen(s) > max) {
+		/* Cut on a UTF-8 character boundary, leaving room for the
+		 * three bytes of the ellipsis and the NUL. */
+		size_t n = max - 3;
+
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		memcpy(s + n, "\xE2\x80\xA6", 4);
+	}
+	return s;
+}
+
+/* text_content returns a new [{"type": "text", "text": s}]. */
+static json_t *text_content(const char *s)
+{
+	return json_pack("[{s:s, s:s}]", "type", "text", "text", s ? s : "");
+}
+
+static json_t *related(const char *job_id)
+{
+	return json_pack("{s:{s:s}}", MCP_RELATED, "taskId", job_id);
+}
+
+/* ---- connections and the hub ------------------------------------------- */
+
+static void hub_on_event(void *arg, const struct store_event *ev);
+
+static struct mcp_conn *conn_mcp(struct api_conn *c)
+{
+	return c->ext_free == mcp_conn_free ? c->ext : NULL;
+}
+
+/* mcp_conn_get returns c's MCP state, made on first use, or NULL when c
+ * is closing or memory ran out. */
+static struct mcp_conn *mcp_conn_get(struct api_conn *c)
+{
+	struct mcp_conn *mc = conn_mcp(c);
+	struct mcp_hub *hub = NULL;
+
+	if (mc)
+		return mc;
+	if (!api_conn_live(c) || c->ext)
+		return NULL;
+	for (struct api_conn *o = c->api->conns; o && !hub; o = o->next)
+		if (conn_mcp(o))
+			hub = conn_mcp(o)->hub;
+	mc = calloc(1, sizeof *mc);
+	if (!mc)
+		return NULL;
+	if (!hub) {
+		hub = calloc(1, sizeof *hub);
+		if (!hub || store_add_listener(c->api->store, hub_on_event,
+					       hub) < 0) {
+			free(hub);
+			free(mc);
+			return NULL;
+		}
+		hub->api = c->api;
+	}
+	hub->nconns++;
+	mc->hub = hub;
+	mc->conn = c;
+	c->ext = mc;
+	c->ext_free = mcp_conn_free;
+	return mc;
+}
+
+static struct mcp_watch *watch_new(struct mcp_conn *mc, int kind,
+				   const char *job_id, struct api_req *req)
+{
+	struct mcp_watch *w = calloc(1, sizeof *w);
+	struct mcp_watch **b;
+
+	if (!w)
+		return NULL;
+	w->mc = mc;
+	w->kind = kind;
+	w->req = req;
+	w->last = -1;
+	snprintf(w->job_id, sizeof w->job_id, "%s", job_id);
+	b = &mc->hub->buckets[bucket_of(w->job_id)];
+	w->next = *b;
+	if (*b)
+		(*b)->prev = w;
+	*b = w;
+	w->cnext = mc->watches;
+	if (mc->watches)
+		mc->watches->cprev = w;
+	mc->watches = w;
+	if (kind == MCP_W_STATUS)
+		mc->nstatus++;
+	return w;
+}
+
+/* watch_free unlinks and frees w; a request it still holds is dropped
+ * unanswered (callers answer it first and clear req). */
+static void watch_free(struct mcp_watch *w)
+{
+	struct mcp_conn *mc = w->mc;
+
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		mc->hub->buckets[bucket_of(w->job_id)] = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	if (w->cprev)
+		w->cprev->cnext = w->cnext;
+	else
+		mc->watches = w->cnext;
+	if (w->cnext)
+		w->cnext->cprev = w->cprev;
+	if (w->kind == MCP_W_STATUS)
+		mc->nstatus--;
+	if (w->ask)
+		w->ask->w = NULL;
+	if (w->req)
+		api_req_drop(w->req);
+	free(w->last_error);
+	free(w);
+}
+
+/* mcp_conn_free is the connection's ext_free: its waits end unanswered
+ * (the client is gone), and the hub goes with the last connection. */
+static void mcp_conn_free(void *ext)
+{
+	struct mcp_conn *mc = ext;
+	struct mcp_hub *hub = mc->hub;
+
+	while (mc->watches)
+		watch_free(mc->watches);
+	if (--hub->nconns == 0) {
+		store_remove_listener(hub->api->store, hub_on_event, hub);
+		free(hub);
+	}
+	free(mc);
+}
+
+/* ---- tasks and results -------------------------------------------------- */
+
+/* status_message says what a task is doing, and for one that waits, how a
+ * person answers it outside MCP too. Returns a malloc'd string or NULL. */
+static char *status_message(const struct store_job *j)
+{
+	const char *em = json_string_value(json_object_get(j->error, "message"));
+	const char *pm = json_string_value(json_object_get(j->progress,
+							   "message"));
+	char *s = NULL;
+	int rc = 0;
+
+	switch (j->status) {
+	case STORE_PENDING:
+		rc = asprintf(&s, "queued (attempt %d)", j->attempt);
+		break;
+	case STORE_RUNNING:
+		rc = pm ? asprintf(&s, "running: %s", pm)
+			: asprintf(&s, "running (attempt %d)", j->attempt);
+		break;
+	case STORE_AWAITING_APPROVAL:
+		rc = asprintf(&s, "waiting for approval: answer the question "
+			      "that tasks/result asks, or run `berth approve "
+			      "%s` or `berth decline %s`", j->id, j->id);
+		break;
+	case STORE_SUSPENDED:
+		rc = asprintf(&s, "waiting for input: answer the question "
+			      "that tasks/result asks, or run `berth resume "
+			      "%s 'JSON'` with JSON matching the tool's "
+			      "resumeSchema", j->id);
+		break;
+	case STORE_COMPLETED:
+		return NULL;
+	case STORE_DECLINED:
+		rc = j->reason ? asprintf(&s, "declined: %s", j->reason)
+			       : asprintf(&s, "declined");
+		break;
+	case STORE_CANCELLED:
+		rc = j->reason ? asprintf(&s, "cancelled: %s", j->reason)
+			       : asprintf(&s, "cancelled");
+		break;
+	case STORE_EXPIRED:
+		rc = asprintf(&s, "expired: nobody answered in time%s%s",
+			      em ? ": " : "", em ? em : "");
+		break;
+	case STORE_TIMED_OUT:
+		rc = asprintf(&s, "timed out: %s", em ? em : "the tool ran "
+			      "longer than its timeout");
+		break;
+	default:
+		rc = asprintf(&s, "%s", em ? em : "failed");
+		break;
+	}
+	return rc < 0 ? NULL : s;
+}
+
+/*
+ * task_json returns a new Task for j. Its ttl comes from the job's
+ * expiry: the time from creation to expires_at for a job that waits, the
+ * ttlMs it was submitted with otherwise, and null for a job that never
+ * expires. status is forced to as_status when that is >= 0.
+ */
+static json_t *task_json(const struct store_job *j, int as_status)
+{
+	char created[32], updated[32];
+	int s = as_status >= 0 ? as_status : mcp_status_of(j->status);
+	json_t *t, *ttl;
+	char *msg;
+
+	if (j->expires_at > 0 && j->expires_at > j->created_at)
+		ttl = json_integer(j->expires_at - j->created_at);
+	else if (j->ttl_ms > 0)
+		ttl = json_integer(j->ttl_ms);
+	else
+		ttl = json_null();
+	t = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}",
+		      "taskId", j->id,
+		      "status", mcp_status_names[s],
+		      "createdAt", store_format_time(j->created_at, created),
+		      "lastUpdatedAt",
+		      store_format_time(j->updated_at ? j->updated_at
+						      : j->created_at, updated),
+		      "ttl", ttl,
+		      "pollInterval", MCP_POLL_MS);
+	msg = status_message(j);
+	if (t && msg && as_status < 0)
+		json_object_set_new(t, "statusMessage", json_string(msg));
+	free(msg);
+	return t;
+}
+
+/* job_meta returns the _meta of a result about job j: berth's own key
+ * with the job, and the related task for tasks/result. */
+static json_t *job_meta(const struct store_job *j, bool related_task)
+{
+	json_t *m = json_pack("{s:{s:s, s:s}}", "berth/job", "id", j->id,
+			      "status", store_status_name(j->status));
+
+	if (m && related_task)
+		json_object_set_new(m, MCP_RELATED,
+				    json_pack("{s:s}", "taskId", j->id));
+	return m;
+}
+
+/* error_result returns a new CallToolResult with isError and text. */
+static json_t *error_result(const char *text, json_t *meta)
+{
+	json_t *r = json_pack("{s:o, s:b}", "content", text_content(text),
+			      "isError", 1);
+
+	if (r && meta)
+		json_object_set_new(r, "_meta", meta);
+	else
+		json_decref(meta);
+	return r;
+}
+
+/*
+ * call_result returns the CallToolResult of a finished job: for a
+ * completed one its output as structuredContent (when it is an object,
+ * as MCP requires) and as content either the modelOutput or the output as
+ * JSON text; for any other end an isError result that says what happened.
+ */
+static json_t *call_result(const struct store_job *j, bool related_task)
+{
+	const char *em = json_string_value(json_object_get(j->error, "message"));
+	json_t *r;
+	char *text = NULL;
+	int rc = 0;
+
+	if (j->status == STORE_COMPLETED) {
+		if (json_is_string(j->model_output))
+			text = strdup(json_string_value(j->model_output));
+		else if (j->model_output)
+			text = dumps(j->model_output, SIZE_MAX);
+		else
+			text = dumps(j->output, SIZE_MAX);
+		r = json_pack("{s:o}", "content", text_content(text));
+		if (r && json_is_object(j->output))
+			json_object_set(r, "structuredContent", j->output);
+		if (r)
+			json_object_set_new(r, "_meta", job_meta(j, related_task));
+		free(text);
+		return r;
+	}
+	switch (j->status) {
+	case STORE_DECLINED:
+		rc = asprintf(&text, "berth job %s of tool %s was declined%s%s; "
+			      "the tool did not run", j->id, j->tool,
+			      j->reason ? ": " : "", j->reason ? j->reason : "");
+		break;
+	case STORE_CANCELLED:
+		rc = asprintf(&text, "berth job %s of tool %s was cancelled%s%s",
+			      j->id, j->tool, j->reason ? ": " : "",
+			      j->reason ? j->reason : "");
+		break;
+	case STORE_EXPIRED:
+		rc = asprintf(&text, "berth job %s of tool %s expired: nobody "
+			      "answered it before its ttl%s%s", j->id, j->tool,
+			      em ? ": " : "", em ? em : "");
+		break;
+	case STORE_TIMED_OUT:
+		rc = asprintf(&text, "berth job %s of tool %s timed out%s%s",
+			      j->id, j->tool, em ? ": " : "", em ? em : "");
+		break;
+	default:
+		rc = asprintf(&text, "berth job %s of tool %s failed: %s",
+			      j->id, j->tool, em ? em : "no reason given");
+		break;
+	}
+	if (rc < 0)
+		return NULL;
+	r = error_result(text, job_meta(j, related_task));
+	free(text);
+	return r;
+}
+
+/* ---- elicitation forms --------------------------------------------------- */
+
+/* resolve follows a local "$ref" ("#/$defs/x") of s within root, a few
+ * hops at most; anything else is returned as it is. */
+static const json_t *resolve(const json_t *root, const json_t *s)
+{
+	for (int hops = 0; hops < 8; hops++) {
+		const char *ref = json_string_value(json_object_get(s, "$ref"));
+		const json_t *at = root;
+		char seg[256];
+
+		if (!ref || ref[0] != '#')
+			return s;
+		ref++;
+		while (at && *ref == '/') {
+			size_t n = 0;
+
+			ref++;
+			while (*ref && *ref != '/' && n + 1 < sizeof seg) {
+				if (ref[0] == '~' && ref[1] == '0') {
+					seg[n++] = '~';
+					ref += 2;
+				} else if (ref[0] == '~' && ref[1] == '1') {
+					seg[n++] = '/';
+					ref += 2;
+				} else {
+					seg[n++] = *ref++;
+				}
+			}
+			seg[n] = '\0';
+			at = json_object_get(at, seg);
+		}
+		if (!at)
+			return s;
+		s = at;
+	}
+	return s;
+}
+
+static bool all_strings(const json_t *a)
+{
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return false;
+	json_array_foreach(a, i, v)
+		if (!json_is_string(v))
+			return false;
+	return true;
+}
+
+/* titled_choices returns a new [{const, title}] from a oneOf/anyOf whose
+ * members are all string consts, or NULL. */
+static json_t *titled_choices(const json_t *a)
+{
+	json_t *out, *v;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return NULL;
+	out = json_array();
+	json_array_foreach(a, i, v) {
+		json_t *c = json_object_get(v, "const");
+		json_t *t = json_object_get(v, "title");
+
+		if (!json_is_string(c)) {
+			json_decref(out);
+			return NULL;
+		}
+		json_array_append_new(out, json_pack("{s:O, s:O}", "const", c,
+						     "title", json_is_string(t) ? t : c));
+	}
+	return out;
+}
+
+/* type_of returns the one JSON type s accepts besides null, inferred from
+ * enum, const or oneOf when s names none; NULL when there is not one. */
+static const char *type_of(const json_t *s)
+{
+	json_t *t = json_object_get(s, "type");
+	const char *one = NULL;
+	size_t i;
+	json_t *v;
+
+	if (json_is_string(t))
+		return json_string_value(t);
+	if (json_is_array(t)) {
+		json_array_foreach(t, i, v) {
+			const char *name = json_string_value(v);
+
+			if (!name || strcmp(name, "null") == 0)
+				continue;
+			if (one)
+				return NULL;
+			one = name;
+		}
+		return one;
+	}
+	if (all_strings(json_object_get(s, "enum")) ||
+	    json_is_string(json_object_get(s, "const")))
+		return "string";
+	if (json_object_get(s, "oneOf") || json_object_get(s, "anyOf")) {
+		json_t *c = titled_choices(json_object_get(s, "oneOf"));
+
+		if (!c)
+			c = titled_choices(json_object_get(s, "anyOf"));
+		json_decref(c);
+		return c ? "string" : NULL;
+	}
+	return NULL;
+}
+
+static void copy_if(json_t *out, const json_t *s, const char *key,
+		    int (*is)(const json_t *))
+{
+	json_t *v = json_object_get(s, key);
+
+	if (v && is(v))
+		json_object_set(out, key, v);
+}
+
+static int is_string(const json_t *v) { return json_is_string(v); }
+static int is_number(const json_t *v) { return json_is_number(v); }
+static int is_integer(const json_t *v) { return json_is_integer(v); }
+static int is_boolean(const json_t *v) { return json_is_boolean(v); }
+static int is_string_array(const json_t *v) { return all_strings(v); }
+
+static int is_format(const json_t *v)
+{
+	static const char *const ok[] = {"email", "uri", "date", "date-time",
+					 NULL};
+	const char *f = json_string_value(v);
+
+	for (size_t i = 0; f && ok[i]; i++)
+		if (strcmp(f, ok[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * form_field returns a new MCP form field (a PrimitiveSchemaDefinition)
+ * for the property schema s of root, keeping what MCP forms can say and
+ * leaving out other constraints (berth still checks the answer against the
+ * whole schema, and asks again with the error). NULL with *why set (a
+ * malloc'd sentence) when the property cannot be a form field.
+ */
+static json_t *form_field(const json_t *root, const char *name,
+			  const json_t *s, char **why)
+{
+	const char *type;
+	json_t *out, *c;
+
+	s = resolve(root, s);
+	if (json_is_true(s))
+		return json_pack("{s:s}", "type", "string");
+	type = json_is_object(s) ? type_of(s) : NULL;
+	if (!type || strcmp(type, "object") == 0 || strcmp(type, "null") == 0) {
+		if (asprintf(why, "property '%s' is %s", name,
+			     !type ? "not of one type" :
+			     strcmp(type, "object") == 0 ? "an object"
+							 : "always null") < 0)
+			*why = NULL;
+		return NULL;
+	}
+	out = json_pack("{s:s}", "type", type);
+	if (!out)
+		return NULL;
+	copy_if(out, s, "title", is_string);
+	copy_if(out, s, "description", is_string);
+	if (strcmp(type, "string") == 0) {
+		copy_if(out, s, "minLength", is_integer);
+		copy_if(out, s, "maxLength", is_integer);
+		copy_if(out, s, "pattern", is_string);
+		copy_if(out, s, "format", is_format);
+		copy_if(out, s, "default", is_string);
+		copy_if(out, s, "enum", is_string_array);
+		if (json_is_string(json_object_get(s, "const")))
+			json_object_set_new(out, "enum", json_pack("[O]",
+				json_object_get(s, "const")));
+		c = titled_choices(json_object_get(s, "oneOf"));
+		if (!c)
+			c = titled_choices(json_object_get(s, "anyOf"));
+		if (c)
+			json_object_set_new(out, "oneOf", c);
+	} else if (strcmp(type, "number") == 0 ||
+		   strcmp(type, "integer") == 0) {
+		copy_if(out, s, "minimum", is_number);
+		copy_if(out, s, "maximum", is_number);
+		copy_if(out, s, "default", is_number);
+	} else if (strcmp(type, "boolean") == 0) {
+		copy_if(out, s, "default", is_boolean);
+	} else if (strcmp(type, "array") == 0) {
+		const json_t *items = resolve(root, json_object_get(s, "items"));
+		json_t *e = json_object_get(items, "enum");
+
+		if (all_strings(e)) {
+			json_object_set_new(out, "items", json_pack("{s:s, s:O}",
+				"type", "string", "enum", e));
+		} else if ((c = titled_choices(json_object_get(items, "anyOf"))) ||
+			   (c = titled_choices(json_object_get(items, "oneOf")))) {
+			json_object_set_new(out, "items",
+					    json_pack("{s:o}", "anyOf", c));
+		} else {
+			json_decref(out);
+			if (asprintf(why, "property '%s' is an array of other "
+				     "things than string choices", name) < 0)
+				*why = NULL;
+			return NULL;
+		}
+		copy_if(out, s, "minItems", is_integer);
+		copy_if(out, s, "maxItems", is_integer);
+		copy_if(out, s, "default", is_string_array);
+	} else {
+		json_decref(out);
+		if (asprintf(why, "property '%s' is of type %s", name, type) < 0)
+			*why = NULL;
+		return NULL;
+	}
+	return out;
+}
+
+/*
+ * form_schema flattens a tool's resumeSchema into the requestedSchema of
+ * a form: a flat object of strings, numbers, integers, booleans and
+ * string choices, which is all MCP forms allow. Returns a new schema, or
+ * NULL with *why set to a malloc'd sentence naming what cannot be asked.
+ * A tool without a resumeSchema gets an empty form (resumed with {}).
+ */
+static json_t *form_schema(const json_t *schema, char **why)
+{
+	json_t *props, *out, *req, *v;
+	const json_t *root = schema;
+	const char *type, *key;
+	size_t i;
+
+	*why = NULL;
+	if (!schema)
+		return json_pack("{s:s, s:{}}", "type", "object",
+				 "properties");
+	schema = resolve(root, schema);
+	type = json_is_object(schema) ? type_of(schema) : NULL;
+	if (!json_is_object(schema) ||
+	    (type && strcmp(type, "object") != 0) ||
+	    (!type && json_object_get(schema, "type"))) {
+		*why = strdup("it is not an object schema");
+		return NULL;
+	}
+	props = json_object();
+	json_object_foreach(json_object_get(schema, "properties"), key, v) {
+		json_t *f = form_field(root, key, v, why);
+
+		if (!f) {
+			json_decref(props);
+			if (!*why)
+				*why = strdup("out of memory");
+			return NULL;
+		}
+		json_object_set_new(props, key, f);
+	}
+	out = json_pack("{s:s, s:o}", "type", "object", "properties", props);
+	req = json_array();
+	json_array_foreach(json_object_get(schema, "required"), i, v)
+		if (json_is_string(v) &&
+		    json_object_get(props, json_string_value(v)))
+			json_array_append(req, v);
+	if (out && json_array_size(req) > 0)
+		json_object_set(out, "required", req);
+	json_decref(req);
+	return out;
+}
+
+/* approval_form returns the requestedSchema of an approval question. */
+static json_t *approval_form(void)
+{
+	return json_pack(
+		"{s:s, s:{s:{s:s, s:s, s:s, s:b}, s:{s:s, s:s, s:s}}, s:[s]}",
+		"type", "object", "properties",
+		"approve", "type", "boolean", "title", "Approve",
+		"description", "Let the tool run (checked), or decline it",
+		"default", 1,
+		"reason", "type", "string", "title", "Reason",
+		"description", "Optional: why; kept with the decision",
+		"required", "approve");
+}
+
+/* ---- waiting for a job ------------------------------------------------- */
+
+/*
+ * explain_wait answers a tools/call whose job waits for an answer that
+ * this client cannot give through MCP (it declared no elicitation, put
+ * the question aside, or the question cannot be a form): an isError
+ * result naming the job and how to answer it through berth. The job keeps
+ * waiting; nothing is lost.
+ */
+static void explain_wait(struct mcp_watch *w, const struct store_job *j,
+			 const char *why)
+{
+	struct api_req *r = w->req;
+	char *text = NULL, *payload = NULL, *schema = NULL;
+	const struct worker_tool *t;
+	int rc;
+
+	if (j->status == STORE_AWAITING_APPROVAL) {
+		rc = asprintf(&text, "berth job %s of tool %s is waiting for "
+			      "approval%s%s. It keeps waiting. Approve or "
+			      "decline it through berth: `berth approve %s` or "
+			      "`berth decline %s --reason TEXT` (the "
+			      "jobs/approve and jobs/decline methods), or from "
+			      "an MCP client with elicitation: tasks/result on "
+			      "task %s.",
+			      j->id, j->tool, why ? ": " : "", why ? why : "",
+			      j->id, j->id, j->id);
+	} else {
+		t = worker_tool_find(w->mc->hub->api->worker, j->tool);
+		payload = dumps(j->suspend_payload, MCP_QUOTE_MAX);
+		schema = dumps(t ? worker_tool_schema(t, WORKER_SCHEMA_RESUME)
+				 : NULL, MCP_QUOTE_MAX);
+		rc = asprintf(&text, "berth job %s of tool %s is suspended and "
+			      "waits for resume data%s%s. It keeps waiting. "
+			      "It asked: %s. Resume it through berth: `berth "
+			      "resume %s 'JSON'` with JSON matching this "
+			      "resumeSchema: %s (the jobs/resume method), or "
+			      "from an MCP client with elicitation: tasks/result "
+			      "on task %s.",
+			      j->id, j->tool, why ? ": " : "", why ? why : "",
+			      payload ? payload : "null", j->id,
+			      schema ? schema : "null", j->id);
+	}
+	free(payload);
+	free(schema);
+	w->req = NULL;
+	api_reply(r, rc < 0 ? NULL : error_result(text, job_meta(j, false)));
+	free(text);
+	watch_free(w);
+}
+
+/* cannot_ask handles a waiting job that will not be asked about now:
+ * a tools/call is answered (explain_wait), a tasks/result holds on until
+ * the job moves on (its task's statusMessage says how to answer). */
+static void cannot_ask(struct mcp_watch *w, const struct store_job *j,
+		       const char *why)
+{
+	if (w->kind == MCP_W_CALL) {
+		explain_wait(w, j, why);
+	} else {
+		w->held = true;
+	}
+}
+
+static void ask_unref(struct mcp_ask *a)
+{
+	if (--a->refs == 0)
+		free(a);
+}
+
+/* recheck reads w's job again and brings w up to date with it. */
+static void recheck(struct mcp_watch *w)
+{
+	struct store_job *j;
+	int rc = store_get(w->mc->hub->api->store, w->job_id, &j);
+
+	if (rc < 0) {
+		if (w->req) {
+			struct api_req *r = w->req;
+
+			w->req = NULL;
+			if (rc == STORE_ENOTFOUND)
+				api_reply_error(r, API_INVALID_PARAMS,
+						"Task not found: the job is "
+						"gone", NULL);
+			else
+				api_reply_store_error(r, rc, w->job_id);
+		}
+		watch_free(w);
+		return;
+	}
+	watch_update(w, j);
+	store_job_free(j);
+}
+
+/* on_applied runs when the worker applied (or refused) an answer. */
+static void on_applied(void *arg, const struct worker_result *res)
+{
+	struct mcp_ask *a = arg;
+	struct mcp_watch *w = a->w;
+
+	if (w) {
+		w->ask = NULL;
+		if (res->err == WORKER_EINVAL) {
+			free(w->last_error);
+			w->last_error = strdup(res->message ? res->message
+							    : "invalid answer");
+			w->bad_answers++;
+		}
+		recheck(w);
+	}
+	ask_unref(a);
+}
+
+/* on_answer takes the client's answer to an elicitation/create. */
+static void on_answer(void *arg, json_t *result, json_t *error)
+{
+	struct mcp_ask *a = arg;
+	struct mcp_watch *w = a->w;
+	struct worker *wk = a->api->worker;
+	const char *action = json_string_value(json_object_get(result, "action"));
+	json_t *content = json_object_get(result, "content");
+	const char *reason = json_string_value(json_object_get(content, "reason"));
+	struct store_job *j = NULL;
+	int rc = 0;
+
+	if (!w || (!result && !error)) {
+		/* The watch ended, or the connection closed. */
+		if (w)
+			w->ask = NULL;
+		ask_unref(a);
+		return;
+	}
+	if (store_get(a->api->store, a->job_id, &j) < 0 ||
+	    j->updated_at != a->episode ||
+	    mcp_status_of(j->status) != MCP_INPUT_REQUIRED) {
+		/* The job moved on while the question was open (answered
+		 * elsewhere, cancelled, expired): this answer is about a
+		 * wait that is over, and must never apply to a later one. */
+		w->ask = NULL;
+		store_job_free(j);
+		recheck(w);
+		ask_unref(a);
+		return;
+	}
+	if (error || !action || strcmp(action, "cancel") == 0 ||
+	    (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0)) {
+		const char *em = json_string_value(json_object_get(error,
+								   "message"));
+		char why[320];
+
+		if (error)
+			snprintf(why, sizeof why, "the client could not ask: "
+				 "%.256s", em ? em : "an error");
+		else
+			snprintf(why, sizeof why, "the question was put aside");
+		w->ask = NULL;
+		cannot_ask(w, j, why);
+		store_job_free(j);
+		ask_unref(a);
+		return;
+	}
+	a->refs++;
+	if (a->approval && strcmp(action, "accept") == 0 &&
+	    !json_is_false(json_object_get(content, "approve")))
+		rc = worker_approve(wk, a->job_id, reason, on_applied, a);
+	else if (a->approval)
+		rc = worker_decline(wk, a->job_id,
+				    reason ? reason : "declined through MCP",
+				    on_applied, a);
+	else if (strcmp(action, "accept") == 0)
+		rc = content ? worker_resume(wk, a->job_id, content, on_applied, a)
+			     : worker_resume(wk, a->job_id, json_object(),
+					     on_applied, a);
+	else
+		rc = worker_cancel(wk, a->job_id, "the user declined to answer "
+				   "(MCP elicitation)", on_applied, a);
+	if (rc < 0) {
+		a->refs--;
+		w->ask = NULL;
+		cannot_ask(w, j, "berthd could not take the answer");
+	}
+	store_job_free(j);
+	ask_unref(a);
+}
+
+/*
+ * ask sends w's client an elicitation/create for the wait of job j. A
+ * form that cannot be made, or a question that cannot be sent, goes to
+ * cannot_ask.
+ */
+static void ask(struct mcp_watch *w, const struct store_job *j)
+{
+	struct api *api = w->mc->hub->api;
+	bool approval = j->status == STORE_AWAITING_APPROVAL;
+	json_t *view, *form, *params;
+	char *why = NULL, *quote, *msg = NULL, *reason = NULL;
+	const struct worker_tool *t;
+	struct mcp_ask *a;
+	int rc;
+
+	if (w->bad_answers >= MCP_MAX_BAD_ANSWERS) {
+		if (asprintf(&reason, "the last %d answers did not fit the "
+			     "resumeSchema (%s)", w->bad_answers,
+			     w->last_error ? w->last_error : "invalid") < 0)
+			reason = NULL;
+		cannot_ask(w, j, reason);
+		free(reason);
+		return;
+	}
+	t = worker_tool_find(api->worker, j->tool);
+	if (approval) {
+		form = approval_form();
+	} else if (!t) {
+		cannot_ask(w, j, "its tool is not registered in this berthd");
+		return;
+	} else {
+		form = form_schema(worker_tool_schema(t, WORKER_SCHEMA_RESUME),
+				   &why);
+		if (!form) {
+			if (asprintf(&reason, "its resumeSchema cannot be asked "
+				     "as an MCP form: %s; MCP forms hold only "
+				     "strings, numbers, integers, booleans and "
+				     "string choices", why ? why : "?") < 0)
+				reason = NULL;
+			cannot_ask(w, j, reason);
+			free(reason);
+			free(why);
+			return;
+		}
+	}
+	/* What the person sees is the tool's display view of the payload. */
+	view = worker_job_to_json(api->worker, j, WORKER_VIEW_DISPLAY);
+	if (approval) {
+		quote = dumps(json_object_get(view, "input"), MCP_QUOTE_MAX);
+		rc = asprintf(&msg, "%s%s%sApprove running the tool %s (berth "
+			      "job %s) with this input? %s",
+			      w->last_error ? "Not done: " : "",
+			      w->last_error ? w->last_error : "",
+			      w->last_error ? ". " : "", j->tool, j->id,
+			      quote ? quote : "");
+	} else {
+		json_t *p = json_object_get(view, "suspendPayload");
+
+		quote = json_is_string(p) ? strdup(json_string_value(p))
+					  : dumps(p, MCP_QUOTE_MAX);
+		rc = asprintf(&msg, "%s%s%sThe tool %s (berth job %s) asks: %s",
+			      w->last_error ? "That answer was not accepted: "
+					    : "",
+			      w->last_error ? w->last_error : "",
+			      w->last_error ? ". " : "", j->tool, j->id,
+			      quote ? quote : "");
+	}
+	free(quote);
+	json_decref(view);
+	params = rc < 0 ? NULL : json_pack("{s:s, s:o}", "message", msg,
+					   "requestedSchema", form);
+	free(msg);
+	a = calloc(1, sizeof *a);
+	if (!params || !a) {
+		json_decref(params);
+		free(a);
+		cannot_ask(w, j, "out of memory");
+		return;
+	}
+	if (strcmp(w->mc->version, "2025-11-25") == 0)
+		json_object_set_new(params, "mode", json_string("form"));
+	if (w->kind == MCP_W_RESULT)
+		json_object_set_new(params, "_meta", related(j->id));
+	a->w = w;
+	a->api = api;
+	a->refs = 1;
+	a->approval = approval;
+	a->episode = j->updated_at;
+	snprintf(a->job_id, sizeof a->job_id, "%s", j->id);
+	w->ask = a;
+	rc = api_conn_call(w->mc->conn, "elicitation/create", params,
+			   on_answer, a);
+	if (rc < 0) {
+		w->ask = NULL;
+		free(a);
+		cannot_ask(w, j, "the question could not be sent");
+	}
+}
+
+/* watch_update brings w up to date with its job j (borrowed): a status
+ * notification when the task's status changed, the answer of a request
+ * once the job ended, a question while it waits. w may be freed. */
+static void watch_update(struct mcp_watch *w, const struct store_job *j)
+{
+	int s = mcp_status_of(j->status);
+
+	if (w->kind == MCP_W_STATUS) {
+		if (s != w->last) {
+			json_t *msg = json_pack("{s:s, s:s, s:o}", "jsonrpc",
+						"2.0", "method",
+						"notifications/tasks/status",
+						"params", task_json(j, -1));
+
+			if (msg)
+				api_conn_send(w->mc->conn, msg);
+			json_decref(msg);
+			w->last = s;
+		}
+		if (store_status_terminal(j->status))
+			watch_free(w);
+		return;
+	}
+	if (store_status_terminal(j->status)) {
+		struct api_req *r = w->req;
+
+		w->req = NULL;
+		api_reply(r, call_result(j, w->kind == MCP_W_RESULT));
+		watch_free(w);
+		return;
+	}
+	if (s != MCP_INPUT_REQUIRED)
+		return;
+	if (j->updated_at != w->episode) {
+		/* A new wait (a first one, or a later suspend). */
+		w->episode = j->updated_at;
+		w->held = false;
+		w->bad_answers = 0;
+		free(w->last_error);
+		w->last_error = NULL;
+	}
+	if (w->ask || w->held)
+		return;
+	if (!w->mc->elicitation)
+		cannot_ask(w, j, "this MCP client declared no elicitation");
+	else
+		ask(w, j);
+}
+
+/* hub_on_event re-reads a job that a watch is about when its status
+ * changes in a way the watch cares for. */
+static void hub_on_event(void *arg, const struct store_event *ev)
+{
+	struct mcp_hub *hub = arg;
+	int s = mcp_status_of(ev->status);
+	bool wanted = false;
+	struct store_job *j;
+	struct mcp_watch *w, *next;
+
+	for (w = hub->buckets[bucket_of(ev->job_id)]; w && !wanted; w = w->next)
+		if (strcmp(w->job_id, ev->job_id) == 0)
+			wanted = w->kind == MCP_W_STATUS
+					 ? s != w->last
+					 : s != MCP_WORKING;
+	if (!wanted || store_get(hub->api->store, ev->job_id, &j) < 0)
+		return;
+	for (w = hub->buckets[bucket_of(ev->job_id)]; w; w = next) {
+		next = w->next;
+		if (strcmp(w->job_id, ev->job_id) == 0)
+			watch_update(w, j);
+	}
+	store_job_free(j);
+}
+
+/* watch_status starts status notifications about job j on mc (unless it
+ * has them already, or too many), as if last had been told. */
+static void watch_status(struct mcp_conn *mc, const struct store_job *j,
+			 int last)
+{
+	struct mcp_watch *w;
+
+	if (store_status_terminal(j->status) ||
+	    mc->nstatus >= MCP_MAX_STATUS_WATCHES)
+		return;
+	for (w = mc->watches; w; w = w->cnext)
+		if (w->kind == MCP_W_STATUS && strcmp(w->job_id, j->id) == 0)
+			return;
+	w = watch_new(mc, MCP_W_STATUS, j->id, NULL);
+	if (w) {
+		w->last = last;
+		watch_update(w, j);
+	}
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+static bool form_elicitation(const json_t *caps)
+{
+	json_t *e = json_object_get(caps, "elicitation");
+
+	if (!json_is_object(e))
+		return false;
+	/* An empty elicitation capability means form mode (MCP keeps that
+	 * for clients of 2025-06-18). */
+	return json_object_get(e, "form") || !json_object_get(e, "url");
+}
+
+static void m_initialize(struct api_req *r, json_t *params)
+{
+	const char *asked = api_params_str(params, "protocolVersion");
+	const char *version = MCP_LATEST;
+	struct mcp_conn *mc = mcp_conn_get(r->conn);
+	json_t *caps, *result;
+
+	if (!mc) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	for (size_t i = 0; asked && mcp_versions[i]; i++)
+		if (strcmp(asked, mcp_versions[i]) == 0)
+			version = mcp_versions[i];
+	snprintf(mc->version, sizeof mc->version, "%s", version);
+	mc->elicitation = form_elicitation(json_object_get(params,
+							   "capabilities"));
+	caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+	/* Tasks came with 2025-11-25; older clients would not know them. */
+	if (caps && strcmp(version, "2025-11-25") == 0)
+		json_object_set_new(caps, "tasks", json_pack(
+			"{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
+			"requests", "tools", "call"));
+	result = json_pack(
+		"{s:s, s:o, s:{s:s, s:s, s:s}, s:s}",
+		"protocolVersion", version,
+		"capabilities", caps,
+		"serverInfo", "name", "berth", "title", "berth",
+		"version", BERTH_VERSION,
+		"instructions",
+		"berth runs each tool call as a durable job: a call that waits "
+		"for approval or input survives restarts, and a job's id is "
+		"its task id. Calls can also be answered from the berth "
+		"command line (berth approve, berth decline, berth resume).");
+	api_reply(r, result);
+}
+
+static void m_initialized(struct api_req *r, json_t *params)
+{
+	api_reply(r, json_object());
+}
+
+/* m_cancelled ends the wait of a request the client gave up on
+ * (notifications/cancelled): it is dropped unanswered, as MCP asks. The
+ * job itself goes on; tasks/cancel is how a client stops one. */
+static void m_cancelled(struct api_req *r, json_t *params)
+{
+	struct mcp_conn *mc = conn_mcp(r->conn);
+	json_t *id = json_object_get(params, "requestId");
+
+	for (struct mcp_watch *w = mc ? mc->watches : NULL; w && id;
+	     w = w->cnext) {
+		if (w->req && json_equal(w->req->id, id)) {
+			watch_free(w); /* drops w->req */
+			break;
+		}
+	}
+	api_reply(r, json_object());
+}
+
+/* invalid_input_result is the isError result for arguments that fail the
+ * tool's inputSchema: MCP counts them as tool errors, which a model can
+ * correct, rather than protocol errors. */
+static json_t *invalid_input_result(const char *tool,
+				    const struct worker_result *res)
+{
+	json_t *errs = json_object_get(res->data, "errors"), *e, *r;
+	size_t len = 0, i;
+	char *text;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "Invalid arguments for tool %s: %s", tool,
+		res->message ? res->message : "they do not match its "
+		"inputSchema");
+	json_array_foreach(errs, i, e) {
+		const char *path = json_string_value(json_object_get(
+			e, "instancePath"));
+		const char *m = json_string_value(json_object_get(e, "message"));
+
+		fprintf(f, "\n- %s: %s", path && *path ? path : "(root)",
+			m ? m : "invalid");
+	}
+	fclose(f);
+	r = error_result(text, NULL);
+	free(text);
+	return r;
+}
+
+/* on_submitted answers a tools/call once its job is durable: at once with
+ * a CreateTaskResult for a task, else when the job ends (a watch). */
+static void on_submitted(void *arg, const struct worker_result *res)
+{
+	struct api_req *r = arg;
+	bool task = json_object_get(r->params, "task") != NULL;
+	const char *name = api_params_str(r->params, "name");
+	struct mcp_conn *mc;
+	struct mcp_watch *w;
+	char text[200];
+
+	if (api_req_dead(r)) {
+		api_req_drop(r);
+		return;
+	}
+	if (res->err == WORKER_EINVAL && !task) {
+		api_reply(r, invalid_input_result(name, res));
+		return;
+	}
+	if (res->err == WORKER_ENOTFOUND) {
+		snprintf(text, sizeof text, "Unknown tool: %.128s", name);
+		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
+		return;
+	}
+	if (res->err != WORKER_OK) {
+		api_reply_worker_error(r, res);
+		return;
+	}
+	mc = mcp_conn_get(r->conn);
+	if (!mc) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	if (task) {
+		/* MCP tasks begin "working"; one that waits for approval
+		 * from the start says so in its first status notification. */
+		api_reply(r, json_pack("{s:o}", "task",
+				       task_json(res->job, MCP_WORKING)));
+		watch_status(mc, res->job, MCP_WORKING);
+		return;
+	}
+	w = watch_new(mc, MCP_W_CALL, res->job->id, r);
+	if (!w) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	recheck(w);
+}
+
+static void m_tools_call(struct api_req *r, json_t *params)
+{
+	struct api *a = r->conn->api;
+	const char *name = api_params_str(params, "name");
+	json_t *task = json_object_get(params, "task");
+	json_t *ttl = json_object_get(task, "ttl");
+	struct worker_submit s = {0};
+	const struct worker_tool *t = worker_tool_find(a->worker, name);
+	char text[200];
+	int rc;
+
+	if (!t) {
+		snprintf(text, sizeof text, "Unknown tool: %.128s", name);
+		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
+		return;
+	}
+	if (task) {
+		json_t *tj = worker_tool_to_json(a->worker, t);
+		const char *support = json_string_value(json_object_get(
+			json_object_get(tj, "execution"), "taskSupport"));
+		bool forbidden = support && strcmp(support, "forbidden") == 0;
+
+		json_decref(tj);
+		if (forbidden) {
+			snprintf(text, sizeof text, "Tool %.128s does not run "
+				 "as a task (execution.taskSupport is "
+				 "forbidden)", name);
+			api_reply_error(r, API_METHOD_NOT_FOUND, text, NULL);
+			return;
+		}
+	}
+	/* Absent arguments are an empty object; r->params keeps it alive. */
+	if (!json_object_get(params, "arguments"))
+		json_object_set_new(params, "arguments", json_object());
+	s.tool = name;
+	s.input = json_object_get(params, "arguments");
+	/* A task's requested ttl bounds how long its job may wait for an
+	 * answer (berth's ttlMs); berth reports the ttl it keeps. */
+	if (json_is_number(ttl) && json_number_value(ttl) >= 1)
+		s.ttl_ms = (int64_t)json_number_value(ttl);
+	/* Everything in s is borrowed from r->params, which lives until r
+	 * is answered. */
+	rc = worker_submit(a->worker, &s, on_submitted, r);
+	if (rc < 0)
+		api_reply_error(r, API_INTERNAL_ERROR, rc == -ESHUTDOWN
+				? "berthd is shutting down" : strerror(-rc),
+				NULL);
+}
+
+/* get_task reads the job that a tasks/... request names into *j; on an error it
+ * answers r and returns -1. */
+static int get_task(struct api_req *r, struct store_job **j)
+{
+	const char *id = api_params_str(r->params, "taskId");
+	int rc = store_get(r->conn->api->store, id, j);
+
+	if (rc == STORE_ENOTFOUND) {
+		api_reply_error(r, API_INVALID_PARAMS, "Failed to retrieve "
+				"task: Task not found", NULL);
+		return -1;
+	}
+	if (rc < 0) {
+		api_reply_store_error(r, rc, id);
+		return -1;
+	}
+	return 0;
+}
+
+static void m_tasks_get(struct api_req *r, json_t *params)
+{
+	struct mcp_conn *mc = mcp_conn_get(r->conn);
+	struct store_job *j;
+
+	if (get_task(r, &j) < 0)
+		return;
+	api_reply(r, task_json(j, -1));
+	/* A client that asks about a task is told when it changes. */
+	if (mc)
+		watch_status(mc, j, mcp_status_of(j->status));
+	store_job_free(j);
+}
+
+static void m_tasks_result(struct api_req *r, json_t *params)
+{
+	struct mcp_conn *mc = mcp_conn_get(r->conn);
+	struct mcp_watch *w;
+	struct store_job *j;
+
+	if (get_task(r, &j) < 0)
+		return;
+	if (!mc) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+	} else if ((w = watch_new(mc, MCP_W_RESULT, j->id, r))) {
+		watch_status(mc, j, mcp_status_of(j->status));
+		watch_update(w, j);
+	} else {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+	}
+	store_job_free(j);
+}
+
+static void m_tasks_list(struct api_req *r, json_t *params)
+{
+	struct store_filter f = {0};
+	struct store_job **jobs = NULL;
+	size_t n = 0;
+	char *next = NULL;
+	json_t *tasks, *result;
+	int rc;
+
+	rc = store_list(r->conn->api->store, &f, MCP_TASKS_PAGE,
+			api_params_str(params, "cursor"), &jobs, &n, &next);
+	if (rc == -EINVAL) {
+		api_reply_error(r, API_INVALID_PARAMS, "Invalid cursor: not "
+				"one this server gave out", NULL);
+		return;
+	}
+	if (rc < 0) {
+		api_reply_store_error(r, rc, NULL);
+		return;
+	}
+	tasks = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(tasks, task_json(jobs[i], -1));
+		store_job_free(jobs[i]);
+	}
+	free(jobs);
+	result = json_pack("{s:o}", "tasks", tasks);
+	if (result && next)
+		json_object_set_new(result, "nextCursor", json_string(next));
+	free(next);
+	api_reply(r, result);
+}
+
+static void on_cancelled(void *arg, const struct worker_result *res)
+{
+	struct api_req *r = arg;
+	char text[200];
+
+	if (api_req_dead(r)) {
+		api_req_drop(r);
+	} else if (res->err == WORKER_ECONFLICT && res->job) {
+		snprintf(text, sizeof text, "Cannot cancel task: already in "
+			 "terminal status '%s'",
+			 mcp_status_names[mcp_status_of(res->job->status)]);
+		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
+	} else if (res->err == WORKER_ENOTFOUND) {
+		api_reply_error(r, API_INVALID_PARAMS, "Failed to retrieve "
+				"task: Task not found", NULL);
+	} else if (res->err != WORKER_OK) {
+		api_reply_worker_error(r, res);
+	} else {
+		api_reply(r, task_json(res->job, -1));
+	}
+}
+
+static void m_tasks_cancel(struct api_req *r, json_t *params)
+{
+	struct store_job *j;
+	char text[200];
+	int rc;
+
+	if (get_task(r, &j) < 0)
+		return;
+	if (store_status_terminal(j->status)) {
+		snprintf(text, sizeof text, "Cannot cancel task: already in "
+			 "terminal status '%s'",
+			 mcp_status_names[mcp_status_of(j->status)]);
+		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
+		store_job_free(j);
+		return;
+	}
+	store_job_free(j);
+	rc = worker_cancel(r->conn->api->worker,
+			   api_params_str(params, "taskId"),
+			   "cancelled through MCP tasks/cancel", on_cancelled,
+			   r);
+	if (rc < 0)
+		api_reply_error(r, API_INTERNAL_ERROR, strerror(-rc), NULL);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define REQ API_P_REQUIRED
+#define END {NULL, 0, 0, 0, 0, NULL, NULL}
+
+static const struct api_param p_initialize[] = {
+	{"protocolVersion", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"capabilities", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{"clientInfo", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_cancelled[] = {
+	{"requestId", API_P_ANY, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_call[] = {
+	{"name", API_P_STRING, REQ, 0, 128, NULL, NULL},
+	{"arguments", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{"task", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_task[] = {
+	{"taskId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	END,
+};
+static const struct api_param p_tasks_list[] = {
+	{"cursor", API_P_STRING, 0, 0, 0, NULL, NULL},
+	END,
+};
+
+static const struct api_method mcp_methods[] = {
+	{"initialize", m_initialize, 0, p_initialize},
+	{"notifications/initialized", m_initialized, 0, NULL},
+	{"notifications/cancelled", m_cancelled, 0, p_cancelled},
+	{"tools/call", m_tools_call, API_M_MUTATES, p_call},
+	{"tasks/get", m_tasks_get, 0, p_task},
+	{"tasks/result", m_tasks_result, 0, p_task},
+	{"tasks/list", m_tasks_list, 0, p_tasks_list},
+	{"tasks/cancel", m_tasks_cancel, API_M_MUTATES, p_task},
+};
+
+const struct api_method *api_mcp_method_find(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof mcp_methods / sizeof mcp_methods[0];
+	     i++)
+		if (strcmp(mcp_methods[i].name, name) == 0)
+			return &mcp_methods[i];
+	return NULL;
+}
