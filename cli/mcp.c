@@ -69,7 +69,8 @@ static const char usage_text[] =
 	"\n"
 	"Put it in an MCP client's configuration as the server command, for\n"
 	"example {\"command\": \"berth\", \"args\": [\"mcp\"]}. It exits 0 when\n"
-	"stdin ends or berthd closes the connection.\n";
+	"stdin ends or berthd closes the connection, 3 when it cannot reach\n"
+	"berthd.\n";
 
 /* say writes one diagnostic line to stderr (never stdout, which carries
  * only MCP messages). */
@@ -336,7 +337,7 @@ int cli_mcp_main(int argc, char **argv)
 	if (!c) {
 		fprintf(stderr, "berth mcp: cannot connect to %s: %s (is berthd "
 			"running?)\n", where, strerror(errno));
-		return 1;
+		return 3;
 	}
 	sock = berth_client_fd(c);
 	flags = fcntl(sock, F_GETFL);

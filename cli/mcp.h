@@ -12,9 +12,10 @@
 
 /*
  * cli_mcp_main runs `berth mcp [--socket PATH]`; argv[0] is the subcommand
- * name. It returns the exit status: 0 when either side closed (stdin at
- * its end, or berthd went away), 1 when the socket cannot be reached or a
- * relay error ends it, 2 for a usage error.
+ * name. It returns the exit status, as the other commands do: 0 when
+ * either side closed (stdin at its end, or berthd went away), 1 when a
+ * relay error ends it, 2 for a usage error, 3 when berthd's socket cannot
+ * be reached.
  */
 int cli_mcp_main(int argc, char **argv);
 

@@ -230,6 +230,34 @@ describe('tools/call without a task', () => {
     assert.equal(p.requestedSchema.properties.answer.type, 'string');
   });
 
+  test('asks again, with the reason, when an answer fails the resumeSchema', async () => {
+    let n = 0;
+    const s = await session({ elicit: async () => ({ action: 'accept', content: { answer: n++ ? 'ok' : '' } }) });
+    const result = await s.client.callTool({ name: ASK, arguments: { question: 'Say something' } });
+    assert.deepEqual(result.structuredContent, { question: 'Say something', answer: 'ok' });
+    assert.equal(s.elicitations.length, 2);
+    assert.match(s.elicitations[1].params.message, /not accepted/);
+  });
+
+  test('stops waiting for a call the client cancels, and the job goes on', async () => {
+    const s = await session();
+    const ac = new AbortController();
+    const call = s.client.callTool({ name: SLOW, arguments: {} }, undefined, { signal: ac.signal });
+    let id;
+    await waitFor(async () => {
+      const { tasks } = await s.client.experimental.tasks.listTasks();
+      id = tasks.find((t) => t.status === 'working')?.taskId;
+      return id;
+    }, 10000, 'the slow job');
+    ac.abort('enough');
+    await assert.rejects(call);
+    // notifications/cancelled ended the wait, not the job, nor the connection.
+    await s.client.ping();
+    assert.equal((await s.client.experimental.tasks.getTask(id)).status, 'working');
+    await s.client.experimental.tasks.cancelTask(id);
+    noStrayOutput(s);
+  });
+
   test('without elicitation, says which job waits and how to answer it through berth', async () => {
     const s = await session();
     const result = await s.client.callTool({ name: APPROVE, arguments: { action: 'later' } });
@@ -383,6 +411,17 @@ describe('tasks', () => {
 });
 
 describe('berth mcp', () => {
+  test('exits 0 when berthd closes the connection, saying so on stderr', async () => {
+    const r = new RawRelay(['--socket', daemon.socket]);
+    r.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    await r.line();
+    await daemon.restart();
+    const how = await r.exit(5000);
+    assert.equal(how.code, 0);
+    assert.match(r.err, /berthd closed the connection/);
+    assert.equal(r.out, '');
+  });
+
   test('exits 0 at once when stdin closes', async () => {
     const r = new RawRelay(['--socket', daemon.socket]);
     r.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
@@ -410,5 +449,17 @@ describe('berth mcp', () => {
     assert.notEqual(how.code, 0);
     assert.equal(r.out, '');
     assert.match(r.err, /nothing-here\.sock/);
+  });
+});
+
+describe('berthd', () => {
+  test('stops cleanly after all of it, with nothing from the sanitizers', async () => {
+    for (const x of sessions.splice(0)) {
+      try { await x.close(); } catch { /* already closed */ }
+    }
+    const code = await daemon.stop();
+    const log = daemon.logText();
+    assert.equal(code, 0, log);
+    assert.doesNotMatch(log, /AddressSanitizer|LeakSanitizer|runtime error/, log);
   });
 });
