@@ -287,7 +287,11 @@ enum {
  * one event. json_t and string fields are borrowed until the done callback
  * has run. A field is written only when its bit is in set; a NULL json_t
  * with its bit set clears the column. Transitions to a terminal status set
- * finished_at whether or not STORE_SET_FINISHED is given. */
+ * finished_at whether or not STORE_SET_FINISHED is given. STORE_SET_RUN_AT
+ * with run_at 0 means now. A transition into suspended or
+ * awaiting_approval without STORE_SET_EXPIRES_AT sets expires_at to now +
+ * the job's ttl_ms when it has one (as a creation awaiting approval gets
+ * created_at + ttl_ms when it gives no expires_at). */
 struct store_transition {
 	char job_id[40];
 	unsigned from_mask; /* statuses the job may be in; STORE_MASK(...) */
