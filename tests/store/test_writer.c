@@ -294,15 +294,19 @@ static void crash__sigkill_while_committing__keeps_every_acknowledged_job(void *
 	}
 	close(p[1]);
 
-	/* Read acknowledgements for a while, then kill mid-flight. */
+	/* Read acknowledgements until a good number came (the child may
+	 * start slowly on a loaded machine), a little longer, then kill it
+	 * mid-flight. */
 	size_t cap = 1 << 20, len = 0;
 	char *buf = malloc(cap);
-	int64_t until = store_now() + 400;
-	while (store_now() < until && len < cap) {
+	int64_t deadline = store_now() + 20000, until = 0;
+	while (store_now() < (until ? until : deadline) && len < cap) {
 		ssize_t n = read(p[0], buf + len, cap - len);
 		if (n <= 0)
 			break;
 		len += (size_t)n;
+		if (until == 0 && len >= 200 * 37)
+			until = store_now() + 200;
 	}
 	kill(pid, SIGKILL);
 	int status;
