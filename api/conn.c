@@ -66,6 +66,8 @@ size_t api_conn_pending_bytes(const struct api_conn *c)
 {
 	if (!api_conn_live(c))
 		return 0;
+	if (c->transport == API_TRANSPORT_LOCAL)
+		return c->sink_pending ? c->sink_pending(c->sink_arg) : 0;
 	return uv_stream_get_write_queue_size(&c->h.stream);
 }
 
@@ -113,7 +115,7 @@ void api_conn_close(struct api_conn *c)
 static void conn_maybe_finish(struct api_conn *c)
 {
 	if (c->state == API_CONN_DRAINING && c->inflight == 0 &&
-	    uv_stream_get_write_queue_size(&c->h.stream) == 0)
+	    api_conn_pending_bytes(c) == 0)
 		api_conn_close(c);
 }
 
@@ -143,6 +145,8 @@ int api_conn_send(struct api_conn *c, const json_t *msg)
 
 	if (!api_conn_live(c))
 		return -EPIPE;
+	if (c->transport == API_TRANSPORT_LOCAL)
+		return c->sink(c->sink_arg, msg);
 	text = json_dumps(msg, JSON_COMPACT);
 	if (!text)
 		return -ENOMEM;
@@ -475,7 +479,7 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 	m->handler(r, params);
 }
 
-static void dispatch(struct api_conn *c, json_t *msg)
+void api_conn_dispatch(struct api_conn *c, json_t *msg)
 {
 	struct api_batch *b;
 	size_t i;
@@ -531,7 +535,7 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 			 jerr.text, jerr.column);
 		send_error(c, NULL, NULL, API_PARSE_ERROR, text, NULL);
 	} else {
-		dispatch(c, msg);
+		api_conn_dispatch(c, msg);
 		json_decref(msg);
 	}
 	return c->state != API_CONN_OPEN;

@@ -53,6 +53,7 @@ enum api_conn_state {
 enum api_transport {
 	API_TRANSPORT_UNIX = 0,
 	API_TRANSPORT_TCP,
+	API_TRANSPORT_LOCAL, /* no socket: messages go to sink (local.h) */
 };
 
 struct api_call;
@@ -64,6 +65,8 @@ struct api_conn {
 		uv_stream_t stream;
 		uv_pipe_t pipe;
 		uv_tcp_t tcp;
+		uv_idle_t idle; /* API_TRANSPORT_LOCAL: never started; it
+				   only gives closing its usual path */
 	} h;
 	int state;        /* enum api_conn_state */
 	int transport;    /* enum api_transport */
@@ -87,6 +90,13 @@ struct api_conn {
 	void *ext;
 	void (*ext_free)(void *ext);
 
+	/* API_TRANSPORT_LOCAL: every message for the client goes to
+	 * sink(sink_arg, msg) (msg borrowed), and sink_pending(sink_arg)
+	 * tells how much of it the client has yet to take. */
+	int (*sink)(void *arg, const json_t *msg);
+	size_t (*sink_pending)(void *arg);
+	void *sink_arg;
+
 	struct api_conn *prev, *next; /* in api->conns */
 };
 
@@ -109,6 +119,10 @@ struct api_req {
 /* api_conn_accept accepts a client of listener, checks its peer and the
  * connection limit, and starts reading. Errors are logged, never fatal. */
 void api_conn_accept(struct api *a, uv_stream_t *listener, int transport);
+
+/* api_conn_dispatch answers msg (borrowed): a JSON-RPC message or a
+ * batch, as if c had sent it as one line. */
+void api_conn_dispatch(struct api_conn *c, json_t *msg);
 
 /* api_conn_close starts closing c (idempotent). */
 void api_conn_close(struct api_conn *c);
