@@ -52,6 +52,9 @@ struct options {
 	size_t nallow_uids;
 	int64_t default_timeout_ms;
 	int64_t retention_ms;
+	const char *node;
+	int64_t lease_ms;
+	const char *migrate_from;
 	bool quiet;
 };
 
@@ -74,9 +77,19 @@ static const char usage_text[] =
 	"                         (default 300000)\n"
 	"  --retention MS         keep finished jobs and their events this long\n"
 	"                         (default 604800000, 7 days)\n"
+	"  --node NAME            this node's name among the berthd nodes sharing a\n"
+	"                         PostgreSQL database (default $BERTH_NODE, else the\n"
+	"                         host name)\n"
+	"  --lease-ms MS          how long a node vouches for its running jobs\n"
+	"                         without renewing (PostgreSQL; default 15000)\n"
+	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
+	"                         database of --db, then exit\n"
 	"  --quiet                do not print the start-up line\n"
 	"  -h, --help             show this help and exit\n"
 	"  -V, --version          show the version and exit\n"
+	"\n"
+	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
+	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
 	"\n"
 	"SIGTERM or SIGINT stops taking work, puts running jobs back to pending\n"
 	"without using up a retry, and exits 0.\n";
@@ -92,6 +105,9 @@ enum {
 	OPT_ALLOW_UID,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_RETENTION,
+	OPT_NODE,
+	OPT_LEASE_MS,
+	OPT_MIGRATE_FROM,
 	OPT_QUIET,
 };
 
@@ -106,6 +122,9 @@ static const struct option long_options[] = {
 	{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 	{"default-timeout", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
 	{"retention", required_argument, NULL, OPT_RETENTION},
+	{"node", required_argument, NULL, OPT_NODE},
+	{"lease-ms", required_argument, NULL, OPT_LEASE_MS},
+	{"migrate-from", required_argument, NULL, OPT_MIGRATE_FROM},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
@@ -206,6 +225,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 			o->retention_ms = v;
 			break;
+		case OPT_NODE:
+			o->node = optarg;
+			break;
+		case OPT_LEASE_MS:
+			if (parse_int64(optarg, 100, INT64_MAX / 2, &v)) {
+				fprintf(stderr, "berthd: --lease-ms takes "
+					"milliseconds (at least 100), not "
+					"'%s'\n", optarg);
+				return 2;
+			}
+			o->lease_ms = v;
+			break;
+		case OPT_MIGRATE_FROM:
+			o->migrate_from = optarg;
+			break;
 		case OPT_QUIET:
 			o->quiet = true;
 			break;
@@ -296,6 +330,8 @@ static int start(struct daemon *d, const struct options *o,
 	struct store_config scfg = {
 		.path = o->db,
 		.durability = o->durability,
+		.node = o->node,
+		.lease_ms = o->lease_ms,
 	};
 	struct worker_config wcfg = {
 		.workers = o->workers,
@@ -378,6 +414,22 @@ static void abandon(struct daemon *d)
 		on_store_closed(d);
 }
 
+/* migrate copies the SQLite database of --migrate-from into the database of
+ * --db and returns the exit status. */
+static int migrate(const struct options *o)
+{
+	char *err = NULL;
+	int rc = store_copy(o->migrate_from, o->db, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+		free(err);
+		return 1;
+	}
+	printf("berthd: copied %s into %s\n", o->migrate_from, o->db);
+	return 0;
+}
+
 int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	       size_t ntools)
 {
@@ -389,6 +441,8 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : 2;
+	if (o.migrate_from)
+		return migrate(&o);
 
 	/* The pool must be sized before libuv first uses it: one thread per
 	 * worker slot, and a few more so that filesystem requests and
