@@ -7,6 +7,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 
 import { McpError, CallToolResultSchema, CreateTaskResultSchema, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 
@@ -407,6 +408,42 @@ describe('tasks', () => {
     assert.equal(result._meta?.[RELATED]?.taskId, id);
     assert.equal((await second.client.experimental.tasks.getTask(id)).status, 'completed');
     noStrayOutput(second);
+  });
+});
+
+describe('the example tools', () => {
+  test('weather-tool: its annotations and _meta as listed, its output validated by the SDK', async () => {
+    const s = await session();
+    const { tools } = await s.client.listTools();
+    const weather = tools.find((t) => t.name === 'weather-tool');
+    assert.equal(weather.annotations.title, 'Weather Lookup');
+    assert.equal(weather.annotations.openWorldHint, true);
+    assert.deepEqual(weather._meta, { version: '1.0.0', category: 'weather' });
+    const result = await s.client.callTool({ name: 'weather-tool', arguments: { location: 'Paris' } });
+    assert.equal(result.structuredContent.location, 'Paris');
+    assert.equal(typeof result.structuredContent.temperatureCelsius, 'number');
+  });
+
+  test('write-note: writes its note only once the elicitation approves it', async () => {
+    const s = await session({ elicit: accept({ approve: true }) });
+    const path = `${daemon.dir}/note.txt`;
+    const result = await s.client.callTool({ name: 'write-note', arguments: { path, text: 'milk' } });
+    assert.deepEqual(result.structuredContent, { path, bytes: 4 });
+    assert.equal(readFileSync(path, 'utf8'), 'milk');
+    assert.match(s.elicitations[0].params.message, /milk/); // the person sees the input
+  });
+
+  test('ask-name: suspends, is answered through tasks/result, and greets', async () => {
+    const s = await session({ elicit: accept({ answer: 'Ada' }) });
+    await s.client.listTools();
+    let result;
+    for await (const m of s.client.experimental.tasks.callToolStream({ name: 'ask-name', arguments: { greeting: 'Hi' } })) {
+      if (m.type === 'error') throw m.error;
+      if (m.type === 'result') result = m.result;
+    }
+    assert.equal(result.structuredContent.message, 'Hi, Ada!');
+    assert.match(s.elicitations[0].params.message, /What is your name\?/);
+    assert.equal(s.elicitations[0].params.requestedSchema.properties.answer.title, 'Your name');
   });
 });
 
