@@ -365,8 +365,21 @@ int berth_client_call(struct berth_client *c, const char *method,
 		return -ENOMEM;
 	rc = berth_client_send_line(c, text, strlen(text));
 	free(text);
-	if (rc < 0)
-		return rc;
+	if (rc < 0) {
+		/* A server that refused the connection has said why before
+		 * it closed: that line is the answer, if it is there. */
+		json_t *msg = read_message(c, now_ms(), &rc);
+		json_t *err = json_object_get(msg, "error");
+
+		if (err && json_is_null(json_object_get(msg, "id"))) {
+			if (error)
+				*error = json_incref(err);
+			json_decref(msg);
+			return 1;
+		}
+		json_decref(msg);
+		return -EPIPE;
+	}
 
 	for (;;) {
 		json_t *msg = read_message(c, deadline, &rc), *mid;

@@ -1,0 +1,273 @@
+/*
+ * test_events.c: the event log seen through events/subscribe and
+ * jobs/wait: no gap and no duplicate when a replay turns live under load,
+ * and waits and subscriptions picked up again across restarts of berthd.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/api/support.h"
+
+#define PRODUCED 300
+
+struct producer {
+	struct harness *h;
+	int made;
+	int failed;
+	volatile int started; /* jobs submitted so far */
+};
+
+/* produce submits PRODUCED jobs on its own connection, without cmocka's
+ * asserts (they belong to the main thread). */
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	struct berth_client *c = harness_connect(p->h);
+
+	if (!c) {
+		p->failed = 1;
+		return NULL;
+	}
+	for (int i = 0; i < PRODUCED; i++) {
+		json_t *res = NULL, *err = NULL;
+		json_t *params = json_pack("{s:s, s:{s:i}}", "tool", "noop",
+					   "input", "i", i);
+		int rc = berth_client_call(c, "jobs/submit", params, 30000, &res,
+					   &err);
+
+		json_decref(params);
+		if (rc != 0)
+			p->failed = 1;
+		json_decref(res);
+		json_decref(err);
+		p->made++;
+		p->started = p->made;
+	}
+	berth_client_close(c);
+	return NULL;
+}
+
+/* last_seq returns the highest seq in the log now. */
+static json_int_t last_seq(struct berth_client *c)
+{
+	json_int_t since = 0;
+
+	for (;;) {
+		json_t *page = call_ok(c, "events/poll",
+				       json_pack("{s:I, s:i}", "since", since,
+						 "limit", 1000));
+		size_t n = json_array_size(json_object_get(page, "events"));
+
+		since = json_integer_value(json_object_get(page, "next"));
+		json_decref(page);
+		if (n == 0)
+			return since;
+	}
+}
+
+static void subscribe__turning_live_under_load__has_no_gap_or_duplicate(void **state)
+{
+	struct harness h;
+	struct producer p = {.h = &h};
+	struct berth_client *c, *q;
+	pthread_t t;
+	json_int_t expect = 1, end;
+	int spin = 0;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	q = support_connect(&h);
+	assert_int_equal(pthread_create(&t, NULL, produce, &p), 0);
+	/* Subscribe from the very start while jobs are being made and run:
+	 * the replay and the switch to live happen under load. */
+	while (p.started < PRODUCED / 3 && spin++ < 100000)
+		usleep(100);
+	json_decref(call_ok(c, "events/subscribe", json_pack("{s:i}", "since", 0)));
+	pthread_join(t, NULL);
+	assert_int_equal(p.failed, 0);
+	/* Every job was made; wait until each has finished, then read up to
+	 * the end of the log. */
+	for (;;) {
+		json_t *page = call_ok(q, "jobs/list",
+				       json_pack("{s:[s,s], s:i}", "status", "pending",
+						 "running", "limit", 1));
+		size_t n = json_array_size(json_object_get(page, "jobs"));
+
+		json_decref(page);
+		if (n == 0)
+			break;
+		usleep(20000);
+	}
+	end = last_seq(q);
+	assert_true(end >= 3 * PRODUCED);
+	while (expect <= end) {
+		json_t *note = berth_client_next_notification(c, 30000);
+		json_int_t seq;
+
+		assert_non_null(note);
+		seq = json_integer_value(json_object_get(json_object_get(note, "params"),
+							 "seq"));
+		if (seq != expect)
+			print_message("expected seq %lld, got %lld\n",
+				      (long long)expect, (long long)seq);
+		assert_int_equal(seq, expect);
+		expect++;
+		json_decref(note);
+	}
+	assert_null(berth_client_next_notification(c, 200));
+	berth_client_close(c);
+	berth_client_close(q);
+	harness_cleanup(&h);
+}
+
+/* send_wait starts a jobs/wait for id until status on c, without reading
+ * its answer. */
+static void send_wait(struct berth_client *c, const char *id, const char *status)
+{
+	char line[256];
+
+	snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":\"w\",\"method\":"
+		 "\"jobs/wait\",\"params\":{\"id\":\"%s\",\"until\":[\"%s\"]}}",
+		 id, status);
+	assert_int_equal(berth_client_send_line(c, line, strlen(line)), 0);
+}
+
+/* next_event returns the params of the next events/event notification. */
+static json_t *next_event(struct berth_client *c)
+{
+	json_t *note = berth_client_next_notification(c, 30000), *ev;
+
+	assert_non_null(note);
+	assert_string_equal(jstr(note, "method"), "events/event");
+	ev = json_incref(json_object_get(note, "params"));
+	json_decref(note);
+	return ev;
+}
+
+static void waits_and_subscriptions__pick_up_again_after_a_restart(void **state)
+{
+	struct harness h;
+	struct berth_client *c, *s, *w;
+	json_t *job, *ev, *done;
+	json_int_t last = 0;
+	char id[64], *line;
+	static const char *const before[] = {"created", "started", "suspended"};
+	static const char *const after[] = {"resumed", "started", "completed"};
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	job = submit(c, "api-ask", "{\"question\":\"still there?\"}");
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(wait_for(c, id, "suspended"));
+
+	s = support_connect(&h);
+	json_decref(call_ok(s, "events/subscribe",
+			    json_pack("{s:i, s:s}", "since", 0, "jobId", id)));
+	for (size_t i = 0; i < 3; i++) {
+		ev = next_event(s);
+		assert_string_equal(jstr(ev, "type"), before[i]);
+		last = json_integer_value(json_object_get(ev, "seq"));
+		json_decref(ev);
+	}
+	w = support_connect(&h);
+	send_wait(w, id, "completed");
+
+	/* berthd stops: both connections end, nothing is lost. */
+	assert_int_equal(harness_stop(&h), 0);
+	assert_null(berth_client_read_line(w, 10000));
+	assert_null(berth_client_next_notification(s, 10000));
+	berth_client_close(c);
+	berth_client_close(s);
+	berth_client_close(w);
+	assert_int_equal(harness_restart(&h), 0);
+
+	c = support_connect(&h);
+	s = support_connect(&h);
+	w = support_connect(&h);
+	json_decref(call_ok(s, "events/subscribe",
+			    json_pack("{s:I, s:s}", "since", last, "jobId", id)));
+	send_wait(w, id, "completed");
+	done = wait_for(c, id, "suspended"); /* still waiting, as it was */
+	json_decref(done);
+	json_decref(call_ok(c, "jobs/resume",
+			    json_pack("{s:s, s:{s:s}}", "id", id, "resumeData",
+				      "answer", "yes")));
+	for (size_t i = 0; i < 3; i++) {
+		ev = next_event(s);
+		assert_string_equal(jstr(ev, "type"), after[i]);
+		/* The log goes on from where it was: no gap, no repeat. */
+		assert_int_equal(json_integer_value(json_object_get(ev, "seq")),
+				 last + 1);
+		last++;
+		json_decref(ev);
+	}
+	line = berth_client_read_line(w, 30000);
+	assert_non_null(line);
+	done = json_loads(line, 0, NULL);
+	free(line);
+	assert_string_equal(jstr(json_object_get(done, "result"), "status"),
+			    "completed");
+	assert_string_equal(jstr(json_object_get(json_object_get(done, "result"),
+						 "output"), "answer"), "yes");
+	json_decref(done);
+	berth_client_close(c);
+	berth_client_close(s);
+	berth_client_close(w);
+	harness_cleanup(&h);
+}
+
+static void events__survive_a_crash_and_the_interrupted_run_is_logged(void **state)
+{
+	struct harness h;
+	struct berth_client *c;
+	json_t *job, *page, *ev;
+	char id[64];
+	size_t i;
+	bool created = false, retrying = false;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	job = submit(c, "sleep", "{\"ms\":60000}");
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(wait_for(c, id, "running"));
+	berth_client_close(c);
+	assert_int_equal(harness_kill9(&h), 0);
+	assert_int_equal(harness_restart(&h), 0);
+
+	c = support_connect(&h);
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:s}", "since", 0,
+						   "jobId", id));
+	json_array_foreach(json_object_get(page, "events"), i, ev) {
+		if (strcmp(jstr(ev, "type"), "created") == 0)
+			created = true;
+		if (strcmp(jstr(ev, "type"), "retrying") == 0 ||
+		    strcmp(jstr(ev, "type"), "failed") == 0)
+			retrying = true;
+	}
+	json_decref(page);
+	assert_true(created);
+	assert_true(retrying);
+	/* Requeued (and running again) or failed: either way it ends here. */
+	json_decref(harness_call(c, "jobs/cancel", json_pack("{s:s}", "id", id),
+				 &ev));
+	json_decref(ev);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(subscribe__turning_live_under_load__has_no_gap_or_duplicate),
+		cmocka_unit_test(waits_and_subscriptions__pick_up_again_after_a_restart),
+		cmocka_unit_test(events__survive_a_crash_and_the_interrupted_run_is_logged),
+	};
+
+	if (getenv("BERTH_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("BERTH_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

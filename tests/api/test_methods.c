@@ -1,0 +1,918 @@
+/*
+ * test_methods.c: every method of PROTOCOL.md against a real berthd, and
+ * the error codes each can answer.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/api/support.h"
+
+static struct harness h;
+
+static int start(void **state)
+{
+	support_start(&h, NULL);
+	return 0;
+}
+
+static int stop(void **state)
+{
+	int rc = harness_stop(&h);
+
+	harness_cleanup(&h);
+	return rc == 0 ? 0 : -1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- server ------------------------------------------------------------ */
+
+static void server_info__has_every_field_and_all_ten_statuses(void **state)
+{
+	static const char *const statuses[] = {
+		"pending", "awaiting_approval", "running", "suspended",
+		"completed", "failed", "timed_out", "declined", "cancelled",
+		"expired",
+	};
+	struct berth_client *c = support_connect(&h);
+	json_t *info = call_ok(c, "server/info", NULL);
+	json_t *jobs = json_object_get(info, "jobs");
+	json_t *workers = json_object_get(info, "workers");
+
+	assert_string_equal(jstr(info, "name"), "berth");
+	assert_true(strlen(jstr(info, "version")) > 0);
+	assert_true(strlen(jstr(info, "protocolVersion")) > 0);
+	assert_string_equal(jstr(info, "durability"), "full");
+	assert_string_equal(jstr(info, "database"), h.db);
+	assert_true(json_is_integer(json_object_get(info, "uptimeMs")));
+	assert_int_equal(json_object_size(jobs), 10);
+	for (size_t i = 0; i < 10; i++)
+		assert_true(json_is_integer(json_object_get(jobs, statuses[i])));
+	assert_true(json_integer_value(json_object_get(workers, "size")) > 0);
+	assert_true(json_is_integer(json_object_get(workers, "busy")));
+	json_decref(info);
+	berth_client_close(c);
+}
+
+static void ping__echoes_string_number_and_null_ids(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r;
+
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}");
+	assert_string_equal(jstr(r, "id"), "abc");
+	assert_true(json_is_object(json_object_get(r, "result")));
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"ping\"}");
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 42);
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}");
+	assert_true(json_real_value(json_object_get(r, "id")) == 1.5);
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}");
+	assert_true(json_is_null(json_object_get(r, "id")));
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void server_auth__on_the_unix_socket__takes_no_token(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+
+	json_decref(call_ok(c, "server/auth", json_pack("{s:s}", "token", "x")));
+	json_decref(call_err(c, "server/auth", json_object(), -32602));
+	berth_client_close(c);
+}
+
+/* ---- tools ------------------------------------------------------------- */
+
+static json_t *find_tool(struct berth_client *c, const char *name)
+{
+	json_t *res = call_ok(c, "tools/list", NULL), *t, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(res, "tools"), i, t)
+		if (strcmp(jstr(t, "name"), name) == 0)
+			found = json_incref(t);
+	json_decref(res);
+	return found;
+}
+
+static void tools_list__gives_mcp_tools_with_berth_fields(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *ask = find_tool(c, "api-ask"), *approve = find_tool(c, "api-approve");
+
+	assert_non_null(ask);
+	assert_true(json_is_object(json_object_get(ask, "inputSchema")));
+	assert_true(json_is_object(json_object_get(ask, "resumeSchema")));
+	assert_true(json_is_false(json_object_get(ask, "paused")));
+	assert_non_null(approve);
+	assert_true(json_is_true(json_object_get(approve, "requireApproval")));
+	json_decref(ask);
+	json_decref(approve);
+	berth_client_close(c);
+}
+
+static void pause__holds_a_tools_jobs_until_unpause(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job, *t, *res;
+
+	json_decref(call_ok(c, "tools/pause", json_pack("{s:s}", "name", "noop")));
+	t = find_tool(c, "noop");
+	assert_true(json_is_true(json_object_get(t, "paused")));
+	json_decref(t);
+	job = submit(c, "noop", "{\"x\":1}");
+	res = call_ok(c, "jobs/wait", json_pack("{s:s, s:i}", "id", jstr(job, "id"),
+						"timeoutMs", 500));
+	assert_string_equal(jstr(res, "status"), "pending");
+	json_decref(res);
+	json_decref(call_ok(c, "tools/unpause", json_pack("{s:s}", "name", "noop")));
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	json_decref(job);
+	json_decref(call_err(c, "tools/pause", json_pack("{s:s}", "name", "nope"),
+			     -32011));
+	json_decref(call_err(c, "tools/pause", json_object(), -32602));
+	berth_client_close(c);
+}
+
+/* ---- submit ------------------------------------------------------------ */
+
+static void submit__returns_a_pending_job_with_a_uuid7_id(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = call_ok(c, "jobs/submit",
+			      json_pack("{s:s, s:{s:i}, s:s, s:s, s:{s:s}}",
+					"tool", "noop", "input", "n", 1,
+					"runId", "run-1", "toolCallId", "call-1",
+					"metadata", "who", "test"));
+	const char *id = jstr(job, "id");
+
+	assert_int_equal(strlen(id), 36);
+	assert_int_equal(id[14], '7');
+	assert_true(strchr("89ab", id[19]) != NULL);
+	assert_string_equal(jstr(job, "tool"), "noop");
+	assert_true(strcmp(jstr(job, "status"), "pending") == 0 ||
+		    strcmp(jstr(job, "status"), "running") == 0 ||
+		    strcmp(jstr(job, "status"), "completed") == 0);
+	assert_string_equal(jstr(job, "runId"), "run-1");
+	assert_string_equal(jstr(job, "toolCallId"), "call-1");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(job, "input"), "n")), 1);
+	assert_string_equal(jstr(json_object_get(job, "metadata"), "who"), "test");
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void submit__with_the_same_key__returns_the_first_job(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *a = call_ok(c, "jobs/submit",
+			    json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				      "idempotencyKey", "key-1"));
+	json_t *b = call_ok(c, "jobs/submit",
+			    json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				      "idempotencyKey", "key-1"));
+
+	assert_string_equal(jstr(a, "id"), jstr(b, "id"));
+	json_decref(a);
+	json_decref(b);
+	berth_client_close(c);
+}
+
+static void submit__of_an_unknown_tool__is_not_found(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *err = call_err(c, "jobs/submit",
+			       json_pack("{s:s, s:{}}", "tool", "no-such-tool",
+					 "input"), -32011);
+
+	assert_string_equal(jstr(json_object_get(err, "data"), "id"),
+			    "no-such-tool");
+	json_decref(err);
+	berth_client_close(c);
+}
+
+static void submit__with_input_failing_the_schema__lists_the_errors(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *err = call_err(c, "jobs/submit",
+			       json_pack("{s:s, s:{s:i}}", "tool", "api-ask",
+					 "input", "question", 5), -32602);
+	json_t *errors = json_object_get(json_object_get(err, "data"), "errors");
+	json_t *first = json_array_get(errors, 0);
+
+	assert_true(json_array_size(errors) >= 1);
+	assert_true(json_is_string(json_object_get(first, "instancePath")));
+	assert_true(json_is_string(json_object_get(first, "keyword")));
+	assert_true(json_is_string(json_object_get(first, "message")));
+	json_decref(err);
+	berth_client_close(c);
+}
+
+static void submit__with_bad_params__is_invalid_params(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *err;
+
+	err = call_err(c, "jobs/submit",
+		       json_pack("{s:s, s:{}, s:s, s:i}", "tool", "noop", "input",
+				 "runAt", "2030-01-01T00:00:00Z", "delayMs", 10),
+		       -32602);
+	assert_true(json_array_size(json_object_get(
+			    json_object_get(err, "data"), "errors")) >= 1);
+	json_decref(err);
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				       "runAt", "tomorrow"), -32602));
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:s}", "tool", "noop"), -32602));
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:i, s:{}}", "tool", 3, "input"), -32602));
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:s, s:{}, s:i}", "tool", "noop", "input",
+				       "delayMs", -1), -32602));
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				       "priority", "high"), -32602));
+	berth_client_close(c);
+}
+
+static void submit__with_run_at_or_delay__waits_until_then(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *a = call_ok(c, "jobs/submit",
+			    json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				      "runAt", "2099-01-01T00:00:00.000Z"));
+	json_t *b = call_ok(c, "jobs/submit",
+			    json_pack("{s:s, s:{}, s:i}", "tool", "noop", "input",
+				      "delayMs", 600000));
+
+	assert_string_equal(jstr(a, "status"), "pending");
+	assert_string_equal(jstr(a, "runAt"), "2099-01-01T00:00:00.000Z");
+	assert_string_equal(jstr(b, "status"), "pending");
+	assert_true(strcmp(jstr(b, "runAt"), jstr(b, "createdAt")) > 0);
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", jstr(a, "id"))));
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", jstr(b, "id"))));
+	json_decref(a);
+	json_decref(b);
+	berth_client_close(c);
+}
+
+/* ---- approval, suspend, cancel, retry ---------------------------------- */
+
+static void approve__runs_the_job_and_twice_is_a_conflict(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"deploy\"}");
+	const char *id = jstr(job, "id");
+	json_t *r, *err;
+
+	assert_string_equal(jstr(job, "status"), "awaiting_approval");
+	r = call_ok(c, "jobs/approve", json_pack("{s:s, s:s}", "id", id, "note", "ok"));
+	assert_string_equal(jstr(r, "status"), "pending");
+	json_decref(r);
+	json_decref(wait_for(c, id, "completed"));
+	err = call_err(c, "jobs/approve", json_pack("{s:s}", "id", id), -32012);
+	assert_string_equal(jstr(json_object_get(err, "data"), "status"), "completed");
+	json_decref(err);
+	json_decref(call_err(c, "jobs/approve",
+			     json_pack("{s:s}", "id", "01890000-0000-7000-8000-000000000000"),
+			     -32011));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void decline__never_runs_the_job_and_keeps_the_reason(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"delete\"}");
+	const char *id = jstr(job, "id");
+	json_t *r, *err;
+
+	r = call_ok(c, "jobs/decline", json_pack("{s:s, s:s}", "id", id,
+						 "reason", "too risky"));
+	assert_string_equal(jstr(r, "status"), "declined");
+	assert_string_equal(jstr(json_object_get(r, "approval"), "reason"), "too risky");
+	assert_null(json_object_get(r, "startedAt"));
+	json_decref(r);
+	err = call_err(c, "jobs/decline", json_pack("{s:s}", "id", id), -32012);
+	assert_string_equal(jstr(json_object_get(err, "data"), "status"), "declined");
+	json_decref(err);
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void resume__validates_the_data_then_runs_again(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-ask", "{\"question\":\"colour?\"}");
+	const char *id = jstr(job, "id");
+	json_t *s, *err, *r, *done;
+
+	s = wait_for(c, id, "suspended");
+	assert_string_equal(jstr(json_object_get(s, "suspendPayload"), "question"),
+			    "colour?");
+	json_decref(s);
+	err = call_err(c, "jobs/resume",
+		       json_pack("{s:s, s:{s:i}}", "id", id, "resumeData",
+				 "answer", 3), -32602);
+	assert_true(json_array_size(json_object_get(
+			    json_object_get(err, "data"), "errors")) >= 1);
+	json_decref(err);
+	json_decref(call_err(c, "jobs/resume", json_pack("{s:s}", "id", id), -32602));
+	r = call_ok(c, "jobs/resume",
+		    json_pack("{s:s, s:{s:s}}", "id", id, "resumeData", "answer",
+			      "blue"));
+	assert_string_equal(jstr(r, "status"), "pending");
+	json_decref(r);
+	done = wait_for(c, id, "completed");
+	assert_string_equal(jstr(json_object_get(done, "output"), "answer"), "blue");
+	json_decref(done);
+	json_decref(call_err(c, "jobs/resume",
+			     json_pack("{s:s, s:{s:s}}", "id", id, "resumeData",
+				       "answer", "red"), -32012));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void cancel__ends_a_waiting_job_and_twice_is_a_conflict(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"x\"}");
+	const char *id = jstr(job, "id");
+	json_t *r;
+
+	r = call_ok(c, "jobs/cancel", json_pack("{s:s, s:s}", "id", id,
+						"reason", "changed my mind"));
+	assert_string_equal(jstr(r, "status"), "cancelled");
+	json_decref(r);
+	json_decref(call_err(c, "jobs/cancel", json_pack("{s:s}", "id", id), -32012));
+	json_decref(call_err(c, "jobs/cancel", json_pack("{s:s}", "id", "nope"),
+			     -32011));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void cancel__stops_a_running_job(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "sleep", "{\"ms\":60000}");
+	const char *id = jstr(job, "id");
+
+	json_decref(wait_for(c, id, "running"));
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", id)));
+	json_decref(wait_for(c, id, "cancelled"));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void retry__makes_a_new_job_of_a_failed_one(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "fail", "{\"message\":\"boom\"}");
+	const char *id = jstr(job, "id");
+	json_t *failed, *again;
+
+	failed = wait_for(c, id, "failed");
+	assert_string_equal(jstr(json_object_get(failed, "error"), "message"), "boom");
+	json_decref(failed);
+	again = call_ok(c, "jobs/retry", json_pack("{s:s}", "id", id));
+	assert_string_not_equal(jstr(again, "id"), id);
+	assert_string_equal(jstr(again, "retryOf"), id);
+	assert_string_equal(jstr(again, "tool"), "fail");
+	json_decref(again);
+	json_decref(job);
+
+	job = submit(c, "noop", "{}");
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	json_decref(call_err(c, "jobs/retry", json_pack("{s:s}", "id", jstr(job, "id")),
+			     -32012));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+static void get__in_each_view__and_of_an_unknown_job(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "noop", "{\"v\":1}");
+	const char *id = jstr(job, "id");
+	static const char *const views[] = {"raw", "display", "transcript"};
+	json_t *err;
+
+	for (size_t i = 0; i < 3; i++) {
+		json_t *g = call_ok(c, "jobs/get", json_pack("{s:s, s:s}", "id", id,
+							     "view", views[i]));
+
+		assert_string_equal(jstr(g, "id"), id);
+		assert_non_null(json_object_get(g, "input"));
+		json_decref(g);
+	}
+	json_decref(call_err(c, "jobs/get", json_pack("{s:s, s:s}", "id", id,
+						      "view", "fancy"), -32602));
+	err = call_err(c, "jobs/get", json_pack("{s:s}", "id", "nope"), -32011);
+	assert_string_equal(jstr(json_object_get(err, "data"), "id"), "nope");
+	json_decref(err);
+	json_decref(call_err(c, "jobs/get", json_object(), -32602));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void list__filters_and_pages_with_an_opaque_cursor(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *page, *jobs, *j;
+	const char *cursor;
+	size_t i, seen = 0;
+
+	for (int k = 0; k < 5; k++)
+		json_decref(call_ok(c, "jobs/submit",
+				    json_pack("{s:s, s:{}, s:s}", "tool", "noop",
+					      "input", "runId", "list-run")));
+	page = call_ok(c, "jobs/list", json_pack("{s:s, s:i}", "runId", "list-run",
+						 "limit", 3));
+	jobs = json_object_get(page, "jobs");
+	assert_int_equal(json_array_size(jobs), 3);
+	cursor = jstr(page, "nextCursor");
+	assert_true(strlen(cursor) > 0);
+	seen += 3;
+	j = call_ok(c, "jobs/list", json_pack("{s:s, s:i, s:s}", "runId", "list-run",
+					      "limit", 3, "cursor", cursor));
+	seen += json_array_size(json_object_get(j, "jobs"));
+	assert_int_equal(seen, 5);
+	json_decref(j);
+	json_decref(page);
+
+	page = call_ok(c, "jobs/list", json_pack("{s:[s,s], s:s}", "status",
+						 "awaiting_approval", "declined",
+						 "tool", "api-approve"));
+	json_array_foreach(json_object_get(page, "jobs"), i, j) {
+		assert_string_equal(jstr(j, "tool"), "api-approve");
+		assert_true(strcmp(jstr(j, "status"), "awaiting_approval") == 0 ||
+			    strcmp(jstr(j, "status"), "declined") == 0);
+	}
+	json_decref(page);
+	json_decref(call_err(c, "jobs/list", json_pack("{s:s}", "status", "sleeping"),
+			     -32602));
+	json_decref(call_err(c, "jobs/list", json_pack("{s:s}", "cursor", "garbage!"),
+			     -32602));
+	json_decref(call_err(c, "jobs/list", json_pack("{s:i}", "limit", 0), -32602));
+	berth_client_close(c);
+}
+
+static void wait__returns_at_once_when_already_there(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"w\"}");
+	int64_t t0 = now_ms();
+	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s}", "id", jstr(job, "id")));
+
+	assert_string_equal(jstr(w, "status"), "awaiting_approval");
+	assert_true(now_ms() - t0 < 2000);
+	json_decref(w);
+	json_decref(call_err(c, "jobs/wait", json_pack("{s:s}", "id", "nope"), -32011));
+	json_decref(call_err(c, "jobs/wait", json_pack("{s:s, s:[]}", "id",
+						       jstr(job, "id"), "until"),
+			     -32602));
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", jstr(job, "id"))));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void wait__after_its_timeout__returns_the_job_as_it_is(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = call_ok(c, "jobs/submit",
+			      json_pack("{s:s, s:{}, s:i}", "tool", "noop", "input",
+					"delayMs", 600000));
+	int64_t t0 = now_ms(), took;
+	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s, s:i}", "id",
+						      jstr(job, "id"), "timeoutMs", 300));
+
+	took = now_ms() - t0;
+	assert_string_equal(jstr(w, "status"), "pending");
+	assert_true(took >= 290 && took < 5000);
+	json_decref(w);
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", jstr(job, "id"))));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void wait__wakes_on_the_transition_itself(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "sleep", "{\"ms\":400}");
+	int64_t t0 = now_ms();
+	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s, s:i}", "id",
+						      jstr(job, "id"), "timeoutMs", 60000));
+
+	assert_string_equal(jstr(w, "status"), "completed");
+	assert_true(now_ms() - t0 < 10000);
+	json_decref(w);
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void logs__has_structured_lines_and_stderr(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-log", "{}");
+	const char *id = jstr(job, "id");
+	json_t *res, *l;
+	bool structured = false, stderr_seen = false;
+	size_t i;
+
+	json_decref(wait_for(c, id, "completed"));
+	res = call_ok(c, "jobs/logs", json_pack("{s:s}", "id", id));
+	json_array_foreach(json_object_get(res, "lines"), i, l) {
+		assert_true(json_is_integer(json_object_get(l, "n")));
+		assert_true(strlen(jstr(l, "at")) > 0);
+		assert_true(strlen(jstr(l, "level")) > 0);
+		if (strstr(jstr(l, "message"), "hello from the tool"))
+			structured = true;
+		if (strstr(jstr(l, "message"), "warming up"))
+			stderr_seen = true;
+	}
+	assert_true(structured);
+	assert_true(stderr_seen);
+	assert_true(json_integer_value(json_object_get(res, "next")) >= 2);
+	json_decref(res);
+	res = call_ok(c, "jobs/logs", json_pack("{s:s, s:i}", "id", id, "after", 1000));
+	assert_int_equal(json_array_size(json_object_get(res, "lines")), 0);
+	json_decref(res);
+	json_decref(call_err(c, "jobs/logs", json_pack("{s:s}", "id", "nope"), -32011));
+	json_decref(job);
+	berth_client_close(c);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static void poll__reads_after_since_and_waits_for_the_next(void **state)
+{
+	struct berth_client *c = support_connect(&h), *d = support_connect(&h);
+	json_t *page = call_ok(c, "events/poll", json_pack("{s:i}", "limit", 1000));
+	json_int_t next = json_integer_value(json_object_get(page, "next"));
+	json_t *ev, *job;
+	char line[256];
+	char *reply;
+	size_t i;
+	json_int_t prev = 0;
+
+	json_array_foreach(json_object_get(page, "events"), i, ev) {
+		assert_true(json_integer_value(json_object_get(ev, "seq")) > prev);
+		prev = json_integer_value(json_object_get(ev, "seq"));
+		assert_true(strlen(jstr(ev, "jobId")) == 36);
+		assert_true(strlen(jstr(ev, "type")) > 0);
+		assert_true(strlen(jstr(ev, "status")) > 0);
+		assert_true(strlen(jstr(ev, "at")) > 0);
+	}
+	json_decref(page);
+	/* Catch up on everything, then wait for something new. */
+	for (;;) {
+		page = call_ok(c, "events/poll", json_pack("{s:I, s:i}", "since", next,
+							   "limit", 1000));
+		i = json_array_size(json_object_get(page, "events"));
+		next = json_integer_value(json_object_get(page, "next"));
+		json_decref(page);
+		if (i == 0)
+			break;
+	}
+	snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+		 "\"events/poll\",\"params\":{\"since\":%lld,\"waitMs\":30000}}",
+		 (long long)next);
+	assert_int_equal(berth_client_send_line(c, line, strlen(line)), 0);
+	assert_null(berth_client_read_line(c, 300)); /* nothing yet */
+	job = submit(d, "api-approve", "{\"action\":\"p\"}");
+	reply = berth_client_read_line(c, 10000);
+	assert_non_null(reply);
+	page = json_loads(reply, 0, NULL);
+	free(reply);
+	ev = json_array_get(json_object_get(json_object_get(page, "result"), "events"), 0);
+	assert_string_equal(jstr(ev, "jobId"), jstr(job, "id"));
+	assert_int_equal(json_integer_value(json_object_get(ev, "seq")), next + 1);
+	json_decref(page);
+	/* With nothing new, waitMs runs out and the answer is empty. */
+	page = call_ok(c, "events/poll", json_pack("{s:I, s:i, s:s}", "since",
+						   next + 1000000, "waitMs", 200,
+						   "jobId", jstr(job, "id")));
+	assert_int_equal(json_array_size(json_object_get(page, "events")), 0);
+	json_decref(page);
+	json_decref(call_ok(d, "jobs/cancel", json_pack("{s:s}", "id", jstr(job, "id"))));
+	json_decref(job);
+	berth_client_close(c);
+	berth_client_close(d);
+}
+
+static void subscribe__replays_then_goes_live_and_unsubscribe_ends_it(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"s\"}");
+	const char *id = jstr(job, "id");
+	json_t *sub, *note, *params;
+	char subid[64];
+
+	sub = call_ok(c, "events/subscribe", json_pack("{s:i, s:s}", "since", 0,
+						       "jobId", id));
+	snprintf(subid, sizeof subid, "%s", jstr(sub, "subscription"));
+	assert_true(strlen(subid) > 0);
+	json_decref(sub);
+	/* Replayed: created and approval_requested. */
+	note = berth_client_next_notification(c, 10000);
+	assert_non_null(note);
+	assert_string_equal(jstr(note, "method"), "events/event");
+	params = json_object_get(note, "params");
+	assert_string_equal(jstr(params, "type"), "created");
+	assert_string_equal(jstr(params, "jobId"), id);
+	assert_string_equal(jstr(params, "subscription"), subid);
+	json_decref(note);
+	note = berth_client_next_notification(c, 10000);
+	assert_string_equal(jstr(json_object_get(note, "params"), "type"),
+			    "approval_requested");
+	json_decref(note);
+	/* Live: approved. */
+	json_decref(call_ok(c, "jobs/approve", json_pack("{s:s}", "id", id)));
+	note = berth_client_next_notification(c, 10000);
+	assert_non_null(note);
+	assert_string_equal(jstr(json_object_get(note, "params"), "type"), "approved");
+	json_decref(note);
+	json_decref(call_ok(c, "events/unsubscribe",
+			    json_pack("{s:s}", "subscription", subid)));
+	json_decref(call_err(c, "events/unsubscribe",
+			     json_pack("{s:s}", "subscription", subid), -32011));
+	json_decref(wait_for(c, id, "completed"));
+	/* Nothing more arrives after unsubscribe (other than what was
+	 * already on its way before it). */
+	for (;;) {
+		note = berth_client_next_notification(c, 300);
+		if (!note)
+			break;
+		assert_string_not_equal(jstr(json_object_get(note, "params"), "type"),
+					"completed");
+		json_decref(note);
+	}
+	json_decref(job);
+	berth_client_close(c);
+}
+
+static void subscribe__with_progress__sends_live_progress(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job, *note;
+	bool progress = false;
+
+	json_decref(call_ok(c, "events/subscribe", json_pack("{s:b}", "progress", 1)));
+	job = submit(c, "sleep", "{\"ms\":1500}");
+	while ((note = berth_client_next_notification(c, 10000))) {
+		const char *m = jstr(note, "method");
+		json_t *p = json_object_get(note, "params");
+
+		if (strcmp(m, "events/progress") == 0 &&
+		    strcmp(jstr(p, "jobId"), jstr(job, "id")) == 0) {
+			assert_non_null(json_object_get(p, "progress"));
+			progress = true;
+		}
+		if (strcmp(m, "events/event") == 0 &&
+		    strcmp(jstr(p, "jobId"), jstr(job, "id")) == 0 &&
+		    strcmp(jstr(p, "type"), "completed") == 0) {
+			json_decref(note);
+			break;
+		}
+		json_decref(note);
+	}
+	assert_true(progress);
+	json_decref(job);
+	berth_client_close(c);
+}
+
+/* ---- JSON-RPC ---------------------------------------------------------- */
+
+static void a_request_without_jsonrpc_2_0__is_invalid(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r = exchange(c, "{\"id\":5,\"method\":\"ping\"}");
+
+	assert_int_equal(error_code(r), -32600);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 5);
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"1.0\",\"id\":6,\"method\":\"ping\"}");
+	assert_int_equal(error_code(r), -32600);
+	json_decref(r);
+	r = exchange(c, "42");
+	assert_int_equal(error_code(r), -32600);
+	assert_true(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void params_that_are_not_an_object__are_invalid_params(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\","
+			     "\"params\":[1,2]}");
+
+	assert_int_equal(error_code(r), -32602);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void an_unknown_method__is_not_found(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+
+	json_decref(call_err(c, "jobs/explode", NULL, -32601));
+	berth_client_close(c);
+}
+
+static void a_malformed_line__gets_a_parse_error_and_the_next_line_works(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":");
+
+	assert_int_equal(error_code(r), -32700);
+	assert_true(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+	r = exchange(c, "\xff\xfe not utf-8");
+	assert_int_equal(error_code(r), -32700);
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void half_lines__are_joined_into_one_request(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	const char *parts[] = {"{\"jsonrpc\":", "\"2.0\",\"id\":7,", "\"method\":\"pi",
+			       "ng\"}"};
+	char *line;
+
+	for (size_t i = 0; i < 4; i++) {
+		/* Write each part without a newline, with a pause between. */
+		assert_int_equal(write(berth_client_fd(c), parts[i], strlen(parts[i])),
+				 (ssize_t)strlen(parts[i]));
+		assert_null(berth_client_read_line(c, 50));
+	}
+	assert_int_equal(write(berth_client_fd(c), "\r\n", 2), 2);
+	line = berth_client_read_line(c, 10000);
+	assert_non_null(line);
+	assert_non_null(strstr(line, "\"id\":7"));
+	assert_non_null(strstr(line, "\"result\""));
+	free(line);
+	berth_client_close(c);
+}
+
+static void a_batch__is_answered_with_one_array(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r, *el;
+	size_t i;
+	bool saw[4] = {false};
+
+	r = exchange(c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+			"{\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+			"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"},"
+			"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"jobs/submit\","
+			"\"params\":{\"tool\":\"noop\",\"input\":{}}},"
+			"5]");
+	assert_true(json_is_array(r));
+	assert_int_equal(json_array_size(r), 4);
+	json_array_foreach(r, i, el) {
+		json_t *id = json_object_get(el, "id");
+
+		if (json_is_null(id)) {
+			assert_int_equal(error_code(el), -32600);
+			saw[0] = true;
+		} else {
+			saw[json_integer_value(id)] = true;
+		}
+		if (json_integer_value(id) == 2)
+			assert_int_equal(error_code(el), -32601);
+		if (json_integer_value(id) == 3)
+			assert_string_equal(jstr(json_object_get(el, "result"),
+						 "tool"), "noop");
+	}
+	assert_true(saw[0] && saw[1] && saw[2] && saw[3]);
+	json_decref(r);
+
+	r = exchange(c, "[]");
+	assert_int_equal(error_code(r), -32600);
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void notifications__get_no_answer_alone_or_in_a_batch(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	const char *lines = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n"
+			    "{\"jsonrpc\":\"2.0\",\"method\":\"no/such\"}\n"
+			    "[{\"jsonrpc\":\"2.0\",\"method\":\"ping\"},"
+			    "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}]\n";
+	json_t *r;
+
+	assert_int_equal(berth_client_send_line(c, lines, strlen(lines)), 0);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}");
+	/* The first line back answers the last request: nothing before. */
+	assert_string_equal(jstr(r, "id"), "last");
+	json_decref(r);
+	berth_client_close(c);
+}
+
+static void unanswered_requests_beyond_the_limit__are_overloaded(void **state)
+{
+	struct berth_client *c = support_connect(&h), *d = support_connect(&h);
+	json_t *job = submit(d, "api-approve", "{\"action\":\"hold\"}");
+	size_t size = 1100 * 160, len = 0;
+	char *buf = malloc(size);
+	char *line;
+	json_t *r;
+
+	/* 1024 waits on a job that will not move fill the connection. */
+	for (int i = 0; i < 1024; i++)
+		len += (size_t)snprintf(buf + len, size - len,
+					"{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
+					"\"jobs/wait\",\"params\":{\"id\":\"%s\","
+					"\"until\":[\"completed\"]}}\n",
+					i, jstr(job, "id"));
+	assert_int_equal(berth_client_send_line(c, buf, len), 0);
+	free(buf);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"one-more\",\"method\":\"ping\"}");
+	assert_string_equal(jstr(r, "id"), "one-more");
+	assert_int_equal(error_code(r), -32013);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(json_object_get(r, "error"), "data"),
+				 "limit")), 1024);
+	json_decref(r);
+	/* Declining the job ends every wait (a terminal job never moves). */
+	json_decref(call_ok(d, "jobs/decline", json_pack("{s:s}", "id", jstr(job, "id"))));
+	for (int i = 0; i < 1024; i++) {
+		line = berth_client_read_line(c, 30000);
+		assert_non_null(line);
+		assert_non_null(strstr(line, "declined"));
+		free(line);
+	}
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"after\",\"method\":\"ping\"}");
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	json_decref(job);
+	berth_client_close(c);
+	berth_client_close(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(server_info__has_every_field_and_all_ten_statuses),
+		cmocka_unit_test(ping__echoes_string_number_and_null_ids),
+		cmocka_unit_test(server_auth__on_the_unix_socket__takes_no_token),
+		cmocka_unit_test(tools_list__gives_mcp_tools_with_berth_fields),
+		cmocka_unit_test(pause__holds_a_tools_jobs_until_unpause),
+		cmocka_unit_test(submit__returns_a_pending_job_with_a_uuid7_id),
+		cmocka_unit_test(submit__with_the_same_key__returns_the_first_job),
+		cmocka_unit_test(submit__of_an_unknown_tool__is_not_found),
+		cmocka_unit_test(submit__with_input_failing_the_schema__lists_the_errors),
+		cmocka_unit_test(submit__with_bad_params__is_invalid_params),
+		cmocka_unit_test(submit__with_run_at_or_delay__waits_until_then),
+		cmocka_unit_test(approve__runs_the_job_and_twice_is_a_conflict),
+		cmocka_unit_test(decline__never_runs_the_job_and_keeps_the_reason),
+		cmocka_unit_test(resume__validates_the_data_then_runs_again),
+		cmocka_unit_test(cancel__ends_a_waiting_job_and_twice_is_a_conflict),
+		cmocka_unit_test(cancel__stops_a_running_job),
+		cmocka_unit_test(retry__makes_a_new_job_of_a_failed_one),
+		cmocka_unit_test(get__in_each_view__and_of_an_unknown_job),
+		cmocka_unit_test(list__filters_and_pages_with_an_opaque_cursor),
+		cmocka_unit_test(wait__returns_at_once_when_already_there),
+		cmocka_unit_test(wait__after_its_timeout__returns_the_job_as_it_is),
+		cmocka_unit_test(wait__wakes_on_the_transition_itself),
+		cmocka_unit_test(logs__has_structured_lines_and_stderr),
+		cmocka_unit_test(poll__reads_after_since_and_waits_for_the_next),
+		cmocka_unit_test(subscribe__replays_then_goes_live_and_unsubscribe_ends_it),
+		cmocka_unit_test(subscribe__with_progress__sends_live_progress),
+		cmocka_unit_test(a_request_without_jsonrpc_2_0__is_invalid),
+		cmocka_unit_test(params_that_are_not_an_object__are_invalid_params),
+		cmocka_unit_test(an_unknown_method__is_not_found),
+		cmocka_unit_test(a_malformed_line__gets_a_parse_error_and_the_next_line_works),
+		cmocka_unit_test(half_lines__are_joined_into_one_request),
+		cmocka_unit_test(a_batch__is_answered_with_one_array),
+		cmocka_unit_test(notifications__get_no_answer_alone_or_in_a_batch),
+		cmocka_unit_test(unanswered_requests_beyond_the_limit__are_overloaded),
+	};
+
+	if (getenv("BERTH_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("BERTH_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, start, stop);
+}
