@@ -122,10 +122,12 @@ void worker__op_reply_store(struct worker__op *op, int rc)
 	char msg[160];
 
 	if (rc == STORE_ENOTFOUND) {
-		worker__op_reply(op, WORKER_ENOTFOUND, "no such job",
-				 json_pack("{s:s}", "id",
-					   op->req.u.transition.job_id),
+		json_t *data = json_pack("{s:s}", "id",
+					 op->req.u.transition.job_id);
+
+		worker__op_reply(op, WORKER_ENOTFOUND, "no such job", data,
 				 NULL, false);
+		json_decref(data);
 	} else if (rc == STORE_ECONFLICT) {
 		const char *s = j ? store_status_name(j->status) : "unknown";
 		json_t *data = json_pack("{s:s}", "status", s);
