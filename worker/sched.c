@@ -61,9 +61,21 @@ void worker__sched_kick(struct worker *w)
 		left = t->bg.concurrency - t->running;
 		op->caps[ncaps].tool = t->id;
 		op->caps[ncaps].remaining = left > 0 ? left : 0;
+		/* A tool's concurrency holds for the whole cluster on a
+		 * shared database: the store counts the tool's running jobs
+		 * of every node under a lock. remaining alone would let
+		 * each node run that many. */
+		op->caps[ncaps].limit = t->bg.concurrency;
 		ncaps++;
 	}
 	op->req.op = STORE_OP_CLAIM;
+	/* The pool is this node's: --workers sizes the processes and
+	 * threads of one machine, so free_slots bounds the claim and no
+	 * cluster-wide total is asked for (global_limit 0). A total over
+	 * all nodes would make each node's pool a share of one number
+	 * and leave machines idle that have room; docs/POSTGRES.md has
+	 * no such setting for berthd either. */
+	op->req.u.claim.global_limit = 0;
 	op->req.u.claim.limit = free_slots;
 	op->req.u.claim.now = w->last_claim_now = store_now();
 	op->req.u.claim.caps = op->caps;
