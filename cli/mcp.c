@@ -64,7 +64,9 @@ static const char usage_text[] =
 	"between stdin/stdout and berthd's socket, line for line.\n"
 	"\n"
 	"  --socket PATH   berthd's socket (default $BERTH_SOCKET, else\n"
-	"                  $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
+	"                  $XDG_RUNTIME_DIR/berth/berth.sock, else\n"
+	"                  /run/user/UID/berth/berth.sock when it exists, else\n"
+	"                  ./berth.sock)\n"
 	"  -h, --help      show this help and exit\n"
 	"\n"
 	"Put it in an MCP client's configuration as the server command, for\n"
@@ -287,6 +289,29 @@ static int relay(int sock)
 	return status;
 }
 
+/*
+ * default_socket writes the socket to use when none is given into buf.
+ * MCP clients start their servers with a trimmed environment (the
+ * TypeScript SDK passes on little more than HOME and PATH), so
+ * XDG_RUNTIME_DIR, which berthd's default socket lives under, is often
+ * missing here although berthd had it. Then the usual runtime directory,
+ * /run/user/UID, is tried before the client library's last resort,
+ * ./berth.sock.
+ */
+static char *default_socket(char *buf, size_t size)
+{
+	const char *env = getenv("BERTH_SOCKET");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if ((!env || !*env) && (!xdg || !*xdg)) {
+		snprintf(buf, size, "/run/user/%lu/berth/berth.sock",
+			 (unsigned long)getuid());
+		if (access(buf, F_OK) == 0)
+			return buf;
+	}
+	return berth_client_default_socket(buf, size);
+}
+
 static const struct option long_options[] = {
 	{"socket", required_argument, NULL, 's'},
 	{"help", no_argument, NULL, 'h'},
@@ -327,7 +352,7 @@ int cli_mcp_main(int argc, char **argv)
 		return 2;
 	}
 	if (!where)
-		where = berth_client_default_socket(defpath, sizeof defpath);
+		where = default_socket(defpath, sizeof defpath);
 
 	/* A client that goes away while we write must not kill us with
 	 * SIGPIPE: the write fails with EPIPE and the relay ends cleanly. */
