@@ -39,10 +39,11 @@ static void reply_created(struct worker__op *op, int rc)
 					"not affected",
 					j->tool, hrc);
 	}
-	if (!op->req.existed && j->status == STORE_PENDING) {
+	/* The "created" event asked for a claim already (on_store_event);
+	 * a delayed job's time is kept so the run timer fires for it even
+	 * while earlier jobs wait for a slot. */
+	if (!op->req.existed && j->status == STORE_PENDING)
 		worker__sched_wakeup(w, j->run_at);
-		worker__sched_kick(w);
-	}
 	if (!op->req.existed && j->expires_at)
 		worker__expiry_rearm(w);
 	worker__op_reply(op, WORKER_OK, NULL, NULL, j, op->req.existed);
@@ -174,10 +175,9 @@ static void reply_transition(struct worker__op *op, int rc)
 		worker__op_reply_store(op, rc);
 		return;
 	}
-	if (j && j->status == STORE_PENDING) {
+	/* Its event ("resumed", "approved") asked for a claim already. */
+	if (j && j->status == STORE_PENDING)
 		worker__sched_wakeup(w, j->run_at);
-		worker__sched_kick(w);
-	}
 	if (j && j->status == STORE_CANCELLED &&
 	    (r = worker__run_find(w, j->id)))
 		worker__run_cancelled(r);

@@ -468,6 +468,46 @@ static void prune_cb(uv_timer_t *h)
 		worker__op_free(op);
 }
 
+/*
+ * on_store_event hears every committed event of the store, this node's and,
+ * on a shared database, every other node's, before the done callbacks of
+ * the transaction that appended it. An event that leaves a job runnable
+ * asks for a claim: on one node this is the kick that follows a local
+ * submit, resume or approve (their callbacks only note a future run_at);
+ * on several it is how a node hears of work submitted elsewhere, or of a
+ * dead node's jobs recovered by the lease reaper. worker__sched_kick
+ * keeps one claim in flight and marks a burst of events for one more
+ * claim after it, so events never pile up claims. A delayed job's time
+ * is learnt by that claim: claim_done re-arms the run timer from
+ * store_next_run_at; with no free slot the claim that follows the next
+ * freed slot does.
+ */
+static void on_store_event(void *arg, const struct store_event *ev)
+{
+	struct worker *w = arg;
+	struct worker__run *r;
+
+	if (!w->started || w->stopping)
+		return;
+	r = worker__run_find(w, ev->job_id);
+	switch (ev->type) {
+	case STORE_EV_CREATED:
+		if (ev->status != STORE_PENDING)
+			break;
+		/* fall through */
+	case STORE_EV_RETRYING:
+	case STORE_EV_RESUMED:
+	case STORE_EV_APPROVED:
+		/* The retry of a run of this node is claimed when its slot
+		 * is released, and its run_at is a wakeup already. */
+		if (!r)
+			worker__sched_kick(w);
+		break;
+	default:
+		break;
+	}
+}
+
 int worker_start(struct worker *w, char **errmsg)
 {
 	int rc;
@@ -481,6 +521,14 @@ int worker_start(struct worker *w, char **errmsg)
 		if (errmsg)
 			*errmsg = worker__errmsg("recovering interrupted jobs "
 						 "failed: %s",
+						 strerror(-rc));
+		return rc;
+	}
+	rc = store_add_listener(w->st, on_store_event, w);
+	if (rc) {
+		if (errmsg)
+			*errmsg = worker__errmsg("listening to the store's "
+						 "events failed: %s",
 						 strerror(-rc));
 		return rc;
 	}
@@ -571,6 +619,8 @@ static void finish_shutdown(uv_timer_t *h)
 	if (!shutdown_ready(w))
 		return;
 	w->closing = true;
+	if (w->started)
+		store_remove_listener(w->st, on_store_event, w);
 	/* Every job still running in the store was stopped by this
 	 * shutdown (or claimed after it began): back to pending without
 	 * using up a retry. */
