@@ -21,6 +21,9 @@
 #include <uv.h>
 
 #include "api/api.h"
+#ifdef BERTH_HAVE_HTTP
+#include "http/http.h"
+#endif
 #include "berth/berth.h"
 #include "store/store.h"
 #include "worker/worker.h"
@@ -35,6 +38,7 @@ struct daemon {
 	struct store *store;
 	struct worker *worker;
 	struct api *api;
+	struct http *http; /* --http, or NULL */
 	bool stopping;
 	int status; /* exit status */
 };
@@ -48,6 +52,8 @@ struct options {
 	int durability;
 	const char *listen;
 	const char *token_file;
+	const char *http;
+	bool http_open;
 	uid_t allow_uids[MAX_ALLOW_UIDS];
 	size_t nallow_uids;
 	int64_t default_timeout_ms;
@@ -84,6 +90,10 @@ static const char usage_text[] =
 	"                         without renewing (PostgreSQL; default 15000)\n"
 	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
 	"                         database of --db, then exit\n"
+	"  --http HOST:PORT       also serve HTTP: REST, events, /metrics and the\n"
+	"                         approval inbox page (docs/HTTP.md); it prints a\n"
+	"                         login URL; --token-file's token works as Bearer\n"
+	"  --http-open            no authentication on --http (loopback only)\n"
 	"  --quiet                do not print the start-up line\n"
 	"  -h, --help             show this help and exit\n"
 	"  -V, --version          show the version and exit\n"
@@ -108,6 +118,8 @@ enum {
 	OPT_NODE,
 	OPT_LEASE_MS,
 	OPT_MIGRATE_FROM,
+	OPT_HTTP,
+	OPT_HTTP_OPEN,
 	OPT_QUIET,
 };
 
@@ -125,6 +137,8 @@ static const struct option long_options[] = {
 	{"node", required_argument, NULL, OPT_NODE},
 	{"lease-ms", required_argument, NULL, OPT_LEASE_MS},
 	{"migrate-from", required_argument, NULL, OPT_MIGRATE_FROM},
+	{"http", required_argument, NULL, OPT_HTTP},
+	{"http-open", no_argument, NULL, OPT_HTTP_OPEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
@@ -240,6 +254,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_MIGRATE_FROM:
 			o->migrate_from = optarg;
 			break;
+		case OPT_HTTP:
+			o->http = optarg;
+			break;
+		case OPT_HTTP_OPEN:
+			o->http_open = true;
+			break;
 		case OPT_QUIET:
 			o->quiet = true;
 			break;
@@ -298,10 +318,29 @@ static void on_api_stopped(void *arg)
 	store_close(d->store, on_store_closed, d);
 }
 
+#ifdef BERTH_HAVE_HTTP
+static void on_worker_stopped(void *arg);
+
+static void on_http_stopped(void *arg)
+{
+	struct daemon *d = arg;
+
+	d->http = NULL;
+	on_worker_stopped(d);
+}
+#endif
+
 static void on_worker_stopped(void *arg)
 {
 	struct daemon *d = arg;
 
+#ifdef BERTH_HAVE_HTTP
+	/* The gateway's requests run on the api: it goes first. */
+	if (d->http) {
+		http_stop(d->http, on_http_stopped, d);
+		return;
+	}
+#endif
 	if (d->api)
 		api_stop(d->api, on_api_stopped, d);
 	else
@@ -384,6 +423,23 @@ static int start(struct daemon *d, const struct options *o,
 		free(err);
 		return 1;
 	}
+#ifdef BERTH_HAVE_HTTP
+	if (o->http) {
+		struct http_config hcfg = {
+			.listen = o->http,
+			.token_file = o->token_file,
+			.open = o->http_open,
+		};
+
+		rc = http_start(&d->loop, d->api, d->worker, d->store, &hcfg,
+				&d->http, &err);
+		if (rc < 0) {
+			fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+			free(err);
+			return 1;
+		}
+	}
+#endif
 	if (!o->quiet) {
 		printf("berthd %s: serving %s (database %s, durability %s, "
 		       "%zu tools)\n", BERTH_VERSION, api_socket_path(d->api),
@@ -399,6 +455,11 @@ static void on_abandon_stopped(void *arg)
 {
 	struct daemon *d = arg;
 
+	if (d->api) {
+		/* A later step (--http) failed after the api started. */
+		api_stop(d->api, on_api_stopped, d);
+		return;
+	}
 	worker_destroy(d->worker);
 	d->worker = NULL;
 	store_close(d->store, on_store_closed, d);
