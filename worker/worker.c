@@ -490,6 +490,27 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	if (!w->started || w->stopping)
 		return;
 	r = worker__run_find(w, ev->job_id);
+	if (r && ev->status == STORE_CANCELLED) {
+		/* Cancelled through any node: the run gets its abort flag,
+		 * its process group is killed and its late result is
+		 * discarded, as for a cancel made here. */
+		worker__run_cancelled(r);
+		return;
+	}
+	if (r && r->state == WORKER__RUN_ACTIVE && ev->status != STORE_RUNNING) {
+		/* While a run is active only another node moves its job
+		 * (this node's own end of the run is committed while the
+		 * run is finishing): the lease reaper of a node that
+		 * presumed this one dead. The job is no longer this
+		 * node's; stop the run and drop whatever it produces. */
+		fprintf(stderr,
+			"berthd: job %s: taken over by another node (now %s, "
+			"this node's lease had expired); its run here is "
+			"stopped and its result dropped\n",
+			r->job->id, store_status_name(ev->status));
+		worker__run_cancelled(r);
+		r = NULL;
+	}
 	switch (ev->type) {
 	case STORE_EV_CREATED:
 		if (ev->status != STORE_PENDING)
