@@ -208,8 +208,22 @@ static void final_done(struct worker__op *op, int rc)
 	}
 	if (rc == 0 || rc == STORE_ECONFLICT || rc == STORE_ENOTFOUND ||
 	    w->stopping || r->state == WORKER__RUN_DONE) {
-		/* Decided elsewhere (a cancel), or given up at shutdown,
-		 * where the job goes back to pending. */
+		/* Decided elsewhere, or given up at shutdown, where the job
+		 * goes back to pending. A conflict is a cancel, or on a
+		 * shared database a lost lease: another node recovered the
+		 * job after this node's lease expired, and this node no
+		 * longer owns it. The result is dropped (its hooks do not
+		 * run) and the slot released. A run stopped by the event of
+		 * that change (on_store_event) is done already and needs no
+		 * word. */
+		if (rc == STORE_ECONFLICT && r->state != WORKER__RUN_DONE)
+			fprintf(stderr,
+				"berthd: job %s: its result is dropped: the "
+				"job is %s now (cancelled, or taken over by "
+				"another node after this node's lease "
+				"expired)\n",
+				r->job->id,
+				j ? store_status_name(j->status) : "changed");
 		r->final = NULL;
 		run_set_done(r);
 		worker__op_free(op);
