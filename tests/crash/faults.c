@@ -1,0 +1,690 @@
+/*
+ * faults.c: berthd (crashd) under faults. Each test starts its own daemon
+ * through tests/harness and ends by stopping it with SIGTERM and expecting
+ * exit status 0, which under ASan also means that nothing leaked.
+ *
+ *   poison_tool__crashing_the_daemon__is_failed_after_its_retries
+ *   disk_full__answers_storage_error__and_recovers_when_space_returns
+ *   locked_database__answers_storage_error__and_recovers
+ *   second_daemon__on_the_same_database__refuses_to_start
+ *   misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on
+ *   client_disconnects__mid_request_and_mid_batch__harm_no_one
+ *   security__socket_tools_limits_tcp_and_ids
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "tests/harness/harness.h"
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool is_terminal(const char *s)
+{
+	static const char *const t[] = {"completed", "failed", "timed_out",
+					"declined", "cancelled", "expired"};
+
+	for (size_t i = 0; s && i < 6; i++)
+		if (strcmp(s, t[i]) == 0)
+			return true;
+	return false;
+}
+
+/* wait_terminal polls a job until it is terminal; returns it (new). */
+static json_t *wait_terminal(struct berth_client *c, const char *id,
+			     int limit_ms)
+{
+	for (int waited = 0;; waited += 50) {
+		json_t *j = harness_call(c, "jobs/get",
+					 json_pack("{s:s}", "id", id), NULL);
+
+		if (is_terminal(json_string_value(json_object_get(j, "status"))) ||
+		    waited >= limit_ms)
+			return j;
+		json_decref(j);
+		sleep_ms(50);
+	}
+}
+
+static const char *status_of(const json_t *job)
+{
+	return json_string_value(json_object_get(job, "status"));
+}
+
+/* submit returns 0 with *id (malloc'd), or the error code of the reply. */
+static json_int_t submit(struct berth_client *c, json_t *params, char **id)
+{
+	json_t *res = NULL, *err = NULL;
+	int rc = berth_client_call(c, "jobs/submit", params, 60000, &res, &err);
+	json_int_t code = 0;
+
+	json_decref(params);
+	*id = NULL;
+	if (rc == 0)
+		*id = strdup(json_string_value(json_object_get(res, "id")));
+	else if (rc == 1)
+		code = json_integer_value(json_object_get(err, "code"));
+	else
+		code = rc;
+	json_decref(res);
+	json_decref(err);
+	return code;
+}
+
+static void stop_cleanly(struct harness *h)
+{
+	assert_int_equal(harness_stop(h), 0);
+	harness_cleanup(h);
+}
+
+static int integrity_ok(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int ok = 0;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) ==
+		    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			ok = strcmp((const char *)sqlite3_column_text(st, 0),
+				    "ok") == 0;
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return ok;
+}
+
+/* ---- a poison job ------------------------------------------------------ */
+
+static void poison_tool__crashing_the_daemon__is_failed_after_its_retries(
+	void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char *id = NULL, *echo = NULL;
+	json_t *j;
+	int crashes = 0;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	assert_int_equal(submit(c, json_pack("{s:s, s:{}}", "tool",
+					     "crash-poison", "input"), &id), 0);
+	berth_client_close(c);
+	/* Each start runs the job, which takes the daemon down; the start
+	 * after the last retry must fail the job instead of running it. */
+	for (int round = 0; round < 8; round++) {
+		int status;
+		pid_t r = 0;
+
+		for (int waited = 0; waited < 5000; waited += 10) {
+			r = waitpid(h.pid, &status, WNOHANG);
+			if (r == h.pid)
+				break;
+			sleep_ms(10);
+		}
+		if (r != h.pid)
+			break; /* it stays up */
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+		h.pid = 0;
+		crashes++;
+		assert_int_equal(harness_restart(&h), 0);
+	}
+	assert_int_equal(crashes, 3); /* the first try and two retries */
+	c = harness_connect(&h);
+	assert_non_null(c);
+	j = wait_terminal(c, id, 10000);
+	assert_string_equal(status_of(j), "failed");
+	assert_non_null(json_object_get(j, "error"));
+	fprintf(stderr, "poison job: %s\n",
+		json_string_value(json_object_get(json_object_get(j, "error"),
+						  "message")));
+	json_decref(j);
+	/* And the daemon goes on serving. */
+	assert_int_equal(submit(c, json_pack("{s:s, s:{s:i}}", "tool",
+					     "crash-echo", "input", "n", 7),
+				&echo), 0);
+	j = wait_terminal(c, echo, 10000);
+	assert_string_equal(status_of(j), "completed");
+	json_decref(j);
+	berth_client_close(c);
+	free(id);
+	free(echo);
+	stop_cleanly(&h);
+}
+
+/* ---- disk full --------------------------------------------------------- */
+
+static void disk_full__answers_storage_error__and_recovers_when_space_returns(
+	void **state)
+{
+	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
+	char db[128], filler[128], cmd[512];
+	const char *args[] = {"--db", db, "--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	json_t *big, *res, *err;
+	int acked = 0, refused = 0;
+	char *id;
+	char **ids = calloc(4000, sizeof *ids);
+
+	assert_non_null(mkdtemp(mnt));
+	if (mount("berth-diskfull", mnt, "tmpfs", 0, "size=2m") != 0) {
+		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
+			"skipped\n", mnt, strerror(errno));
+		rmdir(mnt);
+		free(ids);
+		skip();
+	}
+	snprintf(db, sizeof db, "%s/berth.db", mnt);
+	snprintf(filler, sizeof filler, "%s/filler", mnt);
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	/* Inputs of 16 KiB fill the 2 MiB quickly; a filler file takes
+	 * most of the space first. */
+	snprintf(cmd, sizeof cmd,
+		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", filler);
+	assert_int_equal(system(cmd), 0);
+	{
+		char *pad = malloc(16385);
+
+		memset(pad, 'x', 16384);
+		pad[16384] = '\0';
+		big = json_pack("{s:s}", "pad", pad);
+		free(pad);
+	}
+	for (int i = 0; i < 4000 && refused < 5; i++) {
+		char key[32];
+		json_int_t code;
+
+		snprintf(key, sizeof key, "full-%d", i);
+		code = submit(c, json_pack("{s:s, s:{s:i, s:O}, s:s}", "tool",
+					   "crash-echo", "input", "n", i, "meta",
+					   big, "idempotencyKey", key),
+			      &id);
+		if (code == 0) {
+			ids[acked++] = id;
+		} else {
+			assert_int_equal(code, -32014);
+			refused++;
+		}
+	}
+	fprintf(stderr, "disk full: %d submissions answered, then %d refused "
+		"with -32014\n", acked, refused);
+	assert_true(refused > 0);
+	/* A read still works, and the storage error changed nothing: every
+	 * acknowledged job is there and none of the refused keys made one. */
+	res = harness_call(c, "server/info", NULL, NULL);
+	json_decref(res);
+	for (int i = 0; i < acked; i++) {
+		res = harness_call(c, "jobs/get", json_pack("{s:s}", "id", ids[i]),
+				   NULL);
+		json_decref(res);
+	}
+	/* Space returns: the same daemon accepts work again. */
+	assert_int_equal(unlink(filler), 0);
+	{
+		json_int_t code = -1;
+
+		for (int tries = 0; tries < 50 && code != 0; tries++) {
+			code = submit(c, json_pack("{s:s, s:{s:i}}", "tool",
+						   "crash-echo", "input", "n", 1),
+				      &id);
+			if (code != 0)
+				sleep_ms(100);
+		}
+		assert_int_equal(code, 0);
+		res = wait_terminal(c, id, 20000);
+		assert_string_equal(status_of(res), "completed");
+		json_decref(res);
+		free(id);
+	}
+	/* Every job acknowledged before and during the fault runs. */
+	for (int i = 0; i < acked; i++) {
+		res = wait_terminal(c, ids[i], 30000);
+		assert_string_equal(status_of(res), "completed");
+		json_decref(res);
+		free(ids[i]);
+	}
+	/* Nothing half-written: the refused submissions made no job, so
+	 * there are exactly the answered ones and the one after recovery. */
+	res = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 1000),
+			   NULL);
+	assert_int_equal(json_array_size(json_object_get(res, "jobs")),
+			 (size_t)acked + 1);
+	json_decref(res);
+	err = NULL;
+	berth_client_close(c);
+	json_decref(big);
+	free(ids);
+	assert_int_equal(harness_stop(&h), 0);
+	assert_true(integrity_ok(db));
+	harness_cleanup(&h);
+	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", mnt);
+	(void)system(cmd);
+	umount(mnt);
+	rmdir(mnt);
+	(void)err;
+}
+
+/* ---- a locked database ------------------------------------------------- */
+
+static void locked_database__answers_storage_error__and_recovers(void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	sqlite3 *db;
+	char *id = NULL;
+	json_int_t code;
+	json_t *j;
+	struct timespec t0, t1;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	/* Another process (this one) takes the write lock and keeps it. */
+	assert_int_equal(sqlite3_open(h.db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+			 SQLITE_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	code = submit(c, json_pack("{s:s, s:{s:i}, s:s}", "tool", "crash-echo",
+				   "input", "n", 1, "idempotencyKey", "locked"),
+		      &id);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "locked: answered %lld after %ld ms\n",
+		(long long)code,
+		(long)((t1.tv_sec - t0.tv_sec) * 1000 +
+		       (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	assert_int_equal(code, -32014);
+	assert_null(id);
+	/* Reads do not wait behind the lock. */
+	j = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 5), NULL);
+	assert_int_equal(json_array_size(json_object_get(j, "jobs")), 0);
+	json_decref(j);
+	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	/* Once the lock is gone, the same key makes its job (the refused
+	 * submission left nothing behind). */
+	assert_int_equal(submit(c, json_pack("{s:s, s:{s:i}, s:s}", "tool",
+					     "crash-echo", "input", "n", 1,
+					     "idempotencyKey", "locked"),
+				&id), 0);
+	j = wait_terminal(c, id, 10000);
+	assert_string_equal(status_of(j), "completed");
+	json_decref(j);
+	j = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 5), NULL);
+	assert_int_equal(json_array_size(json_object_get(j, "jobs")), 1);
+	json_decref(j);
+	free(id);
+	berth_client_close(c);
+	stop_cleanly(&h);
+}
+
+static void second_daemon__on_the_same_database__refuses_to_start(void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	char sock[400], cmd[2048];
+	int status;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	snprintf(sock, sizeof sock, "%s/second.sock", h.dir);
+	snprintf(cmd, sizeof cmd, "%s --db %s --socket %s --quiet >%s/second.log 2>&1",
+		 getenv("BERTHD"), h.db, sock, h.dir);
+	status = system(cmd);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	stop_cleanly(&h);
+}
+
+/* ---- misbehaving external tools ---------------------------------------- */
+
+static void misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on(
+	void **state)
+{
+	const char *tools = getenv("CRASH_TOOLS");
+	const char *args[] = {"--tools", tools, "--quiet", NULL};
+	static const struct {
+		const char *tool;
+		const char *status;
+	} cases[] = {
+		{"bad-garbage", "failed"},    /* not JSON */
+		{"bad-flood-out", "failed"},  /* an endless stdout line */
+		{"bad-flood-err", "completed"}, /* 40 MB of stderr, then output */
+		{"bad-killed", "failed"},     /* SIGKILLs itself */
+		{"bad-stubborn", "timed_out"}, /* ignores SIGTERM past its timeout */
+		{"bad-exit", "failed"},       /* exits 3 without a final line */
+	};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char *ids[6];
+
+	assert_non_null(tools);
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(submit(c, json_pack("{s:s, s:{}, s:i}", "tool",
+						     cases[i].tool, "input",
+						     "maxRetries", 0),
+					&ids[i]), 0);
+	for (size_t i = 0; i < 6; i++) {
+		json_t *j = wait_terminal(c, ids[i], 60000);
+		char *e = json_dumps(json_object_get(j, "error"), 0);
+
+		fprintf(stderr, "%s: %s %.200s\n", cases[i].tool, status_of(j),
+			e ? e : "");
+		free(e);
+		assert_string_equal(status_of(j), cases[i].status);
+		json_decref(j);
+		free(ids[i]);
+	}
+	/* The captured stderr is bounded. */
+	{
+		json_t *info = harness_call(c, "server/info", NULL, NULL);
+
+		json_decref(info);
+	}
+	berth_client_close(c);
+	stop_cleanly(&h);
+}
+
+/* ---- clients that go away ---------------------------------------------- */
+
+static int raw_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	return fd;
+}
+
+static void client_disconnects__mid_request_and_mid_batch__harm_no_one(
+	void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	json_t *j;
+	size_t cap = 1 << 20, len = 0;
+	char *batch = malloc(cap);
+	int fd;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	/* Half a request, then gone. */
+	fd = raw_connect(h.socket);
+	{
+		static const char half[] =
+			"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"jobs/su";
+
+		assert_true(write(fd, half, sizeof half - 1) ==
+			    (ssize_t)(sizeof half - 1));
+	}
+	close(fd);
+	/* A batch of 500 submissions and a wait, then gone before any reply
+	 * is read; and once more, closing in the middle of the line. */
+	len += (size_t)snprintf(batch + len, cap - len, "[");
+	for (int i = 0; i < 500; i++)
+		len += (size_t)snprintf(batch + len, cap - len,
+					"%s{\"jsonrpc\":\"2.0\",\"id\":%d,"
+					"\"method\":\"jobs/submit\",\"params\":"
+					"{\"tool\":\"crash-echo\",\"input\":"
+					"{\"n\":%d},\"idempotencyKey\":\"b%d\"}}",
+					i ? "," : "", i, i, i);
+	len += (size_t)snprintf(batch + len, cap - len, "]\n");
+	fd = raw_connect(h.socket);
+	assert_true(write(fd, batch, len) == (ssize_t)len);
+	{
+		static const char wait[] =
+			"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"jobs/wait\","
+			"\"params\":{\"id\":\"x\",\"timeoutMs\":60000}}\n";
+
+		assert_true(write(fd, wait, sizeof wait - 1) ==
+			    (ssize_t)(sizeof wait - 1));
+	}
+	close(fd);
+	fd = raw_connect(h.socket);
+	assert_true(write(fd, batch, len / 2) == (ssize_t)(len / 2));
+	close(fd);
+	free(batch);
+	/* The daemon serves on, and the batch's keys made at most one job
+	 * each, all of which run. */
+	c = harness_connect(&h);
+	assert_non_null(c);
+	j = harness_call(c, "ping", NULL, NULL);
+	json_decref(j);
+	for (int round = 0; round < 600; round++) {
+		json_t *l = harness_call(c, "jobs/list",
+					 json_pack("{s:s, s:i}", "status",
+						   "pending", "limit", 1),
+					 NULL);
+		size_t n = json_array_size(json_object_get(l, "jobs"));
+
+		json_decref(l);
+		if (n == 0)
+			break;
+		sleep_ms(100);
+	}
+	j = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 1000), NULL);
+	fprintf(stderr, "disconnects: %zu jobs from the abandoned batch\n",
+		json_array_size(json_object_get(j, "jobs")));
+	assert_true(json_array_size(json_object_get(j, "jobs")) <= 500);
+	json_decref(j);
+	berth_client_close(c);
+	stop_cleanly(&h);
+}
+
+
+/* ---- security ---------------------------------------------------------- */
+
+static json_t *raw_roundtrip(struct berth_client *c, const char *line,
+			     size_t len)
+{
+	char *reply;
+	json_t *j;
+
+	assert_int_equal(berth_client_send_line(c, line, len), 0);
+	reply = berth_client_read_line(c, 60000);
+	assert_non_null(reply);
+	j = json_loads(reply, 0, NULL);
+	free(reply);
+	assert_non_null(j);
+	return j;
+}
+
+static json_int_t error_code(const json_t *reply)
+{
+	return json_integer_value(
+		json_object_get(json_object_get(reply, "error"), "code"));
+}
+
+static void security__socket_tools_limits_tcp_and_ids(void **state)
+{
+	const char *tools = getenv("CRASH_TOOLS");
+	char token_file[400], listen[64];
+	const char *args[] = {"--tools", tools, "--quiet", "--listen", listen,
+			      "--token-file", token_file, NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c, *t;
+	struct stat st;
+	char *id = NULL, *id2 = NULL, *line;
+	json_t *j, *out, *reply;
+	FILE *f;
+	int port = 20000 + (int)(getpid() % 20000);
+	size_t n;
+
+	assert_non_null(tools);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+	/* The token file lives outside the harness dir, made before it. */
+	snprintf(token_file, sizeof token_file, "/tmp/berth-token-%d",
+		 (int)getpid());
+	f = fopen(token_file, "w");
+	assert_non_null(f);
+	fputs("s3cret-t0ken\n", f);
+	fclose(f);
+	setenv("BERTH_TEST_SECRET", "must-not-reach-tools", 1);
+	assert_int_equal(harness_start(&h, args), 0);
+	unsetenv("BERTH_TEST_SECRET");
+
+	/* The socket is 0600. */
+	assert_int_equal(stat(h.socket, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	/* A tool's argv reaches it verbatim (no shell), and its environment
+	 * is scrubbed of what berthd's had. */
+	c = harness_connect(&h);
+	assert_non_null(c);
+	assert_int_equal(submit(c, json_pack("{s:s, s:{}}", "tool", "sec-env",
+					     "input"), &id), 0);
+	j = wait_terminal(c, id, 20000);
+	assert_string_equal(status_of(j), "completed");
+	out = json_object_get(j, "output");
+	assert_null(strstr(json_string_value(json_object_get(out, "env")),
+			   "BERTH_TEST_SECRET"));
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(out, "args"), 0)),
+			    "$(touch /tmp/berth-pwned)");
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(out, "args"), 2)),
+			    "`id`");
+	assert_int_equal(access("/tmp/berth-pwned", F_OK), -1);
+	json_decref(j);
+
+	/* Ids are UUIDv7 with random bits: two in a row differ beyond the
+	 * time and version fields. */
+	assert_int_equal(submit(c, json_pack("{s:s, s:{s:i}}", "tool",
+					     "crash-echo", "input", "n", 1),
+				&id2), 0);
+	assert_int_equal(strlen(id2), 36);
+	assert_int_equal(id2[14], '7');
+	assert_true(strcmp(id + 19, id2 + 19) != 0);
+
+	/* Nesting past the limit is refused before any parser runs, and the
+	 * connection stays usable. */
+	{
+		char deep[400];
+
+		n = 0;
+		n += (size_t)snprintf(deep, sizeof deep,
+				      "{\"jsonrpc\":\"2.0\",\"id\":1,"
+				      "\"method\":\"ping\",\"params\":{\"x\":");
+		for (int i = 0; i < 100; i++)
+			deep[n++] = '[';
+		for (int i = 0; i < 100; i++)
+			deep[n++] = ']';
+		deep[n++] = '}';
+		deep[n++] = '}';
+		reply = raw_roundtrip(c, deep, n);
+		assert_true(error_code(reply) == -32600 ||
+			    error_code(reply) == -32700);
+		json_decref(reply);
+	}
+	/* A line over 16 MiB is answered -32600 with its limit, then the
+	 * next line is served. */
+	n = 17u << 20;
+	line = malloc(n);
+	assert_non_null(line);
+	memset(line, ' ', n);
+	{
+		static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":2,"
+					   "\"method\":\"ping\",\"params\":"
+					   "{\"p\":\"";
+
+		memcpy(line, head, sizeof head - 1);
+	}
+	line[n - 3] = '"';
+	line[n - 2] = '}';
+	line[n - 1] = '}';
+	reply = raw_roundtrip(c, line, n);
+	free(line);
+	assert_int_equal(error_code(reply), -32600);
+	json_decref(reply);
+	j = harness_call(c, "ping", NULL, NULL);
+	json_decref(j);
+	berth_client_close(c);
+
+	/* TCP: nothing but server/auth before the token; a wrong token is
+	 * refused; the right one opens the door. */
+	{
+		char where[80];
+
+		snprintf(where, sizeof where, "tcp:%s", listen);
+		t = berth_client_connect(where);
+		assert_non_null(t);
+		j = NULL;
+		harness_call(t, "jobs/list", json_object(), &j);
+		assert_int_equal(json_integer_value(json_object_get(j, "code")),
+				 -32010);
+		json_decref(j);
+		j = NULL;
+		harness_call(t, "server/auth",
+			     json_pack("{s:s}", "token", "wrong"), &j);
+		assert_int_equal(json_integer_value(json_object_get(j, "code")),
+				 -32010);
+		json_decref(j);
+		berth_client_close(t);
+		t = berth_client_connect(where);
+		assert_non_null(t);
+		j = harness_call(t, "server/auth",
+				 json_pack("{s:s}", "token", "s3cret-t0ken"),
+				 NULL);
+		json_decref(j);
+		j = harness_call(t, "jobs/list", json_object(), NULL);
+		json_decref(j);
+		berth_client_close(t);
+	}
+	free(id);
+	free(id2);
+	unlink(token_file);
+	stop_cleanly(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+			poison_tool__crashing_the_daemon__is_failed_after_its_retries),
+		cmocka_unit_test(
+			disk_full__answers_storage_error__and_recovers_when_space_returns),
+		cmocka_unit_test(
+			locked_database__answers_storage_error__and_recovers),
+		cmocka_unit_test(
+			second_daemon__on_the_same_database__refuses_to_start),
+		cmocka_unit_test(
+			misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on),
+		cmocka_unit_test(
+			client_disconnects__mid_request_and_mid_batch__harm_no_one),
+		cmocka_unit_test(security__socket_tools_limits_tcp_and_ids),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

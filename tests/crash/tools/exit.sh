@@ -1,0 +1,4 @@
+#!/bin/sh
+cat >/dev/null
+echo "partial" >&2
+exit 3
