@@ -126,15 +126,16 @@ static void reply_page(struct api_req *r, int64_t since, const char *job,
 static void wait_finish(struct api_wait *w)
 {
 	struct api_req *r = w->req;
+	struct api_wait done = *w; /* w is freed once its timer closes */
 
 	w->req = NULL;
 	wait_free(w);
 	if (api_req_dead(r))
 		api_req_drop(r);
-	else if (w->kind == WAIT_JOB)
-		api_job_reply(r, w->job_id);
+	else if (done.kind == WAIT_JOB)
+		api_job_reply(r, done.job_id);
 	else
-		reply_page(r, w->since, w->job_id, w->limit);
+		reply_page(r, done.since, done.job_id, done.limit);
 }
 
 static void on_timeout(uv_timer_t *t)
