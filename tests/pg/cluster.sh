@@ -4,8 +4,9 @@
 #   1. jobs submitted on one node are run by all three;
 #   2. a suspended job is resumed through another node than its own, and
 #      jobs/wait on a third returns when it completes;
-#   3. a node killed with SIGKILL while running jobs: the others finish
-#      them once the leases expire, nothing lost;
+#   3. a node killed with SIGKILL while running jobs (it reports them as
+#      busy workers first): the others finish them once the leases
+#      expire, nothing lost;
 #   4. a tool's cluster-wide concurrency limit (2) is never exceeded, as
 #      the tool itself checks (tools/capped.sh).
 set -u
@@ -42,13 +43,19 @@ for n in a b c; do
 	while ! berth $n info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 done
 
-# 1. spread
+# 1. spread: nine jobs long enough to be running together on the nine
+# slots (three a node), so node a alone (three slots) cannot hold them.
 ids=""
 for i in 1 2 3 4 5 6 7 8 9; do
-	ids="$ids $(berth a --json submit sleep '{"ms":2000}' | jq -r .id)"
+	ids="$ids $(berth a --json submit sleep '{"ms":6000}' | jq -r .id)"
 done
-sleep 1
-owners=$(q "SELECT count(DISTINCT lease_owner) FROM jobs WHERE status = 2")
+owners=0
+i=0
+while [ "$owners" != 3 ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i+1))
+	owners=$(q "SELECT count(DISTINCT lease_owner) FROM jobs WHERE status = 2")
+done
 check "jobs submitted on node a run on all three nodes" "$owners" 3
 for id in $ids; do berth c wait "$id" >/dev/null; done
 check "all nine completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'sleep' AND status = 4")" 9
@@ -64,18 +71,29 @@ wait $waiter
 check "resumed through node b, completed" "$(q "SELECT status FROM jobs WHERE id = '$id'")" 4
 check "the wait on node c returned the completed job" "$(berth c --json get "$id" | jq -r .output.message | grep -c Ann)" 1
 
-# 3. SIGKILL a node with running jobs
+# 3. SIGKILL a node with running jobs. The jobs (about 10 s each, with a
+# checkpoint every 200 ms) are all running before the kill, and the victim
+# says so itself (server/info: busy workers), so the kill hits running work.
 ids=""
 for i in 1 2 3 4 5 6; do
-	ids="$ids $(berth b --json submit count-to '{"to":6}' | jq -r .id)"
+	ids="$ids $(berth b --json submit count-to '{"to":50,"delayMs":200}' | jq -r .id)"
 done
-sleep 1
-victim=$(q "SELECT lease_owner FROM jobs WHERE status = 2 GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
+i=0
+while [ "$(q "SELECT count(*) FROM jobs WHERE tool = 'count-to' AND status = 2")" != 6 ] && [ $i -lt 150 ]; do
+	sleep 0.1
+	i=$((i+1))
+done
+victim=$(q "SELECT lease_owner FROM jobs WHERE tool = 'count-to' AND status = 2 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
 if [ -z "$victim" ]; then
-	echo "FAIL: no count-to job was running one second after its submission"
+	echo "FAIL: no count-to job was running 15 seconds after its submission"
 	exit 1
 fi
+busy=$(berth "$victim" --json info | jq -r .workers.busy)
 running=$(q "SELECT count(*) FROM jobs WHERE status = 2 AND lease_owner = '$victim'")
+if [ "$busy" -lt 1 ] || [ "$busy" != "$running" ]; then
+	echo "FAIL: node $victim reports $busy busy workers, the database $running running jobs"
+	exit 1
+fi
 eval "vp=\$pid_$victim"
 kill -9 "$vp"
 echo "killed node $victim with $running running jobs"
