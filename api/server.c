@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -360,18 +359,6 @@ static void on_progress(void *arg, const char *job_id, const char *tool,
 
 /* ---- start and stop ---------------------------------------------------- */
 
-/* raise_nofile lifts the soft limit on open files to the hard one: an
- * idle client costs a descriptor, and should cost nothing more. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* close_all starts closing every handle of a; api_handle_closed frees it
  * when the last one is closed. */
 static void close_all(struct api *a)
@@ -425,7 +412,6 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		api_free(a);
 		return -ENOMEM;
 	}
-	raise_nofile();
 	a->started_ns = uv_hrtime();
 
 	rc = start_unix(a, errmsg);

@@ -45,6 +45,9 @@ const char *jstr(const json_t *o, const char *key);
 /* error_code returns the code of an error object or reply. */
 int error_code(const json_t *err);
 
+/* support_now_ms returns a monotonic clock in milliseconds. */
+int64_t support_now_ms(void);
+
 /* raise_nofile lifts the soft limit on open files to the hard one and
  * returns it. */
 long support_raise_nofile(void);

@@ -4,7 +4,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/api/support.h"
@@ -23,14 +22,6 @@ static int stop(void **state)
 
 	harness_cleanup(&h);
 	return rc == 0 ? 0 : -1;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- server ------------------------------------------------------------ */
@@ -476,11 +467,11 @@ static void wait__returns_at_once_when_already_there(void **state)
 {
 	struct berth_client *c = support_connect(&h);
 	json_t *job = submit(c, "api-approve", "{\"action\":\"w\"}");
-	int64_t t0 = now_ms();
+	int64_t t0 = support_now_ms();
 	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s}", "id", jstr(job, "id")));
 
 	assert_string_equal(jstr(w, "status"), "awaiting_approval");
-	assert_true(now_ms() - t0 < 2000);
+	assert_true(support_now_ms() - t0 < 2000);
 	json_decref(w);
 	json_decref(call_err(c, "jobs/wait", json_pack("{s:s}", "id", "nope"), -32011));
 	json_decref(call_err(c, "jobs/wait", json_pack("{s:s, s:[]}", "id",
@@ -497,11 +488,11 @@ static void wait__after_its_timeout__returns_the_job_as_it_is(void **state)
 	json_t *job = call_ok(c, "jobs/submit",
 			      json_pack("{s:s, s:{}, s:i}", "tool", "noop", "input",
 					"delayMs", 600000));
-	int64_t t0 = now_ms(), took;
+	int64_t t0 = support_now_ms(), took;
 	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s, s:i}", "id",
 						      jstr(job, "id"), "timeoutMs", 300));
 
-	took = now_ms() - t0;
+	took = support_now_ms() - t0;
 	assert_string_equal(jstr(w, "status"), "pending");
 	assert_true(took >= 290 && took < 5000);
 	json_decref(w);
@@ -514,12 +505,12 @@ static void wait__wakes_on_the_transition_itself(void **state)
 {
 	struct berth_client *c = support_connect(&h);
 	json_t *job = submit(c, "sleep", "{\"ms\":400}");
-	int64_t t0 = now_ms();
+	int64_t t0 = support_now_ms();
 	json_t *w = call_ok(c, "jobs/wait", json_pack("{s:s, s:i}", "id",
 						      jstr(job, "id"), "timeoutMs", 60000));
 
 	assert_string_equal(jstr(w, "status"), "completed");
-	assert_true(now_ms() - t0 < 10000);
+	assert_true(support_now_ms() - t0 < 10000);
 	json_decref(w);
 	json_decref(job);
 	berth_client_close(c);

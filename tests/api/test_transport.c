@@ -14,21 +14,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/api/support.h"
 
 /* The nobody user, for the peer check. */
 #define OTHER_UID 65534
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* run_berthd runs berthd with args to its end and returns its exit status,
  * with its stderr in err (at most size bytes). */
@@ -358,7 +349,7 @@ static void ten_thousand_pipelined_requests__are_all_answered(void **state)
 	size_t size = PIPELINED * 200, len = 0;
 	char *buf = malloc(size);
 	char *seen = calloc(PIPELINED, 1);
-	int64_t t0 = now_ms();
+	int64_t t0 = support_now_ms();
 	int submits = 0, out_of_order = 0, last = -1;
 
 	/* Mostly reads, answered at once, with a submit every tenth request,
@@ -402,7 +393,7 @@ static void ten_thousand_pipelined_requests__are_all_answered(void **state)
 		json_decref(r);
 	}
 	print_message("%d requests (%d submits) answered in %lld ms, %d out of "
-		      "order\n", PIPELINED, submits, (long long)(now_ms() - t0),
+		      "order\n", PIPELINED, submits, (long long)(support_now_ms() - t0),
 		      out_of_order);
 	free(seen);
 	berth_client_close(c);
@@ -475,11 +466,11 @@ static void ten_thousand_idle_connections__do_not_disturb_the_others(void **stat
 	for (int i = 0; i < want; i += 997)
 		assert_true(ping_raw(fds[i]));
 	c = support_connect(&shared);
-	t0 = now_ms();
+	t0 = support_now_ms();
 	for (int i = 0; i < 200; i++)
 		json_decref(call_ok(c, "ping", NULL));
 	json_decref(call_ok(c, "server/info", NULL));
-	took = now_ms() - t0;
+	took = support_now_ms() - t0;
 	print_message("%d idle connections; 200 pings beside them took %lld ms\n",
 		      want, (long long)took);
 	assert_true(took < 10000);
@@ -542,12 +533,12 @@ static void a_client_that_never_reads__is_cut_off_and_nobody_waits(void **state)
 	for (int i = 0; i < 48; i++) {
 		json_t *job;
 
-		t0 = now_ms();
+		t0 = support_now_ms();
 		job = submit(busy, "noop", input);
 		json_decref(wait_for(busy, jstr(job, "id"), "completed"));
 		json_decref(job);
-		if (now_ms() - t0 > slowest)
-			slowest = now_ms() - t0;
+		if (support_now_ms() - t0 > slowest)
+			slowest = support_now_ms() - t0;
 	}
 	free(input);
 	print_message("the slowest of 48 jobs beside the lazy client took %lld ms\n",
