@@ -3,8 +3,11 @@
  * slot is free, keeping at most one claim in flight, and arms two timers:
  * one at the next run_at (delayed jobs and retries) and one at the next
  * expiry (ttl of suspended and approval-waiting jobs). Nothing polls the
- * database in a loop: a claim happens when work was committed, when a slot
- * was freed, or when a timer says a job became due.
+ * database in a loop: a claim happens when work was committed (on any node:
+ * the worker listens to the store's events), when a slot was freed, or when
+ * a timer says a job became due. The one re-check is bounded: while a due
+ * job waits for its tool and the pool has room, a claim each second finds
+ * the delayed jobs of other tools the store's next run_at cannot show.
  *
  * The store picks jobs (priority, then run_at, then age) and honours the
  * per-tool caps in the same transaction, so the same scheduler works for a
@@ -24,6 +27,11 @@
 
 /* A claim that failed (a locked database) is tried again after this. */
 #define CLAIM_RETRY_MS 1000
+
+/* While a due job waits for its tool (the tool is at its concurrency,
+ * here or in the cluster) and a slot of the pool is free, a claim runs
+ * this often: see worker__sched_rearm. */
+#define HELD_RECHECK_MS 1000
 
 static void claim_done(struct worker__op *op, int rc);
 static void run_timer_cb(uv_timer_t *h);
@@ -193,6 +201,19 @@ void worker__sched_rearm(struct worker *w)
 	due = at > now ? at : 0;
 	if (w->nwakeups && (!due || w->wakeups[0] < due))
 		due = w->wakeups[0];
+	/*
+	 * A due job the last claim left while a slot of the pool is free
+	 * is held by its tool's concurrency. store_next_run_at answers
+	 * its past time and hides the next run_at of every other tool:
+	 * the wakeups cover the run_at values this process saw, not those
+	 * stored before a restart or by another node. Until the store can
+	 * say when a job of a tool that is not full falls due, a claim
+	 * every HELD_RECHECK_MS starts such a job at most that late. It
+	 * stops when the held job runs, the pool fills or nothing is due.
+	 */
+	if (at && at <= now && w->busy < w->cfg.workers &&
+	    (!due || due > now + HELD_RECHECK_MS))
+		due = now + HELD_RECHECK_MS;
 	if (!due) {
 		uv_timer_stop(&w->run_timer);
 		return;

@@ -123,6 +123,11 @@ static int setup_unstarted(void **state)
 	return setup_with(state, &cfg1, false);
 }
 
+static int setup_unstarted8(void **state)
+{
+	return setup_with(state, &cfg8, false);
+}
+
 static int teardown(void **state)
 {
 	fx_free(*state);
@@ -244,6 +249,40 @@ static void delayed_job__runs_on_time_while_another_tool_waits_for_a_slot(
 	fx_wait_status(f, b, STORE_COMPLETED, 3000);
 }
 
+static void
+delayed_job__runs_on_time_after_a_restart_while_another_tool_is_full(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_submit p;
+	struct store_job *j;
+	int64_t at;
+	char a[40], b[40], d[40];
+
+	/* Stored before a restart, so the new worker knows no run_at but
+	 * the store's: single (concurrency 1) will run a while b, due, waits
+	 * for its slot, and store_next_run_at keeps answering b's past time
+	 * instead of d's. */
+	fx_submit_ok(f, "single", "{\"ms\":3000}", NULL, a);
+	fx_submit_ok(f, "single", "{\"ms\":10}", NULL, b);
+	at = store_now() + 600;
+	p = (struct worker_submit){.run_at = at};
+	fx_submit_ok(f, "record", "{\"n\":1}", &p, d);
+	fx_restart(f, &cfg8);
+	add_tools(f);
+	fx_start(f);
+	fx_wait_status(f, d, STORE_COMPLETED, 5000);
+	j = fx_get(f, d);
+	assert_true(j->started_at >= at);
+	/* Within the scheduler's re-check of a full tool, long before a
+	 * (3 s) frees single's slot. */
+	assert_true(j->started_at < at + 1800);
+	store_job_free(j);
+	assert_int_equal(fx_status(f, a), STORE_RUNNING);
+	assert_int_equal(fx_status(f, b), STORE_PENDING);
+	fx_wait_status(f, b, STORE_COMPLETED, 6000);
+}
+
 static void paused_tool__starts_nothing_until_unpaused(void **state)
 {
 	struct fx *f = *state;
@@ -347,6 +386,9 @@ int main(void)
 		T1(claim__never_exceeds_the_pool),
 		T1(delayed_job__runs_on_time_and_not_before),
 		T8(delayed_job__runs_on_time_while_another_tool_waits_for_a_slot),
+		cmocka_unit_test_setup_teardown(
+			delayed_job__runs_on_time_after_a_restart_while_another_tool_is_full,
+			setup_unstarted8, teardown),
 		T1(paused_tool__starts_nothing_until_unpaused),
 		T1(shutdown__puts_running_jobs_back_without_using_a_retry),
 		cmocka_unit_test_setup_teardown(
