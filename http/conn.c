@@ -1,0 +1,661 @@
+/*
+ * conn.c: HTTP/1.1 connections: reading and parsing requests within fixed
+ * bounds (internal.h), writing responses and event streams.
+ *
+ * A connection is a small state machine:
+ *
+ *   READING ──a whole request──► HANDLING ──response queued──► READING
+ *      │                            │
+ *      │                            └──an event stream──► STREAMING
+ *      └──EOF, an error, a limit, idle too long, http_stop──► CLOSING
+ *
+ * One request is answered at a time: requests a client pipelines wait in
+ * the buffer until the one before them is answered, so responses leave in
+ * order without any queue of their own. Only Content-Length bodies are
+ * taken; a chunked request body is refused (no browser sends one for
+ * fetch() with a string body, and it would need a second parser).
+ */
+#include "http/internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/local.h"
+
+struct write_req {
+	uv_write_t req;
+	char *head;
+	char *body;
+};
+
+static const char *reason_of(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
+	default: return "Unknown";
+	}
+}
+
+static void conn_free_maybe(struct http_conn *c)
+{
+	struct http *h = c->http;
+
+	if (--c->handles > 0)
+		return;
+	free(c->buf);
+	free(c);
+	http_handle_closed(h);
+}
+
+static void on_handle_close(uv_handle_t *hd)
+{
+	conn_free_maybe(hd->data);
+}
+
+void http_conn_close(struct http_conn *c)
+{
+	struct http *h = c->http;
+
+	if (c->state == HC_CLOSING)
+		return;
+	c->state = HC_CLOSING;
+	/* The api connection ends first: its waits and subscriptions stop,
+	 * and replies still owed to this client are dropped, so the sink is
+	 * never called for a connection that is gone. */
+	if (c->local) {
+		api_local_close(c->local);
+		c->local = NULL;
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	h->nconns--;
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, on_handle_close);
+	uv_close((uv_handle_t *)&c->tcp, on_handle_close);
+}
+
+const char *http_header_get(const struct http_conn *c, const char *name)
+{
+	for (int i = 0; i < c->req.nheaders; i++)
+		if (strcasecmp(http_str(c, c->req.headers[i].name), name) == 0)
+			return http_str(c, c->req.headers[i].value);
+	return NULL;
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct write_req *wr = (struct write_req *)req;
+	struct http_conn *c = req->handle->data;
+
+	free(wr->head);
+	free(wr->body);
+	free(wr);
+	if (c->state == HC_CLOSING)
+		return;
+	if (status < 0) {
+		http_conn_close(c);
+		return;
+	}
+	if (c->state == HC_STREAMING && c->local)
+		api_local_drained(c->local);
+}
+
+/* conn_write queues head and body (both malloc'd, taken over; body may be
+ * NULL). Returns 0 or a negative code, the connection then closing. */
+static int conn_write(struct http_conn *c, char *head, size_t hlen,
+		      char *body, size_t blen)
+{
+	struct write_req *wr;
+	uv_buf_t bufs[2];
+	unsigned n = 0;
+	int rc;
+
+	if (c->state == HC_CLOSING) {
+		free(head);
+		free(body);
+		return -EPIPE;
+	}
+	wr = malloc(sizeof *wr);
+	if (!wr) {
+		free(head);
+		free(body);
+		http_conn_close(c);
+		return -ENOMEM;
+	}
+	wr->head = head;
+	wr->body = body;
+	if (head && hlen)
+		bufs[n++] = uv_buf_init(head, (unsigned)hlen);
+	if (body && blen)
+		bufs[n++] = uv_buf_init(body, (unsigned)blen);
+	rc = n ? uv_write(&wr->req, (uv_stream_t *)&c->tcp, bufs, n, on_write)
+	       : -EINVAL;
+	if (rc < 0) {
+		free(head);
+		free(body);
+		free(wr);
+		http_conn_close(c);
+		return rc;
+	}
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) >
+	    c->http->max_outbuf) {
+		/* The client does not read what it asked for (an event
+		 * stream it stopped reading): cut off, as on the socket. */
+		http_conn_close(c);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+static void parse_next(struct http_conn *c);
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+/* request_done consumes the answered request from the buffer and goes on
+ * with the next one, or closes. */
+static void request_done(struct http_conn *c)
+{
+	size_t used = c->req.head_len + c->req.body_len;
+
+	if (c->state != HC_HANDLING)
+		return;
+	c->have_head = false;
+	c->sse = false;
+	c->want_id = 0;
+	if (!c->keep_alive) {
+		/* Nothing more is read; parse_next closes once the
+		 * response is written. */
+		c->state = HC_READING;
+		c->eof = true;
+		c->len = 0;
+	} else {
+		memmove(c->buf, c->buf + used, c->len - used);
+		c->len -= used;
+		c->state = HC_READING;
+	}
+	if (!c->in_dispatch)
+		parse_next(c);
+}
+
+void http_respond(struct http_conn *c, int status, const char *content_type,
+		  const char *extra_headers, const void *body, size_t len)
+{
+	char *head, *copy = NULL;
+	int hlen;
+
+	if (c->state != HC_HANDLING)
+		return;
+	hlen = asprintf(&head,
+			"HTTP/1.1 %d %s\r\n"
+			"Content-Type: %s\r\n"
+			"Content-Length: %zu\r\n"
+			"Cache-Control: no-store\r\n"
+			"X-Content-Type-Options: nosniff\r\n"
+			"X-Frame-Options: DENY\r\n"
+			"Referrer-Policy: no-referrer\r\n"
+			"%s"
+			"Connection: %s\r\n\r\n",
+			status, reason_of(status),
+			content_type ? content_type : "application/json",
+			len, extra_headers ? extra_headers : "",
+			c->keep_alive ? "keep-alive" : "close");
+	if (hlen < 0) {
+		http_conn_close(c);
+		return;
+	}
+	if (len) {
+		copy = malloc(len);
+		if (!copy) {
+			free(head);
+			http_conn_close(c);
+			return;
+		}
+		memcpy(copy, body, len);
+	}
+	if (conn_write(c, head, (size_t)hlen, copy, len) < 0)
+		return;
+	request_done(c);
+}
+
+void http_respond_json(struct http_conn *c, int status, json_t *body,
+		       const char *extra_headers)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+
+	json_decref(body);
+	if (!text) {
+		static const char oom[] = "{\"error\":{\"code\":-32603,"
+					  "\"message\":\"out of memory\"}}";
+
+		http_respond(c, 500, NULL, NULL, oom, sizeof oom - 1);
+		return;
+	}
+	http_respond(c, status, "application/json", extra_headers, text,
+		     strlen(text));
+	free(text);
+}
+
+void http_respond_error(struct http_conn *c, int status, int code,
+			const char *message, json_t *data)
+{
+	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+
+	if (err && data)
+		json_object_set_new(err, "data", data);
+	else
+		json_decref(data);
+	http_respond_json(c, status, err ? json_pack("{s:o}", "error", err)
+					 : NULL,
+			  status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+}
+
+static void on_ping(uv_timer_t *t)
+{
+	static const char ping[] = ": ping\n\n";
+	struct http_conn *c = t->data;
+
+	if (c->state == HC_STREAMING)
+		http_stream_send(c, ping, sizeof ping - 1);
+}
+
+void http_stream_start(struct http_conn *c)
+{
+	static const char head[] =
+		"HTTP/1.1 200 OK\r\n"
+		"Content-Type: text/event-stream; charset=utf-8\r\n"
+		"Cache-Control: no-store\r\n"
+		"X-Content-Type-Options: nosniff\r\n"
+		"Connection: close\r\n\r\n"
+		/* EventSource waits this long before reconnecting. */
+		"retry: 1000\n\n";
+	char *copy = strdup(head);
+
+	if (c->state != HC_HANDLING)
+		return;
+	if (!copy) {
+		http_conn_close(c);
+		return;
+	}
+	c->state = HC_STREAMING;
+	/* The stream ends only when the connection does: nothing after it
+	 * is read as a request. */
+	c->keep_alive = false;
+	if (conn_write(c, copy, sizeof head - 1, NULL, 0) < 0)
+		return;
+	uv_timer_start(&c->timer, on_ping, HTTP_SSE_PING_MS, HTTP_SSE_PING_MS);
+}
+
+int http_stream_send(struct http_conn *c, const char *text, size_t len)
+{
+	char *copy;
+
+	if (c->state != HC_STREAMING)
+		return -EPIPE;
+	copy = malloc(len);
+	if (!copy) {
+		http_conn_close(c);
+		return -ENOMEM;
+	}
+	memcpy(copy, text, len);
+	return conn_write(c, copy, len, NULL, 0);
+}
+
+/* ---- parsing ---------------------------------------------------------- */
+
+/* fail answers a request that cannot be parsed and closes after it: what
+ * follows it in the stream cannot be trusted to start a request. */
+static void fail(struct http_conn *c, int status, int code, const char *msg,
+		 json_t *data)
+{
+	c->state = HC_HANDLING;
+	c->keep_alive = false;
+	c->req.head_len = 0;
+	c->req.body_len = 0;
+	http_respond_error(c, status, code, msg, data);
+}
+
+static bool token_char(int ch)
+{
+	return ch > 32 && ch < 127 && !strchr("()<>@,;:\\\"/[]?={}", ch);
+}
+
+/* parse_head parses the head that ends at end (the offset just past its
+ * empty line) in place. Returns 0, or -1 after answering. */
+static int parse_head(struct http_conn *c, size_t end)
+{
+	struct http_request *r = &c->req;
+	char *p = c->buf, *line_end, *sp1, *sp2;
+	const char *v;
+	size_t off = 0;
+
+	memset(r, 0, sizeof *r);
+	r->head_len = end;
+	/* Empty lines before a request line are tolerated (RFC 9112 2.2). */
+	while (off + 1 < end && p[off] == '\r' && p[off + 1] == '\n')
+		off += 2;
+	line_end = memchr(p + off, '\n', end - off);
+	if (!line_end)
+		goto bad;
+	*line_end = '\0';
+	if (line_end > p + off && line_end[-1] == '\r')
+		line_end[-1] = '\0';
+	sp1 = strchr(p + off, ' ');
+	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+	if (!sp1 || !sp2 || sp1 == p + off)
+		goto bad;
+	*sp1 = *sp2 = '\0';
+	for (char *m = p + off; *m; m++)
+		if (!token_char((unsigned char)*m))
+			goto bad;
+	if (sp1[1] != '/' && strcmp(sp1 + 1, "*") != 0)
+		goto bad;
+	if (strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)sp2[8]) ||
+	    sp2[9]) {
+		fail(c, 505, -32600, "invalid request: only HTTP/1.x is served",
+		     NULL);
+		return -1;
+	}
+	r->method = (uint32_t)off;
+	r->target = (uint32_t)(sp1 + 1 - p);
+	r->minor = sp2[8] - '0';
+	off = (size_t)(line_end - p) + 1;
+
+	while (off < end) {
+		char *colon, *val, *e;
+
+		line_end = memchr(p + off, '\n', end - off);
+		if (!line_end)
+			goto bad;
+		*line_end = '\0';
+		if (line_end > p + off && line_end[-1] == '\r')
+			line_end[-1] = '\0';
+		if (p[off] == '\0')
+			break; /* the empty line */
+		if (p[off] == ' ' || p[off] == '\t')
+			goto bad; /* obsolete line folding */
+		if (r->nheaders == HTTP_MAX_HEADERS) {
+			fail(c, 431, -32600, "invalid request: more than 64 "
+			     "header lines", json_pack("{s:i}", "limit",
+							HTTP_MAX_HEADERS));
+			return -1;
+		}
+		colon = strchr(p + off, ':');
+		if (!colon || colon == p + off)
+			goto bad;
+		*colon = '\0';
+		for (char *n = p + off; *n; n++)
+			if (!token_char((unsigned char)*n))
+				goto bad;
+		val = colon + 1;
+		while (*val == ' ' || *val == '\t')
+			val++;
+		e = val + strlen(val);
+		while (e > val && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		r->headers[r->nheaders].name = (uint32_t)off;
+		r->headers[r->nheaders].value = (uint32_t)(val - p);
+		r->nheaders++;
+		off = (size_t)(line_end - p) + 1;
+	}
+
+	if (http_header_get(c, "Transfer-Encoding")) {
+		fail(c, 501, -32600, "invalid request: a chunked request body "
+		     "is not supported; send Content-Length", NULL);
+		return -1;
+	}
+	v = http_header_get(c, "Content-Length");
+	if (v) {
+		char *endp;
+		unsigned long long n;
+
+		errno = 0;
+		n = strtoull(v, &endp, 10);
+		if (!isdigit((unsigned char)*v) || *endp || errno) {
+			fail(c, 400, -32600, "invalid request: a malformed "
+			     "Content-Length", NULL);
+			return -1;
+		}
+		if (n > c->http->max_body) {
+			char text[160];
+
+			snprintf(text, sizeof text, "invalid request: the body "
+				 "is longer than the limit of %zu bytes",
+				 c->http->max_body);
+			fail(c, 413, -32600, text, json_pack("{s:I}", "limit",
+				(json_int_t)c->http->max_body));
+			return -1;
+		}
+		r->body_len = (size_t)n;
+	}
+	v = http_header_get(c, "Connection");
+	if (r->minor == 0)
+		c->keep_alive = v && strcasestr(v, "keep-alive");
+	else
+		c->keep_alive = !(v && strcasestr(v, "close"));
+	return 0;
+bad:
+	fail(c, 400, -32600, "invalid request: a malformed HTTP request", NULL);
+	return -1;
+}
+
+static void on_idle(uv_timer_t *t)
+{
+	http_conn_close(t->data);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct http_conn *c = req->data;
+
+	free(req);
+	http_conn_close(c);
+}
+
+/* close_after_writes closes c once what is queued for it is written:
+ * uv_close alone would cancel the writes still in the queue. */
+static void close_after_writes(struct http_conn *c)
+{
+	uv_shutdown_t *req;
+
+	if (c->state == HC_CLOSING || c->shutting_down)
+		return;
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0 ||
+	    !(req = malloc(sizeof *req))) {
+		http_conn_close(c);
+		return;
+	}
+	req->data = c;
+	if (uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) < 0) {
+		free(req);
+		http_conn_close(c);
+		return;
+	}
+	c->shutting_down = true;
+	uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
+}
+
+/* parse_next answers the requests that are whole in the buffer, one at a
+ * time, and waits for more bytes otherwise. */
+static void parse_next(struct http_conn *c)
+{
+	/* Answers given while this runs (even at once, from inside
+	 * http_route) come back here rather than recursing. */
+	c->in_dispatch = true;
+	while (c->state == HC_READING) {
+		if (!c->have_head) {
+			char *e = NULL;
+
+			for (size_t i = 0; i + 3 < c->len && !e; i++)
+				if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' &&
+				    c->buf[i + 2] == '\r' && c->buf[i + 3] == '\n')
+					e = c->buf + i + 4;
+			if (!e) {
+				if (c->len >= HTTP_MAX_HEAD) {
+					fail(c, 431, -32600, "invalid request: "
+					     "the head is longer than 64 KiB",
+					     json_pack("{s:i}", "limit",
+						       HTTP_MAX_HEAD));
+					continue;
+				}
+				break;
+			}
+			if (parse_head(c, (size_t)(e - c->buf)) < 0)
+				continue;
+			c->have_head = true;
+		}
+		if (c->len < c->req.head_len + c->req.body_len)
+			break;
+		uv_timer_stop(&c->timer);
+		c->state = HC_HANDLING;
+		c->long_poll = false;
+		http_route(c);
+	}
+	c->in_dispatch = false;
+	if (c->state == HC_READING) {
+		if (c->eof) {
+			close_after_writes(c);
+			return;
+		}
+		if (!c->reading &&
+		    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+			c->reading = true;
+		uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
+	}
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
+{
+	struct http_conn *c = hd->data;
+	size_t limit = HTTP_MAX_HEAD + c->http->max_body;
+	size_t want = HTTP_READ_CHUNK;
+
+	if (c->cap - c->len < want && c->cap < limit) {
+		size_t cap = c->cap ? c->cap : HTTP_READ_CHUNK;
+		char *nb;
+
+		while (cap - c->len < want && cap < limit)
+			cap *= 2;
+		nb = realloc(c->buf, cap);
+		if (nb) {
+			c->buf = nb;
+			c->cap = cap;
+		}
+	}
+	buf->base = c->buf ? c->buf + c->len : NULL;
+	buf->len = c->buf ? c->cap - c->len : 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct http_conn *c = s->data;
+
+	if (c->state == HC_CLOSING)
+		return;
+	if (n > 0) {
+		c->len += (size_t)n;
+		if (c->state == HC_STREAMING) {
+			c->len = 0; /* nothing after a stream is a request */
+			return;
+		}
+		if (c->state == HC_READING) {
+			parse_next(c);
+		} else if (c->len >= c->cap) {
+			/* A client that pipelines more than the buffer
+			 * holds waits until its earlier answers are out. */
+			uv_read_stop(s);
+			c->reading = false;
+		}
+		return;
+	}
+	if (n == UV_EOF) {
+		c->eof = true;
+		uv_read_stop(s);
+		c->reading = false;
+		/* A client that goes away while a long answer (a wait, a
+		 * stream) is open no longer wants it; one that only shut
+		 * its side down after a request gets its answer. */
+		if (c->state == HC_STREAMING || c->long_poll)
+			http_conn_close(c);
+		else if (c->state == HC_READING)
+			parse_next(c);
+		return;
+	}
+	if (n < 0)
+		http_conn_close(c); /* an error, or out of memory (ENOBUFS) */
+}
+
+void http_conn_accept(struct http *h)
+{
+	struct http_conn *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		fputs("berthd: http: out of memory accepting a connection\n",
+		      stderr);
+		return;
+	}
+	c->http = h;
+	if (uv_tcp_init(h->loop, &c->tcp) < 0) {
+		free(c);
+		return;
+	}
+	uv_timer_init(h->loop, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->handles = 2;
+	h->handles++;
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	h->nconns++;
+	if (uv_accept((uv_stream_t *)&h->listener, (uv_stream_t *)&c->tcp) < 0) {
+		http_conn_close(c);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	if (h->nconns > (size_t)h->cfg.max_connections) {
+		c->state = HC_HANDLING;
+		c->keep_alive = false;
+		c->eof = true;
+		http_respond_error(c, 503, -32013, "overloaded: too many "
+				   "connections", json_pack("{s:i}", "limit",
+					h->cfg.max_connections));
+		return;
+	}
+	uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+		http_conn_close(c);
+	else
+		c->reading = true;
+}

@@ -1,0 +1,572 @@
+/*
+ * routes.c: the REST routes, the event stream, the page and /metrics.
+ *
+ * Each REST route is one method of the table (api/methods.c), run on the
+ * client's local api connection: the route only gathers params from the
+ * path, the query and the body, and turns the JSON-RPC reply into an HTTP
+ * response. The params check, the handler and the error (code, message,
+ * data) are the socket's own; only the HTTP status is added here.
+ *
+ *   GET  /api/info                server/info
+ *   GET  /api/tools               tools/list        ?cursor=
+ *   POST /api/jobs                jobs/submit       body: its params; 201
+ *   GET  /api/jobs                jobs/list         ?status=&tool=&runId=&limit=&cursor=
+ *   GET  /api/jobs/{id}           jobs/get          ?view=
+ *   GET  /api/jobs/{id}/wait      jobs/wait         ?timeoutMs=&until=
+ *   GET  /api/jobs/{id}/logs      jobs/logs         ?after=&limit=
+ *   GET  /api/jobs/{id}/events    events/poll       ?since=&limit= (jobId={id})
+ *   POST /api/jobs/{id}/ACTION    jobs/ACTION       resume, approve, decline,
+ *                                                   cancel, retry; body: params
+ *   GET  /api/events              events/subscribe  as Server-Sent Events
+ */
+#include "http/internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/frame.h"
+#include "api/local.h"
+
+/* Query members that are integers in their method's params; every other
+ * member is a string, and status and until may be lists ("a,b" or
+ * repeated). */
+static const char *const int_params[] = {"limit", "timeoutMs", "since",
+					 "after", "waitMs", NULL};
+
+static int http_status_of(int code)
+{
+	switch (code) {
+	case -32010: return 401;
+	case -32011: return 404;
+	case -32601: return 404;
+	case -32012: return 409;
+	case -32013: return 503;
+	case -32014: return 507;
+	case -32603: return 500;
+	default: return 400; /* -32700, -32600, -32602 */
+	}
+}
+
+/* unhex decodes %XX and (in a query) '+' in place. Returns -1 for a
+ * malformed escape or an escaped NUL. */
+static int unescape(char *s, bool plus)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '%') {
+			int hi, lo;
+
+			if (!isxdigit((unsigned char)s[1]) ||
+			    !isxdigit((unsigned char)s[2]))
+				return -1;
+			hi = isdigit((unsigned char)s[1]) ? s[1] - '0'
+							  : (tolower(s[1]) - 'a' + 10);
+			lo = isdigit((unsigned char)s[2]) ? s[2] - '0'
+							  : (tolower(s[2]) - 'a' + 10);
+			if (hi == 0 && lo == 0)
+				return -1;
+			*o++ = (char)(hi * 16 + lo);
+			s += 2;
+		} else if (plus && *s == '+') {
+			*o++ = ' ';
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+	return 0;
+}
+
+static bool is_int_param(const char *name)
+{
+	for (int i = 0; int_params[i]; i++)
+		if (strcmp(int_params[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* add_list appends the comma-separated names of v to params[name]. */
+static void add_list(json_t *params, const char *name, const char *v)
+{
+	json_t *arr = json_object_get(params, name);
+
+	if (!json_is_array(arr)) {
+		arr = json_array();
+		json_object_set_new(params, name, arr);
+	}
+	while (*v) {
+		size_t n = strcspn(v, ",");
+
+		if (n)
+			json_array_append_new(arr, json_stringn(v, n));
+		v += n;
+		if (*v == ',')
+			v++;
+	}
+}
+
+/* query_params returns a new object of the query string q (modified in
+ * place), or NULL for a malformed one. */
+static json_t *query_params(char *q)
+{
+	json_t *params = json_object();
+
+	while (params && q && *q) {
+		char *amp = strchr(q, '&'), *eq, *v;
+
+		if (amp)
+			*amp = '\0';
+		eq = strchr(q, '=');
+		v = eq ? eq + 1 : (char *)"";
+		if (eq)
+			*eq = '\0';
+		if (unescape(q, true) < 0 || unescape(v, true) < 0) {
+			json_decref(params);
+			return NULL;
+		}
+		if (!*q) {
+			/* an empty member: ignored */
+		} else if (strcmp(q, "status") == 0 || strcmp(q, "until") == 0) {
+			add_list(params, q, v);
+		} else if (is_int_param(q) && *v &&
+			   strspn(v + (*v == '-'), "0123456789") ==
+				   strlen(v + (*v == '-')) && strlen(v) < 19) {
+			json_object_set_new(params, q,
+					    json_integer(strtoll(v, NULL, 10)));
+		} else {
+			json_object_set_new(params, q, json_string(v));
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	return params;
+}
+
+/* body_params returns the request body as a new object, {} for an empty
+ * body, or NULL after answering the error the socket gives for the same
+ * line. */
+static json_t *body_params(struct http_conn *c)
+{
+	struct http *h = c->http;
+	const char *body = c->buf + c->req.head_len;
+	size_t len = c->req.body_len;
+	json_error_t jerr;
+	json_t *v;
+	char text[256];
+
+	if (len == 0)
+		return json_object();
+	if (api_json_depth(body, len, h->max_depth) > h->max_depth) {
+		snprintf(text, sizeof text, "invalid request: JSON nested "
+			 "deeper than the limit of %d", h->max_depth);
+		http_respond_error(c, 400, -32600, text,
+				   json_pack("{s:i}", "limit", h->max_depth));
+		return NULL;
+	}
+	v = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+	if (!v) {
+		snprintf(text, sizeof text, "parse error: %s at column %d",
+			 jerr.text, jerr.column);
+		http_respond_error(c, 400, -32700, text, NULL);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		json_decref(v);
+		http_respond_error(c, 400, -32602, "invalid params: the body "
+				   "must be a JSON object (the method's params)",
+				   NULL);
+		return NULL;
+	}
+	return v;
+}
+
+static size_t pending_bytes(void *arg)
+{
+	struct http_conn *c = arg;
+
+	return c->state == HC_CLOSING
+		       ? 0
+		       : uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+}
+
+/* call runs method with params (stolen) on c's local api connection; the
+ * reply comes to http_api_message. */
+static void call(struct http_conn *c, const char *method, json_t *params,
+		 int ok_status)
+{
+	if (!params) {
+		http_respond_error(c, 500, -32603, "out of memory", NULL);
+		return;
+	}
+	if (!c->local) {
+		c->local = api_local_open(c->http->api, http_api_message,
+					  pending_bytes, c);
+		if (!c->local) {
+			json_decref(params);
+			http_respond_error(c, 503, -32013, "overloaded: berthd "
+					   "is stopping", NULL);
+			return;
+		}
+	}
+	c->ok_status = ok_status;
+	c->want_id = ++c->next_id;
+	api_local_request(c->local, method, params, c->want_id);
+}
+
+/* sse_event writes an events/event notification's Event as one SSE
+ * event whose id is its seq, so that EventSource reconnects with
+ * Last-Event-ID and misses nothing. */
+static void sse_event(struct http_conn *c, json_t *params, bool progress)
+{
+	json_t *ev = json_copy(params);
+	char *text, *frame;
+	int n;
+
+	if (!ev) {
+		http_conn_close(c);
+		return;
+	}
+	json_object_del(ev, "subscription");
+	text = json_dumps(ev, JSON_COMPACT);
+	json_decref(ev);
+	if (!text) {
+		http_conn_close(c);
+		return;
+	}
+	/* json_dumps escapes newlines inside strings, so the text is one
+	 * line, as a data: field must be. */
+	if (progress)
+		n = asprintf(&frame, "event: progress\ndata: %s\n\n", text);
+	else
+		n = asprintf(&frame, "id: %lld\ndata: %s\n\n",
+			     (long long)json_integer_value(
+				     json_object_get(params, "seq")),
+			     text);
+	free(text);
+	if (n < 0) {
+		http_conn_close(c);
+		return;
+	}
+	http_stream_send(c, frame, (size_t)n);
+	free(frame);
+}
+
+int http_api_message(void *arg, const json_t *msg)
+{
+	struct http_conn *c = arg;
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	json_t *id = json_object_get(msg, "id"), *err, *result;
+	char location[200];
+
+	if (c->state == HC_CLOSING)
+		return -EPIPE;
+	if (method) {
+		json_t *params = json_object_get(msg, "params");
+
+		if (c->state != HC_STREAMING)
+			return 0;
+		if (strcmp(method, "events/event") == 0)
+			sse_event(c, params, false);
+		else if (strcmp(method, "events/progress") == 0)
+			sse_event(c, params, true);
+		return c->state == HC_CLOSING ? -EPIPE : 0;
+	}
+	if (!json_is_integer(id) || json_integer_value(id) != c->want_id ||
+	    c->state != HC_HANDLING)
+		return 0;
+	c->want_id = 0;
+	err = json_object_get(msg, "error");
+	if (err) {
+		int code = (int)json_integer_value(json_object_get(err, "code"));
+
+		http_respond_json(c, http_status_of(code),
+				  json_pack("{s:O}", "error", err),
+				  http_status_of(code) == 401
+					  ? "WWW-Authenticate: Bearer\r\n"
+					  : NULL);
+		return 0;
+	}
+	result = json_object_get(msg, "result");
+	if (c->sse) {
+		http_stream_start(c);
+		return 0;
+	}
+	if (c->ok_status == 201 &&
+	    json_string_value(json_object_get(result, "id"))) {
+		snprintf(location, sizeof location, "Location: /api/jobs/%.64s\r\n",
+			 json_string_value(json_object_get(result, "id")));
+		http_respond_json(c, 201, json_incref(result), location);
+	} else {
+		http_respond_json(c, c->ok_status, json_incref(result), NULL);
+	}
+	return 0;
+}
+
+/* ---- routes ----------------------------------------------------------- */
+
+static void method_not_allowed(struct http_conn *c, const char *allow)
+{
+	char hdr[64], text[200];
+
+	snprintf(hdr, sizeof hdr, "Allow: %s\r\n", allow);
+	snprintf(text, sizeof text, "method not found: %.16s is not allowed "
+		 "here (%s)", http_str(c, c->req.method), allow);
+	http_respond_json(c, 405, json_pack("{s:{s:i, s:s}}", "error", "code",
+					    -32601, "message", text), hdr);
+}
+
+static void not_found(struct http_conn *c, const char *path)
+{
+	char text[300];
+
+	snprintf(text, sizeof text, "not found: no route %.16s %.200s",
+		 http_str(c, c->req.method), path);
+	http_respond_error(c, 404, -32601, text, NULL);
+}
+
+static void serve_asset(struct http_conn *c, const struct http_asset *a)
+{
+	static const char csp[] =
+		"Content-Security-Policy: default-src 'self'; img-src 'self' "
+		"data:; style-src 'self'; script-src 'self'; connect-src "
+		"'self'; frame-ancestors 'none'; base-uri 'none'; form-action "
+		"'self'\r\n";
+
+	http_respond(c, 200, a->content_type,
+		     strncmp(a->content_type, "text/html", 9) == 0 ? csp : NULL,
+		     a->data, a->len);
+}
+
+static void route_login(struct http_conn *c, char *query)
+{
+	json_t *q = query_params(query);
+	char sid[65], hdr[256];
+
+	if (!q || http_login(c->http, json_string_value(json_object_get(q,
+							"token")), sid) < 0) {
+		json_decref(q);
+		http_respond_error(c, 401, -32010, "unauthorized: this login "
+				   "URL is wrong or was used already; berthd "
+				   "printed a new one", NULL);
+		return;
+	}
+	json_decref(q);
+	snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: berth_session=%s; "
+		 "Path=/; HttpOnly; SameSite=Strict\r\n", sid);
+	http_respond(c, 303, "text/plain", hdr, "logged in\n", 10);
+}
+
+static void route_metrics(struct http_conn *c)
+{
+	size_t len;
+	char *text = http_metrics_render(c->http->metrics, &len);
+
+	if (!text) {
+		http_respond_error(c, 500, -32603, "out of memory", NULL);
+		return;
+	}
+	http_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
+		     text, len);
+	free(text);
+}
+
+static void route_events(struct http_conn *c, json_t *params)
+{
+	const char *last = http_header_get(c, "Last-Event-ID");
+	json_t *progress = json_object_get(params, "progress");
+
+	/* EventSource sends the id of the last event it had when it
+	 * reconnects; that overrides the since of the first URL. */
+	if (last && *last && strspn(last, "0123456789") == strlen(last) &&
+	    strlen(last) < 19)
+		json_object_set_new(params, "since",
+				    json_integer(strtoll(last, NULL, 10)));
+	if (json_is_string(progress))
+		json_object_set_new(params, "progress",
+				    json_boolean(strcmp(json_string_value(
+						 progress), "0") != 0 &&
+						 strcmp(json_string_value(
+						 progress), "false") != 0));
+	c->sse = true;
+	call(c, "events/subscribe", params, 200);
+}
+
+/* job_action is the method of POST /api/jobs/{id}/ACTION, or NULL. */
+static const char *job_action(const char *action)
+{
+	static const char *const actions[][2] = {
+		{"resume", "jobs/resume"}, {"approve", "jobs/approve"},
+		{"decline", "jobs/decline"}, {"cancel", "jobs/cancel"},
+		{"retry", "jobs/retry"}, {NULL, NULL},
+	};
+
+	for (int i = 0; actions[i][0]; i++)
+		if (strcmp(actions[i][0], action) == 0)
+			return actions[i][1];
+	return NULL;
+}
+
+/* route_job answers /api/jobs/{id}[/ACTION] (rest is after "/api/jobs/"). */
+static void route_job(struct http_conn *c, bool get, char *rest, json_t *q)
+{
+	char *slash = strchr(rest, '/');
+	const char *action = slash ? slash + 1 : NULL, *method;
+	json_t *params;
+
+	if (slash)
+		*slash = '\0';
+	if (unescape(rest, false) < 0 || !*rest ||
+	    (action && strchr(action, '/'))) {
+		json_decref(q);
+		http_respond_error(c, 400, -32600, "invalid request: a "
+				   "malformed path", NULL);
+		return;
+	}
+	if (!action || strcmp(action, "wait") == 0 ||
+	    strcmp(action, "logs") == 0 || strcmp(action, "events") == 0) {
+		if (!get) {
+			json_decref(q);
+			method_not_allowed(c, "GET");
+			return;
+		}
+		if (!action) {
+			method = "jobs/get";
+		} else if (strcmp(action, "wait") == 0) {
+			method = "jobs/wait";
+			c->long_poll = true;
+		} else if (strcmp(action, "logs") == 0) {
+			method = "jobs/logs";
+		} else {
+			method = "events/poll";
+			json_object_set_new(q, "jobId", json_string(rest));
+			if (!json_object_get(q, "limit"))
+				json_object_set_new(q, "limit",
+						    json_integer(1000));
+			call(c, method, q, 200);
+			return;
+		}
+		json_object_set_new(q, "id", json_string(rest));
+		call(c, method, q, 200);
+		return;
+	}
+	json_decref(q);
+	method = job_action(action);
+	if (!method) {
+		not_found(c, action);
+		return;
+	}
+	if (get) {
+		method_not_allowed(c, "POST");
+		return;
+	}
+	params = body_params(c);
+	if (!params)
+		return;
+	json_object_set_new(params, "id", json_string(rest));
+	call(c, method, params, 200);
+}
+
+void http_route(struct http_conn *c)
+{
+	struct http *h = c->http;
+	const char *m = http_str(c, c->req.method);
+	char *path = c->buf + c->req.target, *query = strchr(path, '?');
+	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
+	const char *why;
+	json_t *q, *params;
+	int auth;
+
+	if (query)
+		*query++ = '\0';
+	if (!http_host_ok(c)) {
+		http_respond_error(c, 403, -32010, "forbidden: this Host is not "
+				   "the loopback address an --http-open "
+				   "gateway serves", NULL);
+		return;
+	}
+	/* The page and the API's description carry no data: no login. */
+	for (size_t i = 0; i < http_assets_count; i++) {
+		if (strcmp(http_assets[i].path, path) == 0) {
+			if (get)
+				serve_asset(c, &http_assets[i]);
+			else
+				method_not_allowed(c, "GET");
+			return;
+		}
+	}
+	if (strcmp(path, "/login") == 0) {
+		if (get)
+			route_login(c, query);
+		else
+			method_not_allowed(c, "GET");
+		return;
+	}
+	if (strcmp(path, "/metrics") != 0 && strncmp(path, "/api/", 5) != 0) {
+		not_found(c, path);
+		return;
+	}
+	auth = http_auth_check(c);
+	if (auth == HTTP_AUTH_NONE) {
+		http_respond_error(c, 401, -32010, "unauthorized: send "
+				   "Authorization: Bearer TOKEN, or open the "
+				   "login URL berthd printed", NULL);
+		return;
+	}
+	if (!get && !post) {
+		method_not_allowed(c, "GET, POST");
+		return;
+	}
+	if (post && !http_csrf_ok(c, auth, &why)) {
+		http_respond_error(c, 403, -32010, why, NULL);
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		if (get)
+			route_metrics(c);
+		else
+			method_not_allowed(c, "GET");
+		return;
+	}
+	q = query_params(query);
+	if (!q) {
+		http_respond_error(c, 400, -32600, "invalid request: a "
+				   "malformed query string", NULL);
+		return;
+	}
+	if (strcmp(path, "/api/info") == 0 || strcmp(path, "/api/tools") == 0 ||
+	    strcmp(path, "/api/events") == 0) {
+		if (!get) {
+			json_decref(q);
+			method_not_allowed(c, "GET");
+		} else if (path[5] == 'i') {
+			call(c, "server/info", q, 200);
+		} else if (path[5] == 't') {
+			call(c, "tools/list", q, 200);
+		} else {
+			route_events(c, q);
+		}
+		return;
+	}
+	if (strcmp(path, "/api/jobs") == 0) {
+		if (get) {
+			call(c, "jobs/list", q, 200);
+			return;
+		}
+		json_decref(q);
+		params = body_params(c);
+		if (params)
+			call(c, "jobs/submit", params, 201);
+		return;
+	}
+	if (strncmp(path, "/api/jobs/", 10) == 0) {
+		route_job(c, get, path + 10, q);
+		return;
+	}
+	json_decref(q);
+	not_found(c, path);
+	(void)h;
+}

@@ -1,0 +1,250 @@
+/*
+ * server.c: http_start and http_stop (http.h): the listener, the address
+ * rules of --http and --http-open, and the loop-turn hook that ends a
+ * commit batch for the metrics.
+ */
+#include "http/internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/local.h"
+
+#define LISTEN_BACKLOG 511
+
+static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *errorf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* parse_addr reads "HOST:PORT", "[V6]:PORT" or ":PORT" (loopback), a
+ * numeric host or "localhost". Returns 0 or -EINVAL. */
+static int parse_addr(const char *spec, struct sockaddr_storage *ss,
+		      bool *loopback)
+{
+	char host[128] = "";
+	const char *port;
+	char *end;
+	long p;
+
+	if (spec[0] == '[') {
+		const char *close = strchr(spec, ']');
+
+		if (!close || close[1] != ':' ||
+		    (size_t)(close - spec - 1) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, spec + 1, (size_t)(close - spec - 1));
+		port = close + 2;
+	} else if ((port = strrchr(spec, ':'))) {
+		if ((size_t)(port - spec) >= sizeof host)
+			return -EINVAL;
+		memcpy(host, spec, (size_t)(port - spec));
+		port++;
+	} else {
+		return -EINVAL;
+	}
+	errno = 0;
+	p = strtol(port, &end, 10);
+	if (errno || end == port || *end || p < 0 || p > 65535)
+		return -EINVAL;
+	if (!host[0] || strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof host, "127.0.0.1");
+	memset(ss, 0, sizeof *ss);
+	if (uv_ip4_addr(host, (int)p, (struct sockaddr_in *)ss) == 0) {
+		*loopback = strncmp(host, "127.", 4) == 0;
+		return 0;
+	}
+	if (uv_ip6_addr(host, (int)p, (struct sockaddr_in6 *)ss) == 0) {
+		*loopback = strcmp(host, "::1") == 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct http *h = server->data;
+
+	if (status < 0) {
+		fprintf(stderr, "berthd: http: accept: %s\n",
+			uv_strerror(status));
+		return;
+	}
+	http_conn_accept(h);
+}
+
+static void on_check(uv_check_t *t)
+{
+	struct http *h = t->data;
+
+	if (h->metrics)
+		http_metrics_end_batch(h->metrics);
+}
+
+void http_handle_closed(struct http *h)
+{
+	if (--h->handles == 0 && h->stopping) {
+		void (*done)(void *) = h->stop_done;
+		void *arg = h->stop_arg;
+
+		free(h);
+		if (done)
+			done(arg);
+	}
+}
+
+static void on_closed(uv_handle_t *hd)
+{
+	http_handle_closed(hd->data);
+}
+
+/* close_all starts closing every handle of h; the last close frees it. */
+static void close_all(struct http *h)
+{
+	h->stopping = true;
+	http_metrics_destroy(h->metrics);
+	h->metrics = NULL;
+	http_auth_finish(h);
+	if (h->bound)
+		uv_close((uv_handle_t *)&h->listener, on_closed);
+	if (h->check_started) {
+		uv_check_stop(&h->check);
+		uv_close((uv_handle_t *)&h->check, on_closed);
+	}
+	while (h->conns)
+		http_conn_close(h->conns);
+	if (h->handles == 0) {
+		void (*done)(void *) = h->stop_done;
+		void *arg = h->stop_arg;
+
+		free(h);
+		if (done)
+			done(arg);
+	}
+}
+
+int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
+	       struct store *st, const struct http_config *cfg,
+	       struct http **out, char **errmsg)
+{
+	struct http *h;
+	struct sockaddr_storage ss;
+	bool loopback = false;
+	char host[64];
+	int rc, port;
+
+	*out = NULL;
+	*errmsg = NULL;
+	if (!cfg->listen || parse_addr(cfg->listen, &ss, &loopback) < 0) {
+		*errmsg = errorf("--http takes HOST:PORT (a numeric address or "
+				 "localhost), not '%s'",
+				 cfg->listen ? cfg->listen : "");
+		return -EINVAL;
+	}
+	if (cfg->open && !loopback) {
+		*errmsg = errorf("--http-open drops authentication, so it is "
+				 "allowed only on a loopback address, not %s",
+				 cfg->listen);
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	h->loop = loop;
+	h->api = api;
+	h->worker = w;
+	h->store = st;
+	h->cfg = *cfg;
+	if (h->cfg.max_connections <= 0)
+		h->cfg.max_connections = HTTP_DEFAULT_MAX_CONNECTIONS;
+	api_local_limits(api, &h->max_body, &h->max_depth, &h->max_outbuf);
+	rc = http_auth_init(h, errmsg);
+	if (rc < 0) {
+		http_auth_finish(h);
+		free(h);
+		return rc;
+	}
+	h->metrics = http_metrics_create(st, w);
+	if (!h->metrics) {
+		*errmsg = errorf("out of memory");
+		http_auth_finish(h);
+		free(h);
+		return -ENOMEM;
+	}
+
+	rc = uv_tcp_init(loop, &h->listener);
+	if (rc == 0) {
+		h->listener.data = h;
+		h->handles++;
+		h->bound = true;
+		rc = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
+	}
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&h->listener, LISTEN_BACKLOG,
+			       on_connection);
+	if (rc == 0) {
+		struct sockaddr_storage bound;
+		int len = sizeof bound;
+
+		rc = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&bound,
+					&len);
+		if (rc == 0 && bound.ss_family == AF_INET6) {
+			host[0] = '[';
+			uv_ip6_name((struct sockaddr_in6 *)&bound, host + 1,
+				    sizeof host - 2);
+			strcat(host, "]");
+			port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+		} else {
+			uv_ip4_name((struct sockaddr_in *)&bound, host,
+				    sizeof host);
+			port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+		}
+		snprintf(h->origin, sizeof h->origin, "http://%s:%d", host,
+			 port);
+	}
+	if (rc < 0) {
+		*errmsg = errorf("cannot serve HTTP on %s: %s", cfg->listen,
+				 uv_strerror(rc));
+		h->stop_done = NULL;
+		close_all(h);
+		return rc;
+	}
+	/* The check handle runs once per loop turn, after I/O: the events
+	 * the store's listener saw during the turn came from one commit
+	 * (or a few that finished in the same turn). It does not keep the
+	 * loop alive. */
+	uv_check_init(loop, &h->check);
+	h->check.data = h;
+	h->handles++;
+	h->check_started = true;
+	uv_check_start(&h->check, on_check);
+	uv_unref((uv_handle_t *)&h->check);
+
+	if (cfg->open)
+		fprintf(stderr, "berthd: http: serving %s/ with no "
+			"authentication (--http-open)\n", h->origin);
+	else
+		fprintf(stderr, "berthd: http: serving %s/; log in at "
+			"%s/login?token=%s\n", h->origin, h->origin,
+			h->login_token);
+	*out = h;
+	return 0;
+}
+
+void http_stop(struct http *h, void (*done)(void *arg), void *arg)
+{
+	h->stop_done = done;
+	h->stop_arg = arg;
+	close_all(h);
+}
