@@ -1,1 +1,428 @@
+// berth's approval inbox: plain JavaScript, no build step, nothing fetched
+// from anywhere but this berthd. Every string from a job or a tool reaches
+// the page as text (h() below), never as HTML.
+'use strict';
 
+const STATUSES = ['pending', 'awaiting_approval', 'running', 'suspended',
+  'completed', 'failed', 'timed_out', 'declined', 'cancelled', 'expired'];
+const WAITING = new Set(['awaiting_approval', 'suspended']);
+const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'declined',
+  'cancelled', 'expired']);
+
+const $ = (sel) => document.querySelector(sel);
+const state = { tools: new Map(), inbox: new Map(), current: null, cursor: null };
+
+// h builds an element: h('button', {class: 'x', onclick: fn}, 'text', child).
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'text') el.textContent = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function when(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return isNaN(d) ? iso : d.toLocaleString();
+}
+
+function banner(text) {
+  const b = $('#banner');
+  b.textContent = text || '';
+  b.hidden = !text;
+}
+
+// api calls a REST route; it throws an Error with .status and .error (the
+// socket's {code, message, data}) on failure.
+async function api(path, body) {
+  const opt = body === undefined ? {} : {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  };
+  const r = await fetch(path, opt);
+  const v = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    const e = new Error((v.error && v.error.message) || r.statusText);
+    e.status = r.status;
+    e.error = v.error;
+    if (r.status === 401) banner('Not logged in: open the login URL that berthd printed when it started (…/login?token=…).');
+    throw e;
+  }
+  return v;
+}
+
+async function loadTools() {
+  let cursor = null;
+  do {
+    const page = await api('/api/tools' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : ''));
+    for (const t of page.tools) state.tools.set(t.name, t);
+    cursor = page.nextCursor;
+  } while (cursor);
+  const sel = $('#f-tool');
+  for (const name of [...state.tools.keys()].sort()) sel.append(h('option', { value: name }, name));
+}
+
+// ---- the inbox ----------------------------------------------------------
+
+function renderInbox() {
+  const list = $('#inbox');
+  const jobs = [...state.inbox.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
+  list.replaceChildren(...jobs.map((j) => h('li', {},
+    h('button', { class: 'item', type: 'button', 'data-job': j.id, 'data-status': j.status,
+      onclick: () => { location.hash = '#/job/' + j.id; } },
+      h('span', { class: 'tool' }, (state.tools.get(j.tool) || {}).title || j.tool),
+      h('span', { class: 'badge ' + j.status }, j.status === 'awaiting_approval' ? 'needs approval' : 'needs input'),
+      h('span', { class: 'meta' }, j.id + ' · ' + when(j.createdAt))))));
+  $('#inbox-empty').hidden = jobs.length > 0;
+  $('#inbox-count').textContent = String(jobs.length);
+}
+
+async function loadInbox() {
+  const v = await api('/api/jobs?status=awaiting_approval,suspended&limit=1000');
+  state.inbox.clear();
+  for (const j of v.jobs) state.inbox.set(j.id, j);
+  renderInbox();
+}
+
+// ---- live events ----------------------------------------------------------
+
+const chart = { sec: Math.floor(Date.now() / 1000), ok: new Array(60).fill(0), bad: new Array(60).fill(0) };
+
+function chartTick() {
+  const now = Math.floor(Date.now() / 1000);
+  while (chart.sec < now) {
+    chart.sec++;
+    chart.ok.shift(); chart.ok.push(0);
+    chart.bad.shift(); chart.bad.push(0);
+  }
+  const c = $('#chart');
+  const g = c.getContext('2d');
+  const max = Math.max(1, ...chart.ok, ...chart.bad);
+  g.clearRect(0, 0, c.width, c.height);
+  for (const [series, color] of [[chart.ok, '#4ade80'], [chart.bad, '#f87171']]) {
+    g.strokeStyle = color;
+    g.lineWidth = 2;
+    g.beginPath();
+    series.forEach((v, i) => {
+      const x = (i / 59) * (c.width - 2) + 1;
+      const y = c.height - 2 - (v / max) * (c.height - 6);
+      if (i) g.lineTo(x, y); else g.moveTo(x, y);
+    });
+    g.stroke();
+  }
+  c.setAttribute('aria-label', `Last second: ${chart.ok[59]} completed, ${chart.bad[59]} failed; peak ${max} per second`);
+}
+
+async function onEvent(ev) {
+  if (ev.type === 'completed') chart.ok[59]++;
+  if (ev.type === 'failed' || ev.type === 'timed_out') chart.bad[59]++;
+  if (WAITING.has(ev.status)) {
+    try { state.inbox.set(ev.jobId, await api('/api/jobs/' + encodeURIComponent(ev.jobId))); } catch (e) { /* gone */ }
+  } else {
+    state.inbox.delete(ev.jobId);
+  }
+  renderInbox();
+  if (state.current === ev.jobId) showJob(ev.jobId, true);
+}
+
+function connect() {
+  // EventSource reconnects by itself and sends Last-Event-ID, so the
+  // stream resumes after the last event it had, without a gap.
+  const es = new EventSource('/api/events');
+  es.onopen = () => { $('#live').textContent = 'live'; loadInbox().catch(() => {}); };
+  es.onerror = () => { $('#live').textContent = 'reconnecting…'; };
+  es.onmessage = (m) => { onEvent(JSON.parse(m.data)); };
+}
+
+// ---- a job's detail -------------------------------------------------------
+
+function payload(title, v) {
+  if (v === undefined || v === null) return null;
+  return h('div', { class: 'card' }, h('h3', {}, title), h('pre', { tabindex: 0 }, JSON.stringify(v, null, 2)));
+}
+
+function message(box, kind, text) {
+  box.replaceChildren(h('p', { class: 'msg ' + kind, role: kind === 'error' ? 'alert' : 'status' }, text));
+}
+
+function errorText(e) {
+  const errs = e.error && e.error.data && e.error.data.errors;
+  return e.message + (errs ? ': ' + errs.map((x) => (x.instancePath || '/') + ' ' + x.message).join('; ') : '');
+}
+
+async function act(job, action, body, box) {
+  for (const b of document.querySelectorAll('#job button')) b.disabled = true;
+  try {
+    await api('/api/jobs/' + encodeURIComponent(job.id) + '/' + action, body);
+    message(box, 'ok', 'Done.');
+    await showJob(job.id, true);
+  } catch (e) {
+    message(box, 'error', errorText(e));
+    for (const b of document.querySelectorAll('#job button')) b.disabled = false;
+  }
+}
+
+function approvalCard(job) {
+  const box = h('div', { 'aria-live': 'polite' });
+  const note = h('textarea', { id: 'reason', rows: 2, name: 'reason' });
+  return h('div', { class: 'card' }, h('h3', {}, 'Approval'),
+    h('p', {}, 'This tool asks before it runs.'),
+    h('form', { class: 'act', onsubmit: (e) => e.preventDefault() },
+      h('label', { for: 'reason' }, 'Reason or note (optional)', note),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'primary', id: 'approve',
+          onclick: () => act(job, 'approve', note.value ? { note: note.value } : {}, box) }, 'Approve'),
+        h('button', { type: 'button', class: 'danger', id: 'decline',
+          onclick: () => act(job, 'decline', note.value ? { reason: note.value } : {}, box) }, 'Decline'))),
+    box);
+}
+
+function resumeCard(job) {
+  const tool = state.tools.get(job.tool) || {};
+  const schema = tool.resumeSchema || { type: 'object' };
+  const box = h('div', { 'aria-live': 'polite' });
+  const field = buildField(schema, 'resume', schema.title || 'Resume data', true);
+  const form = h('form', { class: 'form', id: 'resume-form', novalidate: true,
+    onsubmit: (e) => {
+      e.preventDefault();
+      const errors = [];
+      const data = field.read(errors);
+      if (errors.length) {
+        message(box, 'error', 'Please fix: ' + errors.join('; '));
+        const first = form.querySelector('[aria-invalid=true]');
+        if (first) first.focus();
+        return;
+      }
+      act(job, 'resume', { resumeData: data === undefined ? {} : data }, box);
+    } },
+  field.el, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'resume' }, 'Resume')));
+  return h('div', { class: 'card' }, h('h3', {}, 'Resume'), form, box);
+}
+
+async function showJob(id, refresh) {
+  state.current = id;
+  const root = $('#job');
+  let job, events;
+  try {
+    [job, events] = await Promise.all([
+      api('/api/jobs/' + encodeURIComponent(id) + '?view=display'),
+      api('/api/jobs/' + encodeURIComponent(id) + '/events'),
+    ]);
+  } catch (e) {
+    root.replaceChildren(h('p', { class: 'msg error' }, errorText(e)));
+    return;
+  }
+  if (state.current !== id) return;
+  // While someone types into a form, a live refresh only updates the
+  // status, so that their input is not lost.
+  if (refresh && root.dataset.job === id && root.dataset.status === job.status) return;
+  const tool = state.tools.get(job.tool) || {};
+  $('#job-title').textContent = (tool.title || job.tool) + ' · ' + job.status.replace('_', ' ');
+  const p = job.progress;
+  root.dataset.job = id;
+  root.dataset.status = job.status;
+  root.replaceChildren(
+    h('div', { class: 'card' },
+      h('dl', { class: 'facts' },
+        h('dt', {}, 'Status'), h('dd', {}, h('span', { class: 'badge ' + job.status, id: 'job-status' }, job.status)),
+        h('dt', {}, 'Tool'), h('dd', {}, job.tool + (tool.description ? ' — ' + tool.description : '')),
+        h('dt', {}, 'Job'), h('dd', {}, job.id),
+        h('dt', {}, 'Attempt'), h('dd', {}, String(job.attempt || 1)),
+        h('dt', {}, 'Created'), h('dd', {}, when(job.createdAt)),
+        job.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, when(job.finishedAt))] : null,
+        job.approval && job.approval.reason ? [h('dt', {}, 'Reason'), h('dd', {}, job.approval.reason)] : null),
+      p ? h('p', {}, h('label', {}, p.message || 'Progress',
+        h('progress', { value: p.progress, max: p.total || undefined }))) : null),
+    job.status === 'awaiting_approval' ? approvalCard(job) : null,
+    job.status === 'suspended' ? resumeCard(job) : null,
+    payload('Suspend payload', job.status === 'suspended' ? job.suspendPayload : undefined),
+    payload('Input', job.input),
+    payload('Output', job.output),
+    payload('Error', job.error),
+    h('div', { class: 'card' }, h('h3', {}, 'Timeline'),
+      h('ol', { class: 'timeline' }, events.events.map((e) =>
+        h('li', {}, h('span', { class: 'badge ' + e.status }, e.type), h('time', { datetime: e.at }, when(e.at)))))),
+    TERMINAL.has(job.status) ? null : h('div', { class: 'actions' },
+      h('button', { type: 'button', id: 'cancel', onclick: () => act(job, 'cancel', {}, root.querySelector('.cancel-box')) }, 'Cancel job')),
+    h('div', { class: 'cancel-box', 'aria-live': 'polite' }));
+}
+
+// ---- the form generated from a JSON Schema -------------------------------
+
+let fieldSeq = 0;
+
+// buildField returns {el, read(errors)} for schema; read returns the value
+// (undefined for an empty optional field) and pushes messages to errors.
+function buildField(schema, name, label, required) {
+  schema = schema || {};
+  const id = 'f' + (++fieldSeq);
+  const title = schema.title || label || name;
+  const desc = schema.description ? h('span', { class: 'desc' }, schema.description) : null;
+  const err = h('span', { class: 'err', id: id + '-err', 'aria-live': 'polite' });
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  const fail = (input, errors, text) => {
+    input.setAttribute('aria-invalid', 'true');
+    err.textContent = text;
+    errors.push(title + ': ' + text);
+  };
+  const ok = (input) => { input.removeAttribute('aria-invalid'); err.textContent = ''; };
+
+  if (type === 'object' || (!type && schema.properties)) {
+    const req = new Set(schema.required || []);
+    const kids = Object.entries(schema.properties || {}).map(([k, s]) => [k, buildField(s, k, s.title || k, req.has(k))]);
+    const el = h('fieldset', { id }, h('legend', {}, title + (required ? '' : ' (optional)')), desc, kids.map(([, f]) => f.el));
+    return { el, read(errors) {
+      const out = {};
+      for (const [k, f] of kids) { const v = f.read(errors); if (v !== undefined) out[k] = v; }
+      return Object.keys(out).length || required ? out : undefined;
+    } };
+  }
+  if (type === 'array') {
+    const items = [];
+    const list = h('div', { class: 'form' });
+    const add = h('button', { type: 'button', onclick: () => addItem(true) }, 'Add ' + (schema.items && schema.items.title || 'item'));
+    const addItem = (focus) => {
+      const f = buildField(schema.items || {}, name + '[]', (schema.items && schema.items.title) || 'Item ' + (items.length + 1), true);
+      const row = h('div', { class: 'row' }, f.el, h('button', { type: 'button', 'aria-label': 'Remove', onclick: () => {
+        items.splice(items.indexOf(f), 1); row.remove();
+      } }, 'Remove'));
+      items.push(f);
+      list.append(row);
+      if (focus) { const i = row.querySelector('input,select,textarea'); if (i) i.focus(); }
+    };
+    for (let i = 0; i < (schema.minItems || 0); i++) addItem(false);
+    const el = h('fieldset', { id, 'data-array': name }, h('legend', {}, title + (required ? '' : ' (optional)')), desc, list, add, err);
+    return { el, read(errors) {
+      const out = items.map((f) => f.read(errors)).filter((v) => v !== undefined);
+      if (schema.minItems && out.length < schema.minItems) fail(add, errors, `at least ${schema.minItems} items`);
+      else if (schema.maxItems !== undefined && out.length > schema.maxItems) fail(add, errors, `at most ${schema.maxItems} items`);
+      else ok(add);
+      return out.length || required ? out : undefined;
+    } };
+  }
+  if (type === 'boolean') {
+    const input = h('input', { type: 'checkbox', id, name, checked: schema.default === true });
+    const el = h('label', { class: 'check', for: id }, input, title, desc);
+    return { el, read() { return input.checked; } };
+  }
+  let input;
+  if (Array.isArray(schema.enum)) {
+    input = h('select', { id, name, 'aria-describedby': id + '-err' },
+      h('option', { value: '' }, required ? 'choose…' : '—'),
+      schema.enum.map((v, i) => h('option', { value: String(i), selected: schema.default === v }, String(v))));
+  } else if (type === 'integer' || type === 'number') {
+    input = h('input', { id, name, type: 'number', inputmode: type === 'integer' ? 'numeric' : 'decimal',
+      step: type === 'integer' ? '1' : 'any', min: schema.minimum, max: schema.maximum,
+      value: schema.default, 'aria-describedby': id + '-err' });
+  } else if (schema.format === 'textarea' || (schema.maxLength || 0) > 200) {
+    input = h('textarea', { id, name, rows: 3, 'aria-describedby': id + '-err' }, schema.default || '');
+  } else {
+    input = h('input', { id, name, type: 'text', value: schema.default,
+      autocomplete: 'off', 'aria-describedby': id + '-err' });
+  }
+  if (required) input.setAttribute('aria-required', 'true');
+  const el = h('label', { for: id }, title + (required ? ' *' : ''), desc, input, err);
+  return { el, read(errors) {
+    const raw = input.value;
+    if (raw === '') {
+      if (required) { fail(input, errors, 'required'); return undefined; }
+      ok(input);
+      return undefined;
+    }
+    let v = raw;
+    if (Array.isArray(schema.enum)) v = schema.enum[Number(raw)];
+    else if (type === 'integer' || type === 'number') {
+      v = Number(raw);
+      if (!Number.isFinite(v) || (type === 'integer' && !Number.isInteger(v))) { fail(input, errors, type === 'integer' ? 'a whole number' : 'a number'); return undefined; }
+      if (schema.minimum !== undefined && v < schema.minimum) { fail(input, errors, `at least ${schema.minimum}`); return undefined; }
+      if (schema.maximum !== undefined && v > schema.maximum) { fail(input, errors, `at most ${schema.maximum}`); return undefined; }
+    } else {
+      if (schema.minLength && v.length < schema.minLength) { fail(input, errors, `at least ${schema.minLength} characters`); return undefined; }
+      if (schema.maxLength !== undefined && v.length > schema.maxLength) { fail(input, errors, `at most ${schema.maxLength} characters`); return undefined; }
+      if (schema.pattern && !new RegExp(schema.pattern, 'u').test(v)) { fail(input, errors, 'does not match ' + schema.pattern); return undefined; }
+    }
+    ok(input);
+    return v;
+  } };
+}
+
+// ---- the jobs browser -----------------------------------------------------
+
+function jobsQuery() {
+  const q = new URLSearchParams();
+  const st = [...document.querySelectorAll('#status-boxes input:checked')].map((i) => i.value);
+  if (st.length) q.set('status', st.join(','));
+  if ($('#f-tool').value) q.set('tool', $('#f-tool').value);
+  if ($('#f-run').value) q.set('runId', $('#f-run').value);
+  q.set('limit', $('#f-limit').value || '50');
+  return q;
+}
+
+async function loadJobs(more) {
+  const q = jobsQuery();
+  if (more && state.cursor) q.set('cursor', state.cursor);
+  const body = $('#jobs-table tbody');
+  try {
+    const v = await api('/api/jobs?' + q);
+    const rows = v.jobs.map((j) => h('tr', {},
+      h('td', {}, h('a', { href: '#/job/' + j.id }, j.id.slice(-12))),
+      h('td', {}, j.tool), h('td', {}, h('span', { class: 'badge ' + j.status }, j.status)),
+      h('td', {}, when(j.createdAt))));
+    if (more) body.append(...rows); else body.replaceChildren(...rows);
+    state.cursor = v.nextCursor || null;
+    $('#jobs-more').hidden = !state.cursor;
+  } catch (e) {
+    body.replaceChildren(h('tr', {}, h('td', { colspan: 4, class: 'msg error' }, errorText(e))));
+  }
+}
+
+// ---- routing ----------------------------------------------------------------
+
+function route() {
+  const hash = location.hash || '#/inbox';
+  const job = hash.match(/^#\/job\/(.+)$/);
+  $('#view-inbox').hidden = hash !== '#/inbox';
+  $('#view-jobs').hidden = hash !== '#/jobs';
+  $('#view-job').hidden = !job;
+  $('#nav-inbox').toggleAttribute('aria-current', hash === '#/inbox');
+  $('#nav-jobs').toggleAttribute('aria-current', hash === '#/jobs');
+  if (hash === '#/inbox' || hash === '#/jobs') {
+    for (const a of document.querySelectorAll('nav a[aria-current]')) a.setAttribute('aria-current', 'page');
+  }
+  state.current = null;
+  if (job) {
+    $('#job').dataset.job = '';
+    showJob(decodeURIComponent(job[1]), false).then(() => $('#job-title').focus && $('#main').focus());
+  } else if (hash === '#/jobs') {
+    loadJobs(false);
+  }
+}
+
+async function main() {
+  for (const s of STATUSES) {
+    $('#status-boxes').append(h('label', {}, h('input', { type: 'checkbox', value: s }), s.replace('_', ' ')));
+  }
+  $('#filters').addEventListener('submit', (e) => { e.preventDefault(); loadJobs(false); });
+  $('#jobs-more').addEventListener('click', () => loadJobs(true));
+  window.addEventListener('hashchange', route);
+  setInterval(chartTick, 1000);
+  chartTick();
+  try {
+    await loadTools();
+  } catch (e) {
+    $('#live').textContent = 'offline';
+    return;
+  }
+  route();
+  connect();
+}
+
+main();
