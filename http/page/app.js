@@ -229,7 +229,7 @@ async function showJob(id, refresh) {
   const p = job.progress;
   root.dataset.job = id;
   root.dataset.status = job.status;
-  root.replaceChildren(
+  root.replaceChildren(...[
     h('div', { class: 'card' },
       h('dl', { class: 'facts' },
         h('dt', {}, 'Status'), h('dd', {}, h('span', { class: 'badge ' + job.status, id: 'job-status' }, job.status)),
@@ -252,7 +252,8 @@ async function showJob(id, refresh) {
         h('li', {}, h('span', { class: 'badge ' + e.status }, e.type), h('time', { datetime: e.at }, when(e.at)))))),
     TERMINAL.has(job.status) ? null : h('div', { class: 'actions' },
       h('button', { type: 'button', id: 'cancel', onclick: () => act(job, 'cancel', {}, root.querySelector('.cancel-box')) }, 'Cancel job')),
-    h('div', { class: 'cancel-box', 'aria-live': 'polite' }));
+    h('div', { class: 'cancel-box', 'aria-live': 'polite' }),
+  ].filter(Boolean));
 }
 
 // ---- the form generated from a JSON Schema -------------------------------

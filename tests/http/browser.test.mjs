@@ -1,0 +1,162 @@
+// browser.test.mjs: the approval inbox page in real headless Chromium
+// against a real berthd: open the inbox, approve one job and decline
+// another, answer a suspended job through the form generated from its
+// resumeSchema, and see each reach its final status without a reload.
+// Screenshots of the inbox (desktop and phone) and of a job's detail go to
+// $SCREENSHOTS.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BERTHD = process.env.BERTHD;
+const TOOLS = process.env.BERTH_HTTP_TOOLS;
+const SHOTS = process.env.SCREENSHOTS || '.';
+const TIMEOUT = 20000;
+
+let dir, daemon, base, login, browser, page;
+const log = [];
+
+async function rest(path, body) {
+  const r = await fetch(base + path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { Authorization: 'Bearer secret', 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const v = await r.json();
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${JSON.stringify(v)}`);
+  return v;
+}
+
+const submit = async (tool, input) => (await rest('/api/jobs', { tool, input })).id;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'berth-browser-'));
+  writeFileSync(join(dir, 'token'), 'secret\n');
+  daemon = spawn(BERTHD, ['--db', join(dir, 'db'), '--socket', join(dir, 'sock'),
+    '--tools', TOOLS, '--http', '127.0.0.1:0', '--token-file', join(dir, 'token'), '--quiet'],
+  { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('berthd did not start: ' + log.join(''))), TIMEOUT);
+    daemon.stderr.on('data', (d) => {
+      log.push(String(d));
+      const m = log.join('').match(/serving (http:\/\/[0-9.:]+)\/; log in at (\S+)/);
+      if (m && !base) { base = m[1]; login = m[2]; clearTimeout(t); resolve(); }
+    });
+    daemon.on('exit', (code) => reject(new Error(`berthd exited ${code}: ${log.join('')}`)));
+  });
+  // A fresh --user-data-dir: playwright passes it from the first argument.
+  browser = await chromium.launchPersistentContext(join(dir, 'chromium'), {
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1200, height: 900 },
+  });
+  page = browser.pages()[0] || await browser.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  page.on('pageerror', (e) => log.push('page error: ' + e.message + '\n'));
+  mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon && daemon.exitCode === null) {
+    daemon.kill('SIGTERM');
+    await new Promise((r) => daemon.on('exit', r));
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('the inbox: approve, decline and resume through the page, live', async () => {
+  const approveMe = await submit('deploy', { service: 'web' });
+  const declineMe = await submit('deploy', { service: 'database' });
+  const trip = await submit('book-trip', { destination: 'Oslo' });
+  await rest(`/api/jobs/${trip}/wait?timeoutMs=15000&until=suspended`);
+
+  // The login URL sets the session cookie and lands on the page.
+  await page.goto(login);
+  assert.equal(new URL(page.url()).pathname, '/');
+  await page.evaluate(() => { window.notReloaded = true; });
+  for (const id of [approveMe, declineMe, trip]) {
+    await page.locator(`button.item[data-job="${id}"]`).waitFor();
+  }
+  await page.locator('#live', { hasText: 'live' }).waitFor();
+  // Newest first.
+  const order = await page.locator('button.item').evaluateAll((els) => els.map((e) => e.dataset.job));
+  assert.deepEqual(order.slice(0, 3), [trip, declineMe, approveMe]);
+  await page.screenshot({ path: join(SHOTS, 'inbox.png'), fullPage: true });
+
+  // A job that arrives while the page is open shows up by itself.
+  const late = await submit('deploy', { service: 'late' });
+  await page.locator(`button.item[data-job="${late}"]`).waitFor();
+
+  // Approve, with the keyboard only.
+  await page.focus(`button.item[data-job="${approveMe}"]`);
+  await page.keyboard.press('Enter');
+  await page.locator('#approve').focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#job-status', { hasText: 'completed' }).waitFor();
+
+  // Decline with a reason.
+  await page.click('#nav-inbox');
+  await page.locator(`button.item[data-job="${approveMe}"]`).waitFor({ state: 'detached' });
+  await page.click(`button.item[data-job="${declineMe}"]`);
+  await page.fill('#reason', 'not on a Friday');
+  await page.click('#decline');
+  await page.locator('#job-status', { hasText: 'declined' }).waitFor();
+  assert.equal((await rest(`/api/jobs/${declineMe}`)).approval.reason, 'not on a Friday');
+
+  // Resume through the form generated from book-trip's resumeSchema.
+  await page.click('#nav-inbox');
+  await page.click(`button.item[data-job="${trip}"]`);
+  await page.locator('#resume-form').waitFor();
+  await page.getByLabel('Traveller').fill('Ann');
+  await page.getByLabel('Seats').fill('2');
+  await page.getByLabel('Budget').fill('1234.5');
+  await page.getByLabel('VIP lounge').check();
+  await page.getByLabel('Cabin').selectOption({ label: 'business' });
+  await page.getByLabel('City').fill('Oslo');
+  await page.getByLabel('ZIP').fill('12');
+  await page.click('button:has-text("Add item")');
+  await page.getByLabel('Item 1').fill('Bergen');
+  await page.click('button:has-text("Add item")');
+  await page.getByLabel('Item 2').fill('Trondheim');
+  // The page checks the schema before the daemon does.
+  await page.click('#resume');
+  await page.locator('#resume-form [aria-invalid=true]').first().waitFor();
+  await page.locator('.msg.error', { hasText: 'ZIP' }).waitFor();
+  assert.equal((await rest(`/api/jobs/${trip}`)).status, 'suspended');
+  await page.getByLabel('ZIP').fill('01234');
+  await page.screenshot({ path: join(SHOTS, 'job-resume-form.png'), fullPage: true });
+  await page.click('#resume');
+  await page.locator('#job-status', { hasText: 'completed' }).waitFor();
+  await page.screenshot({ path: join(SHOTS, 'job.png'), fullPage: true });
+  const done = await rest(`/api/jobs/${trip}`);
+  assert.deepEqual(done.output.details, {
+    traveller: 'Ann', seats: 2, budget: 1234.5, vip: true, cabin: 'business',
+    address: { city: 'Oslo', zip: '01234' }, stops: ['Bergen', 'Trondheim'],
+  });
+
+  // The inbox now holds only the late job, and nothing was reloaded.
+  await page.click('#nav-inbox');
+  await page.locator(`button.item[data-job="${trip}"]`).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('button.item').count(), 1);
+  assert.equal(await page.evaluate(() => window.notReloaded), true);
+
+  // The jobs browser with a filter.
+  await page.click('#nav-jobs');
+  await page.locator('#status-boxes input[value="declined"]').check();
+  await page.click('#filters button[type=submit]');
+  await page.locator('#jobs-table tbody tr').first().waitFor();
+  assert.equal(await page.locator('#jobs-table tbody tr').count(), 1);
+
+  // On a phone.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.click('#nav-inbox');
+  await page.screenshot({ path: join(SHOTS, 'inbox-phone.png'), fullPage: true });
+  assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
+});
