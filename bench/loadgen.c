@@ -384,8 +384,7 @@ static void report(const struct loadgen_opts *o, struct loadgen_run *r,
 	else
 		snprintf(cells[5], 32, "-");
 	snprintf(cells[6], 32, "%zu", count);
-	snprintf(cells[7], 32, "%zu", atomic_load(&r->failed) +
-		 (r->njobs - acked - atomic_load(&r->failed)));
+	snprintf(cells[7], 32, "%zu", atomic_load(&r->failed));
 	snprintf(cells[8], 32, "%.2f", secs);
 	snprintf(cells[9], 32, "%.0f", secs > 0 ? (double)count / secs : 0);
 	fmt_ms(cells[10], sa.p50, sa.n);

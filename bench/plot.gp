@@ -1,7 +1,8 @@
 # plot.gp: bench/compare's figure. Called with the variables throughput,
 # latency (data files written by bench/compare) and output (the PNG).
 #   throughput: "label" submit_acks_per_s e2e_jobs_per_s
-#   latency:    "label" p50_ms p99_ms p99.9_ms   (at half the label's rate)
+#   latency:    "label" p50_ms p99_ms p99.9_ms   (at the offered rate in the
+#               label: 200/s on one connection, or half the e2e rate)
 set terminal pngcairo size 1400,560 font "sans,10"
 set output output
 set multiplot layout 1,2 title "berth vs beanstalkd: 8 producer connections, one round trip per job unless pipelined"
@@ -20,10 +21,11 @@ set yrange [0:*]
 plot throughput using 2:xtic(1) title "submit acks/s", \
      '' using 3 title "end to end (completed)/s"
 
-set title "Submitted to completed at half each one's rate (ms, log)"
+set title "Submitted to completed, open loop at 200/s and at half the e2e rate (ms, log)"
 set ylabel "milliseconds"
 set logscale y
-set yrange [0.01:*]
+set yrange [0.01:100000]
+set key top left
 plot latency using 2:xtic(1) title "p50", \
      '' using 3 title "p99", \
      '' using 4 title "p99.9"
