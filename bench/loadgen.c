@@ -461,7 +461,8 @@ static const char usage_text[] =
 	"  --consumers N       beanstalkd reserve/delete connections (default 8)\n"
 	"  --count N           jobs in the run (default 100000; with --rate,\n"
 	"                      rate x 10 s)\n"
-	"  --duration S        stop after S seconds whatever is left (default 60)\n"
+	"  --duration S        stop after S seconds whatever is left (default 60;\n"
+	"                      scale: 3600, for each fill)\n"
 	"  --rate R            offer R jobs/s in all, open loop\n"
 	"  --pause             submit: pause the tool while submitting (berth)\n"
 	"  --label TEXT        the mode column (default: berthd's durability,\n"
@@ -540,6 +541,7 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 {
 	static char sock[256];
 	bool count_given = false, inflight_given = false;
+	bool duration_given = false;
 	int c;
 
 	*o = (struct loadgen_opts){
@@ -603,6 +605,7 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 			break;
 		case OPT_DURATION:
 			o->duration = number("duration", optarg, 86400);
+			duration_given = true;
 			break;
 		case OPT_RATE: o->rate = number("rate", optarg, 1e7); break;
 		case OPT_PAUSE: o->pause = true; break;
@@ -637,6 +640,9 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 		goto usage;
 	if (!o->fill_durability)
 		o->fill_durability = o->durability;
+	/* Filling a million jobs takes minutes, not the default minute. */
+	if (o->scenario == SC_SCALE && !duration_given)
+		o->duration = 3600;
 	if (o->scenario == SC_LATENCY && o->rate <= 0) {
 		fputs("berth-bench: the latency scenario needs --rate\n",
 		      stderr);
