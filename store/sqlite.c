@@ -503,9 +503,19 @@ static int do_create(struct conn *c, struct store__wreq *w,
 	json_t *data = req->u.create.event_data;
 	rc = add_event(c, b, j->id, j->tool, STORE_EV_CREATED, j->status,
 		       w->created_at, t[STORE__T_EVENT], data);
-	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL)
+	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL) {
+		/* approval_requested shows what the approver decides on: the
+		 * approval view when the caller gave one, else the same data
+		 * as "created". */
+		json_t *adata = req->u.create.approval_event_data;
+		const char *atext = t[STORE__T_APPROVAL_EVENT];
+		if (adata == NULL) {
+			adata = data;
+			atext = t[STORE__T_EVENT];
+		}
 		rc = add_event(c, b, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
-			       j->status, w->created_at, t[STORE__T_EVENT], data);
+			       j->status, w->created_at, atext, adata);
+	}
 	w->rc = 0;
 	return rc;
 }

@@ -720,6 +720,9 @@ static int prepare(struct store__wreq *w)
 			t[STORE__T_EVENT] = t[STORE__T_INPUT]; /* shared */
 		else if (ok)
 			ok = dump(req->u.create.event_data, &t[STORE__T_EVENT]);
+		if (ok && req->u.create.approval_event_data != NULL)
+			ok = dump(req->u.create.approval_event_data,
+				  &t[STORE__T_APPROVAL_EVENT]);
 		if (!ok)
 			return -ENOMEM;
 		w->created_at = store_now();

@@ -351,12 +351,14 @@ struct store_req {
 		 * UUIDv7; created_at/updated_at are stamped by the store. The
 		 * "created" event (with event_data) is appended, and when
 		 * the status is AWAITING_APPROVAL an "approval_requested"
-		 * event too. When (tool, idempotency_key) already names a
-		 * job, nothing is written, existed is set and out holds that
-		 * job. */
+		 * event too, with approval_event_data (the approval view),
+		 * or event_data when approval_event_data is NULL. When
+		 * (tool, idempotency_key) already names a job, nothing is
+		 * written, existed is set and out holds that job. */
 		struct {
-			struct store_job *job; /* borrowed */
-			json_t *event_data;    /* borrowed */
+			struct store_job *job;       /* borrowed */
+			json_t *event_data;          /* borrowed */
+			json_t *approval_event_data; /* borrowed, or NULL */
 		} create;
 
 		struct store_transition transition;

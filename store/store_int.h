@@ -25,6 +25,7 @@ enum store__text {
 	STORE__T_CHECKPOINT,
 	STORE__T_PROGRESS,
 	STORE__T_EVENT,
+	STORE__T_APPROVAL_EVENT, /* CREATE: approval_requested's own data */
 	STORE__T_COUNT
 };
 

@@ -129,14 +129,19 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 					 : STORE_PENDING;
 	if (j->approval_required && p->ttl_ms > 0)
 		j->expires_at = now + p->ttl_ms;
-	/* The "created" event shows the input; when the store also appends
-	 * "approval_requested" it carries the same data, which for a tool
-	 * without an approval transform is the approval view too. */
+	/* The "created" event shows the input's display view; the
+	 * "approval_requested" event the store appends with it shows the
+	 * approval view (BERTH_PAYLOAD_APPROVAL through the display
+	 * transform; without one, the input). */
 	op->own[1] = worker__view(t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_INPUT,
 				  j->input);
+	if (j->approval_required)
+		op->own[2] = worker__view(t, WORKER_VIEW_DISPLAY,
+					  BERTH_PAYLOAD_APPROVAL, j->input);
 	op->req.op = STORE_OP_CREATE;
 	op->req.u.create.job = j;
 	op->req.u.create.event_data = op->own[1];
+	op->req.u.create.approval_event_data = op->own[2];
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;
 	return 0;

@@ -323,6 +323,38 @@ static void lifecycle__on_postgres__matches_the_store_contract(void **state)
 	assert_int_equal(counts[STORE_COMPLETED], 1);
 }
 
+/* approval_requested carries approval_event_data when it is given, on
+ * PostgreSQL as on SQLite; created keeps event_data. */
+static void create__awaiting_approval__approval_requested_carries_its_own_data(void **state)
+{
+	struct fx *f = *state;
+	struct store_job j = {0};
+	j.tool = "mail.send";
+	j.status = STORE_AWAITING_APPROVAL;
+	j.approval_required = true;
+	j.input = json_pack("{s:s}", "to", "a@example.org");
+	json_t *approval = json_pack("{s:s}", "ask", "send?");
+	struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+	w.req.u.create.job = &j;
+	w.req.u.create.event_data = j.input;
+	w.req.u.create.approval_event_data = approval;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_events(f->n[0].st, 0, w.req.job->id, 10, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_true(json_equal(ev[0].data, j.input));
+	assert_int_equal(ev[1].type, STORE_EV_APPROVAL_REQUESTED);
+	assert_true(json_equal(ev[1].data, approval));
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+	store_req_finish(&w.req);
+	json_decref(j.input);
+	json_decref(approval);
+}
+
 /* A newer schema is refused and left untouched. */
 static void open__newer_schema__is_refused(void **state)
 {
@@ -552,6 +584,8 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(create__awaiting_approval__approval_requested_carries_its_own_data,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(open__newer_schema__is_refused, setup_one,
 						teardown),

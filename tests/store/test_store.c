@@ -118,6 +118,33 @@ static void create__awaiting_approval__appends_approval_requested_too(void **sta
 	free_events(ev, n);
 }
 
+/* approval_requested carries approval_event_data when it is given; created
+ * keeps event_data. */
+static void create__awaiting_approval__approval_requested_carries_its_own_data(void **state)
+{
+	struct fx *f = *state;
+	struct store_job job = {.tool = "mail.send", .status = STORE_AWAITING_APPROVAL,
+				.approval_required = true};
+	job.input = json_pack("{s:s}", "to", "a@example.org");
+	json_t *approval = json_pack("{s:s}", "ask", "send mail to a@example.org?");
+	struct store_req req = {.op = STORE_OP_CREATE};
+	req.u.create.job = &job;
+	req.u.create.event_data = job.input;
+	req.u.create.approval_event_data = approval;
+	assert_int_equal(fx_run(f, &req), 0);
+	struct store_event *ev;
+	size_t n = events_of(f, req.job->id, &ev);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_true(json_equal(ev[0].data, job.input));
+	assert_int_equal(ev[1].type, STORE_EV_APPROVAL_REQUESTED);
+	assert_true(json_equal(ev[1].data, approval));
+	free_events(ev, n);
+	store_req_finish(&req);
+	json_decref(job.input);
+	json_decref(approval);
+}
+
 static void create__with_a_ttl_awaiting_approval__gets_an_expiry(void **state)
 {
 	struct fx *f = *state;
@@ -898,6 +925,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(create__stamps_the_job_and_appends_a_created_event),
 		T(create__awaiting_approval__appends_approval_requested_too),
+		T(create__awaiting_approval__approval_requested_carries_its_own_data),
 		T(create__with_a_ttl_awaiting_approval__gets_an_expiry),
 		T(create__same_tool_and_key__returns_the_first_job),
 		T(create__with_a_given_id_twice__is_refused_and_writes_nothing),

@@ -198,11 +198,26 @@ static const struct berth_tool shown = {
 	.display = display,
 };
 
+static json_t *approval_display(enum berth_payload which,
+				const json_t *payload, void *data)
+{
+	if (which == BERTH_PAYLOAD_APPROVAL)
+		return json_pack("{s:s}", "ask", "may I?");
+	return display(which, payload, data);
+}
+
+static const struct berth_tool shown_gated = {
+	.id = "shown_gated",
+	.require_approval = true,
+	.execute = exec_echo,
+	.display = approval_display,
+};
+
 static int setup(void **state)
 {
 	const struct berth_tool *tools[] = {
 		&gated, &policy, &ask, &slow, &quick_timeout, &stuck, &flaky,
-		&ctxed, &badout, &ckpt, &shown,
+		&ctxed, &badout, &ckpt, &shown, &shown_gated,
 	};
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200};
@@ -681,6 +696,49 @@ static void progress__reaches_the_listeners(void **state)
 	assert_int_equal(progress_seen, 1);
 }
 
+/* event_data_of returns a new reference to the data of the job's first
+ * event of type (NULL when it has none). */
+static json_t *event_data_of(struct fx *f, const char *id, int type)
+{
+	struct store_event *ev = NULL;
+	size_t n = 0;
+	json_t *data = NULL;
+
+	assert_int_equal(store_events(f->st, 0, id, 100, &ev, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (!data && ev[i].type == type)
+			data = json_incref(ev[i].data);
+		store_event_finish(&ev[i]);
+	}
+	free(ev);
+	return data;
+}
+
+static void approval_requested__carries_the_approval_view(void **state)
+{
+	struct fx *f = *state;
+	json_t *created, *asked, *want;
+	char id[40];
+
+	fx_submit_ok(f, "shown_gated", "{\"secret\":\"s3cr3t\"}", NULL, id);
+	created = event_data_of(f, id, STORE_EV_CREATED);
+	asked = event_data_of(f, id, STORE_EV_APPROVAL_REQUESTED);
+	assert_string_equal(json_string_value(json_object_get(created, "shown")),
+			    "redacted input");
+	assert_string_equal(json_string_value(json_object_get(asked, "ask")),
+			    "may I?");
+	json_decref(created);
+	json_decref(asked);
+
+	/* Without a transform, the approval view is the input. */
+	fx_submit_ok(f, "gated", "{\"x\":7}", NULL, id);
+	asked = event_data_of(f, id, STORE_EV_APPROVAL_REQUESTED);
+	want = json_pack("{s:i}", "x", 7);
+	assert_true(json_equal(asked, want));
+	json_decref(asked);
+	json_decref(want);
+}
+
 static void events__carry_the_display_view(void **state)
 {
 	struct fx *f = *state;
@@ -762,6 +820,7 @@ int main(void)
 		T(checkpoint__saved_before_a_crash__is_seen_by_the_retry),
 		T(progress__reaches_the_listeners),
 		T(events__carry_the_display_view),
+		T(approval_requested__carries_the_approval_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
 	};
 
