@@ -1,0 +1,1555 @@
+#!/usr/bin/env python3
+"""Black-box conformance test of berthd against PROTOCOL.md.
+
+Speaks the socket protocol the way an outside client would (stdlib only)
+and checks every method of PROTOCOL.md's table, its objects and its error
+codes, against a real berthd started here in a temporary directory.
+
+    conformance.py [BERTHD [EXAMPLES_TOOLS_DIR]]
+
+or the environment: BERTHD, BERTH_EXAMPLES. Exit status 0 when every check
+passed, 1 otherwise (each failed check is printed), 77 when berthd is
+missing.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BERTHD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BERTHD")
+EXAMPLES = (sys.argv[2] if len(sys.argv) > 2
+            else os.environ.get("BERTH_EXAMPLES"))
+
+TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+UUID7_RE = re.compile(
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+STATUSES = ["pending", "awaiting_approval", "running", "suspended",
+            "completed", "failed", "timed_out", "declined", "cancelled",
+            "expired"]
+TERMINAL = {"completed", "failed", "timed_out", "declined", "cancelled",
+            "expired"}
+EVENT_TYPES = {"created", "approval_requested", "approved", "declined",
+               "started", "suspended", "resumed", "retrying", "completed",
+               "failed", "timed_out", "cancelled", "expired"}
+
+failures = []
+passes = 0
+current = "setup"
+
+
+def check(cond, what, detail=None):
+    global passes
+    if cond:
+        passes += 1
+        return True
+    msg = "%s: %s" % (current, what)
+    if detail is not None:
+        msg += " -- " + (detail if isinstance(detail, str)
+                         else json.dumps(detail)[:600])
+    failures.append(msg)
+    print("FAIL " + msg, flush=True)
+    return False
+
+
+def section(name):
+    global current
+    current = name
+    print("-- " + name, flush=True)
+
+
+# ---- the client -----------------------------------------------------------
+
+class Client:
+    def __init__(self, path, timeout=15.0):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.buf = b""
+        self.held = []  # messages read while looking for another
+        self.next_id = 0
+
+    def close(self):
+        self.s.close()
+
+    def send_raw(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.s.sendall(data)
+
+    def send(self, msg, eol="\n"):
+        self.send_raw(json.dumps(msg) + eol)
+
+    def read_msg(self, timeout=None):
+        """The next message off the wire (None on timeout)."""
+        old = self.s.gettimeout()
+        if timeout is not None:
+            self.s.settimeout(timeout)
+        try:
+            while b"\n" not in self.buf:
+                try:
+                    chunk = self.s.recv(65536)
+                except socket.timeout:
+                    return None
+                if not chunk:
+                    raise EOFError("berthd closed the connection")
+                self.buf += chunk
+        finally:
+            self.s.settimeout(old)
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def next_msg(self, pred, timeout=15.0):
+        for i, m in enumerate(self.held):
+            if pred(m):
+                return self.held.pop(i)
+        deadline = time.time() + timeout
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                return None
+            m = self.read_msg(left)
+            if m is None:
+                return None
+            if pred(m):
+                return m
+            self.held.append(m)
+
+    def reply_to(self, rid, timeout=15.0):
+        return self.next_msg(
+            lambda m: isinstance(m, dict) and "method" not in m
+            and m.get("id") == rid and ("result" in m or "error" in m),
+            timeout)
+
+    def request(self, method, params=None, rid=None, timeout=15.0):
+        if rid is None:
+            self.next_id += 1
+            rid = self.next_id
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        r = self.reply_to(rid, timeout)
+        if r is None:
+            raise TimeoutError("no reply to %s %s" % (method, params))
+        return r
+
+    def call(self, method, params=None, timeout=15.0):
+        """The result, or a failed check and None on an error."""
+        r = self.request(method, params, timeout=timeout)
+        if "error" in r:
+            check(False, "%s %s answered an error" % (method,
+                                                      json.dumps(params)[:200]),
+                  r["error"])
+            return None
+        return r["result"]
+
+    def error(self, method, params, code, what=None):
+        """Expects an error with code; returns the error object."""
+        r = self.request(method, params)
+        err = r.get("error")
+        check(err is not None and err.get("code") == code,
+              (what or "%s %s" % (method, json.dumps(params)[:160]))
+              + " -> %d" % code, r)
+        if err is not None:
+            check(isinstance(err.get("message"), str) and err["message"],
+                  "error has a message", err)
+        return err or {}
+
+    def notifications(self, method):
+        out = [m for m in self.held if m.get("method") == method]
+        self.held = [m for m in self.held if m.get("method") != method]
+        return out
+
+
+# ---- shape checks -----------------------------------------------------------
+
+JOB_FIELDS = {
+    "id": str, "tool": str, "status": str, "input": None,
+    "requestContext": dict, "metadata": dict, "runId": str,
+    "toolCallId": str, "idempotencyKey": str, "priority": int,
+    "runAt": "time", "attempt": int, "maxRetries": int, "timeoutMs": int,
+    "expiresAt": "time", "output": None, "modelOutput": None,
+    "error": dict, "suspendPayload": None, "resumeData": None,
+    "checkpoint": None, "approval": dict, "progress": dict,
+    "retryOf": str, "createdAt": "time", "updatedAt": "time",
+    "startedAt": "time", "finishedAt": "time",
+}
+
+
+def is_time(v):
+    return isinstance(v, str) and bool(TIME_RE.match(v))
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_job(j, what="job"):
+    if not check(isinstance(j, dict), what + " is an object", j):
+        return False
+    ok = True
+    for k in j:
+        ok &= check(k in JOB_FIELDS, "%s has only Job fields (%s)" % (what, k),
+                    j)
+    for k in ("id", "tool", "status", "input", "createdAt", "updatedAt"):
+        ok &= check(k in j, "%s has %s" % (what, k), j)
+    for k, t in JOB_FIELDS.items():
+        if k not in j:
+            continue
+        v = j[k]
+        ok &= check(v is not None or k == "input" or k in (
+            "output", "modelOutput", "suspendPayload", "resumeData",
+            "checkpoint"),
+            "%s.%s is omitted rather than null" % (what, k), j)
+        if t == "time":
+            ok &= check(is_time(v), "%s.%s is an ISO 8601 UTC time with ms"
+                        % (what, k), v)
+        elif t is int:
+            ok &= check(is_int(v), "%s.%s is an integer" % (what, k), v)
+        elif t is not None:
+            ok &= check(isinstance(v, t), "%s.%s is a %s" % (what, k,
+                                                              t.__name__), v)
+    ok &= check(UUID7_RE.match(j.get("id", "")) is not None,
+                what + ".id is a UUIDv7", j.get("id"))
+    ok &= check(j.get("status") in STATUSES, what + ".status is a status",
+                j.get("status"))
+    if "retryOf" in j:
+        ok &= check(UUID7_RE.match(j["retryOf"]) is not None,
+                    what + ".retryOf is a UUIDv7", j["retryOf"])
+    if isinstance(j.get("error"), dict):
+        e = j["error"]
+        ok &= check(set(e) <= {"message", "code", "data"},
+                    what + ".error has only message, code, data", e)
+        ok &= check(isinstance(e.get("message"), str),
+                    what + ".error.message is a string", e)
+    if isinstance(j.get("approval"), dict):
+        a = j["approval"]
+        ok &= check(set(a) <= {"required", "decision", "reason", "decidedAt"},
+                    what + ".approval has only its fields", a)
+        ok &= check(isinstance(a.get("required"), bool),
+                    what + ".approval.required is a boolean", a)
+        ok &= check(a.get("decision") in ("approved", "declined", None),
+                    what + ".approval.decision is approved|declined|null", a)
+        if "decidedAt" in a:
+            ok &= check(is_time(a["decidedAt"]),
+                        what + ".approval.decidedAt is a time", a)
+        if "reason" in a:
+            ok &= check(isinstance(a["reason"], str),
+                        what + ".approval.reason is a string", a)
+    if isinstance(j.get("progress"), dict):
+        p = j["progress"]
+        ok &= check(set(p) <= {"progress", "total", "message"},
+                    what + ".progress has only progress, total, message", p)
+        ok &= check(isinstance(p.get("progress"), (int, float)),
+                    what + ".progress.progress is a number", p)
+    return ok
+
+
+def check_event(e, what="event"):
+    if not check(isinstance(e, dict), what + " is an object", e):
+        return
+    check(set(e) <= {"seq", "jobId", "tool", "type", "status", "at", "data",
+                     "subscription"},
+          what + " has only Event fields", e)
+    for k in ("seq", "jobId", "tool", "type", "status", "at"):
+        check(k in e, "%s has %s" % (what, k), e)
+    check(is_int(e.get("seq")), what + ".seq is an integer", e)
+    check(e.get("type") in EVENT_TYPES, what + ".type is an event type", e)
+    check(e.get("status") in STATUSES, what + ".status is a status", e)
+    check(is_time(e.get("at")), what + ".at is a time", e)
+    check(UUID7_RE.match(str(e.get("jobId"))) is not None,
+          what + ".jobId is a UUIDv7", e)
+
+
+def check_schema_error(err, path=None, what="schema error data"):
+    data = err.get("data")
+    if not check(isinstance(data, dict) and isinstance(data.get("errors"),
+                                                       list)
+                 and data["errors"], what + " has errors[]", err):
+        return
+    for e in data["errors"]:
+        check(isinstance(e, dict) and isinstance(e.get("instancePath"), str)
+              and isinstance(e.get("keyword"), str)
+              and isinstance(e.get("message"), str),
+              what + ": each error has instancePath, keyword, message", e)
+    if path is not None:
+        check(any(e.get("instancePath") == path for e in data["errors"]),
+              what + " names " + path, data)
+
+
+# ---- the daemon -------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.db = os.path.join(tmp, "berth.db")
+        self.sock = os.path.join(tmp, "berth.sock")
+        self.proc = None
+        self.log = open(os.path.join(tmp, "berthd.log"), "ab")
+        self.token = "conformance-token-%d" % os.getpid()
+        self.token_file = os.path.join(tmp, "token")
+        with open(self.token_file, "w") as f:
+            f.write(self.token + "\n")
+        os.chmod(self.token_file, 0o600)
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [BERTHD, "--db", self.db, "--socket", self.sock, "--tools",
+             EXAMPLES, "--workers", "4", "--quiet",
+             "--listen", "127.0.0.1:%d" % self.port,
+             "--token-file", self.token_file],
+            stdout=self.log, stderr=self.log)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("berthd exited with %d; see %s"
+                                   % (self.proc.returncode, self.log.name))
+            try:
+                c = Client(self.sock)
+                c.request("ping")
+                c.close()
+                return
+            except (OSError, EOFError, TimeoutError):
+                time.sleep(0.05)
+        raise RuntimeError("berthd did not answer in 30 s")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode if self.proc else 0
+        self.proc = None
+        return rc
+
+    def restart(self):
+        rc = self.stop()
+        check(rc == 0, "berthd exits 0 on SIGTERM", str(rc))
+        self.start()
+
+    def client(self):
+        return Client(self.sock)
+
+    def tcp_client(self):
+        c = Client.__new__(Client)
+        c.s = socket.create_connection(("127.0.0.1", self.port), 15)
+        c.s.settimeout(15)
+        c.buf = b""
+        c.held = []
+        c.next_id = 0
+        return c
+
+
+# ---- the tests --------------------------------------------------------------
+
+def submit(c, tool, inp, **kw):
+    p = {"tool": tool, "input": inp}
+    p.update(kw)
+    j = c.call("jobs/submit", p)
+    if j is not None:
+        check_job(j, "submitted " + tool)
+    return j or {}
+
+
+def wait(c, jid, until=None, timeout_ms=20000):
+    p = {"id": jid, "timeoutMs": timeout_ms}
+    if until is not None:
+        p["until"] = until
+    j = c.call("jobs/wait", p, timeout=timeout_ms / 1000 + 15)
+    return j or {}
+
+
+def test_framing(d):
+    section("framing")
+    c = d.client()
+    # A malformed line: -32700 with id null, and the connection goes on.
+    c.send_raw(b"{this is not json\n")
+    m = c.read_msg(10)
+    check(m is not None and m.get("error", {}).get("code") == -32700
+          and "id" in m and m["id"] is None and m.get("jsonrpc") == "2.0",
+          "malformed line -> -32700 with id null", m)
+    r = c.request("ping")
+    check(r.get("result") == {}, "connection usable after -32700", r)
+    # \r\n line ending.
+    c.send_raw(b'{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r\n')
+    r = c.reply_to("crlf", 10)
+    check(r is not None and r.get("result") == {}, "\\r\\n is tolerated", r)
+    # Ids echoed: string, number, zero, negative, float.
+    for rid in ("abc", 7, 0, -3, "", 12345678901):
+        r = c.request("ping", rid=rid)
+        check(r.get("id") == rid and type(r.get("id")) is type(rid)
+              and r.get("jsonrpc") == "2.0",
+              "id %r echoed as it was" % (rid,), r)
+    # A reply has exactly jsonrpc, id and result or error.
+    r = c.request("ping")
+    check(set(r) == {"jsonrpc", "id", "result"}, "reply members", r)
+    # Not JSON-RPC: -32600.
+    c.send({"id": 50, "method": "ping"})
+    r = c.reply_to(50)
+    check(r and r.get("error", {}).get("code") == -32600,
+          "missing jsonrpc -> -32600", r)
+    c.send({"jsonrpc": "1.0", "id": 51, "method": "ping"})
+    r = c.reply_to(51)
+    check(r and r.get("error", {}).get("code") == -32600,
+          "jsonrpc 1.0 -> -32600", r)
+    c.send({"jsonrpc": "2.0", "id": 52, "method": 5})
+    r = c.reply_to(52)
+    check(r and r.get("error", {}).get("code") == -32600,
+          "method not a string -> -32600", r)
+    c.send_raw(b'"just a string"\n')
+    m = c.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32600 and m["id"] is None,
+          "a non-object request -> -32600 with id null", m)
+    c.send({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"})
+    m = c.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32600 and m["id"] is None,
+          "an object id -> -32600 with id null", m)
+    # Unknown method.
+    c.error("no/such", None, -32601, "unknown method")
+    # params that is not an object.
+    err = c.error("jobs/get", ["x"], -32602, "positional params")
+    # Notifications get no answer.
+    c.send({"jsonrpc": "2.0", "method": "ping"})
+    c.send({"jsonrpc": "2.0", "method": "no/such"})
+    c.send({"jsonrpc": "2.0", "method": "jobs/get", "params": {}})
+    c.send({"jsonrpc": "2.0", "method": "jobs/submit",
+            "params": {"tool": "noop", "input": {"via": "notification"}}})
+    r = c.request("ping", rid="after-notes")
+    check(r.get("result") == {} and not c.held,
+          "notifications get no answer", c.held)
+    c.held = []
+    # Batches.
+    c.send_raw(b"[]\n")
+    m = c.read_msg(10)
+    check(isinstance(m, dict) and m.get("error", {}).get("code") == -32600
+          and m.get("id") is None, "empty batch -> one -32600, id null", m)
+    c.send([{"jsonrpc": "2.0", "id": "b1", "method": "ping"},
+            {"jsonrpc": "2.0", "method": "ping"},
+            {"jsonrpc": "2.0", "id": "b2", "method": "no/such"},
+            {"jsonrpc": "2.0", "id": "b3", "method": "server/info"},
+            5])
+    m = c.read_msg(10)
+    if check(isinstance(m, list), "a batch is answered with an array", m):
+        ids = sorted(str(x.get("id")) for x in m)
+        check(len(m) == 4, "batch: one reply per request, none for "
+              "notifications", m)
+        byid = {x.get("id"): x for x in m}
+        check(byid.get("b1", {}).get("result") == {}, "batch ping", m)
+        check(byid.get("b2", {}).get("error", {}).get("code") == -32601,
+              "batch unknown method", m)
+        check("result" in byid.get("b3", {}), "batch server/info", m)
+        check(byid.get(None, {}).get("error", {}).get("code") == -32600,
+              "batch: a non-object element -> -32600 id null", ids)
+    c.send([{"jsonrpc": "2.0", "method": "ping"},
+            {"jsonrpc": "2.0", "method": "ping"}])
+    r = c.request("ping", rid="after-note-batch")
+    check(r.get("result") == {} and not c.held,
+          "a batch of notifications only gets no answer", c.held)
+    c.held = []
+    # Pipelining: many requests at once, each answered.
+    c.send_raw("".join(json.dumps({"jsonrpc": "2.0", "id": "p%d" % i,
+                                   "method": "ping"}) + "\n"
+                       for i in range(200)))
+    got = set()
+    for _ in range(200):
+        m = c.read_msg(10)
+        if m is None:
+            break
+        got.add(m.get("id"))
+    check(got == {"p%d" % i for i in range(200)}, "200 pipelined pings",
+          str(len(got)))
+    # Nesting deeper than the limit (64 by docs/API.md).
+    c.send_raw(b"[" * 200 + b"]" * 200 + b"\n")
+    m = c.read_msg(10)
+    check(isinstance(m, dict) and m.get("error", {}).get("code") == -32600
+          and isinstance(m["error"].get("data", {}).get("limit"), int),
+          "deep nesting -> -32600 {limit}", m)
+    r = c.request("ping")
+    check(r.get("result") == {}, "usable after deep nesting", r)
+    # A half line, finished later.
+    c.send_raw(b'{"jsonrpc":"2.0","id":"half",')
+    time.sleep(0.1)
+    c.send_raw(b'"method":"ping"}\n')
+    r = c.reply_to("half", 10)
+    check(r and r.get("result") == {}, "a line in two writes", r)
+    c.close()
+
+
+def test_server(d):
+    section("server/info, ping, server/auth")
+    c = d.client()
+    info = c.call("server/info")
+    if check(isinstance(info, dict), "server/info result", info):
+        check(set(info) == {"name", "version", "protocolVersion",
+                            "durability", "database", "uptimeMs", "jobs",
+                            "workers"},
+              "server/info has exactly its members", sorted(info))
+        for k in ("name", "version", "protocolVersion", "durability",
+                  "database"):
+            check(isinstance(info.get(k), str), "server/info.%s string" % k,
+                  info)
+        check(info.get("protocolVersion") == "1", "protocolVersion 1", info)
+        check(info.get("durability") in ("full", "normal"),
+              "durability full|normal", info)
+        check(is_int(info.get("uptimeMs")) and info["uptimeMs"] >= 0,
+              "uptimeMs", info)
+        jobs = info.get("jobs", {})
+        check(isinstance(jobs, dict) and set(jobs) <= set(STATUSES)
+              and all(is_int(v) for v in jobs.values()),
+              "jobs: {STATUS: count}", jobs)
+        w = info.get("workers", {})
+        check(isinstance(w, dict) and set(w) == {"size", "busy"}
+              and is_int(w.get("size")) and is_int(w.get("busy")),
+              "workers: {size, busy}", w)
+    check(c.call("server/info", {}) is not None, "server/info with {}")
+    check(c.call("ping") == {}, "ping -> {}")
+    check(c.call("ping", {}) == {}, "ping {} -> {}")
+    # On the Unix socket no token is configured: server/auth is refused
+    # or accepted, but it must be a well-formed answer.
+    r = c.request("server/auth", {"token": "x"})
+    check("result" in r or r.get("error", {}).get("code") == -32010,
+          "server/auth answers {} or -32010", r)
+    c.error("server/auth", {}, -32602, "server/auth without token")
+    c.close()
+
+
+def test_tools(d):
+    section("tools/list")
+    c = d.client()
+    res = c.call("tools/list")
+    tools = (res or {}).get("tools", [])
+    check(isinstance(tools, list), "tools/list.tools is an array", res)
+    names = [t.get("name") for t in tools]
+    for n in ("noop", "sleep", "fail", "weather-tool", "write-note",
+              "ask-name", "count-to"):
+        check(n in names, "tools/list has " + n, names)
+    allowed = {"name", "title", "description", "inputSchema", "outputSchema",
+               "annotations", "_meta", "execution", "suspendSchema",
+               "resumeSchema", "requestContextSchema", "requireApproval",
+               "background", "inputExamples", "strict", "providerOptions",
+               "paused", "icons"}
+    for t in tools:
+        w = "tool " + str(t.get("name"))
+        check(set(t) <= allowed, w + " has only Tool members",
+              sorted(set(t) - allowed))
+        check(isinstance(t.get("name"), str), w + ".name", t)
+        check(isinstance(t.get("inputSchema"), dict)
+              and t["inputSchema"].get("type") == "object",
+              w + ".inputSchema is an object schema", t.get("inputSchema"))
+        check(isinstance(t.get("paused"), bool), w + ".paused is a boolean",
+              t.get("paused"))
+        ex = t.get("execution")
+        check(isinstance(ex, dict) and ex.get("taskSupport") in
+              ("forbidden", "optional", "required"),
+              w + ".execution.taskSupport", ex)
+        if "background" in t:
+            b = t["background"]
+            check(isinstance(b, dict), w + ".background is an object", b)
+            for k in b:
+                check(k in ("enabled", "timeoutMs", "maxRetries",
+                            "concurrency"),
+                      w + ".background member " + k + " is listed", b)
+        if "requireApproval" in t:
+            check(isinstance(t["requireApproval"], bool),
+                  w + ".requireApproval is a boolean", t["requireApproval"])
+        if "annotations" in t:
+            check(isinstance(t["annotations"], dict), w + ".annotations", t)
+        for k in ("outputSchema", "suspendSchema", "resumeSchema",
+                  "requestContextSchema", "_meta", "providerOptions"):
+            if k in t:
+                check(isinstance(t[k], dict), w + "." + k + " object", t[k])
+        if "inputExamples" in t:
+            check(isinstance(t["inputExamples"], list),
+                  w + ".inputExamples array", t["inputExamples"])
+    byname = {t.get("name"): t for t in tools}
+    check(byname.get("write-note", {}).get("requireApproval") is True,
+          "write-note requireApproval true", byname.get("write-note"))
+    check(isinstance(byname.get("ask-name", {}).get("resumeSchema"), dict),
+          "ask-name has resumeSchema", byname.get("ask-name"))
+    check(byname.get("weather-tool", {}).get("_meta", {}).get("category")
+          == "weather", "weather-tool _meta", byname.get("weather-tool"))
+    check(byname.get("weather-tool", {}).get("annotations", {}).get("title")
+          == "Weather Lookup", "weather-tool annotations",
+          byname.get("weather-tool"))
+    check("nextCursor" not in (res or {}), "one page: no nextCursor", res)
+    c.error("tools/list", {"cursor": 5}, -32602, "cursor not a string")
+    c.close()
+
+
+def test_submit(d):
+    section("jobs/submit")
+    c = d.client()
+    t0 = time.time()
+    j = submit(c, "noop", {"a": 1}, requestContext={"user": "u"},
+               metadata={"m": True}, runId="run-1", toolCallId="call-1",
+               priority=5, timeoutMs=5000, maxRetries=2)
+    check(j.get("status") == "pending", "noop submit -> pending", j)
+    check(j.get("tool") == "noop" and j.get("input") == {"a": 1},
+          "tool and input", j)
+    check(j.get("requestContext") == {"user": "u"}
+          and j.get("metadata") == {"m": True} and j.get("runId") == "run-1"
+          and j.get("toolCallId") == "call-1" and j.get("priority") == 5
+          and j.get("timeoutMs") == 5000 and j.get("maxRetries") == 2,
+          "submit fields echoed", j)
+    for k in ("output", "error", "finishedAt", "retryOf", "resumeData",
+              "suspendPayload", "expiresAt", "startedAt"):
+        check(k not in j, "fresh job omits " + k, j)
+    done = wait(c, j.get("id"))
+    check_job(done, "finished noop")
+    check(done.get("status") == "completed", "noop completes", done)
+    check(done.get("output") == {"a": 1}, "noop output is its input", done)
+    check(is_time(done.get("startedAt")) and is_time(done.get("finishedAt")),
+          "completed job has startedAt and finishedAt", done)
+    check("error" not in done, "completed job has no error", done)
+    # Input that fails the tool's schema: -32602 with errors, no job.
+    before = (c.call("jobs/list", {"tool": "sleep", "limit": 1000}) or
+              {}).get("jobs", [])
+    err = c.error("jobs/submit", {"tool": "sleep", "input": {"ms": "x"}},
+                  -32602, "schema failure")
+    check_schema_error(err, "/ms")
+    err = c.error("jobs/submit", {"tool": "sleep", "input": {}}, -32602,
+                  "missing required input member")
+    check_schema_error(err)
+    err = c.error("jobs/submit", {"tool": "sleep",
+                                  "input": {"ms": 1, "extra": 2}},
+                  -32602, "additionalProperties")
+    check_schema_error(err)
+    after = (c.call("jobs/list", {"tool": "sleep", "limit": 1000}) or
+             {}).get("jobs", [])
+    check(len(before) == len(after), "refused input stores no job",
+          "%d vs %d" % (len(before), len(after)))
+    # Params errors.
+    err = c.error("jobs/submit", {"input": {}}, -32602, "tool missing")
+    check_schema_error(err, "/tool", "missing tool")
+    err = c.error("jobs/submit", {"tool": "noop"}, -32602, "input missing")
+    check_schema_error(err, "/input", "missing input")
+    err = c.error("jobs/submit", {"tool": 3, "input": {}}, -32602,
+                  "tool not a string")
+    check_schema_error(err, "/tool")
+    err = c.error("jobs/submit", {"tool": "nope-no-tool", "input": {}},
+                  -32011, "unknown tool")
+    check(isinstance(err.get("data"), dict)
+          and err["data"].get("id") == "nope-no-tool",
+          "-32011 for an unknown tool has {id}", err)
+    for bad in ({"priority": "high"}, {"priority": 1.5},
+                {"timeoutMs": -1}, {"timeoutMs": 0}, {"maxRetries": -1},
+                {"ttlMs": "x"}, {"delayMs": -5}, {"runAt": "tomorrow"},
+                {"requestContext": [1]}, {"metadata": "m"},
+                {"runId": 5}, {"idempotencyKey": 5}, {"toolCallId": False}):
+        p = {"tool": "noop", "input": {}}
+        p.update(bad)
+        err = c.error("jobs/submit", p, -32602, "submit %s" % json.dumps(bad))
+        check_schema_error(err, "/" + list(bad)[0], "submit " + list(bad)[0])
+    # runAt and delayMs together.
+    err = c.error("jobs/submit", {"tool": "noop", "input": {},
+                                  "runAt": "2030-01-01T00:00:00.000Z",
+                                  "delayMs": 10},
+                  -32602, "runAt with delayMs")
+    check_schema_error(err)
+    # delayMs: runAt is now + delay, and the job waits for it.
+    j = submit(c, "noop", {"d": 1}, delayMs=1500)
+    ra = j.get("runAt")
+    check(is_time(ra), "a delayed job has runAt", j)
+    w = wait(c, j.get("id"), timeout_ms=500)
+    check(w.get("status") == "pending", "delayed job still pending at 0.5 s",
+          w)
+    w = wait(c, j.get("id"), timeout_ms=10000)
+    check(w.get("status") == "completed", "delayed job runs after its delay",
+          w)
+    if is_time(w.get("startedAt")) and is_time(ra):
+        check(w["startedAt"] >= ra, "started no earlier than runAt", w)
+    # runAt in the near future.
+    at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 1.5))
+    at += ".000Z"
+    j = submit(c, "noop", {"r": 1}, runAt=at)
+    check(j.get("runAt") == at, "runAt echoed as given", j)
+    w = wait(c, j.get("id"), timeout_ms=10000)
+    check(w.get("status") == "completed" and w.get("startedAt", "") >= at,
+          "runAt job runs at its time", w)
+    # A runAt in the past runs now.
+    j = submit(c, "noop", {}, runAt="2001-01-01T00:00:00.000Z")
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "completed", "runAt in the past runs", w)
+    # Idempotency.
+    k = "key-%d" % os.getpid()
+    a = submit(c, "noop", {"first": True}, idempotencyKey=k)
+    b = submit(c, "noop", {"second": True}, idempotencyKey=k)
+    check(a.get("id") and a.get("id") == b.get("id"),
+          "same idempotencyKey -> the first job", [a.get("id"), b.get("id")])
+    check(b.get("input") == {"first": True}, "the first job's input", b)
+    check(a.get("idempotencyKey") == k, "idempotencyKey echoed", a)
+    # Same key after the first finished: still the first job.
+    wait(c, a.get("id"))
+    e = submit(c, "noop", {"third": True}, idempotencyKey=k)
+    check(e.get("id") == a.get("id"),
+          "same key after completion -> the first job", e)
+    # Different keys: different jobs.
+    f = submit(c, "noop", {}, idempotencyKey=k + "-other")
+    check(f.get("id") != a.get("id"), "other key -> other job", f)
+    # Ids are UUIDv7 and time-ordered.
+    ids = [submit(c, "noop", {"n": i}).get("id", "") for i in range(5)]
+    check(ids == sorted(ids), "ids are time-ordered", ids)
+    # timeoutMs → timed_out (sleep honours the abort flag).
+    j = submit(c, "sleep", {"ms": 10000}, timeoutMs=300, maxRetries=0)
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "timed_out", "timeoutMs -> timed_out", w)
+    check(isinstance(w.get("error"), dict), "timed_out job has an error", w)
+    # maxRetries: a retryable failure runs attempts then fails.
+    j = submit(c, "fail", {"message": "boom", "retryable": True},
+               maxRetries=1)
+    w = wait(c, j.get("id"), until=["failed"], timeout_ms=30000)
+    check(w.get("status") == "failed", "retryable failure ends failed", w)
+    check(w.get("attempt") == 2, "attempt counts runs (2 with 1 retry)", w)
+    check(w.get("error", {}).get("message", "").find("boom") >= 0,
+          "error.message is the tool's", w)
+    c.close()
+
+
+def test_get(d):
+    section("jobs/get")
+    c = d.client()
+    j = submit(c, "noop", {"x": 1})
+    for view in (None, "raw", "display", "transcript"):
+        p = {"id": j.get("id")}
+        if view:
+            p["view"] = view
+        g = c.call("jobs/get", p)
+        check_job(g, "jobs/get view=%s" % view)
+        check((g or {}).get("id") == j.get("id"), "get returns the job", g)
+    c.error("jobs/get", {"id": j.get("id"), "view": "fancy"}, -32602,
+            "bad view")
+    check_schema_error(c.error("jobs/get", {}, -32602, "get without id"),
+                       "/id")
+    c.error("jobs/get", {"id": 5}, -32602, "id not a string")
+    missing = "01890000-0000-7000-8000-000000000000"
+    err = c.error("jobs/get", {"id": missing}, -32011, "unknown id")
+    check(err.get("data") == {"id": missing}, "-32011 data {id}", err)
+    err = c.error("jobs/get", {"id": "not-a-uuid"}, -32011, "junk id")
+    check(err.get("data") == {"id": "not-a-uuid"}, "-32011 data {id}", err)
+    c.error("jobs/get", {"id": "x" * 65}, -32602, "a 65-byte id")
+    c.close()
+
+
+def test_list(d):
+    section("jobs/list")
+    c = d.client()
+    run = "list-run-%d" % os.getpid()
+    made = [submit(c, "noop", {"i": i}, runId=run).get("id") for i in range(7)]
+    for jid in made:
+        wait(c, jid)
+    res = c.call("jobs/list", {"runId": run})
+    jobs = (res or {}).get("jobs", [])
+    check(sorted(x.get("id") for x in jobs) == sorted(made),
+          "runId filter lists exactly the run's jobs", len(jobs))
+    for x in jobs:
+        check_job(x, "listed job")
+    check("nextCursor" not in (res or {}), "no nextCursor on the last page",
+          res)
+    # Paging with a cursor.
+    seen = []
+    cursor = None
+    for _ in range(10):
+        p = {"runId": run, "limit": 3}
+        if cursor:
+            p["cursor"] = cursor
+        page = c.call("jobs/list", p) or {}
+        check(len(page.get("jobs", [])) <= 3, "limit respected", page)
+        seen += [x["id"] for x in page.get("jobs", [])]
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+        check(isinstance(cursor, str), "nextCursor is a string", cursor)
+    check(sorted(seen) == sorted(made) and len(seen) == len(set(seen)),
+          "cursor paging lists every job once", seen)
+    # Filters.
+    res = c.call("jobs/list", {"runId": run, "status": "completed"}) or {}
+    check(len(res.get("jobs", [])) == 7, "status filter (string)", res)
+    res = c.call("jobs/list", {"runId": run, "status": ["pending"]}) or {}
+    check(len(res.get("jobs", [])) == 0, "status filter (array)", res)
+    res = c.call("jobs/list", {"runId": run, "tool": "sleep"}) or {}
+    check(len(res.get("jobs", [])) == 0, "tool filter", res)
+    res = c.call("jobs/list", {"tool": "noop", "limit": 1000}) or {}
+    check(all(x.get("tool") == "noop" for x in res.get("jobs", [])),
+          "tool filter lists only that tool", "")
+    res = c.call("jobs/list", {"status": "completed", "limit": 1000}) or {}
+    check(all(x.get("status") == "completed" for x in res.get("jobs", [])),
+          "status filter lists only that status", "")
+    res = c.call("jobs/list", {}) or {}
+    check(isinstance(res.get("jobs"), list), "list without params", res)
+    # Invalid params.
+    for bad in ({"status": "nope"}, {"status": ["completed", "nope"]},
+                {"limit": 0}, {"limit": 1001}, {"limit": "5"},
+                {"cursor": "garbage-cursor"}, {"tool": 5}, {"runId": 5}):
+        err = c.error("jobs/list", bad, -32602, "list %s" % json.dumps(bad))
+        check_schema_error(err, "/" + list(bad)[0])
+    c.close()
+
+
+def test_wait(d):
+    section("jobs/wait")
+    c = d.client()
+    j = submit(c, "sleep", {"ms": 800})
+    t = time.time()
+    w = c.call("jobs/wait", {"id": j.get("id"), "timeoutMs": 200})
+    el = time.time() - t
+    check(w and w.get("status") in ("pending", "running"),
+          "timeoutMs passes: the job as it is", w)
+    check(0.15 <= el < 2.0, "wait took about timeoutMs", str(el))
+    w = c.call("jobs/wait", {"id": j.get("id"), "until": ["running"],
+                             "timeoutMs": 10000})
+    check(w and w.get("status") in ("running", "completed"),
+          "until running", w)
+    w = c.call("jobs/wait", {"id": j.get("id"), "timeoutMs": 10000})
+    check(w and w.get("status") == "completed",
+          "default until: not pending/running", w)
+    t = time.time()
+    w = c.call("jobs/wait", {"id": j.get("id"), "until": ["running"],
+                             "timeoutMs": 5000})
+    check(time.time() - t < 1.0 and w and w.get("status") == "completed",
+          "wait on a terminal job returns at once", w)
+    t = time.time()
+    w = c.call("jobs/wait", {"id": j.get("id"), "timeoutMs": 0})
+    check(time.time() - t < 1.0, "timeoutMs 0 returns at once", w)
+    # Default until covers awaiting_approval and suspended.
+    a = submit(c, "write-note", {"path": "/nonexistent/x", "text": "t"})
+    w = c.call("jobs/wait", {"id": a.get("id"), "timeoutMs": 3000})
+    check(w and w.get("status") == "awaiting_approval",
+          "default until includes awaiting_approval", w)
+    c.call("jobs/cancel", {"id": a.get("id")})
+    c.error("jobs/wait", {"id": j.get("id"), "until": ["bogus"]}, -32602,
+            "until with a bad status")
+    c.error("jobs/wait", {"id": j.get("id"), "timeoutMs": -1}, -32602,
+            "negative timeoutMs")
+    c.error("jobs/wait", {"id": j.get("id"), "until": "completed,failed"},
+            -32602, "until as a joined string")
+    c.error("jobs/wait", {}, -32602, "wait without id")
+    c.error("jobs/wait", {"id": "01890000-0000-7000-8000-000000000001"},
+            -32011, "wait on an unknown job")
+    c.close()
+
+
+def test_lifecycle(d):
+    section("lifecycle: approval")
+    c = d.client()
+    mark = os.path.join(d.tmp, "note-approved.txt")
+    j = submit(c, "write-note", {"path": mark, "text": "hello"})
+    check(j.get("status") == "awaiting_approval",
+          "requireApproval -> awaiting_approval", j)
+    check(j.get("approval", {}).get("required") is True
+          and j.get("approval", {}).get("decision") is None,
+          "approval {required: true, decision: null}", j)
+    a = c.call("jobs/approve", {"id": j.get("id"), "note": "ok"})
+    check_job(a or {}, "approved job")
+    check((a or {}).get("status") == "pending", "approve -> pending", a)
+    check((a or {}).get("approval", {}).get("decision") == "approved"
+          and is_time((a or {}).get("approval", {}).get("decidedAt")),
+          "approval.decision approved with decidedAt", a)
+    err = c.error("jobs/approve", {"id": j.get("id")}, -32012,
+                  "a second approve")
+    check(isinstance(err.get("data", {}).get("status"), str),
+          "-32012 data {status}", err)
+    err = c.error("jobs/decline", {"id": j.get("id")}, -32012,
+                  "decline after approve")
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "completed", "approved job runs", w)
+    check(os.path.exists(mark), "approved write-note wrote its file")
+    err = c.error("jobs/approve", {"id": j.get("id")}, -32012,
+                  "approve a completed job")
+    check(err.get("data") == {"status": "completed"},
+          "-32012 data is {status: completed}", err)
+
+    section("lifecycle: decline")
+    mark = os.path.join(d.tmp, "note-declined.txt")
+    j = submit(c, "write-note", {"path": mark, "text": "never"})
+    dd = c.call("jobs/decline", {"id": j.get("id"), "reason": "no way"})
+    check_job(dd or {}, "declined job")
+    check((dd or {}).get("status") == "declined", "decline -> declined", dd)
+    check((dd or {}).get("approval", {}).get("decision") == "declined"
+          and (dd or {}).get("approval", {}).get("reason") == "no way",
+          "decline reason stored", dd)
+    check(is_time((dd or {}).get("finishedAt")), "declined has finishedAt",
+          dd)
+    err = c.error("jobs/decline", {"id": j.get("id")}, -32012,
+                  "a second decline")
+    check(err.get("data") == {"status": "declined"}, "{status: declined}",
+          err)
+    c.error("jobs/approve", {"id": j.get("id")}, -32012,
+            "approve after decline")
+    time.sleep(0.5)
+    check(not os.path.exists(mark), "a declined tool never runs")
+    g = c.call("jobs/get", {"id": j.get("id")}) or {}
+    check(g.get("status") == "declined" and "startedAt" not in g,
+          "declined job never started", g)
+    # approve/decline a job that asks no approval.
+    p = submit(c, "sleep", {"ms": 3000})
+    c.error("jobs/approve", {"id": p.get("id")}, -32012,
+            "approve a job without approval")
+    c.error("jobs/decline", {"id": p.get("id")}, -32012,
+            "decline a job without approval")
+    c.call("jobs/cancel", {"id": p.get("id")})
+    for m in ("jobs/approve", "jobs/decline", "jobs/cancel", "jobs/retry",
+              "jobs/logs"):
+        c.error(m, {}, -32602, m + " without id")
+        c.error(m, {"id": "01890000-0000-7000-8000-000000000002"}, -32011,
+                m + " unknown id")
+    c.error("jobs/approve", {"id": j.get("id"), "note": 5}, -32602,
+            "note not a string")
+    c.error("jobs/decline", {"id": j.get("id"), "reason": 5}, -32602,
+            "reason not a string")
+
+    section("lifecycle: suspend and resume")
+    s = submit(c, "ask-name", {"greeting": "Hi"})
+    w = wait(c, s.get("id"))
+    check(w.get("status") == "suspended", "ask-name suspends", w)
+    check(w.get("suspendPayload") == {"question": "What is your name?"},
+          "suspendPayload", w)
+    err = c.error("jobs/resume", {"id": s.get("id"), "resumeData": {}},
+                  -32602, "resumeData failing resumeSchema")
+    check_schema_error(err)
+    g = c.call("jobs/get", {"id": s.get("id")}) or {}
+    check(g.get("status") == "suspended", "invalid resume leaves suspended",
+          g)
+    c.error("jobs/resume", {"id": s.get("id")}, -32602, "resume without "
+            "resumeData")
+    r = c.call("jobs/resume", {"id": s.get("id"),
+                               "resumeData": {"answer": "Ada"}})
+    check_job(r or {}, "resumed job")
+    check((r or {}).get("status") == "pending", "resume -> pending", r)
+    check((r or {}).get("resumeData") == {"answer": "Ada"},
+          "resumeData stored", r)
+    err = c.error("jobs/resume", {"id": s.get("id"),
+                                  "resumeData": {"answer": "Bob"}},
+                  -32012, "a second resume")
+    check(isinstance(err.get("data", {}).get("status"), str),
+          "second resume -32012 {status}", err)
+    w = wait(c, s.get("id"))
+    check(w.get("status") == "completed"
+          and w.get("output") == {"message": "Hi, Ada!"},
+          "resumed run finishes with its own data", w)
+    c.error("jobs/resume", {"id": s.get("id"),
+                            "resumeData": {"answer": "Cy"}},
+            -32012, "resume a completed job")
+    # Two suspended calls resumed in reverse order.
+    s1 = submit(c, "ask-name", {"greeting": "A"})
+    s2 = submit(c, "ask-name", {"greeting": "B"})
+    wait(c, s1.get("id"))
+    wait(c, s2.get("id"))
+    c.call("jobs/resume", {"id": s2.get("id"), "resumeData": {"answer": "2"}})
+    c.call("jobs/resume", {"id": s1.get("id"), "resumeData": {"answer": "1"}})
+    w1 = wait(c, s1.get("id"), until=["completed"])
+    w2 = wait(c, s2.get("id"), until=["completed"])
+    check(w1.get("output") == {"message": "A, 1!"}
+          and w2.get("output") == {"message": "B, 2!"},
+          "each resumed with its own data", [w1.get("output"),
+                                             w2.get("output")])
+    # resume of a job that is not suspended.
+    p = submit(c, "noop", {})
+    wait(c, p.get("id"))
+    c.error("jobs/resume", {"id": p.get("id"), "resumeData": {}}, -32012,
+            "resume a job that never suspended")
+
+    section("lifecycle: cancel")
+    # pending (delayed)
+    p = submit(c, "noop", {}, delayMs=60000)
+    x = c.call("jobs/cancel", {"id": p.get("id"), "reason": "changed mind"})
+    check_job(x or {}, "cancelled pending")
+    check((x or {}).get("status") == "cancelled", "cancel pending", x)
+    check(is_time((x or {}).get("finishedAt")), "cancelled has finishedAt",
+          x)
+    err = c.error("jobs/cancel", {"id": p.get("id")}, -32012,
+                  "cancel a cancelled job")
+    check(err.get("data") == {"status": "cancelled"}, "{status: cancelled}",
+          err)
+    # awaiting_approval
+    p = submit(c, "write-note", {"path": os.path.join(d.tmp, "c.txt"),
+                                 "text": "c"})
+    x = c.call("jobs/cancel", {"id": p.get("id")})
+    check((x or {}).get("status") == "cancelled", "cancel awaiting_approval",
+          x)
+    c.error("jobs/approve", {"id": p.get("id")}, -32012,
+            "approve a cancelled job")
+    # suspended
+    p = submit(c, "ask-name", {})
+    wait(c, p.get("id"))
+    x = c.call("jobs/cancel", {"id": p.get("id")})
+    check((x or {}).get("status") == "cancelled", "cancel suspended", x)
+    c.error("jobs/resume", {"id": p.get("id"), "resumeData": {"answer": "z"}},
+            -32012, "resume a cancelled job")
+    # running
+    p = submit(c, "sleep", {"ms": 20000})
+    w = wait(c, p.get("id"), until=["running"])
+    check(w.get("status") == "running", "sleep is running", w)
+    t = time.time()
+    x = c.call("jobs/cancel", {"id": p.get("id")})
+    check((x or {}).get("status") == "cancelled", "cancel running", x)
+    time.sleep(0.5)
+    g = c.call("jobs/get", {"id": p.get("id")}) or {}
+    check(g.get("status") == "cancelled" and "output" not in g,
+          "a cancelled run's late output is discarded", g)
+    # terminal: completed
+    p = submit(c, "noop", {})
+    wait(c, p.get("id"))
+    err = c.error("jobs/cancel", {"id": p.get("id")}, -32012,
+                  "cancel a completed job")
+    check(err.get("data") == {"status": "completed"}, "{status: completed}",
+          err)
+
+    section("jobs/retry")
+    f = submit(c, "fail", {"message": "nope", "retryable": False},
+               requestContext={"k": "v"})
+    w = wait(c, f.get("id"))
+    check(w.get("status") == "failed", "fail -> failed", w)
+    check(isinstance(w.get("error"), dict)
+          and w["error"].get("message", "").find("nope") >= 0,
+          "failed error.message", w)
+    r = c.call("jobs/retry", {"id": f.get("id")})
+    check_job(r or {}, "retry job")
+    r = r or {}
+    check(r.get("id") != f.get("id") and r.get("retryOf") == f.get("id"),
+          "retry: a new job with retryOf", r)
+    check(r.get("tool") == "fail" and r.get("input") == f.get("input")
+          and r.get("requestContext") == {"k": "v"},
+          "retry keeps tool, input, requestContext", r)
+    check(r.get("status") in ("pending", "running", "failed"),
+          "retry job starts pending", r)
+    g = c.call("jobs/get", {"id": f.get("id")}) or {}
+    check(g.get("status") == "failed", "the failed job never changes", g)
+    # timed_out
+    t = submit(c, "sleep", {"ms": 5000}, timeoutMs=200, maxRetries=0)
+    wait(c, t.get("id"))
+    r = c.call("jobs/retry", {"id": t.get("id")}) or {}
+    check(r.get("retryOf") == t.get("id"), "retry a timed_out job", r)
+    c.call("jobs/cancel", {"id": r.get("id")})
+    # Not allowed from completed, cancelled, declined, pending, suspended.
+    p = submit(c, "noop", {})
+    wait(c, p.get("id"))
+    err = c.error("jobs/retry", {"id": p.get("id")}, -32012,
+                  "retry a completed job")
+    check(err.get("data") == {"status": "completed"}, "{status}", err)
+    c.error("jobs/retry", {"id": x.get("id") if x else ""}, -32012,
+            "retry a cancelled job")
+    c.error("jobs/retry", {"id": j.get("id")}, -32012, "retry a declined job")
+    p = submit(c, "noop", {}, delayMs=60000)
+    err = c.error("jobs/retry", {"id": p.get("id")}, -32012,
+                  "retry a pending job")
+    check(err.get("data") == {"status": "pending"}, "{status: pending}", err)
+    c.call("jobs/cancel", {"id": p.get("id")})
+
+    section("ttlMs expiry")
+    e = submit(c, "write-note", {"path": os.path.join(d.tmp, "e.txt"),
+                                 "text": "e"}, ttlMs=500)
+    check(is_time(e.get("expiresAt")), "ttlMs sets expiresAt", e)
+    w = wait(c, e.get("id"), until=["expired"], timeout_ms=10000)
+    check(w.get("status") == "expired", "approval past its ttl -> expired", w)
+    c.error("jobs/approve", {"id": e.get("id")}, -32012,
+            "approve an expired job")
+    r = c.call("jobs/retry", {"id": e.get("id")}) or {}
+    check(r.get("retryOf") == e.get("id")
+          and r.get("status") == "awaiting_approval",
+          "retry an expired job -> a new awaiting_approval job", r)
+    if r.get("id"):
+        c.call("jobs/cancel", {"id": r["id"]})
+    e = submit(c, "ask-name", {}, ttlMs=1000)
+    w = wait(c, e.get("id"), until=["expired"], timeout_ms=10000)
+    check(w.get("status") == "expired", "suspended past its ttl -> expired",
+          w)
+    c.close()
+
+
+def test_logs(d):
+    section("jobs/logs")
+    c = d.client()
+    j = submit(c, "count-to", {"to": 3, "delayMs": 10})
+    wait(c, j.get("id"))
+    res = c.call("jobs/logs", {"id": j.get("id")}) or {}
+    check(set(res) == {"lines", "next"}, "logs result {lines, next}", res)
+    check(isinstance(res.get("lines"), list) and is_int(res.get("next")),
+          "lines array, next integer", res)
+    prev = 0
+    for ln in res.get("lines", []):
+        check(set(ln) <= {"n", "at", "level", "message", "data"}
+              and is_int(ln.get("n")) and is_time(ln.get("at"))
+              and isinstance(ln.get("level"), str)
+              and isinstance(ln.get("message"), str),
+              "log line {n, at, level, message, data?}", ln)
+        check(ln.get("n", 0) > prev, "log lines oldest first", ln)
+        prev = ln.get("n", prev)
+    if res.get("lines"):
+        more = c.call("jobs/logs", {"id": j.get("id"),
+                                    "after": res["next"]}) or {}
+        check(more.get("lines") == [], "after next: nothing more", more)
+        one = c.call("jobs/logs", {"id": j.get("id"), "limit": 1}) or {}
+        check(len(one.get("lines", [])) == 1
+              and one.get("next") == one["lines"][0]["n"],
+              "limit 1 -> one line, next its n", one)
+    n = submit(c, "noop", {})
+    res = c.call("jobs/logs", {"id": n.get("id")}) or {}
+    check(res.get("lines") == [] and is_int(res.get("next")),
+          "a job without logs", res)
+    c.error("jobs/logs", {"id": j.get("id"), "after": -1}, -32602, "after -1")
+    c.error("jobs/logs", {"id": j.get("id"), "limit": 0}, -32602, "limit 0")
+    c.close()
+
+
+def test_events(d):
+    section("events/poll")
+    c = d.client()
+    res = c.call("events/poll", {"limit": 1000}) or {}
+    check(set(res) == {"events", "next"}, "poll result {events, next}", res)
+    evs = res.get("events", [])
+    check(len(evs) > 0, "there are events", res)
+    for e in evs[:50]:
+        check_event(e)
+    seqs = [e.get("seq") for e in evs]
+    check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs),
+          "poll: seq ascending", seqs[:20])
+    check(all(b - a == 1 for a, b in zip(seqs, seqs[1:])),
+          "seq grows by one per event", seqs[:20])
+    check(res.get("next") == (seqs[-1] if seqs else 0),
+          "next is the last seq", res.get("next"))
+    last = res.get("next", 0)
+    more = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    check(more.get("events", [None])[0] == (evs[0] if evs else None),
+          "since 0 reads from the start", "")
+    # Type/status pairs of a noop job: created pending, started running,
+    # completed completed.
+    j = submit(c, "noop", {"ev": 1})
+    wait(c, j.get("id"))
+    res = c.call("events/poll", {"since": last, "jobId": j.get("id")}) or {}
+    types = [(e.get("type"), e.get("status")) for e in res.get("events", [])]
+    check(types == [("created", "pending"), ("started", "running"),
+                    ("completed", "completed")],
+          "a noop job's events", types)
+    if res.get("events"):
+        e0 = res["events"][0]
+        check(e0.get("jobId") == j.get("id") and e0.get("tool") == "noop",
+              "event jobId and tool", e0)
+        check(e0.get("data") is not None, "created event carries data", e0)
+    # jobId filter lists only that job.
+    check(all(e.get("jobId") == j.get("id") for e in res.get("events", [])),
+          "jobId filter", res)
+    # waitMs: wakes on a new event.
+    top = (c.call("events/poll", {"since": 0, "limit": 1000}) or {})
+    seq = top.get("next", 0)
+    while top.get("events"):
+        top = c.call("events/poll", {"since": seq, "limit": 1000}) or {}
+        seq = top.get("next", seq)
+    t = time.time()
+    res = c.call("events/poll", {"since": seq, "waitMs": 300}) or {}
+    el = time.time() - t
+    check(res.get("events") == [] and res.get("next") == seq,
+          "poll with nothing new: empty, next = since", res)
+    check(0.25 <= el < 3, "waitMs waits when nothing is new", str(el))
+    c2 = d.client()
+    c.send({"jsonrpc": "2.0", "id": "pw", "method": "events/poll",
+            "params": {"since": seq, "waitMs": 10000}})
+    time.sleep(0.3)
+    t = time.time()
+    submit(c2, "noop", {"wake": 1})
+    r = c.reply_to("pw", 12)
+    el = time.time() - t
+    check(r is not None and len(r.get("result", {}).get("events", [])) >= 1,
+          "poll with waitMs wakes on a new event", r)
+    check(el < 3, "woke promptly", str(el))
+    c2.close()
+    for bad in ({"since": -1}, {"limit": 0}, {"waitMs": "x"},
+                {"jobId": 5}, {"since": "1"}):
+        c.error("events/poll", bad, -32602, "poll %s" % json.dumps(bad))
+
+    section("events/subscribe")
+    last = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    s = last.get("next", 0)
+    while last.get("events"):
+        last = c.call("events/poll", {"since": s, "limit": 1000}) or {}
+        s = last.get("next", s)
+    since = max(0, s - 3)
+    sub = c.call("events/subscribe", {"since": since})
+    check(isinstance(sub, dict) and set(sub) == {"subscription"}
+          and isinstance(sub.get("subscription"), str),
+          "subscribe -> {subscription}", sub)
+    sid = (sub or {}).get("subscription")
+    got = []
+    deadline = time.time() + 5
+    while len(got) < s - since and time.time() < deadline:
+        m = c.next_msg(lambda m: m.get("method") == "events/event", 5)
+        if m is None:
+            break
+        got.append(m)
+    check([m["params"].get("seq") for m in got] == list(range(since + 1,
+                                                              s + 1)),
+          "replay from since", [m["params"].get("seq") for m in got])
+    for m in got:
+        check("id" not in m and m.get("jsonrpc") == "2.0",
+              "events/event is a notification", m)
+        check_event(m.get("params"), "events/event params")
+    # Live.
+    j = submit(c, "noop", {"live": 1})
+    live = []
+    deadline = time.time() + 10
+    while time.time() < deadline and len(live) < 3:
+        m = c.next_msg(lambda m: m.get("method") == "events/event", 5)
+        if m is None:
+            break
+        if m["params"].get("jobId") == j.get("id"):
+            live.append(m["params"])
+    check([e.get("type") for e in live] == ["created", "started",
+                                            "completed"],
+          "live events of a new job", [e.get("type") for e in live])
+    check(all(e.get("subscription") == sid for e in live) or
+          all("subscription" not in e for e in live),
+          "notifications name the subscription", live[:1])
+    seqs = [e.get("seq") for e in live]
+    check(seqs == sorted(seqs), "live seq ascending", seqs)
+    # Unsubscribe: no more events.
+    check(c.call("events/unsubscribe", {"subscription": sid}) == {},
+          "unsubscribe -> {}")
+    submit(c, "noop", {"after-unsub": 1})
+    time.sleep(0.5)
+    m = c.next_msg(lambda m: m.get("method") == "events/event", 0.5)
+    check(m is None, "no events after unsubscribe", m)
+    err = c.error("events/unsubscribe", {"subscription": sid}, -32011,
+                  "unsubscribe twice")
+    check(err.get("data") == {"id": sid}, "-32011 {id} for a subscription",
+          err)
+    c.error("events/unsubscribe", {}, -32602, "unsubscribe without "
+            "subscription")
+    c.error("events/subscribe", {"since": "x"}, -32602, "subscribe bad since")
+    c.error("events/subscribe", {"progress": "yes"}, -32602,
+            "subscribe bad progress")
+    # jobId and progress.
+    c.held = []
+    j = submit(c, "sleep", {"ms": 1500}, delayMs=300)
+    sub = c.call("events/subscribe", {"jobId": j.get("id"),
+                                      "progress": True}) or {}
+    w = wait(c, j.get("id"))
+    while c.next_msg(lambda m: False, 0.3) is not None:
+        pass
+    evs = [m["params"] for m in c.notifications("events/event")]
+    prog = [m["params"] for m in c.notifications("events/progress")]
+    check(all(e.get("jobId") == j.get("id") for e in evs) and
+          [e.get("type") for e in evs] == ["started", "completed"],
+          "jobId subscription: that job's live events", evs)
+    check(len(prog) >= 1, "progress: true -> events/progress", prog)
+    for p in prog[:3]:
+        check(p.get("jobId") == j.get("id")
+              and isinstance(p.get("progress"), (int, float))
+              and set(p) <= {"subscription", "jobId", "progress", "total",
+                             "message"},
+              "events/progress {jobId, progress, total, message}", p)
+    # The progress notifications are not in the log.
+    res = c.call("events/poll", {"jobId": j.get("id")}) or {}
+    check(all(e.get("type") in EVENT_TYPES for e in res.get("events", [])),
+          "no progress in the log", res)
+    c.close()
+
+
+def test_pause(d):
+    section("tools/pause")
+    c = d.client()
+    check(c.call("tools/pause", {"name": "sleep"}) == {}, "pause -> {}")
+    t = {x["name"]: x for x in (c.call("tools/list") or {}).get("tools", [])}
+    check(t.get("sleep", {}).get("paused") is True, "paused shows", t.get(
+        "sleep"))
+    j = submit(c, "sleep", {"ms": 1})
+    check(j.get("status") == "pending", "submissions accepted while paused",
+          j)
+    w = c.call("jobs/wait", {"id": j.get("id"), "timeoutMs": 700}) or {}
+    check(w.get("status") == "pending", "no job of a paused tool starts", w)
+    c.error("tools/pause", {"name": "no-such-tool"}, -32011,
+            "pause an unknown tool")
+    c.error("tools/pause", {}, -32602, "pause without name")
+    c.error("tools/unpause", {"name": 5}, -32602, "unpause name not a string")
+    c.close()
+    d.restart()
+    c = d.client()
+    t = {x["name"]: x for x in (c.call("tools/list") or {}).get("tools", [])}
+    check(t.get("sleep", {}).get("paused") is True, "pause survives restart",
+          t.get("sleep"))
+    w = c.call("jobs/wait", {"id": j.get("id"), "timeoutMs": 700}) or {}
+    check(w.get("status") == "pending", "still not started after restart", w)
+    check(c.call("tools/unpause", {"name": "sleep"}) == {}, "unpause -> {}")
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "completed", "unpause lets it run", w)
+    t = {x["name"]: x for x in (c.call("tools/list") or {}).get("tools", [])}
+    check(t.get("sleep", {}).get("paused") is False, "unpaused shows",
+          t.get("sleep"))
+    c.close()
+
+
+def test_restart(d):
+    section("restart: durability")
+    c = d.client()
+    a = submit(c, "write-note", {"path": os.path.join(d.tmp, "r.txt"),
+                                 "text": "r"})
+    s = submit(c, "ask-name", {})
+    wait(c, s.get("id"))
+    res = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    seq = res.get("next", 0)
+    while res.get("events"):
+        res = c.call("events/poll", {"since": seq, "limit": 1000}) or {}
+        seq = res.get("next", seq)
+    c.close()
+    d.restart()
+    c = d.client()
+    g = c.call("jobs/get", {"id": a.get("id")}) or {}
+    check(g.get("status") == "awaiting_approval",
+          "awaiting_approval survives restart", g)
+    g = c.call("jobs/get", {"id": s.get("id")}) or {}
+    check(g.get("status") == "suspended", "suspended survives restart", g)
+    j = submit(c, "noop", {})
+    wait(c, j.get("id"))
+    res = c.call("events/poll", {"since": seq}) or {}
+    check(res.get("events") and res["events"][0].get("seq") == seq + 1,
+          "seq survives restarts", res.get("events", [None])[:1])
+    c.call("jobs/cancel", {"id": a.get("id")})
+    c.call("jobs/cancel", {"id": s.get("id")})
+    c.close()
+
+
+def test_more_params(d):
+    section("params: one place, one shape")
+    c = d.client()
+    # params that is not an object: -32602 with data.errors (docs/API.md).
+    err = c.error("jobs/get", ["x"], -32602, "positional params")
+    check_schema_error(err, None, "positional params")
+    err = c.error("ping", "x", -32602, "params a string")
+    check_schema_error(err, None, "params a string")
+    # A notification with params that are not an object gets no answer.
+    c.send({"jsonrpc": "2.0", "method": "jobs/get", "params": ["x"]})
+    c.send({"jsonrpc": "2.0", "method": "ping", "params": "bar"})
+    r = c.request("ping", rid="after-bad-note")
+    check(r.get("result") == {} and not c.held,
+          "a notification with non-object params gets no answer", c.held)
+    c.held = []
+    # Members a method does not know are ignored.
+    r = c.request("ping", {"_meta": {"x": 1}, "later": True})
+    check(r.get("result") == {}, "unknown members are ignored", r)
+    j = submit(c, "noop", {}, _meta={"progressToken": 1}, somethingNew=5)
+    check(j.get("status") == "pending", "submit ignores unknown members", j)
+    # A cursor the server did not give out is -32602, for both lists.
+    err = c.error("tools/list", {"cursor": "not-a-cursor-we-gave"}, -32602,
+                  "tools/list with a cursor never given out")
+    check_schema_error(err, "/cursor", "tools/list bad cursor")
+    # Not-found data.
+    err = c.error("tools/pause", {"name": "no-such-tool"}, -32011,
+                  "pause an unknown tool")
+    check(err.get("data") == {"id": "no-such-tool"},
+          "-32011 for a tool has {id}", err)
+    err = c.error("tools/unpause", {"name": "no-such-tool"}, -32011,
+                  "unpause an unknown tool")
+    check(err.get("data") == {"id": "no-such-tool"},
+          "-32011 for a tool has {id}", err)
+    # A line over the maximum size: -32600 {limit}, id null, and the
+    # connection goes on.
+    big = b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"' + \
+        b"a" * (16 * 1024 * 1024 + 16) + b'"}}\n'
+    c.send_raw(big)
+    m = c.read_msg(60)
+    check(isinstance(m, dict) and m.get("error", {}).get("code") == -32600
+          and m.get("id") is None
+          and is_int(m["error"].get("data", {}).get("limit")),
+          "a line over 16 MiB -> -32600 {limit} id null", str(m)[:300])
+    r = c.request("ping", rid="after-big")
+    check(r.get("result") == {}, "usable after an oversize line", r)
+    # Invalid UTF-8 is a parse error.
+    c.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":'
+               b'{"x":"\xff"}}\n')
+    m = c.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32700 and m["id"] is None,
+          "invalid UTF-8 -> -32700", m)
+    c.close()
+
+    section("limits: unanswered requests per connection")
+    c = d.client()
+    hold = submit(c, "noop", {}, delayMs=600000)
+    n = 1100
+    c.send_raw("".join(json.dumps({
+        "jsonrpc": "2.0", "id": "w%d" % i, "method": "jobs/wait",
+        "params": {"id": hold.get("id"), "timeoutMs": 600000}}) + "\n"
+        for i in range(n)))
+    over = []
+    deadline = time.time() + 20
+    while time.time() < deadline and len(over) < n - 1024:
+        m = c.read_msg(5)
+        if m is None:
+            break
+        over.append(m)
+    check(len(over) == n - 1024
+          and all(x.get("error", {}).get("code") == -32013
+                  and x["error"].get("data") == {"limit": 1024}
+                  for x in over),
+          "past 1024 unanswered: -32013 {limit: 1024} each",
+          "%d answers: %s" % (len(over), str(over[:1])))
+    c.close()
+    c = d.client()
+    c.call("jobs/cancel", {"id": hold.get("id")})
+    c.close()
+
+    section("TCP and server/auth")
+    t = d.tcp_client()
+    r = t.request("ping")
+    check(r.get("error", {}).get("code") == -32010,
+          "TCP: ping before server/auth -> -32010", r)
+    r = t.request("jobs/submit", {"tool": "noop", "input": {}})
+    check(r.get("error", {}).get("code") == -32010,
+          "TCP: submit before server/auth -> -32010", r)
+    r = t.request("server/auth", {"token": "wrong"})
+    check(r.get("error", {}).get("code") == -32010,
+          "TCP: a wrong token -> -32010", r)
+    t.send({"jsonrpc": "2.0", "method": "ping"})
+    r = t.request("server/auth", {"token": d.token})
+    check(r.get("result") == {}, "TCP: server/auth -> {}", r)
+    check(not t.held, "TCP: a notification before auth gets no answer",
+          t.held)
+    r = t.request("server/info")
+    check("result" in r, "TCP: after auth, requests are served", r)
+    t.close()
+    c = d.client()
+    r = c.request("server/auth", {"token": d.token})
+    check(r.get("result") == {}, "Unix: server/auth with the token -> {}", r)
+    c.close()
+
+
+EVENT_STATUS = {"created": {"pending", "awaiting_approval"},
+                "approval_requested": {"awaiting_approval"},
+                "approved": {"pending"}, "declined": {"declined"},
+                "started": {"running"}, "suspended": {"suspended"},
+                "resumed": {"pending"}, "retrying": {"pending"},
+                "completed": {"completed"}, "failed": {"failed"},
+                "timed_out": {"timed_out"}, "cancelled": {"cancelled"},
+                "expired": {"expired"}}
+
+
+def test_event_log(d):
+    section("the event log: every transition")
+    c = d.client()
+    res = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    evs = res.get("events", [])
+    seq = res.get("next", 0)
+    while res.get("events"):
+        res = c.call("events/poll", {"since": seq, "limit": 1000}) or {}
+        evs += res.get("events", [])
+        seq = res.get("next", seq)
+    seqs = [e.get("seq") for e in evs]
+    check(seqs == list(range(1, len(seqs) + 1)),
+          "the whole log: seq 1, 2, 3, ... across restarts", seqs[-5:])
+    types = set()
+    byjob = {}
+    for e in evs:
+        check_event(e)
+        types.add(e.get("type"))
+        check(e.get("status") in EVENT_STATUS.get(e.get("type"), ()),
+              "event %s has status %s" % (e.get("type"), e.get("status")), e)
+        byjob.setdefault(e.get("jobId"), []).append(e)
+    check(types >= EVENT_TYPES, "every event type was seen",
+          sorted(EVENT_TYPES - types))
+    terminal_seen = 0
+    for jid, es in byjob.items():
+        check(es[0].get("type") == "created", "a job's first event is "
+              "created", es[0])
+        ends = [i for i, e in enumerate(es) if e.get("status") in TERMINAL]
+        if ends:
+            terminal_seen += 1
+            check(ends == [len(es) - 1], "nothing after a terminal event",
+                  [e.get("type") for e in es])
+        g = c.call("jobs/get", {"id": jid}) or {}
+        check(g.get("status") == es[-1].get("status"),
+              "the job's status is its last event's", [g.get("status"),
+                                                       es[-1].get("type")])
+        for e in es:
+            ty = e.get("type")
+            if ty == "completed":
+                check(e.get("data") == g.get("output"),
+                      "completed event carries the output", [e, g])
+            if ty in ("failed", "timed_out"):
+                check(isinstance(e.get("data"), dict)
+                      and "message" in e["data"],
+                      ty + " event carries the error", e)
+            if ty == "suspended":
+                check(e.get("data") is not None,
+                      "suspended event carries the payload", e)
+            if ty == "created":
+                check(e.get("data") == g.get("input"),
+                      "created event carries the input", [e, g])
+    check(terminal_seen > 10, "many terminal jobs in the log",
+          str(terminal_seen))
+    info = c.call("server/info") or {}
+    total = sum((info.get("jobs") or {}).values())
+    check(total == len(byjob), "server/info jobs count every job",
+          [total, len(byjob)])
+    c.close()
+
+
+def test_logs_content(d):
+    section("jobs/logs content")
+    c = d.client()
+    j = submit(c, "count-to", {"to": 2, "delayMs": 0})
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "completed", "count-to completes", w)
+    check(w.get("output", {}).get("counted") == 2, "count-to output", w)
+    check(w.get("checkpoint") == {"i": 2}, "checkpoint stored", w)
+    check(w.get("progress") == {"progress": 2, "total": 2,
+                                "message": "counted to 2"},
+          "progress stored", w)
+    res = c.call("jobs/logs", {"id": j.get("id")}) or {}
+    lines = res.get("lines", [])
+    done = [x for x in lines if x.get("message") == "done"]
+    check(len(done) == 1 and done[0].get("level") == "info"
+          and done[0].get("data") == {"from": 0},
+          "the tool's structured log line, its data apart", lines)
+    c.close()
+
+
+def main():
+    if not BERTHD or not os.access(BERTHD, os.X_OK) or not EXAMPLES:
+        print("SKIP: set BERTHD and BERTH_EXAMPLES")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="berth-conf-")
+    d = Daemon(tmp)
+    ok = False
+    try:
+        d.start()
+        tests = [test_framing, test_server, test_tools, test_submit,
+                 test_get, test_list, test_wait, test_lifecycle, test_logs,
+                 test_events, test_pause, test_restart, test_more_params,
+                 test_logs_content, test_event_log]
+        only = os.environ.get("CONFORMANCE_ONLY")
+        for t in tests:
+            if only and t.__name__ not in only.split(","):
+                continue
+            try:
+                t(d)
+            except Exception as e:  # a broken test is a failure, go on
+                check(False, "%s raised %s: %s" % (t.__name__,
+                                                  type(e).__name__, e))
+                if d.proc is None or d.proc.poll() is not None:
+                    d.start()
+        rc = d.stop()
+        check(rc == 0, "berthd exits 0 at the end", str(rc))
+        ok = not failures
+    finally:
+        if d.proc:
+            d.proc.kill()
+        print("%d checks passed, %d failed" % (passes, len(failures)))
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print("berthd's log and database: " + tmp)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
