@@ -260,6 +260,19 @@ static void m_tools_list(struct api_req *r, json_t *params)
 	size_t n = worker_tool_count(a->worker), i = 0;
 	json_t *tools = json_array(), *result;
 
+	/* A cursor is the name of the last tool of the page before; any
+	 * other string was not given out by this server (docs/API.md). */
+	if (cursor && !worker_tool_find(a->worker, cursor)) {
+		api_reply_error(r, API_INVALID_PARAMS, "invalid params: cursor "
+				"is not one this server gave out",
+				json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
+					  "instancePath", "/cursor",
+					  "keyword", "format",
+					  "message", "cursor is not one this "
+					  "server gave out"));
+		json_decref(tools);
+		return;
+	}
 	if (cursor)
 		while (i < n &&
 		       strcmp(worker_tool_name(worker_tool_at(a->worker, i)),
