@@ -405,7 +405,15 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 		send_error(c, b, id, API_INVALID_REQUEST, why, NULL);
 		return;
 	case API_MSG_BAD_PARAMS:
-		send_error(c, b, id, API_INVALID_PARAMS, why, NULL);
+		/* A well-formed notification whose params are not an object
+		 * is still a notification: its error is dropped. */
+		if (!json_object_get(msg, "id"))
+			return;
+		snprintf(text, sizeof text, "invalid params: %s", why);
+		send_error(c, b, id, API_INVALID_PARAMS, text,
+			   json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
+				     "instancePath", "", "keyword", "type",
+				     "message", why));
 		return;
 	default:
 		break;
