@@ -257,10 +257,21 @@ static void final_submit(struct worker__run *r)
 	uv_timer_start(&r->timer, final_retry_cb, FINAL_RETRY_MS, 0);
 }
 
+static void progress_write(struct worker__run *r, json_t *progress);
+
 /* run_finish commits op, the run's final transition (from running). */
 static void run_finish(struct worker__run *r, struct worker__op *op)
 {
 	uv_timer_stop(&r->timer);
+	/* The last progress the tool reported may wait behind a write still
+	 * in flight; queue it now, ahead of the final transition (the store
+	 * commits in order), or the job keeps the one before it. */
+	if (r->progress_next && r->w) {
+		json_t *last = r->progress_next;
+
+		r->progress_next = NULL;
+		progress_write(r, last);
+	}
 	r->state = WORKER__RUN_FINISHING;
 	r->final = op;
 	op->run = r;
