@@ -100,6 +100,7 @@ enum stmt_id {
 	S_RUNNING_ALL,
 	S_CLAIM_SCAN,
 	S_CLAIM_TAKE,
+	S_CLAIM_NEXT,
 	S_CHECKPOINT,
 	S_PROGRESS,
 	S_JOB_EXISTS,
@@ -211,6 +212,13 @@ static const char *const sql_text[S_NSTMT] = {
 			 " lease_until = $2::bigint + $4::bigint"
 			 " WHERE id = ANY($1::text[]) AND status = 0"
 			 " RETURNING " JOB_COLS,
+	/* The claim's next run_at (store.h): future pending jobs of the
+	 * tools the claim did not exclude. */
+	[S_CLAIM_NEXT] = "SELECT run_at FROM jobs WHERE status = 0"
+			 " AND run_at > $1::bigint AND NOT (tool = ANY($2::text[]))"
+			 " AND NOT EXISTS (SELECT 1 FROM tools"
+			 "   WHERE name = jobs.tool AND paused <> 0)"
+			 " ORDER BY run_at LIMIT 1",
 	[S_CHECKPOINT] = "UPDATE jobs SET checkpoint = $2, updated_at = $3::bigint"
 			 " WHERE id = $1 AND status = 2"
 			 " AND (lease_owner IS NULL OR lease_owner = $4::text)",
@@ -1197,6 +1205,36 @@ static int take(struct pg *q, struct store_req *req, struct strs *picked,
 	return rc;
 }
 
+/* next_run_at sets req->next_run_at (store.h) once the claim has picked
+ * its jobs: left[i] is what is left of caps[i], after the cluster's
+ * running jobs were counted. Returns 0 or a negative code. */
+static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
+		       const int *left)
+{
+	struct strs out = {0};
+	int rc = 0;
+
+	req->next_run_at = 0;
+	for (size_t i = 0; i < req->u.claim.ncaps; i++)
+		if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+			break;
+	char *lit = rc == 0 ? text_array(out.v, out.n) : NULL;
+	free(out.v);
+	if (lit == NULL)
+		return -ENOMEM;
+	struct params p = {0};
+	p_int(&p, now);
+	p_str(&p, lit);
+	PGresult *r = exec(c, S_CLAIM_NEXT, &p);
+	free(lit);
+	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
+		return rc;
+	if (PQntuples(r) > 0)
+		req->next_run_at = get_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
 /*
  * do_claim picks the jobs to claim with FOR UPDATE SKIP LOCKED, in the
  * order of priority, run_at and id, skipping tools whose allowance is
@@ -1273,6 +1311,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		if (rows < want || !skipped)
 			break;
 	}
+	rc = next_run_at(c, req, now, left);
 done:
 	strs_free_all(&picked);
 	free(out.v);

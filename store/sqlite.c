@@ -76,6 +76,7 @@ enum stmt_id {
 	S_TRANSITION,
 	S_CLAIM_SCAN,
 	S_CLAIM_ONE,
+	S_CLAIM_NEXT,
 	S_CHECKPOINT,
 	S_PROGRESS,
 	S_JOB_EXISTS,
@@ -164,6 +165,12 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_CLAIM_ONE] = "UPDATE jobs SET status = 2, started_at = ?2,"
 			" updated_at = ?2 WHERE id = ?1 AND status = 0"
 			" RETURNING " JOB_COLS,
+	/* The claim's next run_at: future pending jobs by run_at; the
+	 * claim skips the tools it excluded. */
+	[S_CLAIM_NEXT] = "SELECT run_at, tool FROM jobs INDEXED BY jobs_pending_run_at"
+			 " WHERE status = 0 AND run_at > ?1 AND NOT EXISTS"
+			 " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
+			 " ORDER BY run_at",
 	[S_CHECKPOINT] = "UPDATE jobs SET checkpoint = ?2, updated_at = ?3"
 			 " WHERE id = ?1 AND status = 2",
 	[S_PROGRESS] = "UPDATE jobs SET progress = ?2, updated_at = ?3"
@@ -638,6 +645,36 @@ static int change_each(struct conn *c, struct store__wreq *w,
 	return 0;
 }
 
+/* next_run_at sets req->next_run_at (store.h) once the claim has picked
+ * its jobs: left[k] is what is left of caps[k]. The scan walks future
+ * pending jobs by run_at and stops at the first whose tool is not
+ * excluded, so it reads past only the excluded tools' earlier jobs.
+ * Returns 0 or a negative code. */
+static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
+		       const int *left)
+{
+	size_t ncaps = req->u.claim.ncaps;
+	sqlite3_stmt *s = get(c, S_CLAIM_NEXT);
+	int rc;
+
+	req->next_run_at = 0;
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, now);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *tool = (const char *)sqlite3_column_text(s, 1);
+		size_t k = 0;
+		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
+			k++;
+		if (k < ncaps && left[k] <= 0)
+			continue;
+		req->next_run_at = sqlite3_column_int64(s, 0);
+		break;
+	}
+	done(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : err(rc);
+}
+
 static int do_claim(struct conn *c, struct store__wreq *w,
 		    struct store__batch *b)
 {
@@ -676,6 +713,8 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 			break;
 	}
 	done(s);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		rc = next_run_at(c, w->req, now, left);
 	free(left);
 	if (rc < 0 || (rc != 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)) {
 		free(ids.v);

@@ -152,6 +152,7 @@ static void run_batch(struct store *st, struct store__batch *b)
 			store_req_finish(w->req);
 			w->req->existed = false;
 			w->req->count = 0;
+			w->req->next_run_at = 0;
 			w->rc = rc;
 		}
 		/* -EDEADLK: nothing was written; running the same requests

@@ -318,7 +318,8 @@ struct store_transition {
  * run_at, then smallest id, setting started_at and appending a "started"
  * event for each, in one transaction. caps bounds how many jobs of a tool
  * may be claimed (tools not in caps are bounded by limit alone); a cap of
- * 0 skips the tool.
+ * 0 skips the tool. The claim also reports the next run_at that concerns
+ * its caller (req->next_run_at).
  *
  * For a database several nodes share (PostgreSQL), limit is the tool's
  * concurrency for the whole cluster: when it is > 0 the claim counts the
@@ -422,6 +423,15 @@ struct store_req {
 	bool existed;             /* CREATE: the idempotency key was known */
 	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed */
 	size_t njobs;
+	/* CLAIM: the earliest run_at later than the claim's now of a pending
+	 * job whose tool the claim did not exclude (a cap left at 0 by the
+	 * end of the claim, or a cluster limit full; a paused tool), read in
+	 * the claim's transaction; 0 when there is none. A due job the claim
+	 * left waits for the pool (whose freed slot claims again) or is
+	 * another node's (SKIP LOCKED), so no timer is needed for it; an
+	 * excluded tool's jobs are claimed when its slot is freed. This is
+	 * what the scheduler arms its run timer from. */
+	int64_t next_run_at;
 	int64_t count;            /* PRUNE: jobs deleted */
 
 	/* Private to the store. */

@@ -211,7 +211,8 @@ struct worker {
 	bool claim_inflight;
 	bool claim_again;
 	int64_t last_claim_now;  /* the "now" of the last claim */
-	uv_timer_t run_timer;    /* store_next_run_at */
+	int64_t next_run_at;     /* the last claim's req.next_run_at */
+	uv_timer_t run_timer;    /* next_run_at and the wakeups */
 	uv_timer_t expiry_timer; /* store_next_expiry */
 	uv_timer_t prune_timer;
 	int64_t *wakeups;        /* future run_at values seen, sorted */

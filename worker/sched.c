@@ -5,9 +5,11 @@
  * expiry (ttl of suspended and approval-waiting jobs). Nothing polls the
  * database in a loop: a claim happens when work was committed (on any node:
  * the worker listens to the store's events), when a slot was freed, or when
- * a timer says a job became due. The one re-check is bounded: while a due
- * job waits for its tool and the pool has room, a claim each second finds
- * the delayed jobs of other tools the store's next run_at cannot show.
+ * a timer says a job became due. Each claim also reports, from its own
+ * transaction, the earliest future run_at of a job it could take (not of
+ * a tool it excluded as full or paused), and the run timer is armed from
+ * that: a due job held by its full tool cannot hide the delayed job of
+ * another tool, and no re-check polls for it.
  *
  * The store picks jobs (priority, then run_at, then age) and honours the
  * per-tool caps in the same transaction, so the same scheduler works for a
@@ -21,17 +23,12 @@
 #include "worker/internal.h"
 
 /* At most this many future run_at values are remembered; beyond it the
- * latest are dropped, and store_next_run_at finds them after the earlier
- * ones ran. */
+ * latest are dropped, and a claim's next run_at finds them after the
+ * earlier ones ran. */
 #define MAX_WAKEUPS 1024
 
 /* A claim that failed (a locked database) is tried again after this. */
 #define CLAIM_RETRY_MS 1000
-
-/* While a due job waits for its tool (the tool is at its concurrency,
- * here or in the cluster) and a slot of the pool is free, a claim runs
- * this often: see worker__sched_rearm. */
-#define HELD_RECHECK_MS 1000
 
 static void claim_done(struct worker__op *op, int rc);
 static void run_timer_cb(uv_timer_t *h);
@@ -103,6 +100,8 @@ static void claim_done(struct worker__op *op, int rc)
 	size_t n = rc == 0 ? op->req.njobs : 0;
 
 	w->claim_inflight = false;
+	if (rc == 0)
+		w->next_run_at = op->req.next_run_at;
 	for (size_t i = 0; i < n; i++) {
 		struct store_job *j = op->req.jobs[i];
 
@@ -172,7 +171,7 @@ static void run_timer_cb(uv_timer_t *h)
 
 void worker__sched_rearm(struct worker *w)
 {
-	int64_t now = store_now(), at = 0, due;
+	int64_t now = store_now(), at, due;
 	size_t drop = 0;
 
 	if (!w->started || w->stopping)
@@ -184,14 +183,16 @@ void worker__sched_rearm(struct worker *w)
 			(w->nwakeups - drop) * sizeof(*w->wakeups));
 		w->nwakeups -= drop;
 	}
-	if (store_next_run_at(w->st, &at))
-		at = now + CLAIM_RETRY_MS;
-	/* A job that became due after the last claim looked (its run_at
-	 * passed while that claim was under way, or the timer fired a
-	 * little early) is claimed now. A due job that the last claim saw
-	 * and left waits for a slot (of the pool or of its tool): the
-	 * slot's release claims again, so only a future time needs the
-	 * timer, and nothing spins. */
+	/* The last claim's next run_at (store.h): the earliest future
+	 * run_at of a job it could have taken. A job of a tool it excluded
+	 * (full, paused) is claimed when a slot of that tool is freed or the
+	 * tool is unpaused, and a due job it left waits for a slot of the
+	 * pool, whose release claims again: only this time needs the timer,
+	 * and nothing spins. Work committed since (here or on another node)
+	 * asked for a claim of its own, which brings a new answer. */
+	at = w->next_run_at;
+	/* It became due after the last claim looked (while that claim was
+	 * under way, or the timer fired a little early): claim now. */
 	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight &&
 	    w->busy < w->cfg.workers) {
 		worker__sched_kick(w);
@@ -201,19 +202,6 @@ void worker__sched_rearm(struct worker *w)
 	due = at > now ? at : 0;
 	if (w->nwakeups && (!due || w->wakeups[0] < due))
 		due = w->wakeups[0];
-	/*
-	 * A due job the last claim left while a slot of the pool is free
-	 * is held by its tool's concurrency. store_next_run_at answers
-	 * its past time and hides the next run_at of every other tool:
-	 * the wakeups cover the run_at values this process saw, not those
-	 * stored before a restart or by another node. Until the store can
-	 * say when a job of a tool that is not full falls due, a claim
-	 * every HELD_RECHECK_MS starts such a job at most that late. It
-	 * stops when the held job runs, the pool fills or nothing is due.
-	 */
-	if (at && at <= now && w->busy < w->cfg.workers &&
-	    (!due || due > now + HELD_RECHECK_MS))
-		due = now + HELD_RECHECK_MS;
 	if (!due) {
 		uv_timer_stop(&w->run_timer);
 		return;

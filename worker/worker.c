@@ -478,8 +478,8 @@ static void prune_cb(uv_timer_t *h)
  * dead node's jobs recovered by the lease reaper. worker__sched_kick
  * keeps one claim in flight and marks a burst of events for one more
  * claim after it, so events never pile up claims. A delayed job's time
- * is learnt by that claim: claim_done re-arms the run timer from
- * store_next_run_at; with no free slot the claim that follows the next
+ * is learnt by that claim: claim_done re-arms the run timer from the
+ * claim's next run_at; with no free slot the claim that follows the next
  * freed slot does.
  */
 static void on_store_event(void *arg, const struct store_event *ev)

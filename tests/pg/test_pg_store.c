@@ -470,6 +470,47 @@ static void claim__cluster_limit__holds_across_nodes(void **state)
 	store_req_finish(&w.req);
 }
 
+/* A claim reports the earliest future run_at of a tool it did not
+ * exclude; a tool whose cluster limit is full is excluded on every node. */
+static void claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude(void **state)
+{
+	struct fx *f = *state;
+	int64_t now = store_now();
+	static const struct { const char *tool; int64_t delay; } jobs[] = {
+		{"full", 0}, {"full", 0}, {"full", 1000}, {"other", 3000}, {"other", 4000},
+	};
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		struct store_job j = {0};
+		j.tool = (char *)jobs[i].tool;
+		j.status = STORE_PENDING;
+		j.run_at = jobs[i].delay ? now + jobs[i].delay : 0;
+		struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+		w.req.u.create.job = &j;
+		assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+		store_req_finish(&w.req);
+	}
+	/* Node a fills full's cluster limit of 1; node b, with room of its
+	 * own, finds it full and is told other's time. */
+	struct store_cap caps[] = {{.tool = "full", .remaining = 1, .limit = 1}};
+	for (int node = 0; node < 2; node++) {
+		struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+		w.req.u.claim.limit = 10;
+		w.req.u.claim.caps = caps;
+		w.req.u.claim.ncaps = 1;
+		assert_int_equal(run_req(f, f->n[node].st, &w), 0);
+		assert_int_equal(w.req.njobs, node == 0 ? 1 : 0);
+		assert_int_equal(w.req.next_run_at, now + 3000);
+		store_req_finish(&w.req);
+	}
+	/* Without a cap, full's own delayed job is the next. */
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 10;
+	assert_int_equal(run_req(f, f->n[1].st, &w), 0);
+	assert_int_equal(w.req.njobs, 1);
+	assert_int_equal(w.req.next_run_at, now + 1000);
+	store_req_finish(&w.req);
+}
+
 /* The end of a run by a node that lost its lease is refused. */
 static void transition__from_running_without_the_lease__conflicts(void **state)
 {
@@ -596,6 +637,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(events__concurrent_commits__no_seq_is_skipped,
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(claim__cluster_limit__holds_across_nodes,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude,
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(transition__from_running_without_the_lease__conflicts,
 						setup_three, teardown),

@@ -513,6 +513,77 @@ static void claim__leaves_jobs_whose_run_at_is_in_the_future(void **state)
 	store_req_finish(&c);
 }
 
+/* create_at creates a pending job of tool due at run_at (0: now). */
+static void create_at(struct fx *f, const char *tool, int64_t run_at)
+{
+	struct store_job job = {.tool = (char *)tool, .status = STORE_PENDING,
+				.run_at = run_at};
+	struct store_req req = {.op = STORE_OP_CREATE};
+	req.u.create.job = &job;
+	assert_int_equal(fx_run(f, &req), 0);
+	store_req_finish(&req);
+}
+
+/* next_after_claim runs a claim of up to limit jobs with caps and returns
+ * its next_run_at; *n gets how many it claimed. */
+static int64_t next_after_claim(struct fx *f, int limit, const struct store_cap *caps,
+				size_t ncaps, size_t *n)
+{
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = limit;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = ncaps;
+	req.next_run_at = -1;
+	assert_int_equal(fx_run(f, &req), 0);
+	*n = req.njobs;
+	int64_t at = req.next_run_at;
+	store_req_finish(&req);
+	return at;
+}
+
+/* A claim reports the earliest future run_at of a tool it did not exclude:
+ * not that of a tool whose cap it used up or found at 0, nor of a paused
+ * tool, and never the past time of a due job its tool's cap holds back. */
+static void claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude(void **state)
+{
+	struct fx *f = *state;
+	int64_t now = store_now();
+	size_t n;
+
+	create_at(f, "full", 0);
+	create_at(f, "full", 0);
+	create_at(f, "full", now + 1000);
+	create_at(f, "paused", now + 2000);
+	create_at(f, "other", now + 3000);
+	create_at(f, "other", now + 4000);
+	pause_tool(f, "paused", true);
+
+	struct store_cap caps[] = {{.tool = "full", .remaining = 1}};
+	assert_int_equal(next_after_claim(f, 10, caps, 1, &n), now + 3000);
+	assert_int_equal(n, 1); /* one of full's; its cap is used up */
+	caps[0].remaining = 0;
+	assert_int_equal(next_after_claim(f, 10, caps, 1, &n), now + 3000);
+	assert_int_equal(n, 0);
+	/* With room for full, its own delayed job is the next. */
+	caps[0].remaining = 5;
+	assert_int_equal(next_after_claim(f, 10, caps, 1, &n), now + 1000);
+	assert_int_equal(n, 1);
+	pause_tool(f, "paused", false);
+	caps[0].remaining = 0;
+	assert_int_equal(next_after_claim(f, 10, caps, 1, &n), now + 2000);
+	assert_int_equal(n, 0);
+}
+
+static void claim__with_nothing_pending_later__reports_no_next_run_at(void **state)
+{
+	struct fx *f = *state;
+	size_t n;
+
+	create_at(f, "t", 0);
+	assert_int_equal(next_after_claim(f, 10, NULL, 0, &n), 0);
+	assert_int_equal(n, 1);
+}
+
 /* ---- running jobs: checkpoint, progress, logs --------------------------- */
 
 static void checkpoint_and_progress__are_written_only_while_running(void **state)
@@ -939,6 +1010,8 @@ int main(void)
 		T(claim__respects_the_limit_and_per_tool_caps),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),
+		T(claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude),
+		T(claim__with_nothing_pending_later__reports_no_next_run_at),
 		T(checkpoint_and_progress__are_written_only_while_running),
 		T(log__numbers_lines_and_keeps_the_newest_max_lines),
 		T(log__of_a_missing_job__is_not_found_and_writes_nothing),
