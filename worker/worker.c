@@ -511,16 +511,17 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		worker__run_cancelled(r);
 		r = NULL;
 	}
+	/* An event that leaves a job runnable wakes the scheduler. The retry
+	 * of a run of this node is claimed when its slot is released, and its
+	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
-		if (ev->status != STORE_PENDING)
-			break;
-		/* fall through */
+		if (ev->status == STORE_PENDING && !r)
+			worker__sched_kick(w);
+		break;
 	case STORE_EV_RETRYING:
 	case STORE_EV_RESUMED:
 	case STORE_EV_APPROVED:
-		/* The retry of a run of this node is claimed when its slot
-		 * is released, and its run_at is a wakeup already. */
 		if (!r)
 			worker__sched_kick(w);
 		break;
