@@ -142,6 +142,8 @@ struct worker__run {
 	bool listed;
 	uv_timer_t timer;        /* the timeout, then transition retries */
 	struct worker__op *final; /* the final transition, while finishing */
+	bool final_waiting;      /* final waits for its retry timer, not
+				  * in the store */
 	struct worker__run *prev, *next;
 
 	/* C tools. The x_ values are deep copies the pool thread reads. */

@@ -105,12 +105,23 @@ static void timer_closed(uv_handle_t *h)
 }
 
 /* run_set_done: the job is no longer this run's. The timer's close
- * callback drops the scheduler's reference. */
+ * callback drops the scheduler's reference. A final transition waiting
+ * for its retry timer (a storage error; a cancel decided the job in the
+ * meantime) is dropped here: closing the timer means final_retry_cb never
+ * runs, and an op left behind would keep the worker's inflight count up
+ * and hold up its shutdown. One in the store is freed by final_done. */
 static void run_set_done(struct worker__run *r)
 {
 	if (r->state == WORKER__RUN_DONE)
 		return;
 	r->state = WORKER__RUN_DONE;
+	if (r->final_waiting) {
+		struct worker__op *op = r->final;
+
+		r->final_waiting = false;
+		r->final = NULL;
+		worker__op_free(op);
+	}
 	uv_close((uv_handle_t *)&r->timer, timer_closed);
 	run_maybe_end(r);
 }
@@ -243,8 +254,9 @@ static void final_retry_cb(uv_timer_t *h)
 	struct worker__run *r = h->data;
 	struct worker__op *op = r->final;
 
-	if (!op)
+	if (!op || !r->final_waiting)
 		return;
+	r->final_waiting = false;
 	if (worker__op_submit(op, final_done)) {
 		r->final = NULL;
 		run_set_done(r);
@@ -254,6 +266,7 @@ static void final_retry_cb(uv_timer_t *h)
 
 static void final_submit(struct worker__run *r)
 {
+	r->final_waiting = true;
 	uv_timer_start(&r->timer, final_retry_cb, FINAL_RETRY_MS, 0);
 }
 

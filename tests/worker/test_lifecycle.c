@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fixture.h"
+#include "store/store_int.h" /* store__max_page_count */
 
 static atomic_int executed;
 static atomic_int hook_calls;
@@ -198,6 +199,34 @@ static const struct berth_tool shown = {
 	.display = display,
 };
 
+static atomic_bool held_go;
+
+/* exec_held waits for held_go, then returns an output too big for a
+ * database whose size is capped. */
+static struct berth_outcome exec_held(const json_t *input,
+				      struct berth_ctx *ctx, void *data)
+{
+	enum { BIG = 512 * 1024 };
+	char *big;
+	json_t *out;
+
+	while (!atomic_load(&held_go) && !berth_ctx_aborted(ctx))
+		sleep_ms(5);
+	big = malloc(BIG);
+	if (!big)
+		return berth_output(json_object());
+	memset(big, 'x', BIG - 1);
+	big[BIG - 1] = '\0';
+	out = json_pack("{s:s}", "blob", big);
+	free(big);
+	return berth_output(out);
+}
+
+static const struct berth_tool held = {
+	.id = "held",
+	.execute = exec_held,
+};
+
 static json_t *approval_display(enum berth_payload which,
 				const json_t *payload, void *data)
 {
@@ -217,7 +246,7 @@ static int setup(void **state)
 {
 	const struct berth_tool *tools[] = {
 		&gated, &policy, &ask, &slow, &quick_timeout, &stuck, &flaky,
-		&ctxed, &badout, &ckpt, &shown, &shown_gated,
+		&ctxed, &badout, &ckpt, &shown, &shown_gated, &held,
 	};
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200};
@@ -450,6 +479,51 @@ static void cancel__of_a_running_job__aborts_it_and_frees_its_slot(
 	/* The late {"aborted": true} output was discarded. */
 	assert_null(j->output);
 	store_job_free(j);
+}
+
+static void flag_cb(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static bool flag_pred(void *arg)
+{
+	return *(bool *)arg;
+}
+
+/* A run whose final transition failed in the store waits for its retry
+ * timer; a cancel in that time decides the job, and the waiting
+ * transition must be dropped, not left to hold up the shutdown. */
+static void cancel__while_the_result_waits_to_be_stored_again__lets_shutdown_finish(
+	void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	bool stopped = false;
+	char id[40];
+
+	atomic_store(&held_go, false);
+	fx_submit_ok(f, "held", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 5000);
+	/* No room for the output: the final transition fails (a full disk)
+	 * and is tried again after a second. */
+	assert_int_equal(store__max_page_count(f->st, 1), 0);
+	atomic_store(&held_go, true);
+	fx_run_for(f, 300);
+	assert_int_equal(fx_status(f, id), STORE_RUNNING);
+	assert_int_equal(store__max_page_count(f->st, 1 << 30), 0);
+	assert_int_equal(worker_cancel(f->w, id, "changed my mind", fx_cb, &res),
+			 0);
+	fx_wait_res(f, &res);
+	assert_int_equal(res.err, WORKER_OK);
+	fx_res_finish(&res);
+	assert_int_equal(fx_status(f, id), STORE_CANCELLED);
+
+	worker_shutdown(f->w, flag_cb, &stopped);
+	assert_true(fx_run_until(f, flag_pred, &stopped, 3000));
+	worker_destroy(f->w);
+	f->w = NULL;
+	assert_int_equal(fx_status(f, id), STORE_CANCELLED);
 }
 
 static void cancel__of_a_suspended_job__ends_it(void **state)
@@ -808,6 +882,7 @@ int main(void)
 		T(cancel__of_a_pending_job__means_it_never_runs),
 		T(cancel__of_a_running_job__aborts_it_and_frees_its_slot),
 		T(cancel__of_a_suspended_job__ends_it),
+		T(cancel__while_the_result_waits_to_be_stored_again__lets_shutdown_finish),
 		T(ttl__of_a_waiting_job__expires_it),
 		T(retries__until_tries_run_out__then_failed),
 		T(timeout__with_no_retries_left__is_timed_out),
