@@ -273,12 +273,11 @@ static int parse_manifest(struct worker_tool *t, const json_t *m,
 		if (rc)
 			return rc;
 		if (worker__tool_set_schema(t, k, doc, &why)) {
-			/* Name the file rather than the tool. */
-			const char *at = why ? strstr(why, ": ") : NULL;
+			/* Name the file, then the tool and the field. */
 			if (errmsg)
 				*errmsg = worker__errmsg(
 					"%s: %s", path,
-					at ? at + 2 : "a schema does not compile");
+					why ? why : "a schema does not compile");
 			free(why);
 			return -EINVAL;
 		}

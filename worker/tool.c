@@ -129,6 +129,24 @@ int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
 		json_decref(doc);
 		return -EINVAL;
 	}
+	/* MCP's Tool requires inputSchema, and outputSchema when present, to
+	 * be an object schema: {"type": "object", ...}. A client would
+	 * refuse the whole tools/list otherwise, so such a tool is refused
+	 * here, at registration. */
+	if ((kind == WORKER_SCHEMA_INPUT || kind == WORKER_SCHEMA_OUTPUT) &&
+	    !(json_is_object(doc) &&
+	      json_is_string(json_object_get(doc, "type")) &&
+	      strcmp(json_string_value(json_object_get(doc, "type")),
+		     "object") == 0)) {
+		set_err(errmsg, worker__errmsg("tool %s: %s must be a JSON "
+					       "Schema with \"type\": "
+					       "\"object\" (MCP requires it)",
+					       t->id,
+					       worker__schema_name(kind)));
+		schema_free(s);
+		json_decref(doc);
+		return -EINVAL;
+	}
 	json_decref(t->schema_doc[kind]);
 	schema_free(t->schema[kind]);
 	t->schema_doc[kind] = doc;

@@ -97,6 +97,24 @@ static void manifest__with_a_schema_that_does_not_compile__names_it(
 		"resumeSchema", NULL);
 }
 
+/* MCP requires inputSchema (and outputSchema when given) to be an object
+ * schema; the refusal names the file, the tool and the field. */
+static void manifest__with_a_schema_that_is_not_of_type_object__is_refused(
+	void **state)
+{
+	refused(*state, "o1",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"inputSchema\":{\"type\":\"string\"}}",
+		"tool t", "inputSchema", "\"type\": \"object\"", NULL);
+	refused(*state, "o2",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"outputSchema\":{\"properties\":{}}}",
+		"tool t", "outputSchema", NULL);
+	refused(*state, "o3",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"inputSchema\":true}",
+		"tool t", "inputSchema", NULL);
+}
+
 static void manifest__with_an_example_failing_the_input_schema__names_it(
 	void **state)
 {
@@ -211,6 +229,15 @@ static void c_tool__registration__checks_every_field(void **state)
 	c_refused(f, &t, "inputSchema is not JSON");
 	t.input_schema = "{\"minimum\":\"x\"}";
 	c_refused(f, &t, "inputSchema does not compile");
+	t.input_schema = "{\"type\":\"array\"}";
+	c_refused(f, &t, "tool c1: inputSchema must be a JSON Schema with "
+			 "\"type\": \"object\"");
+	t.input_schema = "{\"type\":[\"object\",\"null\"]}";
+	c_refused(f, &t, "inputSchema");
+	t.input_schema = NULL;
+	t.output_schema = "{\"type\":\"string\"}";
+	c_refused(f, &t, "tool c1: outputSchema must be");
+	t.output_schema = NULL;
 	t.input_schema = "{\"type\":\"object\",\"required\":[\"a\"]}";
 	t.input_examples = "[{\"input\":{\"b\":1}}]";
 	c_refused(f, &t, "inputExamples[0]");
@@ -260,6 +287,7 @@ int main(void)
 		T(manifest__with_an_unknown_field__is_refused_naming_it),
 		T(manifest__without_a_command__is_refused),
 		T(manifest__with_a_schema_that_does_not_compile__names_it),
+		T(manifest__with_a_schema_that_is_not_of_type_object__is_refused),
 		T(manifest__with_an_example_failing_the_input_schema__names_it),
 		T(manifest__with_an_invalid_or_duplicate_id__is_refused),
 		T(manifest__with_bad_background_values__is_refused),
