@@ -1513,6 +1513,288 @@ def test_logs_content(d):
     c.close()
 
 
+def test_mcp(d):
+    section("MCP")
+    c = d.client()
+    for ver in ("2025-11-25", "2025-06-18", "2025-03-26"):
+        r = c.call("initialize", {"protocolVersion": ver, "capabilities": {},
+                                  "clientInfo": {"name": "conf",
+                                                 "version": "0"}}) or {}
+        check(r.get("protocolVersion") == ver,
+              "initialize accepts " + ver, r)
+        check(isinstance(r.get("serverInfo"), dict)
+              and isinstance(r.get("capabilities"), dict),
+              "initialize result has serverInfo and capabilities", r)
+    r = c.call("initialize", {"protocolVersion": "1999-01-01",
+                              "capabilities": {},
+                              "clientInfo": {"name": "conf",
+                                             "version": "0"}}) or {}
+    check(r.get("protocolVersion") == "2025-11-25",
+          "an unknown revision is answered with the latest", r)
+    c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    # A plain tools/call: the result of the job.
+    r = c.call("tools/call", {"name": "noop", "arguments": {"q": 1}}) or {}
+    check(isinstance(r.get("content"), list) and not r.get("isError"),
+          "tools/call noop -> a CallToolResult", r)
+    check(r.get("structuredContent") in (None, {"q": 1}),
+          "structuredContent is the output", r)
+    r = c.call("tools/call", {"name": "fail",
+                              "arguments": {"message": "x"}}) or {}
+    check(r.get("isError") is True, "tools/call of a failing tool: isError",
+          r)
+    # Task-augmented calls: the task id is the job id; status mapping.
+    def task_of(name, args):
+        res = c.call("tools/call", {"name": name, "arguments": args,
+                                    "task": {}}) or {}
+        t = res.get("task", {})
+        check(isinstance(t.get("taskId"), str)
+              and isinstance(t.get("status"), str),
+              "tools/call with task -> {task: {taskId, status}}", res)
+        return t.get("taskId")
+
+    def job_of(tid, until):
+        return wait(c, tid, until=until)
+
+    def task_status(tid):
+        t = c.call("tasks/get", {"taskId": tid}) or {}
+        check(t.get("taskId") == tid, "tasks/get answers the task", t)
+        return t.get("status")
+
+    tid = task_of("noop", {"t": 1})
+    check(c.call("jobs/get", {"id": tid}) is not None,
+          "a task id is a job id")
+    job_of(tid, ["completed"])
+    check(task_status(tid) == "completed", "completed -> completed")
+    r = c.call("tasks/result", {"taskId": tid}) or {}
+    check(isinstance(r.get("content"), list), "tasks/result of a completed "
+          "task is its CallToolResult", r)
+    tid = task_of("fail", {"message": "f"})
+    job_of(tid, ["failed"])
+    check(task_status(tid) == "failed", "failed -> failed")
+    tid = task_of("write-note", {"path": os.path.join(d.tmp, "m.txt"),
+                                 "text": "m"})
+    job_of(tid, ["awaiting_approval"])
+    check(task_status(tid) == "input_required",
+          "awaiting_approval -> input_required")
+    c.call("jobs/decline", {"id": tid})
+    check(task_status(tid) == "failed", "declined -> failed")
+    tid = task_of("ask-name", {})
+    job_of(tid, ["suspended"])
+    check(task_status(tid) == "input_required", "suspended -> input_required")
+    r = c.call("tasks/cancel", {"taskId": tid}) or {}
+    check(r.get("status") == "cancelled", "tasks/cancel -> cancelled", r)
+    g = c.call("jobs/get", {"id": tid}) or {}
+    check(g.get("status") == "cancelled", "tasks/cancel cancels the job", g)
+    tid = task_of("sleep", {"ms": 5000})
+    job_of(tid, ["running"])
+    check(task_status(tid) == "working", "running -> working")
+    c.call("jobs/cancel", {"id": tid})
+    tid = task_of("sleep", {"ms": 5000})
+    c.call("tools/pause", {"name": "sleep"})
+    c.call("jobs/cancel", {"id": tid})
+    c.call("tools/unpause", {"name": "sleep"})
+    r = c.call("tasks/list", {}) or {}
+    check(isinstance(r.get("tasks"), list) and r["tasks"],
+          "tasks/list lists tasks", r)
+    c.close()
+
+
+def test_subscribe_more(d):
+    section("events/subscribe: since with jobId, progress off, batches")
+    c = d.client()
+    j = submit(c, "noop", {"s": 1})
+    wait(c, j.get("id"))
+    sub = c.call("events/subscribe", {"since": 0, "jobId": j.get("id")}) or {}
+    got = []
+    while len(got) < 3:
+        m = c.next_msg(lambda m: m.get("method") == "events/event", 5)
+        if m is None:
+            break
+        got.append(m["params"])
+    check([e.get("type") for e in got] == ["created", "started", "completed"]
+          and all(e.get("jobId") == j.get("id") for e in got),
+          "since 0 with jobId replays that job's events only",
+          [e.get("type") for e in got])
+    c.call("events/unsubscribe", {"subscription": sub.get("subscription")})
+    # Without progress: true there are no progress notifications.
+    sub = c.call("events/subscribe", {}) or {}
+    j = submit(c, "sleep", {"ms": 600})
+    wait(c, j.get("id"))
+    c.next_msg(lambda m: False, 0.3)
+    check(not c.notifications("events/progress"),
+          "no events/progress without progress: true")
+    c.call("events/unsubscribe", {"subscription": sub.get("subscription")})
+    c.held = []
+    # Another connection's subscription is not found here.
+    other = d.client()
+    osub = other.call("events/subscribe", {}) or {}
+    c.error("events/unsubscribe", {"subscription": osub.get("subscription")},
+            -32011, "unsubscribe another connection's subscription")
+    other.close()
+    # Subscribe inside a batch.
+    c.send([{"jsonrpc": "2.0", "id": "bs", "method": "events/subscribe",
+             "params": {"since": 0}},
+            {"jsonrpc": "2.0", "id": "bp", "method": "ping"}])
+    r = c.next_msg(lambda m: isinstance(m, list), 10)
+    check(isinstance(r, list) and len(r) == 2
+          and {x.get("id") for x in r} == {"bs", "bp"},
+          "a batch with a subscribe is answered as one array", r)
+    c.close()
+
+    section("jobs/wait across a restart")
+    c = d.client()
+    j = submit(c, "ask-name", {})
+    wait(c, j.get("id"))
+    c.send({"jsonrpc": "2.0", "id": "long", "method": "jobs/wait",
+            "params": {"id": j.get("id"), "until": ["completed"]}})
+    time.sleep(0.2)
+    d.restart()
+    try:
+        m = c.read_msg(5)
+        check(m is None or "id" in m, "a wait cut by a restart", m)
+    except (EOFError, OSError):
+        pass
+    c.close()
+    c = d.client()
+    c.send({"jsonrpc": "2.0", "id": "w2", "method": "jobs/wait",
+            "params": {"id": j.get("id"), "until": ["completed"],
+                       "timeoutMs": 20000}})
+    c2 = d.client()
+    c2.call("jobs/resume", {"id": j.get("id"),
+                            "resumeData": {"answer": "after"}})
+    r = c.reply_to("w2", 25)
+    check(r and r.get("result", {}).get("status") == "completed"
+          and r["result"].get("output") == {"message": "Hello, after!"},
+          "a suspended job waits across a restart and finishes when "
+          "resumed", r)
+    c2.close()
+    c.close()
+
+
+def head_seq(c):
+    res = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    seq = res.get("next", 0)
+    while res.get("events"):
+        res = c.call("events/poll", {"since": seq, "limit": 1000}) or {}
+        seq = res.get("next", seq)
+    return seq
+
+
+def test_wakeups(d):
+    section("waits wake on the transition")
+    c = d.client()
+    other = d.client()
+    # jobs/wait wakes on approve+run promptly.
+    j = submit(c, "write-note", {"path": os.path.join(d.tmp, "w.txt"),
+                                 "text": "w"})
+    c.send({"jsonrpc": "2.0", "id": "wk", "method": "jobs/wait",
+            "params": {"id": j.get("id"), "until": ["pending"],
+                       "timeoutMs": 20000}})
+    time.sleep(0.3)
+    t = time.time()
+    other.call("jobs/approve", {"id": j.get("id")})
+    r = c.reply_to("wk", 25)
+    check(r and r.get("result", {}).get("status") in ("pending", "running",
+                                                      "completed")
+          and time.time() - t < 2, "jobs/wait wakes on approve", r)
+    wait(c, j.get("id"))
+    # events/poll with jobId waits for that job, not for any event.
+    p = submit(c, "noop", {}, delayMs=60000)
+    seq = head_seq(c)
+    c.send({"jsonrpc": "2.0", "id": "pj", "method": "events/poll",
+            "params": {"since": seq, "jobId": p.get("id"), "waitMs": 1500}})
+    time.sleep(0.2)
+    t0 = time.time()
+    for i in range(3):
+        submit(other, "noop", {"other": i})
+    r = c.reply_to("pj", 10)
+    el = time.time() - t0
+    evs = (r or {}).get("result", {}).get("events")
+    check(evs == [] and el > 1.0,
+          "events/poll {jobId, waitMs}: other jobs' events do not end the "
+          "wait early", [evs, round(el, 2)])
+    c.call("jobs/cancel", {"id": p.get("id")})
+    other.close()
+    c.close()
+
+    section("subscribe: no gap and no duplicate at the switch")
+    writer = d.client()
+    sub = d.client()
+    n = 60
+    writer.send_raw("".join(json.dumps({
+        "jsonrpc": "2.0", "id": "s%d" % i, "method": "jobs/submit",
+        "params": {"tool": "noop", "input": {"i": i}}}) + "\n"
+        for i in range(n)))
+    time.sleep(0.01)
+    r = sub.call("events/subscribe", {"since": 0}) or {}
+    got = 0
+    for i in range(n):
+        m = writer.reply_to("s%d" % i, 20)
+        got += m is not None and "result" in m
+    check(got == n, "pipelined submits all answered", str(got))
+    time.sleep(1.0)
+    top = head_seq(writer)
+    seqs = []
+    while True:
+        m = sub.next_msg(lambda m: m.get("method") == "events/event", 3)
+        if m is None:
+            break
+        seqs.append(m["params"].get("seq"))
+        if seqs[-1] >= top:
+            break
+    check(seqs == list(range(1, top + 1)),
+          "replay then live: every seq once, in order",
+          "%d events, head %d, dups %d, first gaps %s" % (
+              len(seqs), top, len(seqs) - len(set(seqs)),
+              sorted(set(range(1, top + 1)) - set(seqs))[:5]))
+    writer.close()
+    sub.close()
+
+
+def test_counts_and_pages(d):
+    section("server/info busy, jobs/list default page, subscription limit")
+    c = d.client()
+    js = [submit(c, "sleep", {"ms": 1500}) for _ in range(2)]
+    for j in js:
+        wait(c, j.get("id"), until=["running"])
+    info = c.call("server/info") or {}
+    check(info.get("workers", {}).get("size") == 4,
+          "workers.size is --workers", info.get("workers"))
+    check(info.get("workers", {}).get("busy", 0) >= 2,
+          "workers.busy counts running jobs", info.get("workers"))
+    check(info.get("jobs", {}).get("running", 0) >= 2,
+          "jobs.running counts running jobs", info.get("jobs"))
+    for j in js:
+        c.call("jobs/cancel", {"id": j.get("id")})
+    run = "page-run-%d" % os.getpid()
+    c.send_raw("".join(json.dumps({
+        "jsonrpc": "2.0", "id": "pg%d" % i, "method": "jobs/submit",
+        "params": {"tool": "noop", "input": {}, "runId": run,
+                   "delayMs": 600000}}) + "\n" for i in range(55)))
+    for i in range(55):
+        c.reply_to("pg%d" % i, 20)
+    page = c.call("jobs/list", {"runId": run}) or {}
+    check(len(page.get("jobs", [])) == 50 and page.get("nextCursor"),
+          "jobs/list pages 50 by default, with nextCursor",
+          len(page.get("jobs", [])))
+    rest = c.call("jobs/list", {"runId": run,
+                                "cursor": page.get("nextCursor", "")}) or {}
+    check(len(rest.get("jobs", [])) == 5 and "nextCursor" not in rest,
+          "the second page has the rest", len(rest.get("jobs", [])))
+    for x in page.get("jobs", []) + rest.get("jobs", []):
+        c.send({"jsonrpc": "2.0", "method": "jobs/cancel",
+                "params": {"id": x["id"]}})
+    c.close()
+    c = d.client()
+    subs = [c.request("events/subscribe", {}) for _ in range(257)]
+    check(all("result" in r for r in subs[:256]),
+          "256 subscriptions on one connection", subs[255])
+    err = subs[256].get("error", {})
+    check(err.get("code") == -32013 and err.get("data") == {"limit": 256},
+          "the 257th subscription -> -32013 {limit: 256}", subs[256])
+    c.close()
+
+
 def main():
     if not BERTHD or not os.access(BERTHD, os.X_OK) or not EXAMPLES:
         print("SKIP: set BERTHD and BERTH_EXAMPLES")
@@ -1525,7 +1807,9 @@ def main():
         tests = [test_framing, test_server, test_tools, test_submit,
                  test_get, test_list, test_wait, test_lifecycle, test_logs,
                  test_events, test_pause, test_restart, test_more_params,
-                 test_logs_content, test_event_log]
+                 test_logs_content, test_mcp, test_subscribe_more,
+                 test_wakeups, test_counts_and_pages,
+                 test_event_log]
         only = os.environ.get("CONFORMANCE_ONLY")
         for t in tests:
             if only and t.__name__ not in only.split(","):
