@@ -228,8 +228,10 @@ struct worker {
 	uv_idle_t idle;
 	struct worker__op *deferred, *deferred_tail;
 
-	struct worker__listener *listeners;
+	struct worker__listener *listeners; /* fn NULL: removed */
 	size_t nlisteners;
+	bool notifying;      /* worker__progress is calling listeners */
+	bool listeners_dirty; /* a listener was removed meanwhile */
 
 	int inflight; /* operations not yet freed */
 

@@ -205,12 +205,51 @@ int worker_add_progress_listener(struct worker *w, worker_progress_fn fn,
 	return 0;
 }
 
+void worker_remove_progress_listener(struct worker *w, worker_progress_fn fn,
+				     void *arg)
+{
+	for (size_t i = 0; i < w->nlisteners; i++) {
+		struct worker__listener *l = &w->listeners[i];
+
+		if (l->fn != fn || l->arg != arg)
+			continue;
+		if (w->notifying) {
+			/* worker__progress is walking the array: leave a
+			 * hole it skips, compacted when it is done. */
+			l->fn = NULL;
+			w->listeners_dirty = true;
+		} else {
+			memmove(l, l + 1,
+				(w->nlisteners - i - 1) * sizeof(*l));
+			w->nlisteners--;
+		}
+		return;
+	}
+}
+
 void worker__progress(struct worker *w, const struct store_job *job,
 		      const json_t *progress)
 {
+	bool outer = !w->notifying;
+	size_t k = 0;
+
+	w->notifying = true;
+	/* A listener may add or remove listeners: the array is indexed
+	 * afresh each time, and a removed one is skipped. */
 	for (size_t i = 0; i < w->nlisteners; i++)
-		w->listeners[i].fn(w->listeners[i].arg, job->id, job->tool,
-				   progress);
+		if (w->listeners[i].fn)
+			w->listeners[i].fn(w->listeners[i].arg, job->id,
+					   job->tool, progress);
+	if (!outer)
+		return;
+	w->notifying = false;
+	if (!w->listeners_dirty)
+		return;
+	for (size_t i = 0; i < w->nlisteners; i++)
+		if (w->listeners[i].fn)
+			w->listeners[k++] = w->listeners[i];
+	w->nlisteners = k;
+	w->listeners_dirty = false;
 }
 
 void worker_stats(const struct worker *w, struct worker_stats *out)

@@ -211,4 +211,11 @@ typedef void (*worker_progress_fn)(void *arg, const char *job_id,
 int worker_add_progress_listener(struct worker *w, worker_progress_fn fn,
 				 void *arg);
 
+/* worker_remove_progress_listener unregisters the listener added with fn
+ * and arg (the first such one; nothing when there is none), so that arg
+ * may be freed after it returns. It may be called from a listener: one
+ * removed during a delivery is not called again. */
+void worker_remove_progress_listener(struct worker *w, worker_progress_fn fn,
+				     void *arg);
+
 #endif

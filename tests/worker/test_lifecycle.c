@@ -777,6 +777,42 @@ static void progress__reaches_the_listeners(void **state)
 	fx_submit_ok(f, "ckpt", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_COMPLETED, 5000);
 	assert_int_equal(progress_seen, 1);
+
+	/* Once removed, a listener hears nothing more. */
+	worker_remove_progress_listener(f->w, on_progress, NULL);
+	fx_submit_ok(f, "ckpt", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(progress_seen, 1);
+}
+
+static int self_removing_calls;
+
+/* on_progress_once removes itself, from within a delivery. */
+static void on_progress_once(void *arg, const char *job_id, const char *tool,
+			     const json_t *progress)
+{
+	self_removing_calls++;
+	worker_remove_progress_listener(arg, on_progress_once, arg);
+}
+
+static void progress__a_listener_may_remove_itself_while_called(void **state)
+{
+	struct fx *f = *state;
+	char id[40];
+
+	self_removing_calls = 0;
+	progress_seen = 0;
+	assert_int_equal(worker_add_progress_listener(f->w, on_progress_once,
+						      f->w),
+			 0);
+	assert_int_equal(worker_add_progress_listener(f->w, on_progress, NULL),
+			 0);
+	fx_submit_ok(f, "ckpt", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	fx_submit_ok(f, "ckpt", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(self_removing_calls, 1);
+	assert_int_equal(progress_seen, 2); /* the other one still hears */
 }
 
 /* event_data_of returns a new reference to the data of the job's first
@@ -903,6 +939,7 @@ int main(void)
 		T(submit__with_an_idempotency_key__returns_the_first_job),
 		T(checkpoint__saved_before_a_crash__is_seen_by_the_retry),
 		T(progress__reaches_the_listeners),
+		T(progress__a_listener_may_remove_itself_while_called),
 		T(events__carry_the_display_view),
 		T(approval_requested__carries_the_approval_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
