@@ -378,6 +378,41 @@ void worker__run_checkpoint(struct worker__run *r, json_t *value,
 
 /* ---- exec.c / proc.c -------------------------------------------------- */
 
+/* What one stdout line of an external tool carries (struct worker__line's
+ * has). A line may carry several: progress, a log line and a checkpoint
+ * before its final outcome. */
+enum {
+	WORKER__LINE_PROGRESS = 1u << 0,
+	WORKER__LINE_BAD_PROGRESS = 1u << 1, /* "progress" without a number */
+	WORKER__LINE_LOG = 1u << 2,
+	WORKER__LINE_CHECKPOINT = 1u << 3,
+	WORKER__LINE_FINAL = 1u << 4, /* output, suspend or error: final */
+};
+
+/* struct worker__line is one stdout line, parsed. The strings are
+ * borrowed from obj, which the line owns; json_t values are new
+ * references, each taken by whoever sets its field to NULL. */
+struct worker__line {
+	unsigned has;              /* WORKER__LINE_* */
+	json_t *progress;          /* PROGRESS: {"progress", ...} */
+	const char *log_level;     /* LOG: "info" unless the line says */
+	const char *log_message;   /* LOG: "" unless the line says */
+	json_t *log_data;          /* LOG: the other fields, or NULL */
+	json_t *checkpoint;        /* CHECKPOINT */
+	struct berth_outcome final; /* FINAL: kind BERTH_OUTPUT, BERTH_SUSPEND
+				     * or BERTH_ERROR (message set) */
+	json_t *obj;               /* the line */
+};
+
+/* worker__parse_line parses one line s of len bytes (without its
+ * newline; a trailing CR is dropped) of the process protocol (proc.c's
+ * header) into *out, which the caller releases with worker__line_finish
+ * whatever the result. Touches no process or run. Returns 0 (an empty
+ * line has nothing: has is 0), or -EINVAL when the line is not a JSON
+ * object, which fails the job. */
+int worker__parse_line(const char *s, size_t len, struct worker__line *out);
+void worker__line_finish(struct worker__line *l);
+
 int worker__exec_start(struct worker__run *r);
 int worker__proc_start(struct worker__run *r, char **errmsg);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when

@@ -218,60 +218,60 @@ static void exit_cb(uv_process_t *h, int64_t status, int sig)
 
 /* ---- stdout ----------------------------------------------------------- */
 
-static void handle_line(struct worker__proc *p, const char *s, size_t len)
+int worker__parse_line(const char *s, size_t len, struct worker__line *out)
 {
-	struct worker__run *r = p->run;
 	json_error_t jerr;
 	json_t *o, *v;
 
+	memset(out, 0, sizeof(*out));
 	if (len && s[len - 1] == '\r')
 		len--;
-	if (len == 0 || p->has_final)
-		return;
+	if (len == 0)
+		return 0;
 	o = json_loadb(s, len, 0, &jerr);
 	if (!json_is_object(o)) {
 		json_decref(o);
-		protocol_error(p, "the tool wrote a line that is not a JSON "
-				  "object",
-			       s, len);
-		return;
+		return -EINVAL;
 	}
+	out->obj = o;
 	if ((v = json_object_get(o, "progress"))) {
 		if (json_is_object(v) &&
-		    json_is_number(json_object_get(v, "progress")))
-			worker__run_progress(r, json_deep_copy(v));
+		    json_is_number(json_object_get(v, "progress")) &&
+		    (out->progress = json_deep_copy(v)))
+			out->has |= WORKER__LINE_PROGRESS;
 		else
-			worker__run_log(r, "warn",
-					"ignored a progress line without a "
-					"number \"progress\"",
-					NULL);
+			out->has |= WORKER__LINE_BAD_PROGRESS;
 	}
 	if ((v = json_object_get(o, "log"))) {
 		const char *level = json_string_value(json_object_get(v, "level"));
 		const char *msg = json_string_value(json_object_get(v, "message"));
-		json_t *data = json_is_object(v) ? json_deep_copy(v) : NULL;
 
-		if (data) {
-			json_object_del(data, "level");
-			json_object_del(data, "message");
-			if (json_object_size(data) == 0) {
-				json_decref(data);
-				data = NULL;
+		out->has |= WORKER__LINE_LOG;
+		out->log_level = level ? level : "info";
+		out->log_message = msg			? msg
+				   : json_is_string(v) ? json_string_value(v)
+						       : "";
+		out->log_data = json_is_object(v) ? json_deep_copy(v) : NULL;
+		if (out->log_data) {
+			json_object_del(out->log_data, "level");
+			json_object_del(out->log_data, "message");
+			if (json_object_size(out->log_data) == 0) {
+				json_decref(out->log_data);
+				out->log_data = NULL;
 			}
 		}
-		worker__run_log(r, level ? level : "info",
-				msg ? msg : json_is_string(v) ? json_string_value(v) : "",
-				data);
-		json_decref(data);
 	}
-	if ((v = json_object_get(o, "checkpoint")))
-		worker__run_checkpoint(r, json_incref(v), NULL);
+	if ((v = json_object_get(o, "checkpoint"))) {
+		out->has |= WORKER__LINE_CHECKPOINT;
+		out->checkpoint = json_incref(v);
+	}
 	if ((v = json_object_get(o, "output"))) {
 		json_t *mo = json_object_get(o, "modelOutput");
-		final(p, berth_output_model(json_incref(v),
-					    mo ? json_incref(mo) : NULL));
+
+		out->final = berth_output_model(json_incref(v),
+						mo ? json_incref(mo) : NULL);
 	} else if ((v = json_object_get(o, "suspend"))) {
-		final(p, berth_suspend(json_incref(v)));
+		out->final = berth_suspend(json_incref(v));
 	} else if ((v = json_object_get(o, "error"))) {
 		const char *msg = json_is_string(v)
 					  ? json_string_value(v)
@@ -279,11 +279,61 @@ static void handle_line(struct worker__proc *p, const char *s, size_t len)
 						    json_object_get(v, "message"));
 		json_t *data = json_object_get(v, "data");
 
-		final(p, berth_error(json_is_true(json_object_get(v, "retryable")),
-				     data ? json_incref(data) : NULL, "%s",
-				     msg ? msg : "the tool reported an error"));
+		out->final = berth_error(
+			json_is_true(json_object_get(v, "retryable")),
+			data ? json_incref(data) : NULL, "%s",
+			msg ? msg : "the tool reported an error");
 	}
-	json_decref(o);
+	if (out->final.kind)
+		out->has |= WORKER__LINE_FINAL;
+	return 0;
+}
+
+void worker__line_finish(struct worker__line *l)
+{
+	json_decref(l->progress);
+	json_decref(l->log_data);
+	json_decref(l->checkpoint);
+	worker__outcome_finish(&l->final);
+	json_decref(l->obj);
+	memset(l, 0, sizeof(*l));
+}
+
+/* handle_line acts on one stdout line of the child. */
+static void handle_line(struct worker__proc *p, const char *s, size_t len)
+{
+	struct worker__run *r = p->run;
+	struct worker__line l;
+
+	if (p->has_final)
+		return;
+	if (worker__parse_line(s, len, &l)) {
+		worker__line_finish(&l);
+		protocol_error(p, "the tool wrote a line that is not a JSON "
+				  "object",
+			       s, len);
+		return;
+	}
+	if (l.has & WORKER__LINE_PROGRESS) {
+		worker__run_progress(r, l.progress);
+		l.progress = NULL;
+	}
+	if (l.has & WORKER__LINE_BAD_PROGRESS)
+		worker__run_log(r, "warn",
+				"ignored a progress line without a number "
+				"\"progress\"",
+				NULL);
+	if (l.has & WORKER__LINE_LOG)
+		worker__run_log(r, l.log_level, l.log_message, l.log_data);
+	if (l.has & WORKER__LINE_CHECKPOINT) {
+		worker__run_checkpoint(r, l.checkpoint, NULL);
+		l.checkpoint = NULL;
+	}
+	if (l.has & WORKER__LINE_FINAL) {
+		final(p, l.final);
+		memset(&l.final, 0, sizeof(l.final));
+	}
+	worker__line_finish(&l);
 }
 
 static void alloc_out(uv_handle_t *h, size_t size, uv_buf_t *buf)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "worker/internal.h" /* worker__parse_line */
 
 /* Each manifest's @DIR@ is replaced by the fixture directory. */
 static const char *const manifests[][2] = {
@@ -367,6 +368,77 @@ static void external_tool__flooding_stdout__fails_at_the_cap(void **state)
 	store_job_free(j);
 }
 
+/* ---- the line parser, without a process -------------------------------- */
+
+static void parse(const char *text, int want_rc, struct worker__line *l)
+{
+	assert_int_equal(worker__parse_line(text, strlen(text), l), want_rc);
+}
+
+static void parse_line__reads_every_kind_a_line_may_carry(void **state)
+{
+	struct worker__line l;
+
+	parse("{\"progress\":{\"progress\":3,\"total\":10},"
+	      "\"log\":{\"level\":\"warn\",\"message\":\"m\",\"k\":1},"
+	      "\"checkpoint\":{\"step\":2},\"output\":{\"ok\":true},"
+	      "\"modelOutput\":\"fine\"}\r",
+	      0, &l);
+	assert_int_equal(l.has, WORKER__LINE_PROGRESS | WORKER__LINE_LOG |
+					WORKER__LINE_CHECKPOINT |
+					WORKER__LINE_FINAL);
+	assert_int_equal(json_integer_value(json_object_get(l.progress, "total")),
+			 10);
+	assert_string_equal(l.log_level, "warn");
+	assert_string_equal(l.log_message, "m");
+	assert_int_equal(json_integer_value(json_object_get(l.log_data, "k")), 1);
+	assert_null(json_object_get(l.log_data, "level"));
+	assert_int_equal(json_integer_value(json_object_get(l.checkpoint, "step")),
+			 2);
+	assert_int_equal(l.final.kind, BERTH_OUTPUT);
+	assert_true(json_is_true(json_object_get(l.final.value, "ok")));
+	assert_string_equal(json_string_value(l.final.model_output), "fine");
+	worker__line_finish(&l);
+
+	parse("{\"suspend\":{\"q\":1}}", 0, &l);
+	assert_int_equal(l.has, WORKER__LINE_FINAL);
+	assert_int_equal(l.final.kind, BERTH_SUSPEND);
+	worker__line_finish(&l);
+
+	parse("{\"error\":{\"message\":\"boom\",\"retryable\":true,"
+	      "\"data\":{\"s\":503}}}",
+	      0, &l);
+	assert_int_equal(l.final.kind, BERTH_ERROR);
+	assert_string_equal(l.final.message, "boom");
+	assert_true(l.final.retryable);
+	assert_int_equal(json_integer_value(json_object_get(l.final.value, "s")),
+			 503);
+	worker__line_finish(&l);
+
+	parse("{\"log\":\"plain\",\"progress\":\"half\"}", 0, &l);
+	assert_int_equal(l.has, WORKER__LINE_LOG | WORKER__LINE_BAD_PROGRESS);
+	assert_string_equal(l.log_level, "info");
+	assert_string_equal(l.log_message, "plain");
+	assert_null(l.log_data);
+	worker__line_finish(&l);
+}
+
+static void parse_line__refuses_what_is_not_a_json_object(void **state)
+{
+	struct worker__line l;
+
+	parse("", 0, &l); /* an empty line is nothing, not an error */
+	assert_int_equal(l.has, 0);
+	worker__line_finish(&l);
+	parse("hello", -EINVAL, &l);
+	assert_int_equal(l.has, 0);
+	worker__line_finish(&l);
+	parse("[1]", -EINVAL, &l);
+	worker__line_finish(&l);
+	parse("{\"output\":", -EINVAL, &l);
+	worker__line_finish(&l);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -383,6 +455,8 @@ int main(void)
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
 		T(external_tool__flooding_stdout__fails_at_the_cap),
+		cmocka_unit_test(parse_line__reads_every_kind_a_line_may_carry),
+		cmocka_unit_test(parse_line__refuses_what_is_not_a_json_object),
 	};
 
 	return cmocka_run_group_tests_name("worker external tools", tests,
