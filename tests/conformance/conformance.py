@@ -1671,6 +1671,16 @@ def test_subscribe_more(d):
     c.close()
 
 
+def cancel_all(c, ids):
+    """Cancels ids, pipelined, and waits for every answer."""
+    c.send_raw("".join(json.dumps({
+        "jsonrpc": "2.0", "id": "cancel-%s" % x, "method": "jobs/cancel",
+        "params": {"id": x}}) + "\n" for x in ids))
+    for x in ids:
+        r = c.reply_to("cancel-%s" % x, 20)
+        check(r is not None and "result" in r, "cancel answered", r)
+
+
 def head_seq(c):
     res = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
     seq = res.get("next", 0)
@@ -1781,9 +1791,8 @@ def test_counts_and_pages(d):
                                 "cursor": page.get("nextCursor", "")}) or {}
     check(len(rest.get("jobs", [])) == 5 and "nextCursor" not in rest,
           "the second page has the rest", len(rest.get("jobs", [])))
-    for x in page.get("jobs", []) + rest.get("jobs", []):
-        c.send({"jsonrpc": "2.0", "method": "jobs/cancel",
-                "params": {"id": x["id"]}})
+    cancel_all(c, [x["id"] for x in page.get("jobs", []) +
+                   rest.get("jobs", [])])
     c.close()
     c = d.client()
     subs = [c.request("events/subscribe", {}) for _ in range(257)]
@@ -1792,6 +1801,168 @@ def test_counts_and_pages(d):
     err = subs[256].get("error", {})
     check(err.get("code") == -32013 and err.get("data") == {"limit": 256},
           "the 257th subscription -> -32013 {limit: 256}", subs[256])
+    c.close()
+
+
+def test_daemon(d):
+    section("the socket, one daemon per database, kill -9")
+    import stat
+    st = os.stat(d.sock)
+    check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+          "the socket is created 0600", oct(st.st_mode))
+    # A second berthd on the same database refuses to start.
+    other_sock = os.path.join(d.tmp, "other.sock")
+    p = subprocess.run([BERTHD, "--db", d.db, "--socket", other_sock,
+                        "--tools", EXAMPLES, "--quiet"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=30)
+    check(p.returncode != 0 and p.stderr.strip(),
+          "a second berthd on the same database refuses, with a message",
+          [p.returncode, p.stderr.decode(errors="replace")[-300:]])
+    # A live socket is not taken over.
+    other_db = os.path.join(d.tmp, "other.db")
+    p = subprocess.run([BERTHD, "--db", other_db, "--socket", d.sock,
+                        "--tools", EXAMPLES, "--quiet"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=30)
+    check(p.returncode != 0 and p.stderr.strip(),
+          "a live socket is refused, with a message",
+          [p.returncode, p.stderr.decode(errors="replace")[-300:]])
+    c = d.client()
+    check(c.call("ping") == {}, "the first berthd still answers")
+    # The default socket path under XDG_RUNTIME_DIR, in a 0700 directory.
+    xdg = os.path.join(d.tmp, "xdg")
+    os.mkdir(xdg, 0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=xdg)
+    q = subprocess.Popen([BERTHD, "--db", os.path.join(d.tmp, "x.db"),
+                          "--tools", EXAMPLES, "--quiet"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = os.path.join(xdg, "berth", "berth.sock")
+    for _ in range(300):
+        if os.path.exists(path):
+            break
+        time.sleep(0.05)
+    check(os.path.exists(path), "default socket $XDG_RUNTIME_DIR/berth/"
+          "berth.sock", path)
+    if os.path.exists(path):
+        check(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700,
+              "its directory is created 0700")
+    q.send_signal(signal.SIGTERM)
+    q.wait(30)
+    # kill -9 while jobs run, wait for approval, are suspended or delayed:
+    # the restart (over the stale socket) loses none and finishes them.
+    r = submit(c, "count-to", {"to": 15, "delayMs": 100})
+    a = submit(c, "write-note", {"path": os.path.join(d.tmp, "k.txt"),
+                                 "text": "k"})
+    s = submit(c, "ask-name", {})
+    dl = submit(c, "noop", {"late": 1}, delayMs=1500)
+    wait(c, r.get("id"), until=["running"])
+    wait(c, s.get("id"))
+    time.sleep(0.5)
+    c.close()
+    d.proc.kill()
+    d.proc.wait()
+    d.proc = None
+    d.start()
+    c = d.client()
+    check(c.call("jobs/approve", {"id": a.get("id")}) is not None,
+          "awaiting_approval after kill -9")
+    check(c.call("jobs/resume", {"id": s.get("id"),
+                                 "resumeData": {"answer": "K"}}) is not None,
+          "suspended after kill -9")
+    for j, want in ((r, "completed"), (a, "completed"), (s, "completed"),
+                    (dl, "completed")):
+        w = wait(c, j.get("id"), until=[want], timeout_ms=30000)
+        check(w.get("status") == want, "%s finishes after kill -9"
+              % j.get("tool"), w)
+    w = c.call("jobs/get", {"id": r.get("id")}) or {}
+    check(w.get("attempt", 0) >= 2 and
+          w.get("output", {}).get("resumedFrom", 0) > 0,
+          "the interrupted run is re-queued with attempt raised and "
+          "resumes from its checkpoint", w)
+    c.close()
+
+
+def test_races(d):
+    section("races: same key, double approve, double resume, durable replies")
+    c = d.client()
+    c2 = d.client()
+    k = "race-key-%d" % os.getpid()
+    msgs = "".join(json.dumps({
+        "jsonrpc": "2.0", "id": "k%d" % i, "method": "jobs/submit",
+        "params": {"tool": "noop", "input": {"i": i}, "idempotencyKey": k}})
+        + "\n" for i in range(10))
+    c.send_raw(msgs)
+    c2.send_raw(msgs)
+    ids = set()
+    for cl in (c, c2):
+        for i in range(10):
+            r = cl.reply_to("k%d" % i, 20) or {}
+            ids.add(r.get("result", {}).get("id"))
+    check(len(ids) == 1 and None not in ids,
+          "20 concurrent submits with one key -> one job", sorted(map(str,
+                                                                      ids)))
+    # approve, approve, decline at once from two connections: one wins.
+    mark = os.path.join(d.tmp, "race-note.txt")
+    j = submit(c, "write-note", {"path": mark, "text": "once"})
+    c.send({"jsonrpc": "2.0", "id": "a1", "method": "jobs/approve",
+            "params": {"id": j.get("id")}})
+    c2.send({"jsonrpc": "2.0", "id": "a2", "method": "jobs/decline",
+             "params": {"id": j.get("id")}})
+    c.send({"jsonrpc": "2.0", "id": "a3", "method": "jobs/approve",
+            "params": {"id": j.get("id")}})
+    rs = [c.reply_to("a1"), c2.reply_to("a2"), c.reply_to("a3")]
+    ok = [r for r in rs if r and "result" in r]
+    bad = [r for r in rs if r and r.get("error", {}).get("code") == -32012]
+    check(len(ok) == 1 and len(bad) == 2,
+          "approve/decline/approve at once: one wins, two -32012", rs)
+    w = wait(c, j.get("id"))
+    evs = (c.call("events/poll", {"jobId": j.get("id")}) or {}).get(
+        "events", [])
+    check([e.get("type") for e in evs].count("started") <= 1,
+          "never a second run", [e.get("type") for e in evs])
+    # Two resumes at once: one wins, the tool runs once more.
+    s_ = submit(c, "ask-name", {})
+    wait(c, s_.get("id"))
+    c.send({"jsonrpc": "2.0", "id": "r1", "method": "jobs/resume",
+            "params": {"id": s_.get("id"), "resumeData": {"answer": "one"}}})
+    c2.send({"jsonrpc": "2.0", "id": "r2", "method": "jobs/resume",
+             "params": {"id": s_.get("id"), "resumeData": {"answer": "two"}}})
+    rs = [c.reply_to("r1"), c2.reply_to("r2")]
+    ok = [r for r in rs if r and "result" in r]
+    check(len(ok) == 1 and sum(1 for r in rs if r and r.get("error", {})
+                               .get("code") == -32012) == 1,
+          "two resumes at once: one wins, one -32012", rs)
+    w = wait(c, s_.get("id"), until=["completed"])
+    won = ok[0]["result"]["resumeData"]["answer"] if ok else None
+    check(w.get("output") == {"message": "Hello, %s!" % won},
+          "the winner's data is the one used", [won, w.get("output")])
+    evs = (c.call("events/poll", {"jobId": s_.get("id")}) or {}).get(
+        "events", [])
+    check([e.get("type") for e in evs].count("started") == 2,
+          "two runs: before suspend and after one resume",
+          [e.get("type") for e in evs])
+    c2.close()
+    # A reply to a mutation means the change is durable: kill -9 at once.
+    run = "durable-%d" % os.getpid()
+    c.send_raw("".join(json.dumps({
+        "jsonrpc": "2.0", "id": "d%d" % i, "method": "jobs/submit",
+        "params": {"tool": "noop", "input": {}, "runId": run,
+                   "delayMs": 600000}}) + "\n" for i in range(30)))
+    acked = [((c.reply_to("d%d" % i, 20) or {}).get("result") or {})
+             .get("id") for i in range(30)]
+    d.proc.kill()
+    d.proc.wait()
+    d.proc = None
+    c.close()
+    d.start()
+    c = d.client()
+    res = c.call("jobs/list", {"runId": run, "limit": 100}) or {}
+    have = {x["id"] for x in res.get("jobs", [])}
+    check(all(a in have for a in acked) and None not in acked,
+          "every acknowledged submit survives kill -9",
+          "%d acked, %d found" % (len(acked), len(have)))
+    cancel_all(c, list(have))
     c.close()
 
 
@@ -1808,7 +1979,8 @@ def main():
                  test_get, test_list, test_wait, test_lifecycle, test_logs,
                  test_events, test_pause, test_restart, test_more_params,
                  test_logs_content, test_mcp, test_subscribe_more,
-                 test_wakeups, test_counts_and_pages,
+                 test_wakeups, test_counts_and_pages, test_daemon,
+                 test_races,
                  test_event_log]
         only = os.environ.get("CONFORMANCE_ONLY")
         for t in tests:
