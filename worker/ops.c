@@ -321,8 +321,8 @@ static int decide(struct worker *w, const char *id, bool approve,
 	tr->reason = op->sown[0];
 	tr->expires_at = 0;
 	op->own[0] = tr->event_data =
-		approve ? json_pack("{s:s?}", "note", text)
-			: json_pack("{s:s?}", "reason", text);
+		approve ? json_pack("{s:s*}", "note", text)
+			: json_pack("{s:s*}", "reason", text);
 	return submit_transition(op);
 }
 
@@ -358,7 +358,7 @@ int worker_cancel(struct worker *w, const char *id, const char *reason,
 	op->own[0] = tr->error = json_pack(
 		"{s:s, s:s}", "message",
 		reason && *reason ? reason : "cancelled", "code", "cancelled");
-	op->own[1] = tr->event_data = json_pack("{s:s?}", "reason", reason);
+	op->own[1] = tr->event_data = json_pack("{s:s*}", "reason", reason);
 	return submit_transition(op);
 }
 

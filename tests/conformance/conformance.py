@@ -1454,6 +1454,11 @@ def test_event_log(d):
         check(e.get("status") in EVENT_STATUS.get(e.get("type"), ()),
               "event %s has status %s" % (e.get("type"), e.get("status")), e)
         byjob.setdefault(e.get("jobId"), []).append(e)
+        if e.get("type") in ("approved", "declined", "cancelled") and \
+                isinstance(e.get("data"), dict):
+            check(None not in e["data"].values(),
+                  "%s event data: absent values are omitted, not null"
+                  % e.get("type"), e)
     check(types >= EVENT_TYPES, "every event type was seen",
           sorted(EVENT_TYPES - types))
     terminal_seen = 0
