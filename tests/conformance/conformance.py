@@ -297,6 +297,8 @@ class Daemon:
         with open(self.token_file, "w") as f:
             f.write(self.token + "\n")
         os.chmod(self.token_file, 0o600)
+        self.tools = os.path.join(tmp, "tools")
+        write_tools(self.tools)
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         self.port = probe.getsockname()[1]
@@ -305,7 +307,7 @@ class Daemon:
     def start(self):
         self.proc = subprocess.Popen(
             [BERTHD, "--db", self.db, "--socket", self.sock, "--tools",
-             EXAMPLES, "--workers", "4", "--quiet",
+             EXAMPLES, "--tools", self.tools, "--workers", "4", "--quiet",
              "--listen", "127.0.0.1:%d" % self.port,
              "--token-file", self.token_file],
             stdout=self.log, stderr=self.log)
@@ -1971,6 +1973,79 @@ def test_races(d):
     c.close()
 
 
+def write_tools(folder):
+    """Tools of the test's own, as an outsider writes them (issue 4's
+    manifest and line protocol)."""
+    os.makedirs(folder, exist_ok=True)
+    tools = {
+        "conf-stderr": ('printf "to stderr 1\\nto stderr 2\\n" >&2\n'
+                        'echo \'{"log":{"level":"warn","message":"hi",'
+                        '"k":1}}\'\n'
+                        'echo \'{"error":{"message":"bad","retryable":false,'
+                        '"data":{"why":42}}}\'\n', {}),
+        "conf-ctx": ('touch "$0.ran"\necho \'{"output":{}}\'\n',
+                     {"requestContextSchema": {
+                         "type": "object", "required": ["user"],
+                         "properties": {"user": {"type": "string"}}}}),
+        "conf-badout": ('echo \'{"output":{"n":"not a number"}}\'\n',
+                        {"outputSchema": {
+                            "type": "object", "required": ["n"],
+                            "properties": {"n": {"type": "integer"}}}}),
+        "conf-silent": ('echo "dying" >&2\nexit 3\n', {}),
+    }
+    for name, (body, extra) in tools.items():
+        script = os.path.join(folder, name + ".sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\ncat >/dev/null\n" + body)
+        os.chmod(script, 0o755)
+        m = {"id": name, "description": "conformance test tool " + name,
+             "inputSchema": {"type": "object"},
+             "background": {"maxRetries": 0},
+             "command": ["./" + name + ".sh"]}
+        m.update(extra)
+        with open(os.path.join(folder, name + ".json"), "w") as f:
+            json.dump(m, f)
+
+
+def test_own_tools(d):
+    section("external tools of our own")
+    c = d.client()
+    j = submit(c, "conf-stderr", {})
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "failed"
+          and w.get("error", {}).get("message") == "bad"
+          and w.get("error", {}).get("data") == {"why": 42},
+          "a tool's error: message and data", w)
+    res = c.call("jobs/logs", {"id": j.get("id")}) or {}
+    msgs = [x.get("message") for x in res.get("lines", [])]
+    check(any("to stderr 1" in (m or "") for m in msgs),
+          "jobs/logs has the captured stderr", res)
+    warn = [x for x in res.get("lines", []) if x.get("message") == "hi"]
+    check(len(warn) == 1 and warn[0].get("level") == "warn"
+          and warn[0].get("data") == {"k": 1},
+          "jobs/logs has the structured line with its data", res)
+    mark = os.path.join(d.tools, "conf-ctx.sh.ran")
+    j = submit(c, "conf-ctx", {}, requestContext={"user": 5})
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "failed" and isinstance(w.get("error"), dict),
+          "requestContext failing its schema fails the job", w)
+    check(not os.path.exists(mark), "... without running the tool")
+    j = submit(c, "conf-ctx", {}, requestContext={"user": "u"})
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "completed", "a valid requestContext runs", w)
+    j = submit(c, "conf-badout", {})
+    w = wait(c, j.get("id"))
+    check(w.get("status") == "failed", "output failing outputSchema fails",
+          w)
+    j = submit(c, "conf-silent", {})
+    w = wait(c, j.get("id"))
+    msg = w.get("error", {}).get("message", "")
+    check(w.get("status") == "failed" and "3" in msg and "dying" in msg,
+          "exit without a final line: an error quoting the exit status and "
+          "stderr", w)
+    c.close()
+
+
 def main():
     if not BERTHD or not os.access(BERTHD, os.X_OK) or not EXAMPLES:
         print("SKIP: set BERTHD and BERTH_EXAMPLES")
@@ -1985,7 +2060,7 @@ def main():
                  test_events, test_pause, test_restart, test_more_params,
                  test_logs_content, test_mcp, test_subscribe_more,
                  test_wakeups, test_counts_and_pages, test_daemon,
-                 test_races,
+                 test_races, test_own_tools,
                  test_event_log]
         only = os.environ.get("CONFORMANCE_ONLY")
         for t in tests:
