@@ -2046,6 +2046,32 @@ def test_own_tools(d):
     c.close()
 
 
+def test_order_and_ttl_restart(d):
+    section("priority order (docs/API.md), ttl across a restart")
+    c = d.client()
+    c.call("tools/pause", {"name": "noop"})
+    prio = {}
+    for p in (1, 10, -5, 0, 3):
+        prio[submit(c, "noop", {"p": p}, priority=p).get("id")] = p
+    seq = head_seq(c)
+    c.call("tools/unpause", {"name": "noop"})
+    for jid in prio:
+        wait(c, jid)
+    evs = (c.call("events/poll", {"since": seq, "limit": 1000}) or {}).get(
+        "events", [])
+    order = [prio[e["jobId"]] for e in evs
+             if e.get("type") == "started" and e.get("jobId") in prio]
+    check(order == [10, 3, 1, 0, -5], "higher priority starts first", order)
+    e = submit(c, "ask-name", {}, ttlMs=2500)
+    wait(c, e.get("id"))
+    c.close()
+    d.restart()
+    c = d.client()
+    w = wait(c, e.get("id"), until=["expired"], timeout_ms=15000)
+    check(w.get("status") == "expired", "ttl expiry survives a restart", w)
+    c.close()
+
+
 def main():
     if not BERTHD or not os.access(BERTHD, os.X_OK) or not EXAMPLES:
         print("SKIP: set BERTHD and BERTH_EXAMPLES")
@@ -2060,7 +2086,7 @@ def main():
                  test_events, test_pause, test_restart, test_more_params,
                  test_logs_content, test_mcp, test_subscribe_more,
                  test_wakeups, test_counts_and_pages, test_daemon,
-                 test_races, test_own_tools,
+                 test_races, test_own_tools, test_order_and_ttl_restart,
                  test_event_log]
         only = os.environ.get("CONFORMANCE_ONLY")
         for t in tests:
