@@ -606,6 +606,10 @@ def test_submit(d):
           and j.get("toolCallId") == "call-1" and j.get("priority") == 5
           and j.get("timeoutMs") == 5000 and j.get("maxRetries") == 2,
           "submit fields echoed", j)
+    check(j.get("approval") == {"required": False, "decision": None}
+          and j.get("attempt") == 1,
+          "a fresh job: approval {required: false, decision: null}, "
+          "attempt 1 (docs/API.md)", j)
     for k in ("output", "error", "finishedAt", "retryOf", "resumeData",
               "suspendPayload", "expiresAt", "startedAt"):
         check(k not in j, "fresh job omits " + k, j)
