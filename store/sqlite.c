@@ -71,7 +71,6 @@ enum stmt_id {
 	S_ROLLBACK,
 	S_JOB_BY_KEY,
 	S_JOB_INSERT,
-	S_EVENT_INSERT,
 	S_JOB_GET,
 	S_TRANSITION,
 	S_CLAIM_SCAN,
@@ -123,8 +122,6 @@ static const char *const sql_text[S_NSTMT] = {
 			 " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
 			 " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
 			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
-	[S_EVENT_INSERT] = "INSERT INTO events (job_id, tool, type, status, at,"
-			   " data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
 	/* ?1 id, ?2 from mask, ?3 to, ?4 now, ?5 set, ?6 run_at,
 	 * ?7 attempt, ?8 output, ?9 model_output, ?10 error, ?11 suspend
@@ -225,9 +222,25 @@ static const char *const sql_text[S_NSTMT] = {
 			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
 };
 
+/* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
+enum { EV_SIZES = 6, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
+
+/* An event appended to the batch but not yet inserted: its index in the
+ * batch's events and its data's text (borrowed from the request). */
+struct pending_event {
+	size_t ev;
+	const char *text;
+};
+
 struct conn {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[S_NSTMT];
+	/* The writer's connection only: the events of the transaction not
+	 * yet inserted (see flush_events), and their batch. */
+	sqlite3_stmt *ev_stmt[EV_SIZES];
+	struct pending_event *pend;
+	size_t npend, cap_pend;
+	struct store__batch *batch;
 };
 
 struct sq {
@@ -396,26 +409,98 @@ static int job_by_id(struct conn *c, const char *id, struct store_job **out)
 
 /* ---- the writer's operations ------------------------------------------ */
 
-/* add_event appends an event row and records it in the batch. */
+/* ev_stmt returns the insert of 1 << k event rows, preparing it on first
+ * use, or NULL. The text is built from constants only. */
+static sqlite3_stmt *ev_stmt(struct conn *c, int k)
+{
+	if (c->ev_stmt[k] != NULL)
+		return c->ev_stmt[k];
+	static const char head[] = "INSERT INTO events (job_id, tool, type,"
+				   " status, at, data) VALUES ";
+	static const char row[] = "(?, ?, ?, ?, ?, ?),";
+	char sql[sizeof(head) + EV_ROWS_MAX * sizeof(row)];
+	size_t n = sizeof(head) - 1;
+	memcpy(sql, head, n);
+	for (int i = 0; i < 1 << k; i++) {
+		memcpy(sql + n, row, sizeof(row) - 1);
+		n += sizeof(row) - 1;
+	}
+	sql[n - 1] = '\0'; /* the last comma */
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &c->ev_stmt[k], NULL) != SQLITE_OK)
+		return NULL;
+	return c->ev_stmt[k];
+}
+
+/*
+ * flush_events inserts the pending events of the transaction, in the
+ * order they were appended, as few multi-row INSERTs, and gives each its
+ * seq. One statement of n rows costs far less than n statements: each
+ * statement also reads and rewrites the AUTOINCREMENT counter and opens
+ * and closes a statement journal. The rows of one INSERT take consecutive
+ * seqs (the writer holds the database's write lock), so the last rowid
+ * names them all; AUTOINCREMENT still never reuses a seq. It runs before
+ * anything that could read or delete events (every request but creations,
+ * transitions and claims) and before the commit. Returns 0 or a storage
+ * error, which fails the whole transaction.
+ */
+static int flush_events(struct conn *c)
+{
+	size_t i = 0;
+	while (i < c->npend) {
+		size_t left = c->npend - i;
+		int k = EV_SIZES - 1;
+		while ((size_t)1 << k > left)
+			k--;
+		sqlite3_stmt *s = ev_stmt(c, k);
+		if (s == NULL)
+			return prepare_error(c);
+		size_t rows = (size_t)1 << k;
+		for (size_t r = 0; r < rows; r++) {
+			const struct store_event *ev = &c->batch->events[c->pend[i + r].ev];
+			int p = (int)r * 6;
+			sqlite3_bind_text(s, p + 1, ev->job_id, -1, SQLITE_STATIC);
+			sqlite3_bind_text(s, p + 2, ev->tool, -1, SQLITE_STATIC);
+			sqlite3_bind_int(s, p + 3, ev->type);
+			sqlite3_bind_int(s, p + 4, ev->status);
+			sqlite3_bind_int64(s, p + 5, ev->at);
+			bind_str(s, p + 6, c->pend[i + r].text);
+		}
+		int rc = sqlite3_step(s);
+		rewind_stmt(s);
+		if (rc != SQLITE_DONE)
+			return err(rc);
+		int64_t seq = sqlite3_last_insert_rowid(c->db) - (int64_t)rows;
+		for (size_t r = 0; r < rows; r++)
+			c->batch->events[c->pend[i + r].ev].seq = ++seq;
+		i += rows;
+	}
+	c->npend = 0;
+	return 0;
+}
+
+/* add_event appends an event to the batch; its row is inserted by
+ * flush_events, before the commit. */
 static int add_event(struct conn *c, struct store__batch *b, const char *job_id,
 		     const char *tool, int type, int status, int64_t at,
 		     const char *text, json_t *data)
 {
-	sqlite3_stmt *s = get(c, S_EVENT_INSERT);
-	if (s == NULL)
-		return prepare_error(c);
-	bind_str(s, 1, job_id);
-	bind_str(s, 2, tool);
-	sqlite3_bind_int(s, 3, type);
-	sqlite3_bind_int(s, 4, status);
-	sqlite3_bind_int64(s, 5, at);
-	bind_str(s, 6, text);
-	int rc = sqlite3_step(s);
-	rewind_stmt(s);
-	if (rc != SQLITE_DONE)
-		return err(rc);
-	return store__batch_event(b, sqlite3_last_insert_rowid(c->db), job_id,
-				  tool, type, status, at, data);
+	if (c->npend == c->cap_pend) {
+		size_t cap = c->cap_pend ? c->cap_pend * 2 : 256;
+		void *v = realloc(c->pend, cap * sizeof(*c->pend));
+		if (v == NULL)
+			return -ENOMEM;
+		c->pend = v;
+		c->cap_pend = cap;
+	}
+	int rc = store__batch_event(b, 0, job_id, tool, type, status, at, data);
+	if (rc != 0)
+		return rc;
+	c->batch = b;
+	c->pend[c->npend++] = (struct pending_event){b->nevents - 1, text};
+	if (c->npend == 4 * EV_ROWS_MAX)
+		return flush_events(c);
+	return 0;
 }
 
 /* conflict settles a request whose compare-and-set matched no row: the
@@ -867,6 +952,14 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	struct conn *c = &((struct sq *)be)->w;
 	struct store_req *req = w->req;
 
+	/* Creations, transitions and claims only append events; anything
+	 * else may read or delete them, so the pending ones go in first. */
+	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_TRANSITION &&
+	    req->op != STORE_OP_CLAIM && c->npend > 0) {
+		int rc = flush_events(c);
+		if (rc != 0)
+			return rc;
+	}
 	switch (req->op) {
 	case STORE_OP_CREATE:
 		return do_create(c, w, b);
@@ -904,17 +997,21 @@ static int tx(struct sq *q, enum stmt_id id)
 
 static int sq_begin(void *be)
 {
+	((struct sq *)be)->w.npend = 0;
 	return tx(be, S_BEGIN);
 }
 
 static int sq_commit(void *be)
 {
-	return tx(be, S_COMMIT);
+	struct sq *q = be;
+	int rc = flush_events(&q->w);
+	return rc != 0 ? rc : tx(q, S_COMMIT);
 }
 
 static void sq_rollback(void *be)
 {
 	struct sq *q = be;
+	q->w.npend = 0;
 	/* SQLite may have rolled back already (after SQLITE_FULL, IOERR,
 	 * NOMEM); a ROLLBACK outside a transaction would be an error. */
 	if (!sqlite3_get_autocommit(q->w.db))
@@ -1171,6 +1268,9 @@ static void conn_close(struct conn *c)
 {
 	for (int i = 0; i < S_NSTMT; i++)
 		sqlite3_finalize(c->stmt[i]);
+	for (int i = 0; i < EV_SIZES; i++)
+		sqlite3_finalize(c->ev_stmt[i]);
+	free(c->pend);
 	sqlite3_close(c->db);
 	c->db = NULL;
 }
