@@ -447,3 +447,173 @@ void store_log_line_finish(struct store_log_line *l)
 	l->message = NULL;
 	l->data = NULL;
 }
+
+/* ---- JSON text ---------------------------------------------------------- */
+
+/* A growing buffer for store__json_text. slow is set when the value needs
+ * jansson's own dumper (see store__json_text). */
+struct text_buf {
+	char *p;
+	size_t n, cap;
+	bool failed;
+	bool slow;
+};
+
+static void tb_put(struct text_buf *b, const char *s, size_t n)
+{
+	if (b->failed)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		while (cap < b->n + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+/* tb_string writes s (n bytes) as a JSON string, escaped as jansson
+ * escapes it without JSON_ENSURE_ASCII or JSON_ESCAPE_SLASH. Bytes beyond
+ * ASCII send the value to jansson, which also checks the UTF-8. */
+static void tb_string(struct text_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t run = 0;
+	tb_put(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x80) {
+			b->slow = true;
+			return;
+		}
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		tb_put(b, s + run, i - run);
+		run = i + 1;
+		char e[6] = {'\\', (char)c, 0, 0, 0, 0};
+		size_t len = 2;
+		switch (c) {
+		case '"': case '\\': break;
+		case '\b': e[1] = 'b'; break;
+		case '\f': e[1] = 'f'; break;
+		case '\n': e[1] = 'n'; break;
+		case '\r': e[1] = 'r'; break;
+		case '\t': e[1] = 't'; break;
+		default:
+			memcpy(e + 1, "u00", 3);
+			e[4] = hex[c >> 4];
+			e[5] = hex[c & 15];
+			len = 6;
+		}
+		tb_put(b, e, len);
+	}
+	tb_put(b, s + run, n - run);
+	tb_put(b, "\"", 1);
+}
+
+static void tb_value(struct text_buf *b, json_t *v, int depth)
+{
+	char num[24];
+	if (b->failed || b->slow)
+		return;
+	if (depth > 64) {
+		/* Deep (or circular) values are rare: jansson deals with
+		 * them, and refuses a cycle. */
+		b->slow = true;
+		return;
+	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		bool first = true;
+		tb_put(b, "{", 1);
+		/* In insertion order, as json_dumps without JSON_SORT_KEYS. */
+		for (void *it = json_object_iter(v); it != NULL;
+		     it = json_object_iter_next(v, it)) {
+			const char *key = json_object_iter_key(it);
+#if JANSSON_VERSION_HEX >= 0x020e00
+			size_t klen = json_object_iter_key_len(it);
+#else
+			size_t klen = strlen(key);
+#endif
+			if (!first)
+				tb_put(b, ",", 1);
+			first = false;
+			tb_string(b, key, klen);
+			tb_put(b, ":", 1);
+			tb_value(b, json_object_iter_value(it), depth + 1);
+		}
+		tb_put(b, "}", 1);
+		return;
+	}
+	case JSON_ARRAY:
+		tb_put(b, "[", 1);
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			if (i > 0)
+				tb_put(b, ",", 1);
+			tb_value(b, json_array_get(v, i), depth + 1);
+		}
+		tb_put(b, "]", 1);
+		return;
+	case JSON_STRING:
+		tb_string(b, json_string_value(v), json_string_length(v));
+		return;
+	case JSON_INTEGER: {
+		json_int_t x = json_integer_value(v);
+		unsigned long long u = x < 0 ? 0ull - (unsigned long long)x
+					     : (unsigned long long)x;
+		char *p = num + sizeof(num);
+		do {
+			*--p = (char)('0' + u % 10);
+			u /= 10;
+		} while (u != 0);
+		if (x < 0)
+			*--p = '-';
+		tb_put(b, p, (size_t)(num + sizeof(num) - p));
+		return;
+	}
+	case JSON_TRUE:
+		tb_put(b, "true", 4);
+		return;
+	case JSON_FALSE:
+		tb_put(b, "false", 5);
+		return;
+	case JSON_NULL:
+		tb_put(b, "null", 4);
+		return;
+	default:
+		/* Reals: jansson's own formatting (and refusal of NaN). */
+		b->slow = true;
+		return;
+	}
+}
+
+/*
+ * store__json_text returns v serialized as json_dumps(v, JSON_COMPACT |
+ * JSON_ENCODE_ANY) would, malloc'd, or NULL (out of memory, or a value
+ * jansson refuses). Most payloads are objects of ASCII strings and
+ * integers; this writes those several times faster than jansson, whose
+ * dumper formats every integer with snprintf and every token through a
+ * callback. Anything else (reals, non-ASCII strings, deep values) is left
+ * to json_dumps, so the text is always what jansson would have written.
+ */
+char *store__json_text(json_t *v)
+{
+	struct text_buf b = {0};
+	tb_value(&b, v, 0);
+	if (!b.failed && !b.slow) {
+		tb_put(&b, "", 0);
+		if (!b.failed) {
+			b.p[b.n] = '\0';
+			return b.p;
+		}
+	}
+	free(b.p);
+	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}

@@ -331,19 +331,37 @@ static char *col_str(sqlite3_stmt *s, int i, bool *oom)
 	return d;
 }
 
-static json_t *col_json(sqlite3_stmt *s, int i)
+/* col_json_w returns the JSON value of column i, or NULL. With w (the
+ * writer's results) the text is left for the loop thread to parse
+ * (store__wreq_raw) and NULL is returned; *oom is set when that fails. */
+static json_t *col_json_w(sqlite3_stmt *s, int i, struct store__wreq *w,
+			  json_t **field, bool *oom)
 {
 	const char *t = (const char *)sqlite3_column_text(s, i);
 	if (t == NULL)
 		return NULL;
-	return json_loadb(t, (size_t)sqlite3_column_bytes(s, i),
-			  JSON_DECODE_ANY, NULL);
+	size_t len = (size_t)sqlite3_column_bytes(s, i);
+	if (w != NULL) {
+		if (store__wreq_raw(w, field, t, len) != 0)
+			*oom = true;
+		return NULL;
+	}
+	return json_loadb(t, len, JSON_DECODE_ANY, NULL);
 }
 
-/* row_job returns a new job from the JOB_COLS of the current row of s, or
- * NULL when out of memory. */
-static struct store_job *row_job(sqlite3_stmt *s)
+static json_t *col_json(sqlite3_stmt *s, int i)
 {
+	bool oom = false;
+	return col_json_w(s, i, NULL, NULL, &oom);
+}
+
+/* row_job_w returns a new job from the JOB_COLS of the current row of s,
+ * or NULL when out of memory. With w, the job is one of w's results and
+ * its JSON values are parsed later, on the loop thread (store__wreq_raw);
+ * on failure the texts already recorded for it are dropped. */
+static struct store_job *row_job_w(sqlite3_stmt *s, struct store__wreq *w)
+{
+	size_t nraw = w != NULL ? w->nraw : 0;
 	struct store_job *j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return NULL;
@@ -352,9 +370,9 @@ static struct store_job *row_job(sqlite3_stmt *s)
 	snprintf(j->id, sizeof(j->id), "%s", id ? (const char *)id : "");
 	j->tool = col_str(s, C_TOOL, &oom);
 	j->status = sqlite3_column_int(s, C_STATUS);
-	j->input = col_json(s, C_INPUT);
-	j->request_context = col_json(s, C_REQUEST_CONTEXT);
-	j->metadata = col_json(s, C_METADATA);
+	j->input = col_json_w(s, C_INPUT, w, &j->input, &oom);
+	j->request_context = col_json_w(s, C_REQUEST_CONTEXT, w, &j->request_context, &oom);
+	j->metadata = col_json_w(s, C_METADATA, w, &j->metadata, &oom);
 	j->run_id = col_str(s, C_RUN_ID, &oom);
 	j->tool_call_id = col_str(s, C_TOOL_CALL_ID, &oom);
 	j->idempotency_key = col_str(s, C_IDEMPOTENCY_KEY, &oom);
@@ -365,27 +383,36 @@ static struct store_job *row_job(sqlite3_stmt *s)
 	j->timeout_ms = sqlite3_column_int64(s, C_TIMEOUT_MS);
 	j->expires_at = sqlite3_column_int64(s, C_EXPIRES_AT);
 	j->ttl_ms = sqlite3_column_int64(s, C_TTL_MS);
-	j->output = col_json(s, C_OUTPUT);
-	j->model_output = col_json(s, C_MODEL_OUTPUT);
-	j->error = col_json(s, C_ERROR);
-	j->suspend_payload = col_json(s, C_SUSPEND);
-	j->resume_data = col_json(s, C_RESUME);
-	j->checkpoint = col_json(s, C_CHECKPOINT);
+	j->output = col_json_w(s, C_OUTPUT, w, &j->output, &oom);
+	j->model_output = col_json_w(s, C_MODEL_OUTPUT, w, &j->model_output, &oom);
+	j->error = col_json_w(s, C_ERROR, w, &j->error, &oom);
+	j->suspend_payload = col_json_w(s, C_SUSPEND, w, &j->suspend_payload, &oom);
+	j->resume_data = col_json_w(s, C_RESUME, w, &j->resume_data, &oom);
+	j->checkpoint = col_json_w(s, C_CHECKPOINT, w, &j->checkpoint, &oom);
 	j->approval_required = sqlite3_column_int(s, C_APPROVAL_REQUIRED) != 0;
 	j->decision = sqlite3_column_int(s, C_DECISION);
 	j->reason = col_str(s, C_REASON, &oom);
 	j->decided_at = sqlite3_column_int64(s, C_DECIDED_AT);
-	j->progress = col_json(s, C_PROGRESS);
+	j->progress = col_json_w(s, C_PROGRESS, w, &j->progress, &oom);
 	j->retry_of = col_str(s, C_RETRY_OF, &oom);
 	j->created_at = sqlite3_column_int64(s, C_CREATED_AT);
 	j->updated_at = sqlite3_column_int64(s, C_UPDATED_AT);
 	j->started_at = sqlite3_column_int64(s, C_STARTED_AT);
 	j->finished_at = sqlite3_column_int64(s, C_FINISHED_AT);
 	if (oom || j->tool == NULL) {
+		if (w != NULL) {
+			while (w->nraw > nraw)
+				free(w->raw[--w->nraw].text);
+		}
 		store_job_free(j);
 		return NULL;
 	}
 	return j;
+}
+
+static struct store_job *row_job(sqlite3_stmt *s)
+{
+	return row_job_w(s, NULL);
 }
 
 /* job_by_id reads the job id on c into *out (NULL when there is none).
@@ -650,7 +677,7 @@ static int do_transition(struct conn *c, struct store__wreq *w,
 		done(s);
 		return err(rc);
 	}
-	struct store_job *j = row_job(s);
+	struct store_job *j = row_job_w(s, w);
 	done(s);
 	if (j == NULL)
 		return -ENOMEM;
@@ -662,13 +689,14 @@ static int do_transition(struct conn *c, struct store__wreq *w,
 
 /* take_row moves the job of the first row of s, an UPDATE ... RETURNING of
  * one job, into *out (NULL when no row matched) and appends its event. */
-static int take_row(struct conn *c, sqlite3_stmt *s, struct store__batch *b,
-		    int type, int64_t now, struct store_job **out)
+static int take_row(struct conn *c, sqlite3_stmt *s, struct store__wreq *w,
+		    struct store__batch *b, int type, int64_t now,
+		    struct store_job **out)
 {
 	int rc = sqlite3_step(s);
 	*out = NULL;
 	if (rc == SQLITE_ROW) {
-		*out = row_job(s);
+		*out = row_job_w(s, w);
 		done(s);
 		if (*out == NULL)
 			return -ENOMEM;
@@ -721,7 +749,7 @@ static int change_each(struct conn *c, struct store__wreq *w,
 		bind_str(s, 1, ids->v[i]);
 		sqlite3_bind_int64(s, 2, now);
 		struct store_job *j;
-		int rc = take_row(c, s, b, type, now, &j);
+		int rc = take_row(c, s, w, b, type, now, &j);
 		if (rc != 0)
 			return rc;
 		if (j != NULL)

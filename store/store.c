@@ -110,6 +110,45 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 	return 0;
 }
 
+int store__wreq_raw(struct store__wreq *w, json_t **field, const char *text,
+		    size_t len)
+{
+	if (w->nraw == w->cap_raw) {
+		size_t cap = w->cap_raw ? w->cap_raw * 2 : 4;
+		void *v = realloc(w->raw, cap * sizeof(*w->raw));
+		if (v == NULL)
+			return -ENOMEM;
+		w->raw = v;
+		w->cap_raw = cap;
+	}
+	char *t = malloc(len + 1);
+	if (t == NULL)
+		return -ENOMEM;
+	memcpy(t, text, len);
+	t[len] = '\0';
+	w->raw[w->nraw++] = (struct store__raw){field, t};
+	return 0;
+}
+
+/* drop_raw forgets the values still to parse (their jobs are gone or
+ * parsed). */
+static void drop_raw(struct store__wreq *w)
+{
+	for (size_t i = 0; i < w->nraw; i++)
+		free(w->raw[i].text);
+	w->nraw = 0;
+}
+
+/* parse_raw parses the JSON texts the writer left in w's result jobs. A
+ * text that does not parse (it was stored by this store, so only when out
+ * of memory) leaves the value absent, as a read of the row would. */
+static void parse_raw(struct store__wreq *w)
+{
+	for (size_t i = 0; i < w->nraw; i++)
+		*w->raw[i].field = json_loads(w->raw[i].text, JSON_DECODE_ANY, NULL);
+	drop_raw(w);
+}
+
 static void batch_drop_events(struct store__batch *b)
 {
 	b->nevents = 0;
@@ -117,8 +156,9 @@ static void batch_drop_events(struct store__batch *b)
 
 static void wreq_free(struct store__wreq *w)
 {
-	if (w->text[STORE__T_EVENT] == w->text[STORE__T_INPUT])
-		w->text[STORE__T_EVENT] = NULL; /* shared with the input */
+	if (w->text[STORE__T_EVENT] == w->text[STORE__T_INPUT] ||
+	    w->text[STORE__T_EVENT] == w->text[STORE__T_OUTPUT])
+		w->text[STORE__T_EVENT] = NULL; /* shared (see prepare) */
 	for (int i = 0; i < STORE__T_COUNT; i++)
 		free(w->text[i]);
 	if (w->line_data != NULL) {
@@ -127,6 +167,8 @@ static void wreq_free(struct store__wreq *w)
 		free(w->line_data);
 	}
 	store_job_free(w->job);
+	drop_raw(w);
+	free(w->raw);
 	free(w);
 }
 
@@ -149,6 +191,7 @@ static void run_batch(struct store *st, struct store__batch *b)
 		st->ops->rollback(st->be);
 		batch_drop_events(b);
 		for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
+			drop_raw(w);
 			store_req_finish(w->req);
 			w->req->existed = false;
 			w->req->count = 0;
@@ -346,6 +389,7 @@ static void deliver(struct store *st)
 				struct store__wreq *next = w->next;
 				struct store_req *req = w->req;
 				int rc = w->rc;
+				parse_raw(w);
 				if (req->op == STORE_OP_CREATE && rc == 0 &&
 				    !req->existed) {
 					req->job = w->job;
@@ -633,7 +677,7 @@ static bool dump(json_t *v, char **out)
 	*out = NULL;
 	if (v == NULL)
 		return true;
-	*out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	*out = store__json_text(v);
 	return *out != NULL;
 }
 
@@ -756,7 +800,11 @@ static int prepare(struct store__wreq *w)
 			ok = dump(tr->checkpoint, &t[STORE__T_CHECKPOINT]);
 		if (ok && (tr->set & STORE_SET_PROGRESS))
 			ok = dump(tr->progress, &t[STORE__T_PROGRESS]);
-		if (ok)
+		/* A completion's event often carries its output itself. */
+		if (ok && (tr->set & STORE_SET_OUTPUT) &&
+		    tr->event_data == tr->output && tr->output != NULL)
+			t[STORE__T_EVENT] = t[STORE__T_OUTPUT]; /* shared */
+		else if (ok)
 			ok = dump(tr->event_data, &t[STORE__T_EVENT]);
 		return ok ? 0 : -ENOMEM;
 	}

@@ -29,6 +29,15 @@ enum store__text {
 	STORE__T_COUNT
 };
 
+/* A JSON value of a result job that the writer read as text: deliver
+ * parses it into *field on the loop thread before done runs, so that the
+ * writer, the store's one serial stage, does not spend its time in the
+ * JSON parser. */
+struct store__raw {
+	json_t **field; /* in a job of the request's results (job, jobs) */
+	char *text;     /* malloc'd, NUL-terminated */
+};
+
 /*
  * struct store__wreq is a request as the writer holds it. The loop thread
  * fills it in store_submit; the writer thread owns it from the queue until
@@ -47,7 +56,15 @@ struct store__wreq {
 	int64_t expires_at;
 	struct store_job *job; /* the new job, as done will see it */
 	int64_t arg;           /* EXPIRE: now; STORE__OP_MAX_PAGES: pages */
+	struct store__raw *raw; /* values of the results still to parse */
+	size_t nraw, cap_raw;
 };
+
+/* store__wreq_raw records that *field, in a result job of w, is the JSON
+ * text (len bytes) to parse on the loop thread; *field stays NULL until
+ * then. Returns 0 or -ENOMEM. Writer thread. */
+int store__wreq_raw(struct store__wreq *w, json_t **field, const char *text,
+		    size_t len);
 
 /* A request only the store's tests make: caps the database's size in
  * pages (PRAGMA max_page_count), the way a full disk would. */
@@ -145,6 +162,12 @@ static inline bool store__is_pg_url(const char *s)
 	return s != NULL && (strncmp(s, "postgres://", 11) == 0 ||
 			     strncmp(s, "postgresql://", 13) == 0);
 }
+
+/* store__json_text returns a malloc'd text of v, exactly what
+ * json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) returns, only faster for
+ * the common payloads; NULL when out of memory or v cannot be serialized
+ * (a NaN). */
+char *store__json_text(json_t *v);
 
 /* store__job_copy returns a deep copy of src (strings duplicated, json_t
  * values shared with a new reference), or NULL when out of memory. */
