@@ -74,29 +74,40 @@ static void unlist(struct worker__run *r)
 }
 
 /* run_maybe_end releases the slot and the list entry once they are no
- * longer needed. */
+ * longer needed. The slot (the pool's, and the tool's concurrency count)
+ * is released as soon as the run is decided and its executor is gone:
+ * execute has returned or the process has exited. It is not held for the
+ * final commit: the tool sees no overlap (its next execute starts after
+ * this one ended), and the store still shows the job running until the
+ * commit, which can only make a cluster-wide count on a shared database
+ * (pg.c) count one job too many for a moment, never too few. The final
+ * transition was queued before the kick's claim, and the writer commits
+ * in order. A C tool that ignores its abort flag gives up its slot once
+ * its job is decided (the file's comment). */
 static void run_maybe_end(struct worker__run *r)
 {
 	struct worker *w = r->w;
 	bool running = r->exec_started && !r->exec_done;
+	bool done = r->state == WORKER__RUN_DONE;
 	bool kick = false;
 
-	if (!w || r->state != WORKER__RUN_DONE)
+	if (!w || r->state == WORKER__RUN_ACTIVE)
 		return;
-	if (r->slot_held && (!running || r->c)) {
+	if (r->slot_held && (!running || (done && r->c))) {
 		r->slot_held = false;
 		w->busy--;
 		if (r->tool)
 			r->tool->running--;
 		kick = true;
 	}
-	if (!running)
+	if (done && !running)
 		unlist(r);
-	else if (r->proc)
+	else if (done && r->proc)
 		worker__run_abort(r, WORKER__ABORT_FINISHED);
 	if (kick)
 		worker__sched_kick(w);
-	worker__check_shutdown(w);
+	if (done)
+		worker__check_shutdown(w);
 }
 
 static void timer_closed(uv_handle_t *h)
@@ -297,7 +308,9 @@ static void run_finish(struct worker__run *r, struct worker__op *op)
 		r->final = NULL;
 		run_set_done(r);
 		worker__op_free(op);
+		return;
 	}
+	run_maybe_end(r);
 }
 
 /* run_oom gives up on a run whose result cannot even be recorded; the

@@ -99,9 +99,12 @@ static void claim_done(struct worker__op *op, int rc)
 	int limit = op->req.u.claim.limit;
 	size_t n = rc == 0 ? op->req.njobs : 0;
 
-	w->claim_inflight = false;
 	if (rc == 0)
 		w->next_run_at = op->req.next_run_at;
+	/* The claim stays in flight while its jobs start: a run that ends
+	 * at once (an unknown tool, a failed start) frees its slot and
+	 * kicks, and a claim sized then would not count the jobs of this
+	 * batch not yet started; the kick sets claim_again instead. */
 	for (size_t i = 0; i < n; i++) {
 		struct store_job *j = op->req.jobs[i];
 
@@ -113,6 +116,7 @@ static void claim_done(struct worker__op *op, int rc)
 		else
 			worker__run_start(w, j);
 	}
+	w->claim_inflight = false;
 	worker__op_free(op);
 	if (w->stopping) {
 		worker__check_shutdown(w);
