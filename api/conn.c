@@ -37,7 +37,7 @@ struct api_call {
 /* A write that uv_try_write could not finish at once. */
 struct write_req {
 	uv_write_t req;
-	char *text; /* json_dumps'd message */
+	char *text; /* a connection's gathered messages (its out buffer) */
 };
 
 
@@ -53,6 +53,7 @@ static void conn_unref(struct api_conn *c)
 {
 	if (--c->refs == 0) {
 		api_frame_finish(&c->frame);
+		free(c->out);
 		free(c);
 	}
 }
@@ -68,7 +69,7 @@ size_t api_conn_pending_bytes(const struct api_conn *c)
 		return 0;
 	if (c->transport == API_TRANSPORT_LOCAL)
 		return c->sink_pending ? c->sink_pending(c->sink_arg) : 0;
-	return uv_stream_get_write_queue_size(&c->h.stream);
+	return uv_stream_get_write_queue_size(&c->h.stream) + c->out_len;
 }
 
 static void on_close(uv_handle_t *h)
@@ -135,33 +136,33 @@ static void on_write(uv_write_t *req, int status)
 	conn_maybe_finish(c);
 }
 
-int api_conn_send(struct api_conn *c, const json_t *msg)
+/* conn_flush writes what c gathered with one write. Most of it is written
+ * at once, without a copy or a request; what the socket does not take is
+ * queued with the buffer itself, and a new one is gathered. Returns 0, or
+ * a negative error after which c is closing. */
+static int conn_flush(struct api_conn *c)
 {
 	struct write_req *wr;
-	uv_buf_t bufs[2];
-	size_t len, off = 0;
-	char *text;
+	uv_buf_t buf;
+	size_t len = c->out_len, off = 0;
 	int n, rc;
 
-	if (!api_conn_live(c))
-		return -EPIPE;
-	if (c->transport == API_TRANSPORT_LOCAL)
-		return c->sink(c->sink_arg, msg);
-	text = json_dumps(msg, JSON_COMPACT);
-	if (!text)
-		return -ENOMEM;
-	len = strlen(text);
-	/* Most replies are written at once, without a copy or a request. */
+	if (!len)
+		return 0;
 	if (uv_stream_get_write_queue_size(&c->h.stream) == 0) {
-		bufs[0] = uv_buf_init(text, (unsigned)len);
-		bufs[1] = uv_buf_init(newline, 1);
-		n = uv_try_write(&c->h.stream, bufs, 2);
-		if (n == (int)len + 1) {
-			free(text);
+		buf = uv_buf_init(c->out, (unsigned)len);
+		n = uv_try_write(&c->h.stream, &buf, 1);
+		if (n == (int)len) {
+			c->out_len = 0;
+			if (c->out_cap > API_OUT_FLUSH) {
+				/* A burst's buffer is not kept. */
+				free(c->out);
+				c->out = NULL;
+				c->out_cap = 0;
+			}
 			return 0;
 		}
 		if (n < 0 && n != UV_EAGAIN) {
-			free(text);
 			api_conn_close(c);
 			return n;
 		}
@@ -170,36 +171,169 @@ int api_conn_send(struct api_conn *c, const json_t *msg)
 	}
 	wr = malloc(sizeof *wr);
 	if (!wr) {
-		free(text);
 		api_conn_close(c);
 		return -ENOMEM;
 	}
-	wr->text = text;
-	if (off < len) {
-		bufs[0] = uv_buf_init(text + off, (unsigned)(len - off));
-		bufs[1] = uv_buf_init(newline, 1);
-		n = 2;
-	} else {
-		bufs[0] = uv_buf_init(newline, 1);
-		n = 1;
-	}
+	wr->text = c->out;
+	c->out = NULL;
+	c->out_len = c->out_cap = 0;
+	buf = uv_buf_init(wr->text + off, (unsigned)(len - off));
 	wr->req.data = NULL;
-	rc = uv_write(&wr->req, &c->h.stream, bufs, (unsigned)n, on_write);
+	rc = uv_write(&wr->req, &c->h.stream, &buf, 1, on_write);
 	if (rc < 0) {
-		free(text);
+		free(wr->text);
 		free(wr);
 		api_conn_close(c);
 		return rc;
 	}
-	if (uv_stream_get_write_queue_size(&c->h.stream) > c->api->cfg.max_outbuf) {
-		/* The client does not read what it asked for. It is cut
-		 * off here, so that it costs at most max_outbuf and nobody
-		 * else waits for it. */
-		conn_log(c, "closed: it does not read its replies");
-		api_conn_close(c);
-		return -ENOBUFS;
-	}
 	return 0;
+}
+
+/* conn_over_cap closes c when what it has not read exceeds max_outbuf. */
+static int conn_over_cap(struct api_conn *c)
+{
+	if (api_conn_pending_bytes(c) <= c->api->cfg.max_outbuf)
+		return 0;
+	/* The client does not read what it asked for. It is cut off here,
+	 * so that it costs at most max_outbuf and nobody else waits for
+	 * it. */
+	conn_log(c, "closed: it does not read its replies");
+	api_conn_close(c);
+	return -ENOBUFS;
+}
+
+static void on_flush(uv_prepare_t *h)
+{
+	api_conn_flush_all(h->data);
+}
+
+void api_conn_flush_all(struct api *a)
+{
+	/* Resuming a replay below can gather more; it is written in this
+	 * same call, since the loop computes its poll timeout after the
+	 * prepare handles ran and would block with it unwritten. */
+	while (a->dirty) {
+		struct api_conn *c = a->dirty, *next;
+
+		a->dirty = NULL;
+		for (; c; c = next) {
+			next = c->dirty_next;
+			c->dirty_next = NULL;
+			c->dirty = false;
+			if (api_conn_live(c) && conn_flush(c) == 0 &&
+			    conn_over_cap(c) == 0) {
+				if (c->replay_blocked &&
+				    api_conn_pending_bytes(c) <
+					    API_REPLAY_HIGH_WATER)
+					api_sub_resume(c);
+				conn_maybe_finish(c);
+			}
+			conn_unref(c);
+		}
+	}
+	if (!uv_is_closing((uv_handle_t *)&a->flush))
+		uv_prepare_stop(&a->flush);
+}
+
+/* out_reserve makes room for extra more bytes in c's buffer. */
+static int out_reserve(struct api_conn *c, size_t extra)
+{
+	size_t cap = c->out_cap ? c->out_cap : 4096;
+	char *p;
+
+	if (c->out_len + extra <= c->out_cap)
+		return 0;
+	while (cap < c->out_len + extra)
+		cap *= 2;
+	p = realloc(c->out, cap);
+	if (!p)
+		return -ENOMEM;
+	c->out = p;
+	c->out_cap = cap;
+	return 0;
+}
+
+static int out_dump(const char *buf, size_t size, void *data)
+{
+	struct api_conn *c = data;
+
+	if (out_reserve(c, size))
+		return -1;
+	memcpy(c->out + c->out_len, buf, size);
+	c->out_len += size;
+	return 0;
+}
+
+/* conn_queued finishes a message appended to c's buffer: it ends the line,
+ * marks c for the flush before the loop blocks, writes at once past
+ * API_OUT_FLUSH, and applies max_outbuf. */
+static int conn_queued(struct api_conn *c)
+{
+	struct api *a = c->api;
+	int rc;
+
+	if (out_dump(newline, 1, c)) {
+		api_conn_close(c);
+		return -ENOMEM;
+	}
+	if (!c->dirty) {
+		c->dirty = true;
+		c->refs++;
+		c->dirty_next = a->dirty;
+		a->dirty = c;
+		if (!uv_is_closing((uv_handle_t *)&a->flush))
+			uv_prepare_start(&a->flush, on_flush);
+	}
+	if (c->out_len >= API_OUT_FLUSH && (rc = conn_flush(c)))
+		return rc;
+	return conn_over_cap(c);
+}
+
+int api_conn_send_text(struct api_conn *c, const char *head, size_t hlen,
+		       const char *tail, size_t tlen)
+{
+	json_t *msg;
+	char *text;
+	int rc;
+
+	if (!api_conn_live(c))
+		return -EPIPE;
+	if (c->transport == API_TRANSPORT_LOCAL) {
+		/* The sink takes a tree; local clients are few. */
+		text = malloc(hlen + tlen);
+		msg = text ? (memcpy(text, head, hlen),
+			      memcpy(text + hlen, tail, tlen),
+			      json_loadb(text, hlen + tlen, 0, NULL))
+			   : NULL;
+		free(text);
+		if (!msg)
+			return -ENOMEM;
+		rc = c->sink(c->sink_arg, msg);
+		json_decref(msg);
+		return rc;
+	}
+	if (out_dump(head, hlen, c) || out_dump(tail, tlen, c)) {
+		api_conn_close(c);
+		return -ENOMEM;
+	}
+	return conn_queued(c);
+}
+
+int api_conn_send(struct api_conn *c, const json_t *msg)
+{
+	size_t mark;
+
+	if (!api_conn_live(c))
+		return -EPIPE;
+	if (c->transport == API_TRANSPORT_LOCAL)
+		return c->sink(c->sink_arg, msg);
+	mark = c->out_len;
+	if (json_dump_callback(msg, out_dump, c, JSON_COMPACT)) {
+		c->out_len = mark;
+		api_conn_close(c);
+		return -ENOMEM;
+	}
+	return conn_queued(c);
 }
 
 /* send_error sends a JSON-RPC error outside any request (a parse error,

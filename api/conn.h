@@ -43,6 +43,13 @@
  * to a slow reader never comes near max_outbuf. */
 #define API_REPLAY_HIGH_WATER (1024 * 1024)
 
+/* A connection's gathered messages are written as soon as they reach this
+ * much, without waiting for the end of the loop turn: a turn that answers
+ * a large batch or replays a log then holds at most this much per
+ * connection beyond what the socket took, and a replay's high water is
+ * still reached through the write queue. */
+#define API_OUT_FLUSH (64 * 1024)
+
 enum api_conn_state {
 	API_CONN_OPEN = 0,
 	API_CONN_DRAINING,
@@ -97,6 +104,15 @@ struct api_conn {
 	size_t (*sink_pending)(void *arg);
 	void *sink_arg;
 
+	/* Messages for the client not yet handed to the socket: they are
+	 * gathered per loop turn and written with one write when the loop
+	 * is about to block (api_conn_flush_all), or at once when they
+	 * reach API_OUT_FLUSH. They count towards max_outbuf. */
+	char *out;
+	size_t out_len, out_cap;
+	bool dirty;                   /* in api->dirty, holding a ref */
+	struct api_conn *dirty_next;
+
 	struct api_conn *prev, *next; /* in api->conns */
 };
 
@@ -129,6 +145,17 @@ void api_conn_close(struct api_conn *c);
 
 /* api_conn_live is true while c may still send (OPEN or DRAINING). */
 bool api_conn_live(const struct api_conn *c);
+
+/* api_conn_send_text queues head then tail (hlen and tlen bytes,
+ * borrowed, a JSON text without its newline once joined) as one line, like
+ * api_conn_send: a message serialized once can go to many connections with
+ * a part of its own for each. */
+int api_conn_send_text(struct api_conn *c, const char *head, size_t hlen,
+		       const char *tail, size_t tlen);
+
+/* api_conn_flush_all writes what every connection gathered in this loop
+ * turn; the api's prepare handle calls it before the loop blocks. */
+void api_conn_flush_all(struct api *a);
 
 /* api_conn_send writes msg (borrowed) as one line. Returns 0, or a
  * negative code when c is not live or msg could not be written; a client

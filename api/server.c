@@ -370,7 +370,12 @@ static void close_all(struct api *a)
 		uv_close((uv_handle_t *)&a->tcp_listener, on_listener_close);
 	for (struct api_conn *c = a->conns; c; c = c->next)
 		api_conn_close(c);
+	/* Closed connections write nothing more; this drops their refs. */
+	api_conn_flush_all(a);
+	if (!uv_is_closing((uv_handle_t *)&a->flush))
+		uv_close((uv_handle_t *)&a->flush, on_listener_close);
 }
+
 
 int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	      const struct api_config *cfg, struct api **out, char **errmsg)
@@ -413,6 +418,9 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		return -ENOMEM;
 	}
 	a->started_ns = uv_hrtime();
+	uv_prepare_init(loop, &a->flush);
+	a->flush.data = a;
+	a->handles++;
 
 	rc = start_unix(a, errmsg);
 	listening = rc == 0;

@@ -41,6 +41,8 @@ struct api {
 	bool unix_bound, tcp_bound;
 
 	struct api_conn *conns; /* every open connection */
+	struct api_conn *dirty; /* connections with messages to write */
+	uv_prepare_t flush;     /* writes them before the loop blocks */
 	size_t nconns;
 	uint64_t next_conn_id;
 
