@@ -224,6 +224,8 @@ static const char *const sql_text[S_NSTMT] = {
 
 /* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
 enum { EV_SIZES = 6, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
+/* And of jobs: 1, 2, ... JOB_ROWS_MAX rows of 32 parameters. */
+enum { JOB_SIZES = 5, JOB_ROWS_MAX = 1 << (JOB_SIZES - 1) };
 
 /* An event appended to the batch but not yet inserted: its index in the
  * batch's events and its data's text (borrowed from the request). */
@@ -241,6 +243,10 @@ struct conn {
 	struct pending_event *pend;
 	size_t npend, cap_pend;
 	struct store__batch *batch;
+	/* The creations not yet inserted (see flush_jobs). */
+	sqlite3_stmt *job_stmt[JOB_SIZES];
+	struct store__wreq *jobs[JOB_ROWS_MAX];
+	size_t njobs;
 };
 
 struct sq {
@@ -442,7 +448,7 @@ static sqlite3_stmt *ev_stmt(struct conn *c, int k)
 {
 	if (c->ev_stmt[k] != NULL)
 		return c->ev_stmt[k];
-	static const char head[] = "INSERT INTO events (job_id, tool, type,"
+	static const char head[] = "INSERT OR FAIL INTO events (job_id, tool, type,"
 				   " status, at, data) VALUES ";
 	static const char row[] = "(?, ?, ?, ?, ?, ?),";
 	char sql[sizeof(head) + EV_ROWS_MAX * sizeof(row)];
@@ -544,80 +550,53 @@ static int conflict(struct conn *c, struct store__wreq *w, const char *id)
 	return 0;
 }
 
-static int do_create(struct conn *c, struct store__wreq *w,
-		     struct store__batch *b)
+/* bind_job binds the JOB_COLS of w's new job to the parameters of s from
+ * p (1-based) on. */
+static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 {
-	struct store_req *req = w->req;
+	const struct store_job *j = w->req->u.create.job;
+	char *const *t = w->text;
+	bind_str(s, p + C_ID, j->id);
+	bind_str(s, p + C_TOOL, j->tool);
+	sqlite3_bind_int(s, p + C_STATUS, j->status);
+	bind_str(s, p + C_INPUT, t[STORE__T_INPUT]);
+	bind_str(s, p + C_REQUEST_CONTEXT, t[STORE__T_REQUEST_CONTEXT]);
+	bind_str(s, p + C_METADATA, t[STORE__T_METADATA]);
+	bind_str(s, p + C_RUN_ID, j->run_id);
+	bind_str(s, p + C_TOOL_CALL_ID, j->tool_call_id);
+	bind_str(s, p + C_IDEMPOTENCY_KEY, j->idempotency_key);
+	sqlite3_bind_int(s, p + C_PRIORITY, j->priority);
+	sqlite3_bind_int64(s, p + C_RUN_AT, w->run_at);
+	sqlite3_bind_int(s, p + C_ATTEMPT, j->attempt > 0 ? j->attempt : 1);
+	sqlite3_bind_int(s, p + C_MAX_RETRIES, j->max_retries);
+	bind_time(s, p + C_TIMEOUT_MS, j->timeout_ms);
+	bind_time(s, p + C_EXPIRES_AT, w->expires_at);
+	bind_time(s, p + C_TTL_MS, j->ttl_ms);
+	bind_str(s, p + C_OUTPUT, t[STORE__T_OUTPUT]);
+	bind_str(s, p + C_MODEL_OUTPUT, t[STORE__T_MODEL_OUTPUT]);
+	bind_str(s, p + C_ERROR, t[STORE__T_ERROR]);
+	bind_str(s, p + C_SUSPEND, t[STORE__T_SUSPEND]);
+	bind_str(s, p + C_RESUME, t[STORE__T_RESUME]);
+	bind_str(s, p + C_CHECKPOINT, t[STORE__T_CHECKPOINT]);
+	sqlite3_bind_int(s, p + C_APPROVAL_REQUIRED, j->approval_required);
+	sqlite3_bind_int(s, p + C_DECISION, j->decision);
+	bind_str(s, p + C_REASON, j->reason);
+	bind_time(s, p + C_DECIDED_AT, j->decided_at);
+	bind_str(s, p + C_PROGRESS, t[STORE__T_PROGRESS]);
+	bind_str(s, p + C_RETRY_OF, j->retry_of);
+	sqlite3_bind_int64(s, p + C_CREATED_AT, w->created_at);
+	sqlite3_bind_int64(s, p + C_UPDATED_AT, w->created_at);
+	bind_time(s, p + C_STARTED_AT, j->started_at);
+	bind_time(s, p + C_FINISHED_AT, j->finished_at);
+}
+
+/* created appends the events of w's creation, now inserted. */
+static int created(struct conn *c, struct store__wreq *w, struct store__batch *b)
+{
+	const struct store_req *req = w->req;
 	const struct store_job *j = req->u.create.job;
-	sqlite3_stmt *s;
-	int rc;
-
-	if (j->idempotency_key != NULL) {
-		if ((s = get(c, S_JOB_BY_KEY)) == NULL)
-			return prepare_error(c);
-		bind_str(s, 1, j->tool);
-		bind_str(s, 2, j->idempotency_key);
-		rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			req->job = row_job(s);
-			done(s);
-			if (req->job == NULL)
-				return -ENOMEM;
-			req->existed = true;
-			w->rc = 0;
-			return 0;
-		}
-		done(s);
-		if (rc != SQLITE_DONE)
-			return err(rc);
-	}
-
-	if ((s = get(c, S_JOB_INSERT)) == NULL)
-		return prepare_error(c);
 	char **t = w->text;
-	bind_str(s, 1 + C_ID, j->id);
-	bind_str(s, 1 + C_TOOL, j->tool);
-	sqlite3_bind_int(s, 1 + C_STATUS, j->status);
-	bind_str(s, 1 + C_INPUT, t[STORE__T_INPUT]);
-	bind_str(s, 1 + C_REQUEST_CONTEXT, t[STORE__T_REQUEST_CONTEXT]);
-	bind_str(s, 1 + C_METADATA, t[STORE__T_METADATA]);
-	bind_str(s, 1 + C_RUN_ID, j->run_id);
-	bind_str(s, 1 + C_TOOL_CALL_ID, j->tool_call_id);
-	bind_str(s, 1 + C_IDEMPOTENCY_KEY, j->idempotency_key);
-	sqlite3_bind_int(s, 1 + C_PRIORITY, j->priority);
-	sqlite3_bind_int64(s, 1 + C_RUN_AT, w->run_at);
-	sqlite3_bind_int(s, 1 + C_ATTEMPT, j->attempt > 0 ? j->attempt : 1);
-	sqlite3_bind_int(s, 1 + C_MAX_RETRIES, j->max_retries);
-	bind_time(s, 1 + C_TIMEOUT_MS, j->timeout_ms);
-	bind_time(s, 1 + C_EXPIRES_AT, w->expires_at);
-	bind_time(s, 1 + C_TTL_MS, j->ttl_ms);
-	bind_str(s, 1 + C_OUTPUT, t[STORE__T_OUTPUT]);
-	bind_str(s, 1 + C_MODEL_OUTPUT, t[STORE__T_MODEL_OUTPUT]);
-	bind_str(s, 1 + C_ERROR, t[STORE__T_ERROR]);
-	bind_str(s, 1 + C_SUSPEND, t[STORE__T_SUSPEND]);
-	bind_str(s, 1 + C_RESUME, t[STORE__T_RESUME]);
-	bind_str(s, 1 + C_CHECKPOINT, t[STORE__T_CHECKPOINT]);
-	sqlite3_bind_int(s, 1 + C_APPROVAL_REQUIRED, j->approval_required);
-	sqlite3_bind_int(s, 1 + C_DECISION, j->decision);
-	bind_str(s, 1 + C_REASON, j->reason);
-	bind_time(s, 1 + C_DECIDED_AT, j->decided_at);
-	bind_str(s, 1 + C_PROGRESS, t[STORE__T_PROGRESS]);
-	bind_str(s, 1 + C_RETRY_OF, j->retry_of);
-	sqlite3_bind_int64(s, 1 + C_CREATED_AT, w->created_at);
-	sqlite3_bind_int64(s, 1 + C_UPDATED_AT, w->created_at);
-	bind_time(s, 1 + C_STARTED_AT, j->started_at);
-	bind_time(s, 1 + C_FINISHED_AT, j->finished_at);
-	rc = sqlite3_step(s);
-	rewind_stmt(s);
-	if (rc != SQLITE_DONE) {
-		/* A constraint failure (an id given twice) undid the one
-		 * statement and nothing else: a logical failure. */
-		if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-			w->rc = -EEXIST;
-			return 0;
-		}
-		return err(rc);
-	}
+	int rc;
 
 	json_t *data = req->u.create.event_data;
 	rc = add_event(c, b, j->id, j->tool, STORE_EV_CREATED, j->status,
@@ -637,6 +616,134 @@ static int do_create(struct conn *c, struct store__wreq *w,
 	}
 	w->rc = 0;
 	return rc;
+}
+
+/* insert_job inserts w's job alone. A constraint failure (an id given
+ * twice) undoes the one statement and nothing else: a logical failure. */
+static int insert_job(struct conn *c, struct store__wreq *w,
+		      struct store__batch *b)
+{
+	sqlite3_stmt *s = get(c, S_JOB_INSERT);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_job(s, 1, w);
+	int rc = sqlite3_step(s);
+	rewind_stmt(s);
+	if (rc != SQLITE_DONE) {
+		if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+			w->rc = -EEXIST;
+			return 0;
+		}
+		return err(rc);
+	}
+	return created(c, w, b);
+}
+
+/* job_stmt returns the insert of 1 << k job rows, preparing it on first
+ * use, or NULL. The text is built from constants only. */
+static sqlite3_stmt *job_stmt(struct conn *c, int k)
+{
+	if (c->job_stmt[k] != NULL)
+		return c->job_stmt[k];
+	static const char head[] = "INSERT INTO jobs (" JOB_COLS ") VALUES ";
+	static const char row[] = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+				  " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),";
+	char sql[sizeof(head) + JOB_ROWS_MAX * sizeof(row)];
+	size_t n = sizeof(head) - 1;
+	memcpy(sql, head, n);
+	for (int i = 0; i < 1 << k; i++) {
+		memcpy(sql + n, row, sizeof(row) - 1);
+		n += sizeof(row) - 1;
+	}
+	sql[n - 1] = '\0'; /* the last comma */
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+			       &c->job_stmt[k], NULL) != SQLITE_OK)
+		return NULL;
+	return c->job_stmt[k];
+}
+
+/*
+ * flush_jobs inserts the creations held back by do_create, in order, as
+ * few multi-row INSERTs, then appends their events in the same order. Like
+ * the events' inserts (flush_events), one statement of n rows costs much
+ * less than n statements: SQLite opens a cursor on the table and on every
+ * index, and a statement journal, per statement. A statement that fails on
+ * a constraint undoes all its rows and nothing else; its rows are then
+ * inserted one by one, so only the row at fault fails (-EEXIST). It runs
+ * before any other request (which may read the new jobs, or add events
+ * that must follow theirs) and before the commit. Returns 0 or a storage
+ * error, which fails the whole transaction.
+ */
+static int flush_jobs(struct conn *c)
+{
+	size_t i = 0;
+	int rc = 0;
+	while (rc == 0 && i < c->njobs) {
+		size_t left = c->njobs - i;
+		int k = JOB_SIZES - 1;
+		while ((size_t)1 << k > left)
+			k--;
+		size_t rows = (size_t)1 << k;
+		sqlite3_stmt *s = job_stmt(c, k);
+		if (s == NULL)
+			return prepare_error(c);
+		for (size_t r = 0; r < rows; r++)
+			bind_job(s, 1 + (int)r * 32, c->jobs[i + r]);
+		rc = sqlite3_step(s);
+		rewind_stmt(s);
+		if (rc == SQLITE_DONE) {
+			rc = 0;
+			for (size_t r = 0; rc == 0 && r < rows; r++)
+				rc = created(c, c->jobs[i + r], c->batch);
+		} else if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+			rc = 0;
+			for (size_t r = 0; rc == 0 && r < rows; r++)
+				rc = insert_job(c, c->jobs[i + r], c->batch);
+		} else {
+			rc = err(rc);
+		}
+		i += rows;
+	}
+	c->njobs = 0;
+	return rc;
+}
+
+/* do_create holds a creation back for flush_jobs, unless it has an
+ * idempotency key: that is looked up first, and must see the creations
+ * before it. */
+static int do_create(struct conn *c, struct store__wreq *w,
+		     struct store__batch *b)
+{
+	struct store_req *req = w->req;
+	const struct store_job *j = req->u.create.job;
+	sqlite3_stmt *s;
+	int rc;
+
+	if (j->idempotency_key == NULL) {
+		c->batch = b;
+		c->jobs[c->njobs++] = w;
+		return c->njobs == JOB_ROWS_MAX ? flush_jobs(c) : 0;
+	}
+	if ((rc = flush_jobs(c)) != 0)
+		return rc;
+	if ((s = get(c, S_JOB_BY_KEY)) == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, j->tool);
+	bind_str(s, 2, j->idempotency_key);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		req->job = row_job(s);
+		done(s);
+		if (req->job == NULL)
+			return -ENOMEM;
+		req->existed = true;
+		w->rc = 0;
+		return 0;
+	}
+	done(s);
+	if (rc != SQLITE_DONE)
+		return err(rc);
+	return insert_job(c, w, b);
 }
 
 static int do_transition(struct conn *c, struct store__wreq *w,
@@ -980,8 +1087,15 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	struct conn *c = &((struct sq *)be)->w;
 	struct store_req *req = w->req;
 
-	/* Creations, transitions and claims only append events; anything
-	 * else may read or delete them, so the pending ones go in first. */
+	/* Held-back creations go in before any other request, which may
+	 * read them (and whose events must follow theirs). Creations,
+	 * transitions and claims only append events; anything else may read
+	 * or delete them, so the pending ones go in first. */
+	if (req->op != STORE_OP_CREATE && c->njobs > 0) {
+		int rc = flush_jobs(c);
+		if (rc != 0)
+			return rc;
+	}
 	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_TRANSITION &&
 	    req->op != STORE_OP_CLAIM && c->npend > 0) {
 		int rc = flush_events(c);
@@ -1026,13 +1140,16 @@ static int tx(struct sq *q, enum stmt_id id)
 static int sq_begin(void *be)
 {
 	((struct sq *)be)->w.npend = 0;
+	((struct sq *)be)->w.njobs = 0;
 	return tx(be, S_BEGIN);
 }
 
 static int sq_commit(void *be)
 {
 	struct sq *q = be;
-	int rc = flush_events(&q->w);
+	int rc = flush_jobs(&q->w);
+	if (rc == 0)
+		rc = flush_events(&q->w);
 	return rc != 0 ? rc : tx(q, S_COMMIT);
 }
 
@@ -1040,6 +1157,7 @@ static void sq_rollback(void *be)
 {
 	struct sq *q = be;
 	q->w.npend = 0;
+	q->w.njobs = 0;
 	/* SQLite may have rolled back already (after SQLITE_FULL, IOERR,
 	 * NOMEM); a ROLLBACK outside a transaction would be an error. */
 	if (!sqlite3_get_autocommit(q->w.db))
@@ -1298,6 +1416,8 @@ static void conn_close(struct conn *c)
 		sqlite3_finalize(c->stmt[i]);
 	for (int i = 0; i < EV_SIZES; i++)
 		sqlite3_finalize(c->ev_stmt[i]);
+	for (int i = 0; i < JOB_SIZES; i++)
+		sqlite3_finalize(c->job_stmt[i]);
 	free(c->pend);
 	sqlite3_close(c->db);
 	c->db = NULL;
