@@ -321,18 +321,21 @@ int api_conn_send_text(struct api_conn *c, const char *head, size_t hlen,
 
 int api_conn_send(struct api_conn *c, const json_t *msg)
 {
-	size_t mark;
+	char *text;
 
 	if (!api_conn_live(c))
 		return -EPIPE;
 	if (c->transport == API_TRANSPORT_LOCAL)
 		return c->sink(c->sink_arg, msg);
-	mark = c->out_len;
-	if (json_dump_callback(msg, out_dump, c, JSON_COMPACT)) {
-		c->out_len = mark;
+	/* store_json_text is the writer's serializer: the same text as
+	 * json_dumps, at a fraction of its instructions. */
+	text = store_json_text((json_t *)msg);
+	if (!text || out_dump(text, strlen(text), c)) {
+		free(text);
 		api_conn_close(c);
 		return -ENOMEM;
 	}
+	free(text);
 	return conn_queued(c);
 }
 

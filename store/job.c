@@ -617,3 +617,8 @@ char *store__json_text(json_t *v)
 	free(b.p);
 	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
+
+char *store_json_text(json_t *v)
+{
+	return store__json_text(v);
+}
