@@ -112,6 +112,13 @@ enum stmt_id {
 	" AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR run_id = ?3)"        \
 	" ORDER BY id DESC LIMIT ?5"
 
+/* OR FAIL: a statement that changes one row, or whose failure fails the
+ * whole transaction (the event inserts, the one-job updates: their only
+ * errors are storage errors, and run_batch then rolls everything back),
+ * needs no statement journal, which SQLite otherwise opens for each
+ * statement that may abort within a transaction, and fills with a copy of
+ * each page the statement changes. The job insert keeps ABORT: its constraint failure
+ * is a request's own (-EEXIST) and must undo its rows only. */
 static const char *const sql_text[S_NSTMT] = {
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
@@ -130,7 +137,7 @@ static const char *const sql_text[S_NSTMT] = {
 	 * job entering suspended or awaiting_approval without an explicit
 	 * expiry gets now + ttl_ms when it has a ttl. */
 	[S_TRANSITION] =
-		"UPDATE jobs SET status = ?3, updated_at = ?4,"
+		"UPDATE OR FAIL jobs SET status = ?3, updated_at = ?4,"
 		" run_at = CASE WHEN ?5 & 1 THEN ?6 ELSE run_at END,"
 		" attempt = CASE WHEN ?5 & 2 THEN ?7 ELSE attempt END,"
 		" output = CASE WHEN ?5 & 4 THEN ?8 ELSE output END,"
@@ -159,7 +166,7 @@ static const char *const sql_text[S_NSTMT] = {
 			 " WHERE status = 0 AND run_at <= ?1 AND NOT EXISTS"
 			 " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
 			 " ORDER BY priority DESC, run_at, id",
-	[S_CLAIM_ONE] = "UPDATE jobs SET status = 2, started_at = ?2,"
+	[S_CLAIM_ONE] = "UPDATE OR FAIL jobs SET status = 2, started_at = ?2,"
 			" updated_at = ?2 WHERE id = ?1 AND status = 0"
 			" RETURNING " JOB_COLS,
 	/* The claim's next run_at: future pending jobs by run_at; the
@@ -181,7 +188,7 @@ static const char *const sql_text[S_NSTMT] = {
 			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL AND expires_at <= ?1"
 			  " ORDER BY expires_at",
-	[S_EXPIRE_ONE] = "UPDATE jobs SET status = 9, finished_at = ?2,"
+	[S_EXPIRE_ONE] = "UPDATE OR FAIL jobs SET status = 9, finished_at = ?2,"
 			 " updated_at = ?2 WHERE id = ?1 AND status IN (1, 3)"
 			 " RETURNING " JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
