@@ -220,7 +220,12 @@ static void final_done(struct worker__op *op, int rc)
 	if (rc == 0 && j) {
 		r->final = NULL;
 		run_hooks(w, r->tool, j);
-		if (j->status == STORE_PENDING)
+		/* A retry: the claim the released slot asked for may have
+		 * run before this commit (the writer takes claims first), so
+		 * one that is due already is claimed from here. */
+		if (j->status == STORE_PENDING && j->run_at <= store_now())
+			worker__sched_kick(w);
+		else if (j->status == STORE_PENDING)
 			worker__sched_wakeup(w, j->run_at);
 		if (j->status == STORE_SUSPENDED && j->expires_at)
 			worker__expiry_rearm(w);

@@ -551,7 +551,7 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		r = NULL;
 	}
 	/* An event that leaves a job runnable wakes the scheduler. The retry
-	 * of a run of this node is claimed when its slot is released, and its
+	 * of a run of this node is claimed by final_done (run.c), or its
 	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
