@@ -240,9 +240,12 @@ static void *writer_main(void *arg)
 		struct store__wreq *first = NULL, *last = NULL;
 		size_t max = (size_t)st->max_batch;
 		if (st->qclaims > 0) {
-			/* Claims first (see CLAIM_BATCH_OTHERS). */
+			/* Claims first (see CLAIM_BATCH_OTHERS), still at
+			 * most max_batch requests: max_batch 1 (one
+			 * transaction per request, bench_store's baseline)
+			 * must stay one. */
 			struct store__wreq **pp = &st->qhead, *prev = NULL;
-			while (*pp != NULL) {
+			while (*pp != NULL && b->n < max) {
 				struct store__wreq *w = *pp;
 				if (w->req->op != STORE_OP_CLAIM) {
 					prev = w;
@@ -260,8 +263,9 @@ static void *writer_main(void *arg)
 				last = w;
 				b->n++;
 			}
-			st->qclaims = 0;
-			max = b->n + CLAIM_BATCH_OTHERS;
+			st->qclaims -= (int)b->n;
+			if (b->n + CLAIM_BATCH_OTHERS < max)
+				max = b->n + CLAIM_BATCH_OTHERS;
 		}
 		if (st->qhead != NULL && b->n < max) {
 			if (last != NULL)
