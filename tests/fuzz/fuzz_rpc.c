@@ -174,12 +174,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!started)
 		start();
 	fd = connect_sock();
-	if (fd < 0) {
-		/* Too many connections still closing: a short wait. */
+	/* Connections of earlier inputs may still be closing on a loaded
+	 * machine: wait for up to 5 s, and say why before giving up. */
+	for (int i = 0; fd < 0 && i < 500; i++) {
 		usleep(10000);
 		fd = connect_sock();
-		if (fd < 0)
-			abort();
+	}
+	if (fd < 0) {
+		fprintf(stderr, "fuzz-rpc: cannot connect to the daemon: %s\n",
+			strerror(errno));
+		abort();
 	}
 	talk(fd, data, size);
 	close(fd);
