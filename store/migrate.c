@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "store/migrate.h"
+#include "store/store_int.h"
 
 int store__sqlite_error(int rc)
 {
@@ -37,12 +38,11 @@ int store__sqlite_error(int rc)
 	}
 }
 
-static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_msg(char **errmsg, const char *fmt, ...)
+void store__set_msg(char **errmsg, const char *fmt, ...)
 {
 	va_list ap;
 	char *s = NULL;
+
 	va_start(ap, fmt);
 	if (vasprintf(&s, fmt, ap) < 0)
 		s = NULL;
@@ -98,7 +98,7 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 {
 	for (size_t i = 0; i < n; i++) {
 		if (m[i].version != (int)i + 1) {
-			set_msg(errmsg, "migration %zu is numbered %d", i + 1,
+			store__set_msg(errmsg, "migration %zu is numbered %d", i + 1,
 				m[i].version);
 			return -EINVAL;
 		}
@@ -107,12 +107,12 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 	int version = 0;
 	int rc = user_version(db, &version);
 	if (rc != SQLITE_OK) {
-		set_msg(errmsg, "cannot read the database %s: %s", path,
+		store__set_msg(errmsg, "cannot read the database %s: %s", path,
 			sqlite3_errmsg(db));
 		return store__sqlite_error(rc);
 	}
 	if (version < 0 || (size_t)version > n) {
-		set_msg(errmsg,
+		store__set_msg(errmsg,
 			"the database %s was written by a newer berth (schema version %d, this binary knows %zu); it was left untouched",
 			path, version, n);
 		return -EPROTO;
@@ -122,7 +122,7 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 		char why[256];
 		rc = apply(db, &m[i], why);
 		if (rc != SQLITE_OK) {
-			set_msg(errmsg,
+			store__set_msg(errmsg,
 				"migration %04d_%s of the database %s failed and was rolled back: %s",
 				m[i].version, m[i].name, path, why);
 			return store__sqlite_error(rc);

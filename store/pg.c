@@ -704,20 +704,6 @@ static int conn_check(struct conn *c)
 	return PQstatus(c->pg) == CONNECTION_OK ? 0 : -EIO;
 }
 
-static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_msg(char **errmsg, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	free(*errmsg);
-	*errmsg = s;
-}
-
 /* pg_message returns the first line of pg's last error. */
 static const char *pg_message(PGconn *pg, char out[256])
 {
@@ -733,7 +719,7 @@ int store__pg_connect(const char *url, PGconn **out, char **errmsg)
 	*out = NULL;
 	if (pg == NULL || PQstatus(pg) != CONNECTION_OK) {
 		/* The URL may hold a password: name the server, not the URL. */
-		set_msg(errmsg, "cannot connect to PostgreSQL: %s",
+		store__set_msg(errmsg, "cannot connect to PostgreSQL: %s",
 			pg_message(pg, why));
 		PQfinish(pg);
 		return -EIO;
@@ -741,7 +727,7 @@ int store__pg_connect(const char *url, PGconn **out, char **errmsg)
 	/* Times and texts are ours; the session must not reinterpret them. */
 	if (simple(pg, "SET client_encoding = 'UTF8'") != 0 ||
 	    simple(pg, "SET application_name = 'berthd'") != 0) {
-		set_msg(errmsg, "cannot set up the PostgreSQL session: %s",
+		store__set_msg(errmsg, "cannot set up the PostgreSQL session: %s",
 			pg_message(pg, why));
 		PQfinish(pg);
 		return -EIO;
@@ -761,7 +747,7 @@ int store__pg_migrate(PGconn *pg, char **errmsg)
 	char why[256];
 	int rc = simple(pg, "SELECT pg_advisory_lock(" MIGRATE_KEY ")");
 	if (rc != 0) {
-		set_msg(errmsg, "cannot lock the PostgreSQL database for migration: %s",
+		store__set_msg(errmsg, "cannot lock the PostgreSQL database for migration: %s",
 			pg_message(pg, why));
 		return rc;
 	}
@@ -784,12 +770,12 @@ int store__pg_migrate(PGconn *pg, char **errmsg)
 		}
 	}
 	if (rc != 0) {
-		set_msg(errmsg, "cannot read the PostgreSQL database's schema version: %s",
+		store__set_msg(errmsg, "cannot read the PostgreSQL database's schema version: %s",
 			pg_message(pg, why));
 		goto out;
 	}
 	if (version < 0 || (size_t)version > n) {
-		set_msg(errmsg,
+		store__set_msg(errmsg,
 			"the PostgreSQL database was written by a newer berth (schema version %d, this binary knows %zu); it was left untouched",
 			version, n);
 		rc = -EPROTO;
@@ -807,7 +793,7 @@ int store__pg_migrate(PGconn *pg, char **errmsg)
 			continue;
 		pg_message(pg, why);
 		simple(pg, "ROLLBACK");
-		set_msg(errmsg,
+		store__set_msg(errmsg,
 			"migration %04d_%s of the PostgreSQL database failed and was rolled back: %s",
 			m[i].version, m[i].name, why);
 		goto out;
@@ -1725,19 +1711,19 @@ static int listen_setup(struct pg *q, char **errmsg)
 				   1, NULL, p.v, NULL, NULL, 0);
 	int rc = ok(q->l.pg, r, PGRES_TUPLES_OK);
 	if (rc != 0) {
-		set_msg(errmsg, "cannot lock the node name on PostgreSQL");
+		store__set_msg(errmsg, "cannot lock the node name on PostgreSQL");
 		return rc;
 	}
 	bool got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
 	if (!got) {
-		set_msg(errmsg,
+		store__set_msg(errmsg,
 			"a berthd node named \"%s\" is already running on this PostgreSQL database; give each node its own name (--node or $BERTH_NODE)",
 			q->node);
 		return -EBUSY;
 	}
 	if ((rc = simple(q->l.pg, "LISTEN berth_events")) != 0) {
-		set_msg(errmsg, "cannot LISTEN on PostgreSQL");
+		store__set_msg(errmsg, "cannot LISTEN on PostgreSQL");
 		return rc;
 	}
 	return 0;
@@ -1953,7 +1939,7 @@ static int pg_open(const struct store_config *cfg, void **be, char **errmsg)
 	 * last commits, as SQLite's synchronous=NORMAL may on power loss. */
 	if (cfg->durability == STORE_DURABILITY_NORMAL &&
 	    (rc = simple(q->w.pg, "SET synchronous_commit = off")) != 0) {
-		set_msg(errmsg, "cannot set synchronous_commit on PostgreSQL");
+		store__set_msg(errmsg, "cannot set synchronous_commit on PostgreSQL");
 		goto fail;
 	}
 	*be = q;

@@ -39,20 +39,6 @@ static const struct {
 /* Rows are sent in chunks of about this size. */
 enum { CHUNK = 1 << 20 };
 
-static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_msg(char **errmsg, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	free(*errmsg);
-	*errmsg = s;
-}
-
 /* copy_table streams one table from db to pg. Returns the rows copied or
  * a negative code. */
 static int64_t copy_table(sqlite3 *db, PGconn *pg, const char *name,
@@ -62,13 +48,13 @@ static int64_t copy_table(sqlite3 *db, PGconn *pg, const char *name,
 	sqlite3_stmt *s;
 	snprintf(sql, sizeof(sql), "SELECT %s FROM %s", cols, name);
 	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
-		set_msg(errmsg, "cannot read %s from SQLite: %s", name, sqlite3_errmsg(db));
+		store__set_msg(errmsg, "cannot read %s from SQLite: %s", name, sqlite3_errmsg(db));
 		return -EIO;
 	}
 	snprintf(sql, sizeof(sql), "COPY %s (%s) FROM STDIN", name, cols);
 	PGresult *r = PQexec(pg, sql);
 	if (r == NULL || PQresultStatus(r) != PGRES_COPY_IN) {
-		set_msg(errmsg, "cannot copy into %s: %s", name, PQerrorMessage(pg));
+		store__set_msg(errmsg, "cannot copy into %s: %s", name, PQerrorMessage(pg));
 		PQclear(r);
 		sqlite3_finalize(s);
 		return -EIO;
@@ -92,7 +78,7 @@ static int64_t copy_table(sqlite3 *db, PGconn *pg, const char *name,
 		}
 	}
 	if (!bad && rc != SQLITE_DONE) {
-		set_msg(errmsg, "cannot read %s from SQLite: %s", name, sqlite3_errmsg(db));
+		store__set_msg(errmsg, "cannot read %s from SQLite: %s", name, sqlite3_errmsg(db));
 		bad = true;
 	}
 	if (!bad && b.n > 0)
@@ -102,14 +88,14 @@ static int64_t copy_table(sqlite3 *db, PGconn *pg, const char *name,
 	PQputCopyEnd(pg, bad ? "the copy from SQLite failed" : NULL);
 	while ((r = PQgetResult(pg)) != NULL) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK && !bad) {
-			set_msg(errmsg, "cannot copy into %s: %s", name,
+			store__set_msg(errmsg, "cannot copy into %s: %s", name,
 				PQresultErrorMessage(r));
 			bad = true;
 		}
 		PQclear(r);
 	}
 	if (bad && *errmsg == NULL)
-		set_msg(errmsg, "cannot copy %s: %s", name, b.oom ? "out of memory" : PQerrorMessage(pg));
+		store__set_msg(errmsg, "cannot copy %s: %s", name, b.oom ? "out of memory" : PQerrorMessage(pg));
 	return bad ? -EIO : rows;
 }
 
@@ -132,7 +118,7 @@ static int exec_ok(PGconn *pg, const char *sql, char **errmsg)
 	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	int rc = 0;
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		set_msg(errmsg, "PostgreSQL: %s", PQerrorMessage(pg));
+		store__set_msg(errmsg, "PostgreSQL: %s", PQerrorMessage(pg));
 		rc = store__pg_error(r, pg);
 	}
 	PQclear(r);
@@ -151,7 +137,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 	*errmsg = NULL;
 	if (from == NULL || to == NULL || store__is_pg_url(from) ||
 	    !store__is_pg_url(to)) {
-		set_msg(errmsg, "store_copy copies a SQLite file to a postgres:// URL");
+		store__set_msg(errmsg, "store_copy copies a SQLite file to a postgres:// URL");
 		free(msg);
 		return -EINVAL;
 	}
@@ -161,7 +147,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 		return lock;
 	}
 	if (sqlite3_open_v2(from, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		set_msg(errmsg, "cannot open the SQLite database %s: %s", from,
+		store__set_msg(errmsg, "cannot open the SQLite database %s: %s", from,
 			db != NULL ? sqlite3_errmsg(db) : "out of memory");
 		rc = -EIO;
 		goto out;
@@ -180,7 +166,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 	if ((rc = exec_ok(pg, "BEGIN", errmsg)) != 0)
 		goto out;
 	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		set_msg(errmsg, "cannot read the SQLite database: %s", sqlite3_errmsg(db));
+		store__set_msg(errmsg, "cannot read the SQLite database: %s", sqlite3_errmsg(db));
 		rc = -EIO;
 		goto rollback;
 	}
@@ -194,7 +180,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 				 " + (SELECT n FROM event_seq)");
 	if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK ||
 	    strcmp(PQgetvalue(r, 0, 0), "0") != 0) {
-		set_msg(errmsg, "the PostgreSQL database already holds jobs or events; store_copy only fills an empty one");
+		store__set_msg(errmsg, "the PostgreSQL database already holds jobs or events; store_copy only fills an empty one");
 		PQclear(r);
 		rc = -EEXIST;
 		goto rollback;
@@ -218,7 +204,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 	r = PQexec(pg, "COMMIT");
 	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK ||
 	    strcmp(PQcmdStatus(r), "COMMIT") != 0) {
-		set_msg(errmsg, "the copy to PostgreSQL did not commit: %s", PQerrorMessage(pg));
+		store__set_msg(errmsg, "the copy to PostgreSQL did not commit: %s", PQerrorMessage(pg));
 		rc = -EIO;
 	}
 	PQclear(r);

@@ -1441,20 +1441,6 @@ static void sq_close(void *be)
 	free(q);
 }
 
-static void set_msg(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_msg(char **errmsg, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	free(*errmsg);
-	*errmsg = s;
-}
-
 /* pragma runs a PRAGMA of ours (never a caller's string); when want is not
  * NULL the first value it returns must equal it. */
 static int pragma(sqlite3 *db, const char *sql, const char *want)
@@ -1506,7 +1492,7 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 					 SQLITE_OPEN_NOMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK) {
-		set_msg(errmsg, "cannot open the database %s: %s", path,
+		store__set_msg(errmsg, "cannot open the database %s: %s", path,
 			q->w.db ? sqlite3_errmsg(q->w.db) : sqlite3_errstr(rc));
 		rc = err(rc);
 		goto fail;
@@ -1528,7 +1514,7 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 	    (rc = pragma(q->w.db, "PRAGMA foreign_keys = ON", NULL)) != 0 ||
 	    (rc = pragma(q->w.db, "PRAGMA cache_size = -32768", NULL)) != 0 ||
 	    (rc = pragma(q->w.db, "PRAGMA temp_store = MEMORY", NULL)) != 0) {
-		set_msg(errmsg, "cannot set up the database %s: %s", path,
+		store__set_msg(errmsg, "cannot set up the database %s: %s", path,
 			sqlite3_errmsg(q->w.db));
 		goto fail;
 	}
@@ -1536,14 +1522,14 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 	rc = sqlite3_open_v2(path, &q->r.db,
 			     SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		set_msg(errmsg, "cannot open the database %s for reading: %s",
+		store__set_msg(errmsg, "cannot open the database %s for reading: %s",
 			path, q->r.db ? sqlite3_errmsg(q->r.db) : sqlite3_errstr(rc));
 		rc = err(rc);
 		goto fail;
 	}
 	sqlite3_busy_timeout(q->r.db, busy);
 	if ((rc = pragma(q->r.db, "PRAGMA cache_size = -16384", NULL)) != 0) {
-		set_msg(errmsg, "cannot set up the database %s: %s", path,
+		store__set_msg(errmsg, "cannot set up the database %s: %s", path,
 			sqlite3_errmsg(q->r.db));
 		goto fail;
 	}

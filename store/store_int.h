@@ -169,6 +169,11 @@ static inline bool store__is_pg_url(const char *s)
  * (a NaN). */
 char *store__json_text(json_t *v);
 
+/* store__set_msg replaces *errmsg (freed) with a malloc'd sentence for a
+ * person, or NULL when out of memory. */
+void store__set_msg(char **errmsg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* store__job_copy returns a deep copy of src (strings duplicated, json_t
  * values shared with a new reference), or NULL when out of memory. */
 struct store_job *store__job_copy(const struct store_job *src);
