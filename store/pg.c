@@ -46,49 +46,6 @@
 #include "store/pg.h"
 #include "store/store_int.h"
 
-#define JOB_COLS                                                               \
-	"id, tool, status, input, request_context, metadata, run_id, "        \
-	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
-	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
-	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
-	"decision, reason, decided_at, progress, retry_of, created_at, "      \
-	"updated_at, started_at, finished_at"
-
-enum col {
-	C_ID,
-	C_TOOL,
-	C_STATUS,
-	C_INPUT,
-	C_REQUEST_CONTEXT,
-	C_METADATA,
-	C_RUN_ID,
-	C_TOOL_CALL_ID,
-	C_IDEMPOTENCY_KEY,
-	C_PRIORITY,
-	C_RUN_AT,
-	C_ATTEMPT,
-	C_MAX_RETRIES,
-	C_TIMEOUT_MS,
-	C_EXPIRES_AT,
-	C_TTL_MS,
-	C_OUTPUT,
-	C_MODEL_OUTPUT,
-	C_ERROR,
-	C_SUSPEND,
-	C_RESUME,
-	C_CHECKPOINT,
-	C_APPROVAL_REQUIRED,
-	C_DECISION,
-	C_REASON,
-	C_DECIDED_AT,
-	C_PROGRESS,
-	C_RETRY_OF,
-	C_CREATED_AT,
-	C_UPDATED_AT,
-	C_STARTED_AT,
-	C_FINISHED_AT,
-	C_NCOLS
-};
 
 enum stmt_id {
 	S_JOB_BY_KEY,
@@ -143,17 +100,17 @@ enum stmt_id {
 	" ORDER BY id DESC LIMIT $5::int"
 
 static const char *const sql_text[S_NSTMT] = {
-	[S_JOB_BY_KEY] = "SELECT " JOB_COLS " FROM jobs"
+	[S_JOB_BY_KEY] = "SELECT " STORE__JOB_COLS " FROM jobs"
 			 " WHERE tool = $1 AND idempotency_key = $2",
 	/* ON CONFLICT DO NOTHING: in PostgreSQL a failed statement aborts
 	 * the whole transaction, and with it the batch; a duplicate key of
 	 * another node's concurrent create must only settle this request. */
-	[S_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES ($1, $2, $3,"
+	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ($1, $2, $3,"
 			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
 			 " $26, $27, $28, $29, $30, $31, $32)"
 			 " ON CONFLICT DO NOTHING RETURNING id",
-	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = $1",
+	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = $1",
 	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
 	 * $8 output, $9 model_output, $10 error, $11 suspend payload, $12
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
@@ -193,7 +150,7 @@ static const char *const sql_text[S_NSTMT] = {
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
 		" AND (status <> 2 OR $2::int <> 4 OR lease_owner IS NULL"
 		"   OR lease_owner = $18::text)"
-		" RETURNING " JOB_COLS,
+		" RETURNING " STORE__JOB_COLS,
 	/* The keys come sorted: every node takes them in one order. */
 	[S_LOCKS] = "SELECT count(pg_advisory_xact_lock(k)) FROM"
 		    " (SELECT k FROM unnest($1::bigint[]) AS k ORDER BY k) AS s",
@@ -211,7 +168,7 @@ static const char *const sql_text[S_NSTMT] = {
 			 " updated_at = $2::bigint, lease_owner = $3::text,"
 			 " lease_until = $2::bigint + $4::bigint"
 			 " WHERE id = ANY($1::text[]) AND status = 0"
-			 " RETURNING " JOB_COLS,
+			 " RETURNING " STORE__JOB_COLS,
 	/* The claim's next run_at (store.h): future pending jobs of the
 	 * tools the claim did not exclude. */
 	[S_CLAIM_NEXT] = "SELECT run_at FROM jobs WHERE status = 0"
@@ -235,7 +192,7 @@ static const char *const sql_text[S_NSTMT] = {
 		     " WHERE id IN (SELECT id FROM jobs WHERE status IN (1, 3)"
 		     "   AND expires_at IS NOT NULL AND expires_at <= $1::bigint"
 		     "   ORDER BY expires_at FOR UPDATE SKIP LOCKED)"
-		     " AND status IN (1, 3) RETURNING " JOB_COLS,
+		     " AND status IN (1, 3) RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES ($1, $2::int)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
 	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
@@ -243,14 +200,14 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
 			 " WHERE status >= 4 AND finished_at < $1::bigint)",
 	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < $1::bigint",
-	[S_LIST_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE" LIST_REST,
-	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = $6::int AND"
+	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
+	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = $6::int AND"
 			  LIST_REST,
-	[S_LIST_TOOL] = "SELECT " JOB_COLS " FROM jobs WHERE tool = $2::text AND"
+	[S_LIST_TOOL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE tool = $2::text AND"
 			LIST_REST,
-	[S_LIST_RUN] = "SELECT " JOB_COLS " FROM jobs WHERE run_id = $3::text AND"
+	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = $3::text AND"
 		       LIST_REST,
-	[S_RUNNING] = "SELECT " JOB_COLS " FROM jobs WHERE status = 2"
+	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " AND lease_owner = $1 ORDER BY id",
 	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
 		     " FROM events WHERE seq > $1::bigint ORDER BY seq LIMIT $2::int",
@@ -448,7 +405,7 @@ static json_t *get_json(const PGresult *r, int row, int col)
 			  (size_t)PQgetlength(r, row, col), JSON_DECODE_ANY, NULL);
 }
 
-/* row_job returns a new job from the JOB_COLS of row, or NULL when out of
+/* row_job returns a new job from the STORE__JOB_COLS of row, or NULL when out of
  * memory. */
 static struct store_job *row_job(const PGresult *r, int row)
 {

@@ -20,50 +20,6 @@
 #include "store/migrate.h"
 #include "store/store_int.h"
 
-/* The columns of a job, in the order row_job reads them and the insert
- * binds them. */
-#define JOB_COLS                                                               \
-	"id, tool, status, input, request_context, metadata, run_id, "        \
-	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
-	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
-	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
-	"decision, reason, decided_at, progress, retry_of, created_at, "      \
-	"updated_at, started_at, finished_at"
-
-enum col {
-	C_ID,
-	C_TOOL,
-	C_STATUS,
-	C_INPUT,
-	C_REQUEST_CONTEXT,
-	C_METADATA,
-	C_RUN_ID,
-	C_TOOL_CALL_ID,
-	C_IDEMPOTENCY_KEY,
-	C_PRIORITY,
-	C_RUN_AT,
-	C_ATTEMPT,
-	C_MAX_RETRIES,
-	C_TIMEOUT_MS,
-	C_EXPIRES_AT,
-	C_TTL_MS,
-	C_OUTPUT,
-	C_MODEL_OUTPUT,
-	C_ERROR,
-	C_SUSPEND,
-	C_RESUME,
-	C_CHECKPOINT,
-	C_APPROVAL_REQUIRED,
-	C_DECISION,
-	C_REASON,
-	C_DECIDED_AT,
-	C_PROGRESS,
-	C_RETRY_OF,
-	C_CREATED_AT,
-	C_UPDATED_AT,
-	C_STARTED_AT,
-	C_FINISHED_AT,
-};
 
 enum stmt_id {
 	S_BEGIN,
@@ -123,13 +79,13 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",
-	[S_JOB_BY_KEY] = "SELECT " JOB_COLS " FROM jobs"
+	[S_JOB_BY_KEY] = "SELECT " STORE__JOB_COLS " FROM jobs"
 			 " WHERE tool = ?1 AND idempotency_key = ?2",
-	[S_JOB_INSERT] = "INSERT INTO jobs (" JOB_COLS ") VALUES (?1, ?2, ?3,"
+	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES (?1, ?2, ?3,"
 			 " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
 			 " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
 			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
-	[S_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
+	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = ?1",
 	/* ?1 id, ?2 from mask, ?3 to, ?4 now, ?5 set, ?6 run_at,
 	 * ?7 attempt, ?8 output, ?9 model_output, ?10 error, ?11 suspend
 	 * payload, ?12 resume data, ?13 checkpoint, ?14 decision, ?15 reason,
@@ -158,7 +114,7 @@ static const char *const sql_text[S_NSTMT] = {
 		"   ELSE expires_at END,"
 		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END"
 		" WHERE id = ?1 AND ((1 << status) & ?2) != 0"
-		" RETURNING " JOB_COLS,
+		" RETURNING " STORE__JOB_COLS,
 	/* INDEXED BY: without statistics the planner prefers jobs_status
 	 * and sorts every pending job; these partial indexes are ordered
 	 * the way the scheduler reads. */
@@ -168,7 +124,7 @@ static const char *const sql_text[S_NSTMT] = {
 			 " ORDER BY priority DESC, run_at, id",
 	[S_CLAIM_ONE] = "UPDATE OR FAIL jobs SET status = 2, started_at = ?2,"
 			" updated_at = ?2 WHERE id = ?1 AND status = 0"
-			" RETURNING " JOB_COLS,
+			" RETURNING " STORE__JOB_COLS,
 	/* The claim's next run_at: future pending jobs by run_at; the
 	 * claim skips the tools it excluded. */
 	[S_CLAIM_NEXT] = "SELECT run_at, tool FROM jobs INDEXED BY jobs_pending_run_at"
@@ -190,7 +146,7 @@ static const char *const sql_text[S_NSTMT] = {
 			  " ORDER BY expires_at",
 	[S_EXPIRE_ONE] = "UPDATE OR FAIL jobs SET status = 9, finished_at = ?2,"
 			 " updated_at = ?2 WHERE id = ?1 AND status IN (1, 3)"
-			 " RETURNING " JOB_COLS,
+			 " RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
 	/* A pruned job's events and log lines go first, then the job. */
@@ -199,14 +155,14 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
 			 " WHERE status >= 4 AND finished_at < ?1)",
 	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < ?1",
-	[S_LIST_ALL] = "SELECT " JOB_COLS " FROM jobs WHERE" LIST_REST,
-	[S_LIST_STATUS] = "SELECT " JOB_COLS " FROM jobs WHERE status = ?6 AND"
+	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
+	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = ?6 AND"
 			  LIST_REST,
-	[S_LIST_TOOL] = "SELECT " JOB_COLS " FROM jobs WHERE tool = ?2 AND"
+	[S_LIST_TOOL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE tool = ?2 AND"
 			LIST_REST, /* by id: jobs has no index by tool */
-	[S_LIST_RUN] = "SELECT " JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
+	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
 		       LIST_REST,
-	[S_RUNNING] = "SELECT " JOB_COLS " FROM jobs WHERE status = 2"
+	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " ORDER BY id",
 	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
 		     " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
@@ -368,7 +324,7 @@ static json_t *col_json(sqlite3_stmt *s, int i)
 	return col_json_w(s, i, NULL, NULL, &oom);
 }
 
-/* row_job_w returns a new job from the JOB_COLS of the current row of s,
+/* row_job_w returns a new job from the STORE__JOB_COLS of the current row of s,
  * or NULL when out of memory. With w, the job is one of w's results and
  * its JSON values are parsed later, on the loop thread (store__wreq_raw);
  * on failure the texts already recorded for it are dropped. */
@@ -557,7 +513,7 @@ static int conflict(struct conn *c, struct store__wreq *w, const char *id)
 	return 0;
 }
 
-/* bind_job binds the JOB_COLS of w's new job to the parameters of s from
+/* bind_job binds the STORE__JOB_COLS of w's new job to the parameters of s from
  * p (1-based) on. */
 static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 {
@@ -652,7 +608,7 @@ static sqlite3_stmt *job_stmt(struct conn *c, int k)
 {
 	if (c->job_stmt[k] != NULL)
 		return c->job_stmt[k];
-	static const char head[] = "INSERT INTO jobs (" JOB_COLS ") VALUES ";
+	static const char head[] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ";
 	static const char row[] = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
 				  " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),";
 	char sql[sizeof(head) + JOB_ROWS_MAX * sizeof(row)];

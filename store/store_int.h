@@ -169,6 +169,52 @@ static inline bool store__is_pg_url(const char *s)
  * (a NaN). */
 char *store__json_text(json_t *v);
 
+/* The columns of a job in both backends' schemas, in the order their
+ * row readers read them and their inserts bind them (enum store__col). */
+#define STORE__JOB_COLS                                                               \
+	"id, tool, status, input, request_context, metadata, run_id, "        \
+	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
+	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
+	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
+	"decision, reason, decided_at, progress, retry_of, created_at, "      \
+	"updated_at, started_at, finished_at"
+
+enum store__col {
+	C_ID,
+	C_TOOL,
+	C_STATUS,
+	C_INPUT,
+	C_REQUEST_CONTEXT,
+	C_METADATA,
+	C_RUN_ID,
+	C_TOOL_CALL_ID,
+	C_IDEMPOTENCY_KEY,
+	C_PRIORITY,
+	C_RUN_AT,
+	C_ATTEMPT,
+	C_MAX_RETRIES,
+	C_TIMEOUT_MS,
+	C_EXPIRES_AT,
+	C_TTL_MS,
+	C_OUTPUT,
+	C_MODEL_OUTPUT,
+	C_ERROR,
+	C_SUSPEND,
+	C_RESUME,
+	C_CHECKPOINT,
+	C_APPROVAL_REQUIRED,
+	C_DECISION,
+	C_REASON,
+	C_DECIDED_AT,
+	C_PROGRESS,
+	C_RETRY_OF,
+	C_CREATED_AT,
+	C_UPDATED_AT,
+	C_STARTED_AT,
+	C_FINISHED_AT,
+	C_NCOLS
+};
+
 /* store__set_msg replaces *errmsg (freed) with a malloc'd sentence for a
  * person, or NULL when out of memory. */
 void store__set_msg(char **errmsg, const char *fmt, ...)
