@@ -11,8 +11,10 @@
 #ifndef BERTH_API_H
 #define BERTH_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <uv.h>
@@ -41,6 +43,14 @@ struct api;
  * bad --listen address, an unreadable token file. */
 int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	      const struct api_config *cfg, struct api **out, char **errmsg);
+
+/* api_parse_address reads "HOST:PORT", "[V6]:PORT" or ":PORT" (a missing
+ * host, or "localhost", is the loopback address), and a bare "PORT" when
+ * bare_port is true, into *ss. When loopback is not NULL it tells whether
+ * the address is a loopback one. Returns 0 or -EINVAL. The socket's
+ * --listen and the HTTP gateway's --http share it. */
+int api_parse_address(const char *spec, bool bare_port,
+		      struct sockaddr_storage *ss, bool *loopback);
 
 /* api_socket_path returns the Unix socket path in use (borrowed). */
 const char *api_socket_path(const struct api *a);

@@ -251,10 +251,8 @@ static int read_token(struct api *a, const char *path, char **errmsg)
 	return a->token ? 0 : -1;
 }
 
-/* parse_listen reads "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT"; a
- * missing host (or "localhost") is the loopback address. Returns 0 or
- * -EINVAL. */
-static int parse_listen(const char *spec, struct sockaddr_storage *ss)
+int api_parse_address(const char *spec, bool bare_port,
+		      struct sockaddr_storage *ss, bool *loopback)
 {
 	char host[128] = "";
 	const char *port;
@@ -274,8 +272,10 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss)
 			return -EINVAL;
 		memcpy(host, spec, (size_t)(port - spec));
 		port++;
-	} else {
+	} else if (bare_port) {
 		port = spec;
+	} else {
+		return -EINVAL;
 	}
 	errno = 0;
 	p = strtol(port, &end, 10);
@@ -283,10 +283,17 @@ static int parse_listen(const char *spec, struct sockaddr_storage *ss)
 		return -EINVAL;
 	if (!host[0] || strcmp(host, "localhost") == 0)
 		snprintf(host, sizeof host, "127.0.0.1");
-	if (uv_ip4_addr(host, (int)p, (struct sockaddr_in *)ss) == 0)
+	memset(ss, 0, sizeof *ss);
+	if (uv_ip4_addr(host, (int)p, (struct sockaddr_in *)ss) == 0) {
+		if (loopback)
+			*loopback = strncmp(host, "127.", 4) == 0;
 		return 0;
-	if (uv_ip6_addr(host, (int)p, (struct sockaddr_in6 *)ss) == 0)
+	}
+	if (uv_ip6_addr(host, (int)p, (struct sockaddr_in6 *)ss) == 0) {
+		if (loopback)
+			*loopback = strcmp(host, "::1") == 0;
 		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -313,7 +320,7 @@ static int start_tcp(struct api *a, char **errmsg)
 	}
 	if (read_token(a, a->cfg.token_file, errmsg) < 0)
 		return -EINVAL;
-	if (parse_listen(a->cfg.listen, &ss) < 0) {
+	if (api_parse_address(a->cfg.listen, true, &ss, NULL) < 0) {
 		*errmsg = errorf("--listen takes HOST:PORT (a numeric address), "
 				 "not '%s'", a->cfg.listen);
 		return -EINVAL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "api/local.h"
 
 #define LISTEN_BACKLOG 511
@@ -26,50 +27,6 @@ static char *errorf(const char *fmt, ...)
 		s = NULL;
 	va_end(ap);
 	return s;
-}
-
-/* parse_addr reads "HOST:PORT", "[V6]:PORT" or ":PORT" (loopback), a
- * numeric host or "localhost". Returns 0 or -EINVAL. */
-static int parse_addr(const char *spec, struct sockaddr_storage *ss,
-		      bool *loopback)
-{
-	char host[128] = "";
-	const char *port;
-	char *end;
-	long p;
-
-	if (spec[0] == '[') {
-		const char *close = strchr(spec, ']');
-
-		if (!close || close[1] != ':' ||
-		    (size_t)(close - spec - 1) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, spec + 1, (size_t)(close - spec - 1));
-		port = close + 2;
-	} else if ((port = strrchr(spec, ':'))) {
-		if ((size_t)(port - spec) >= sizeof host)
-			return -EINVAL;
-		memcpy(host, spec, (size_t)(port - spec));
-		port++;
-	} else {
-		return -EINVAL;
-	}
-	errno = 0;
-	p = strtol(port, &end, 10);
-	if (errno || end == port || *end || p < 0 || p > 65535)
-		return -EINVAL;
-	if (!host[0] || strcmp(host, "localhost") == 0)
-		snprintf(host, sizeof host, "127.0.0.1");
-	memset(ss, 0, sizeof *ss);
-	if (uv_ip4_addr(host, (int)p, (struct sockaddr_in *)ss) == 0) {
-		*loopback = strncmp(host, "127.", 4) == 0;
-		return 0;
-	}
-	if (uv_ip6_addr(host, (int)p, (struct sockaddr_in6 *)ss) == 0) {
-		*loopback = strcmp(host, "::1") == 0;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -146,7 +103,7 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 
 	*out = NULL;
 	*errmsg = NULL;
-	if (!cfg->listen || parse_addr(cfg->listen, &ss, &loopback) < 0) {
+	if (!cfg->listen || api_parse_address(cfg->listen, false, &ss, &loopback) < 0) {
 		*errmsg = errorf("--http takes HOST:PORT (a numeric address or "
 				 "localhost), not '%s'",
 				 cfg->listen ? cfg->listen : "");
