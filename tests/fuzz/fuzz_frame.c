@@ -47,7 +47,7 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 			abort();
 		if (kind == API_MSG_REQUEST || kind == API_MSG_INVALID) {
 			json_t *reply = kind == API_MSG_REQUEST
-				? api_rpc_result(json_incref(api_rpc_id(msg)),
+				? api_rpc_result(api_rpc_id(msg),
 						 json_object())
 				: api_rpc_error(NULL, API_INVALID_REQUEST,
 						why ? why : "?", NULL);
