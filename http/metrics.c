@@ -448,6 +448,13 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 	    "gauge\nberth_workers %d\n", ws.size);
 	put(&t, "# HELP berth_workers_busy Worker slots running a job.\n"
 	    "# TYPE berth_workers_busy gauge\nberth_workers_busy %d\n", ws.busy);
+	put(&t, "# HELP berth_jobs_started_total Jobs started by this daemon, "
+	    "in their submission's own commit (a free slot, nothing waiting) "
+	    "or by a claim.\n# TYPE berth_jobs_started_total counter\n"
+	    "berth_jobs_started_total{path=\"submit\"} %llu\n"
+	    "berth_jobs_started_total{path=\"claim\"} %llu\n",
+	    (unsigned long long)ws.started_at_submit,
+	    (unsigned long long)ws.started_by_claim);
 	put(&t, "# HELP berth_event_seq The seq of the last event.\n# TYPE "
 	    "berth_event_seq gauge\nberth_event_seq %lld\n",
 	    (long long)store_last_seq(m->store));

@@ -518,10 +518,11 @@ static int conflict(struct conn *c, struct store__wreq *w, const char *id)
 static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 {
 	const struct store_job *j = w->req->u.create.job;
+	bool start = w->req->u.create.start;
 	char *const *t = w->text;
 	bind_str(s, p + C_ID, j->id);
 	bind_str(s, p + C_TOOL, j->tool);
-	sqlite3_bind_int(s, p + C_STATUS, j->status);
+	sqlite3_bind_int(s, p + C_STATUS, start ? STORE_RUNNING : j->status);
 	bind_str(s, p + C_INPUT, t[STORE__T_INPUT]);
 	bind_str(s, p + C_REQUEST_CONTEXT, t[STORE__T_REQUEST_CONTEXT]);
 	bind_str(s, p + C_METADATA, t[STORE__T_METADATA]);
@@ -549,7 +550,7 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 	bind_str(s, p + C_RETRY_OF, j->retry_of);
 	sqlite3_bind_int64(s, p + C_CREATED_AT, w->created_at);
 	sqlite3_bind_int64(s, p + C_UPDATED_AT, w->created_at);
-	bind_time(s, p + C_STARTED_AT, j->started_at);
+	bind_time(s, p + C_STARTED_AT, start ? w->created_at : j->started_at);
 	bind_time(s, p + C_FINISHED_AT, j->finished_at);
 }
 
@@ -577,6 +578,9 @@ static int created(struct conn *c, struct store__wreq *w, struct store__batch *b
 		rc = add_event(c, b, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
 			       j->status, w->created_at, atext, adata);
 	}
+	if (rc == 0 && req->u.create.start)
+		rc = add_event(c, b, j->id, j->tool, STORE_EV_STARTED,
+			       STORE_RUNNING, w->created_at, NULL, NULL);
 	w->rc = 0;
 	return rc;
 }

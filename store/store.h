@@ -246,6 +246,10 @@ void store_close(struct store *st, void (*done)(void *arg), void *arg);
 const char *store_durability_name(const struct store *st);
 const char *store_path(const struct store *st);
 
+/* store_shared returns true for a database several nodes share
+ * (PostgreSQL), where a claim must look at every node's jobs. */
+bool store_shared(const struct store *st);
+
 /* ---- event listeners -------------------------------------------------- */
 
 /*
@@ -361,11 +365,21 @@ struct store_req {
 		 * event too, with approval_event_data (the approval view),
 		 * or event_data when approval_event_data is NULL. When
 		 * (tool, idempotency_key) already names a job, nothing is
-		 * written, existed is set and out holds that job. */
+		 * written, existed is set and out holds that job.
+		 *
+		 * start claims the new job in the same transaction, as a
+		 * claim would: it is written running (started_at now), and a
+		 * "started" event follows "created". job (out) still shows
+		 * the job as submitted, pending; jobs[0] (njobs 1) is the job
+		 * as started, for the run. Only for a PENDING job without an
+		 * idempotency key, and only on a store that is not shared
+		 * (store_shared): a claim on a shared store must count the
+		 * tool's jobs on every node. */
 		struct {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
 			json_t *approval_event_data; /* borrowed, or NULL */
+			bool start;
 		} create;
 
 		struct store_transition transition;
@@ -427,7 +441,8 @@ struct store_req {
 	/* Results, valid in done. */
 	struct store_job *job;    /* CREATE, TRANSITION (also on conflict) */
 	bool existed;             /* CREATE: the idempotency key was known */
-	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed */
+	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed;
+				     CREATE with start: the job started */
 	size_t njobs;
 	/* CLAIM: the earliest run_at later than the claim's now of a pending
 	 * job whose tool the claim did not exclude (a cap left at 0 by the

@@ -65,6 +65,7 @@ static const struct berth_tool noop_tool = {
 			   "\"openWorldHint\":false}",
 	.input_examples = "[{\"input\":{\"hello\":\"world\"}}]",
 	.execute = noop,
+	.nonblocking = true,
 };
 
 static const struct berth_tool sleep_tool = {
@@ -102,6 +103,7 @@ static const struct berth_tool fail_tool = {
 	.input_examples = "[{\"input\":{\"message\":\"boom\","
 			  "\"retryable\":true}}]",
 	.execute = fail_exec,
+	.nonblocking = true,
 };
 
 static const struct berth_tool *const builtin_tools[] = {

@@ -1,9 +1,10 @@
 /*
- * exec.c: C tools. execute runs on the libuv thread pool (uv_queue_work);
- * its context reaches the loop thread through the hub (worker.c): progress
- * is coalesced, log lines are queued, and a checkpoint blocks the pool
- * thread on the hub's condition variable until the store has committed it,
- * so that "returns once it is committed" holds.
+ * exec.c: C tools. execute runs on the libuv thread pool (uv_queue_work),
+ * or, for a nonblocking tool, on the loop thread from the worker's idle
+ * handle. Its context reaches the loop thread through the hub (worker.c):
+ * progress is coalesced, log lines are queued, and a checkpoint blocks the
+ * pool thread on the hub's condition variable until the store has
+ * committed it, so that "returns once it is committed" holds.
  *
  * The pool thread reads only the run's deep copies (x_*), its job's id,
  * tool and attempt, which never change while the run exists, and the
@@ -24,9 +25,9 @@ static void work_cb(uv_work_t *req)
 	r->outcome = r->c->execute(r->x_input, &r->ctx, r->c->data);
 }
 
-static void after_work_cb(uv_work_t *req, int status)
+/* exec_end hands r's outcome to the run, on the loop thread. */
+static void exec_end(struct worker__run *r)
 {
-	struct worker__run *r = req->data;
 	struct berth_outcome o = r->outcome;
 
 	memset(&r->outcome, 0, sizeof(r->outcome));
@@ -41,6 +42,40 @@ static void after_work_cb(uv_work_t *req, int status)
 		worker__outcome_finish(&o);
 	worker__run_exec_ended(r);
 	worker__run_unref(r);
+}
+
+static void after_work_cb(uv_work_t *req, int status)
+{
+	exec_end(req->data);
+}
+
+void worker__exec_inline(struct worker *w)
+{
+	struct worker__run *list = w->inline_head;
+
+	w->inline_head = w->inline_tail = NULL;
+	while (list) {
+		struct worker__run *r = list;
+
+		list = r->inline_next;
+		r->inline_next = NULL;
+		work_cb(&r->work);
+		exec_end(r);
+	}
+}
+
+/* queue_inline queues r for worker__exec_inline: from the idle handle, so
+ * that the outcome never arrives before worker__exec_start returned. */
+static void queue_inline(struct worker__run *r)
+{
+	struct worker *w = r->w;
+
+	if (w->inline_tail)
+		w->inline_tail->inline_next = r;
+	else
+		w->inline_head = r;
+	w->inline_tail = r;
+	worker__idle_kick(w);
 }
 
 /* copy returns a deep copy of v, or NULL for NULL; *ok turns false when
@@ -63,17 +98,31 @@ int worker__exec_start(struct worker__run *r)
 	bool ok = true;
 	int rc;
 
-	r->x_input = j->input ? copy(j->input, &ok) : json_object();
-	r->x_rc = copy(j->request_context, &ok);
-	r->x_resume = copy(j->resume_data, &ok);
-	r->x_suspend = copy(j->suspend_payload, &ok);
-	r->x_checkpoint = copy(j->checkpoint, &ok);
+	r->exec_inline = r->c->nonblocking;
+	if (r->exec_inline) {
+		/* Read on the loop thread while the job cannot change. */
+		r->x_input = j->input ? json_incref(j->input) : json_object();
+		r->x_rc = json_incref(j->request_context);
+		r->x_resume = json_incref(j->resume_data);
+		r->x_suspend = json_incref(j->suspend_payload);
+		r->x_checkpoint = json_incref(j->checkpoint);
+	} else {
+		r->x_input = j->input ? copy(j->input, &ok) : json_object();
+		r->x_rc = copy(j->request_context, &ok);
+		r->x_resume = copy(j->resume_data, &ok);
+		r->x_suspend = copy(j->suspend_payload, &ok);
+		r->x_checkpoint = copy(j->checkpoint, &ok);
+	}
 	if (!ok || !r->x_input)
 		return -ENOMEM;
 	r->hub = worker__hub_ref(r->w->hub);
 	r->work.data = r;
 	worker__run_ref(r);
 	r->exec_started = true;
+	if (r->exec_inline) {
+		queue_inline(r);
+		return 0;
+	}
 	rc = uv_queue_work(r->w->loop, &r->work, work_cb, after_work_cb);
 	if (rc) {
 		r->exec_started = false;
@@ -155,6 +204,8 @@ int berth_ctx_save_checkpoint(struct berth_ctx *ctx, const json_t *value)
 
 	if (atomic_load(&r->aborted))
 		return -ECANCELED;
+	if (r->exec_inline)
+		return -ENOTSUP; /* the loop thread cannot wait for itself */
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

@@ -145,9 +145,13 @@ struct worker__run {
 	bool final_waiting;      /* final waits for its retry timer, not
 				  * in the store */
 	struct worker__run *prev, *next;
+	struct worker__run *id_next; /* worker.by_id's bucket */
 
-	/* C tools. The x_ values are deep copies the pool thread reads. */
+	/* C tools. The x_ values are deep copies the pool thread reads (a
+	 * nonblocking tool's, references to the job's own values). */
 	uv_work_t work;
+	bool exec_inline;                /* nonblocking: on the loop */
+	struct worker__run *inline_next; /* worker.inline_head's list */
 	struct berth_ctx ctx;
 	const struct berth_tool *c;
 	struct worker__hub *hub;
@@ -185,6 +189,9 @@ struct worker__op {
 	struct store_cap *caps;
 	struct store_log_line *lines;
 	size_t nlines;
+	/* A submission started in its own transaction (create.start): it
+	 * holds one of the pool's slots until its commit. */
+	bool start;
 	/* A reply deferred to the next loop iteration. */
 	struct worker__op *next;
 	int err;
@@ -206,10 +213,19 @@ struct worker {
 	size_t ntools, captools;
 
 	struct worker__run *runs; /* every run still holding a reference */
+	struct worker__run **by_id; /* the same runs, hashed by job id */
+	size_t nby_id;              /* buckets: a power of two */
 	int busy;                 /* runs holding a slot */
 
 	/* Scheduling (sched.c). */
 	bool started;
+	/* Runnable jobs may be pending (a job went pending, was retried,
+	 * resumed or approved, a tool was unpaused) and no claim has since
+	 * come back short of its limit. While it is set every new job waits
+	 * for a claim; while it is clear a new job can start in its own
+	 * submission's transaction (worker__sched_may_start). */
+	bool backlog;
+	uint64_t started_at_submit, started_by_claim; /* worker_stats */
 	bool claim_inflight;
 	bool claim_again;
 	int64_t last_claim_now;  /* the "now" of the last claim */
@@ -227,6 +243,8 @@ struct worker {
 	 * calls back before it returned). */
 	uv_idle_t idle;
 	struct worker__op *deferred, *deferred_tail;
+	/* Runs of nonblocking C tools waiting for the idle handle. */
+	struct worker__run *inline_head, *inline_tail;
 
 	struct worker__listener *listeners; /* fn NULL: removed */
 	size_t nlisteners;
@@ -344,6 +362,14 @@ void worker__hub_drain(struct worker *w);
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
+/* worker__sched_may_start tells whether the new job j of tool t may start
+ * in its submission's own transaction instead of waiting for a claim: a
+ * slot is free, nothing runnable is pending ahead of it (backlog clear,
+ * no delayed job due), the tool has no concurrency limit and is not
+ * paused, the job is due, needs no approval and has no idempotency key,
+ * and the store is not shared. */
+bool worker__sched_may_start(struct worker *w, const struct worker_tool *t,
+			     const struct store_job *j, int64_t now);
 /* worker__sched_wakeup remembers a future run_at so the run timer fires
  * for it even while earlier jobs wait for a slot. */
 void worker__sched_wakeup(struct worker *w, int64_t at);
@@ -414,6 +440,13 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out);
 void worker__line_finish(struct worker__line *l);
 
 int worker__exec_start(struct worker__run *r);
+/* worker__exec_inline runs the queued executions of nonblocking tools, on
+ * the loop thread, from the worker's idle handle. */
+void worker__exec_inline(struct worker *w);
+/* worker__idle_kick makes the idle handle run deferred replies and inline
+ * executions in the next loop iteration (the loop does not wait for I/O
+ * before it). */
+void worker__idle_kick(struct worker *w);
 int worker__proc_start(struct worker__run *r, char **errmsg);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when
  * reap is true) and SIGKILL after the kill grace. */

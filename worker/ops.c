@@ -21,6 +21,26 @@ static void reply_created(struct worker__op *op, int rc)
 	struct berth_call call;
 	int hrc;
 
+	if (op->start) {
+		w->busy--; /* worker__run_start takes the slot again */
+		if (rc == 0 && op->req.njobs == 1) {
+			struct store_job *started = op->req.jobs[0];
+
+			op->req.jobs[0] = NULL;
+			/* After a shutdown began it stays running in the
+			 * store, which the shutdown puts back to pending. */
+			if (w->stopping) {
+				store_job_free(started);
+			} else {
+				w->started_at_submit++;
+				worker__run_start(w, started);
+			}
+		} else {
+			worker__sched_kick(w);
+		}
+	} else if (rc == 0 && !op->req.existed && j->status == STORE_PENDING) {
+		w->backlog = true;
+	}
 	if (rc) {
 		worker__op_reply_store(op, rc);
 		return;
@@ -142,8 +162,14 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	op->req.u.create.job = j;
 	op->req.u.create.event_data = op->own[1];
 	op->req.u.create.approval_event_data = op->own[2];
+	/* Started in this transaction: one commit less on the job's way
+	 * (the claim's) when the pool has room and nothing waits. */
+	op->start = worker__sched_may_start(w, t, j, now);
+	op->req.u.create.start = op->start;
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;
+	if (op->start)
+		w->busy++; /* the run's slot, until the commit */
 	return 0;
 }
 
@@ -415,6 +441,7 @@ static void reply_paused(struct worker__op *op, int rc)
 		return;
 	}
 	if (!op->req.u.pause.paused) {
+		w->backlog = true; /* its pending jobs are runnable again */
 		worker__sched_kick(w);
 		worker__sched_rearm(w);
 	}

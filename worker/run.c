@@ -48,13 +48,37 @@ void worker__run_unref(struct worker__run *r)
 		run_free(r);
 }
 
+/* id_bucket returns the by_id bucket of a job id (FNV-1a). */
+static struct worker__run **id_bucket(struct worker *w, const char *id)
+{
+	uint64_t h = 14695981039346656037u;
+
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 1099511628211u;
+	return &w->by_id[h & (w->nby_id - 1)];
+}
+
 struct worker__run *worker__run_find(struct worker *w, const char *job_id)
 {
-	for (struct worker__run *r = w->runs; r; r = r->next)
+	for (struct worker__run *r = *id_bucket(w, job_id); r; r = r->id_next)
 		if (r->state != WORKER__RUN_DONE &&
 		    strcmp(r->job->id, job_id) == 0)
 			return r;
 	return NULL;
+}
+
+/* list puts r on the worker's list of runs and in by_id. */
+static void list(struct worker *w, struct worker__run *r)
+{
+	struct worker__run **b = id_bucket(w, r->job->id);
+
+	r->next = w->runs;
+	if (w->runs)
+		w->runs->prev = r;
+	w->runs = r;
+	r->id_next = *b;
+	*b = r;
+	r->listed = true;
 }
 
 static void unlist(struct worker__run *r)
@@ -63,6 +87,13 @@ static void unlist(struct worker__run *r)
 
 	if (!r->listed)
 		return;
+	for (struct worker__run **p = id_bucket(w, r->job->id); *p;
+	     p = &(*p)->id_next)
+		if (*p == r) {
+			*p = r->id_next;
+			break;
+		}
+	r->id_next = NULL;
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -571,11 +602,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	w->busy++;
 	if (r->tool)
 		r->tool->running++;
-	r->next = w->runs;
-	if (w->runs)
-		w->runs->prev = r;
-	w->runs = r;
-	r->listed = true;
+	list(w, r);
 	uv_timer_init(w->loop, &r->timer);
 	r->timer.data = r;
 

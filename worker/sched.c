@@ -93,6 +93,23 @@ void worker__sched_kick(struct worker *w)
 	}
 }
 
+bool worker__sched_may_start(struct worker *w, const struct worker_tool *t,
+			     const struct store_job *j, int64_t now)
+{
+	if (!w->started || w->stopping || w->backlog ||
+	    w->busy >= w->cfg.workers || store_shared(w->st))
+		return false;
+	/* A tool with a limit is left to the claim, which counts it; so is
+	 * a delayed job or a retry that has just become due. */
+	if (t->bg.concurrency > 0 || j->status != STORE_PENDING ||
+	    j->run_at > now || j->idempotency_key)
+		return false;
+	if ((w->next_run_at && w->next_run_at <= now) ||
+	    (w->nwakeups && w->wakeups[0] <= now))
+		return false;
+	return store_tool_paused(w->st, t->id) == 0;
+}
+
 static void claim_done(struct worker__op *op, int rc)
 {
 	struct worker *w = op->w;
@@ -101,6 +118,11 @@ static void claim_done(struct worker__op *op, int rc)
 
 	if (rc == 0)
 		w->next_run_at = op->req.next_run_at;
+	/* Short of its limit: no job was left that it could take. The
+	 * tools it excluded never start a job at submission (full ones
+	 * have a limit; paused ones are asked). */
+	if (rc == 0 && (int)n < limit)
+		w->backlog = false;
 	/* The claim stays in flight while its jobs start: a run that ends
 	 * at once (an unknown tool, a failed start) frees its slot and
 	 * kicks, and a claim sized then would not count the jobs of this
@@ -111,10 +133,12 @@ static void claim_done(struct worker__op *op, int rc)
 		op->req.jobs[i] = NULL;
 		/* Jobs claimed after a shutdown began stay running in the
 		 * store; the shutdown puts them back to pending. */
-		if (w->stopping)
+		if (w->stopping) {
 			store_job_free(j);
-		else
+		} else {
+			w->started_by_claim++;
 			worker__run_start(w, j);
+		}
 	}
 	w->claim_inflight = false;
 	worker__op_free(op);

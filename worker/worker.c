@@ -91,6 +91,7 @@ static void idle_cb(uv_idle_t *h)
 
 	w->deferred = w->deferred_tail = NULL;
 	uv_idle_stop(h);
+	worker__exec_inline(w);
 	while (list) {
 		struct worker__op *op = list;
 		list = op->next;
@@ -113,6 +114,11 @@ void worker__op_defer(struct worker__op *op, int err, const char *message,
 	else
 		w->deferred = op;
 	w->deferred_tail = op;
+	worker__idle_kick(w);
+}
+
+void worker__idle_kick(struct worker *w)
+{
 	uv_idle_start(&w->idle, idle_cb);
 }
 
@@ -256,6 +262,8 @@ void worker_stats(const struct worker *w, struct worker_stats *out)
 {
 	out->size = w->cfg.workers;
 	out->busy = w->busy;
+	out->started_at_submit = w->started_at_submit;
+	out->started_by_claim = w->started_by_claim;
 }
 
 int64_t worker__kill_grace(const struct worker *w)
@@ -423,6 +431,13 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg = *cfg;
 	if (w->cfg.workers <= 0)
 		w->cfg.workers = WORKER__WORKERS;
+	/* Runs by job id: every event of the store looks its job up. */
+	w->nby_id = 16;
+	while (w->nby_id < 2 * (size_t)w->cfg.workers && w->nby_id < (1u << 20))
+		w->nby_id *= 2;
+	w->by_id = calloc(w->nby_id, sizeof(*w->by_id));
+	if (!w->by_id)
+		goto fail;
 	if (w->cfg.default_timeout_ms <= 0)
 		w->cfg.default_timeout_ms = WORKER__TIMEOUT_MS;
 	if (w->cfg.kill_grace_ms <= 0)
@@ -476,6 +491,8 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 fail:
 	if (h)
 		worker__hub_unref(h);
+	if (w)
+		free(w->by_id);
 	free(w);
 	return NULL;
 }
@@ -561,6 +578,7 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	case STORE_EV_RETRYING:
 	case STORE_EV_RESUMED:
 	case STORE_EV_APPROVED:
+		w->backlog = true;
 		if (!r)
 			worker__sched_kick(w);
 		break;
@@ -594,6 +612,7 @@ int worker_start(struct worker *w, char **errmsg)
 		return rc;
 	}
 	w->started = true;
+	w->backlog = true; /* until the first claim comes back short */
 	/* Terminal jobs past the retention are pruned now and hourly. */
 	uv_timer_start(&w->prune_timer, prune_cb, 0, 3600 * 1000);
 	uv_unref((uv_handle_t *)&w->prune_timer);
@@ -695,9 +714,10 @@ static void finish_shutdown(uv_timer_t *h)
 		next = r->next;
 		r->w = NULL;
 		r->listed = false;
-		r->prev = r->next = NULL;
+		r->prev = r->next = r->id_next = NULL;
 	}
 	w->runs = NULL;
+	memset(w->by_id, 0, w->nby_id * sizeof(*w->by_id));
 	hub_close(w->hub);
 	close_handle(w, &w->run_timer);
 	close_handle(w, &w->expiry_timer);
@@ -730,6 +750,7 @@ void worker_destroy(struct worker *w)
 	for (size_t i = 0; i < w->ntools; i++)
 		worker__tool_free(w->tools[i]);
 	free(w->tools);
+	free(w->by_id);
 	free(w->wakeups);
 	free(w->listeners);
 	worker__hub_unref(w->hub);

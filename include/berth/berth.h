@@ -107,8 +107,9 @@ bool berth_ctx_aborted(const struct berth_ctx *ctx);
 
 /* berth_ctx_save_checkpoint stores value (borrowed) as the job's durable
  * checkpoint and returns once it is committed: 0, or a negative errno-style
- * code (the job was cancelled, storage failed). A later run of the job (a
- * retry, a resume, a run after a crash) sees it in berth_ctx_checkpoint. */
+ * code (the job was cancelled, storage failed; -ENOTSUP in a nonblocking
+ * tool, which cannot wait). A later run of the job (a retry, a resume, a
+ * run after a crash) sees it in berth_ctx_checkpoint. */
 int berth_ctx_save_checkpoint(struct berth_ctx *ctx, const json_t *value);
 
 /* berth_ctx_progress reports progress; total < 0 and message NULL mean
@@ -196,6 +197,13 @@ struct berth_tool {
 	const char *provider_options; /* JSON object */
 
 	berth_execute_fn execute;
+	/* nonblocking: execute never blocks and returns within microseconds
+	 * (pure computation on its input). berthd then calls it on the loop
+	 * thread, in the same loop turn, instead of handing it to the thread
+	 * pool and back: two thread wake-ups less per job. A blocking call
+	 * in such an execute stalls the whole daemon, and it cannot save a
+	 * checkpoint. */
+	bool nonblocking;
 
 	/* to_model_output returns a new reference to the job's modelOutput
 	 * for output, or NULL for none. */

@@ -617,6 +617,10 @@ static void metrics__parse_as_prometheus_text(void **state)
 	assert_true(sample(r.body, "berth_suspensions_total{tool=\"book-trip\"}") >= 1);
 	assert_true(sample(r.body, "berth_queue_depth") >= 0);
 	assert_true(sample(r.body, "berth_workers_busy") >= 0);
+	assert_true(sample(r.body, "berth_jobs_started_total{path=\"submit\"}") >= 0);
+	assert_true(sample(r.body, "berth_jobs_started_total{path=\"claim\"}") >= 0);
+	assert_true(sample(r.body, "berth_jobs_started_total{path=\"submit\"}") +
+		    sample(r.body, "berth_jobs_started_total{path=\"claim\"}") >= 1);
 	assert_true(sample(r.body, "berth_job_completion_seconds_count") >= 1);
 	assert_true(sample(r.body, "berth_commit_batch_events_bucket{le=\"+Inf\"}") >= 1);
 	assert_true(sample(r.body, "berth_jobs{tool=\"deploy\",status=\"awaiting_approval\"}") >= 1);

@@ -4,6 +4,7 @@
  * transition and its conflict, claims, checkpoints, logs, expiry, pausing,
  * pruning, listing, the event log and start-up recovery.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,56 @@ static void create__stamps_the_job_and_appends_a_created_event(void **state)
 	store_req_finish(&req);
 	json_decref(job.input);
 	json_decref(job.metadata);
+}
+
+static void never_called(struct store_req *req, int rc);
+
+/* A job started in its own creation is written running, with "started"
+ * after "created"; the reply still shows it as submitted; a claim does
+ * not take it again. */
+static void create__with_start__claims_the_job_in_the_same_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct store_job job = {.tool = "noop", .status = STORE_PENDING};
+	job.input = json_pack("{s:i}", "n", 1);
+	struct store_req req = {.op = STORE_OP_CREATE};
+	req.u.create.job = &job;
+	req.u.create.event_data = job.input;
+	req.u.create.start = true;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.job->status, STORE_PENDING);
+	assert_int_equal(req.njobs, 1);
+	assert_int_equal(req.jobs[0]->status, STORE_RUNNING);
+	assert_string_equal(req.jobs[0]->id, req.job->id);
+	assert_int_equal(req.jobs[0]->started_at, req.job->created_at);
+	assert_true(json_equal(req.jobs[0]->input, job.input));
+	assert_int_equal(fx_status(f, req.job->id), STORE_RUNNING);
+
+	struct store_event *ev;
+	size_t n = events_of(f, req.job->id, &ev);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_int_equal(ev[0].status, STORE_PENDING);
+	assert_int_equal(ev[1].type, STORE_EV_STARTED);
+	assert_int_equal(ev[1].status, STORE_RUNNING);
+	assert_int_equal(ev[1].seq, ev[0].seq + 1);
+	free_events(ev, n);
+	assert_int_equal(claim(f, 10, NULL, 0, NULL), 0);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				     " AND started_at = created_at"), 1);
+	store_req_finish(&req);
+
+	/* Only a pending job without a key may start so. */
+	struct store_req bad = {.op = STORE_OP_CREATE, .done = never_called};
+	struct store_job waiting = {.tool = "noop", .status = STORE_AWAITING_APPROVAL};
+	bad.u.create.job = &waiting;
+	bad.u.create.start = true;
+	assert_int_equal(store_submit(f->st, &bad), -EINVAL);
+	struct store_job keyed = {.tool = "noop", .status = STORE_PENDING,
+				  .idempotency_key = "k"};
+	bad.u.create.job = &keyed;
+	assert_int_equal(store_submit(f->st, &bad), -EINVAL);
+	json_decref(job.input);
 }
 
 static void create__awaiting_approval__appends_approval_requested_too(void **state)
@@ -995,6 +1046,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
 	const struct CMUnitTest tests[] = {
 		T(create__stamps_the_job_and_appends_a_created_event),
+		T(create__with_start__claims_the_job_in_the_same_transaction),
 		T(create__awaiting_approval__appends_approval_requested_too),
 		T(create__awaiting_approval__approval_requested_carries_its_own_data),
 		T(create__with_a_ttl_awaiting_approval__gets_an_expiry),

@@ -1,8 +1,11 @@
 /*
  * test_sched.c: the scheduler: priority order, per-tool concurrency,
- * delayed jobs on time, paused tools, a clean shutdown and the recovery
- * of runs a crash interrupted.
+ * delayed jobs on time, paused tools, starting a job in its submission's
+ * commit only when nothing waits, nonblocking tools on the loop thread, a
+ * clean shutdown and the recovery of runs a crash interrupted.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +79,27 @@ static const struct berth_tool no_rerun = {
 	.execute = exec_busy,
 };
 
+/* nonblocking: records the thread it ran on and what saving a checkpoint
+ * answered. */
+static pthread_t inline_thread;
+static int inline_checkpoint_rc;
+
+static struct berth_outcome exec_inline(const json_t *input,
+					struct berth_ctx *ctx, void *data)
+{
+	inline_thread = pthread_self();
+	inline_checkpoint_rc = berth_ctx_save_checkpoint(ctx, input);
+	return berth_output(json_object());
+}
+
+static const struct berth_tool nonblocking = {
+	.id = "inline",
+	.execute = exec_inline,
+	.nonblocking = true,
+};
+
 static const struct berth_tool *const all_tools[] = {
-	&record, &limited, &single, &busy, &no_rerun,
+	&record, &limited, &single, &busy, &no_rerun, &nonblocking,
 };
 
 static void add_tools(struct fx *f)
@@ -378,6 +400,125 @@ static void recovery__follows_each_tools_interrupt_policy(void **state)
 #define T1(name) cmocka_unit_test_setup_teardown(name, setup1, teardown)
 #define T8(name) cmocka_unit_test_setup_teardown(name, setup8, teardown)
 
+static struct worker_stats stats(struct fx *f)
+{
+	struct worker_stats st;
+
+	worker_stats(f->w, &st);
+	return st;
+}
+
+/* events_in_order asserts that job id's events are exactly types[0..n),
+ * with consecutive seqs when adjacent is true. */
+static void events_in_order(struct fx *f, const char *id, const int *types,
+			    size_t n, bool adjacent)
+{
+	struct store_event *v;
+	size_t got;
+
+	assert_int_equal(store_events(f->st, 0, id, 100, &v, &got), 0);
+	assert_int_equal(got, n);
+	for (size_t i = 0; i < got; i++) {
+		assert_int_equal(v[i].type, types[i]);
+		if (adjacent && i > 0)
+			assert_int_equal(v[i].seq, v[i - 1].seq + 1);
+	}
+	for (size_t i = 0; i < got; i++)
+		store_event_finish(&v[i]);
+	free(v);
+}
+
+static void submit__with_a_free_slot_and_nothing_waiting__starts_in_its_own_commit(
+	void **state)
+{
+	static const int want[] = {STORE_EV_CREATED, STORE_EV_STARTED,
+				   STORE_EV_COMPLETED};
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_run_for(f, 50); /* the first claim finds nothing waiting */
+	fx_submit_ok(f, "record", "{\"n\":7}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(stats(f).started_at_submit, 1);
+	assert_int_equal(stats(f).started_by_claim, 0);
+	j = fx_get(f, id);
+	assert_int_equal(j->started_at, j->created_at);
+	assert_int_equal(j->attempt, 1);
+	store_job_free(j);
+	/* created and started in one transaction: nothing between them. */
+	events_in_order(f, id, want, 3, false);
+	assert_int_equal(norder, 1);
+	assert_int_equal(order[0], 7);
+}
+
+static void submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_submit lo = {.has_priority = true, .priority = 1};
+	struct worker_submit hi = {.has_priority = true, .priority = 5};
+	char first[40], ids[3][40];
+
+	fx_run_for(f, 50);
+	/* The pool's one slot is taken at submission... */
+	fx_submit_ok(f, "busy", "{\"ms\":200}", NULL, first);
+	assert_int_equal(stats(f).started_at_submit, 1);
+	/* ...so these wait, and start by priority once it is free. */
+	fx_submit_ok(f, "record", "{\"n\":0}", &lo, ids[0]);
+	fx_submit_ok(f, "record", "{\"n\":1}", &hi, ids[1]);
+	assert_int_equal(fx_status(f, ids[0]), STORE_PENDING);
+	assert_int_equal(fx_status(f, ids[1]), STORE_PENDING);
+	for (int i = 0; i < 2; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
+	assert_int_equal(norder, 2);
+	assert_int_equal(order[0], 1);
+	assert_int_equal(order[1], 0);
+	assert_int_equal(stats(f).started_by_claim, 2);
+	assert_int_equal(stats(f).started_at_submit, 1);
+	/* The claim that came back short cleared the way again. */
+	fx_run_for(f, 50);
+	fx_submit_ok(f, "record", "{\"n\":2}", NULL, ids[2]);
+	fx_wait_status(f, ids[2], STORE_COMPLETED, 5000);
+	assert_int_equal(stats(f).started_at_submit, 2);
+}
+
+static void submit__of_a_limited_or_paused_tool__waits_for_a_claim(
+	void **state)
+{
+	struct fx *f = *state;
+	char id[40], held[40];
+
+	fx_run_for(f, 50);
+	/* A tool with a concurrency limit is counted by the claim only. */
+	fx_submit_ok(f, "limited", "{\"ms\":5}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(stats(f).started_at_submit, 0);
+	assert_int_equal(stats(f).started_by_claim, 1);
+	/* A paused tool starts nothing, whatever the pool has free. */
+	pause_tool(f, "record", true);
+	fx_run_for(f, 50);
+	fx_submit_ok(f, "record", "{\"n\":3}", NULL, held);
+	fx_run_for(f, 100);
+	assert_int_equal(fx_status(f, held), STORE_PENDING);
+	assert_int_equal(norder, 0);
+	pause_tool(f, "record", false);
+	fx_wait_status(f, held, STORE_COMPLETED, 5000);
+	assert_int_equal(stats(f).started_at_submit, 0);
+}
+
+static void nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint(
+	void **state)
+{
+	struct fx *f = *state;
+	char id[40];
+
+	fx_submit_ok(f, "inline", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_true(pthread_equal(inline_thread, pthread_self()));
+	assert_int_equal(inline_checkpoint_rc, -ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +531,10 @@ int main(void)
 			delayed_job__runs_on_time_after_a_restart_while_another_tool_is_full,
 			setup_unstarted8, teardown),
 		T1(paused_tool__starts_nothing_until_unpaused),
+		T8(submit__with_a_free_slot_and_nothing_waiting__starts_in_its_own_commit),
+		T1(submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order),
+		T8(submit__of_a_limited_or_paused_tool__waits_for_a_claim),
+		T1(nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint),
 		T1(shutdown__puts_running_jobs_back_without_using_a_retry),
 		cmocka_unit_test_setup_teardown(
 			recovery__follows_each_tools_interrupt_policy,
