@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "store/store.h"
@@ -31,6 +33,35 @@ static void format_time__writes_utc_with_milliseconds(void **state)
 	assert_string_equal(store_format_time(1795561025123, buf), "2026-11-24T22:57:05.123Z");
 	assert_string_equal(store_format_time(0, buf), "1970-01-01T00:00:00.000Z");
 	assert_string_equal(store_format_time(-1, buf), "1969-12-31T23:59:59.999Z");
+	assert_string_equal(store_format_time(951782400000, buf), "2000-02-29T00:00:00.000Z");
+	assert_string_equal(store_format_time(253402300799999, buf), "9999-12-31T23:59:59.999Z");
+}
+
+/* The arithmetic formatter against gmtime_r, on times spread over years 1
+ * to 9999 and on every day boundary around the epoch. */
+static void format_time__agrees_with_gmtime(void **state)
+{
+	uint64_t x = 88172645463325252u;
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int64_t t = i < 3000 ? (i - 1500) * 86400000LL + (i % 7) - 3
+				     : (int64_t)(x % 315537897600000u) - 62135596800000LL;
+		int64_t secs = t / 1000, ms = t % 1000;
+		if (ms < 0) {
+			ms += 1000;
+			secs--;
+		}
+		time_t tt = (time_t)secs;
+		struct tm tm;
+		assert_non_null(gmtime_r(&tt, &tm));
+		char want[96], got[32];
+		snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+			 tm.tm_min, tm.tm_sec, (int)ms);
+		assert_string_equal(store_format_time(t, got), want);
+	}
 }
 
 static void parse_time__reads_offsets_and_missing_fractions(void **state)
@@ -152,6 +183,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(status_and_event_names__round_trip),
 		cmocka_unit_test(format_time__writes_utc_with_milliseconds),
+		cmocka_unit_test(format_time__agrees_with_gmtime),
 		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
 		cmocka_unit_test(parse_time__refuses_what_is_not_a_time),
 		cmocka_unit_test(uuid7__is_version_7_time_ordered_and_unique),
