@@ -67,6 +67,10 @@ struct worker_tool {
 	struct worker__cmd *cmd;    /* NULL for a C tool */
 
 	int running; /* runs holding a slot */
+	/* The durable paused flag as this node last knew it, for starting
+	 * jobs at submission (single node only): unknown until read. A
+	 * pause counts from its request, an unpause from its commit. */
+	enum { WORKER__PAUSE_UNKNOWN, WORKER__PAUSE_NO, WORKER__PAUSE_YES } pause;
 };
 
 /*
@@ -368,7 +372,7 @@ void worker__sched_kick(struct worker *w);
  * no delayed job due), the tool has no concurrency limit and is not
  * paused, the job is due, needs no approval and has no idempotency key,
  * and the store is not shared. */
-bool worker__sched_may_start(struct worker *w, const struct worker_tool *t,
+bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
 /* worker__sched_wakeup remembers a future run_at so the run timer fires
  * for it even while earlier jobs wait for a slot. */

@@ -86,7 +86,7 @@ static char *dup_or_null(const char *s, bool *ok)
 static int submit_op(struct worker__op *op, const struct worker_submit *p)
 {
 	struct worker *w = op->w;
-	const struct worker_tool *t = worker__tool_find(w, p->tool);
+	struct worker_tool *t = worker__tool_find(w, p->tool);
 	json_t *errors = NULL;
 	struct store_job *j;
 	int64_t now = store_now();
@@ -435,7 +435,13 @@ int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg)
 static void reply_paused(struct worker__op *op, int rc)
 {
 	struct worker *w = op->w;
+	struct worker_tool *t = worker__tool_find(w, op->req.u.pause.tool);
 
+	/* Whatever the store holds now is read again when needed. */
+	if (t)
+		t->pause = rc ? WORKER__PAUSE_UNKNOWN
+			      : op->req.u.pause.paused ? WORKER__PAUSE_YES
+						       : WORKER__PAUSE_NO;
 	if (rc) {
 		worker__op_reply_store(op, rc);
 		return;
@@ -451,7 +457,7 @@ static void reply_paused(struct worker__op *op, int rc)
 int worker_pause(struct worker *w, const char *tool, bool paused,
 		 worker_cb cb, void *arg)
 {
-	const struct worker_tool *t;
+	struct worker_tool *t;
 	struct worker__op *op;
 	char msg[300];
 
@@ -472,7 +478,10 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 	op->req.op = STORE_OP_TOOL_PAUSE;
 	op->req.u.pause.tool = t->id;
 	op->req.u.pause.paused = paused;
+	if (paused)
+		t->pause = WORKER__PAUSE_YES; /* no job starts at submission now */
 	if (worker__op_submit(op, reply_paused)) {
+		t->pause = WORKER__PAUSE_UNKNOWN;
 		op->cb = NULL;
 		worker__op_free(op);
 		return -ESHUTDOWN;

@@ -93,9 +93,11 @@ void worker__sched_kick(struct worker *w)
 	}
 }
 
-bool worker__sched_may_start(struct worker *w, const struct worker_tool *t,
+bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now)
 {
+	int paused;
+
 	if (!w->started || w->stopping || w->backlog ||
 	    w->busy >= w->cfg.workers || store_shared(w->st))
 		return false;
@@ -107,7 +109,13 @@ bool worker__sched_may_start(struct worker *w, const struct worker_tool *t,
 	if ((w->next_run_at && w->next_run_at <= now) ||
 	    (w->nwakeups && w->wakeups[0] <= now))
 		return false;
-	return store_tool_paused(w->st, t->id) == 0;
+	if (t->pause == WORKER__PAUSE_UNKNOWN) {
+		paused = store_tool_paused(w->st, t->id);
+		if (paused < 0)
+			return false;
+		t->pause = paused ? WORKER__PAUSE_YES : WORKER__PAUSE_NO;
+	}
+	return t->pause == WORKER__PAUSE_NO;
 }
 
 static void claim_done(struct worker__op *op, int rc)
