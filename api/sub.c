@@ -65,14 +65,9 @@ struct event_text {
 /* event_text_build fills t from ev. Returns 0 or -ENOMEM. */
 static int event_text_build(struct event_text *t, const struct store_event *ev)
 {
-	json_t *params = store_event_to_json(ev);
 	size_t plen = strlen(EVENT_PREFIX), blen;
-	char *body;
+	char *body = store_event_text(ev);
 
-	if (!params)
-		return -ENOMEM;
-	body = store_json_text(params);
-	json_decref(params);
 	if (!body)
 		return -ENOMEM;
 	blen = strlen(body); /* an object: "{...}" */

@@ -542,9 +542,32 @@ static void tb_string(struct text_buf *b, const char *s, size_t n)
 	tb_put(b, "\"", 1);
 }
 
-static void tb_value(struct text_buf *b, json_t *v, int depth)
+static void tb_int(struct text_buf *b, int64_t x)
 {
 	char num[24];
+	unsigned long long u = x < 0 ? 0ull - (unsigned long long)x
+				     : (unsigned long long)x;
+	char *p = num + sizeof(num);
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (x < 0)
+		*--p = '-';
+	tb_put(b, p, (size_t)(num + sizeof(num) - p));
+}
+
+/* tb_member writes ,"key": (without the comma for the first member). */
+static void tb_member(struct text_buf *b, const char *key, bool first)
+{
+	if (!first)
+		tb_put(b, ",", 1);
+	tb_string(b, key, strlen(key));
+	tb_put(b, ":", 1);
+}
+
+static void tb_value(struct text_buf *b, json_t *v, int depth)
+{
 	if (b->failed || b->slow)
 		return;
 	if (depth > 64) {
@@ -588,20 +611,9 @@ static void tb_value(struct text_buf *b, json_t *v, int depth)
 	case JSON_STRING:
 		tb_string(b, json_string_value(v), json_string_length(v));
 		return;
-	case JSON_INTEGER: {
-		json_int_t x = json_integer_value(v);
-		unsigned long long u = x < 0 ? 0ull - (unsigned long long)x
-					     : (unsigned long long)x;
-		char *p = num + sizeof(num);
-		do {
-			*--p = (char)('0' + u % 10);
-			u /= 10;
-		} while (u != 0);
-		if (x < 0)
-			*--p = '-';
-		tb_put(b, p, (size_t)(num + sizeof(num) - p));
+	case JSON_INTEGER:
+		tb_int(b, json_integer_value(v));
 		return;
-	}
 	case JSON_TRUE:
 		tb_put(b, "true", 4);
 		return;
@@ -645,4 +657,53 @@ char *store__json_text(json_t *v)
 char *store_json_text(json_t *v)
 {
 	return store__json_text(v);
+}
+
+/* The members and their order are store_event_to_json's; an event is
+ * serialized once per subscriber batch, and building its tree first cost
+ * more than writing it (callgrind, e2e). */
+char *store_event_text(const struct store_event *ev)
+{
+	struct text_buf b = {0};
+	const char *type = store_event_name(ev->type);
+	const char *status = store_status_name(ev->status);
+	char at[32];
+
+	tb_put(&b, "{", 1);
+	tb_member(&b, "seq", true);
+	tb_int(&b, ev->seq);
+	tb_member(&b, "jobId", false);
+	tb_string(&b, ev->job_id, strlen(ev->job_id));
+	if (ev->tool != NULL) {
+		tb_member(&b, "tool", false);
+		tb_string(&b, ev->tool, strlen(ev->tool));
+	}
+	if (type != NULL) {
+		tb_member(&b, "type", false);
+		tb_string(&b, type, strlen(type));
+	}
+	if (status != NULL) {
+		tb_member(&b, "status", false);
+		tb_string(&b, status, strlen(status));
+	}
+	if (ev->at != 0) {
+		tb_member(&b, "at", false);
+		tb_string(&b, store_format_time(ev->at, at), 24);
+	}
+	if (ev->data != NULL) {
+		tb_member(&b, "data", false);
+		tb_value(&b, ev->data, 1);
+	}
+	tb_put(&b, "}", 1);
+	tb_put(&b, "", 0);
+	if (!b.failed && !b.slow) {
+		b.p[b.n] = '\0';
+		return b.p;
+	}
+	free(b.p);
+	/* Non-ASCII or real values: jansson writes them. */
+	json_t *o = store_event_to_json(ev);
+	char *text = o != NULL ? store__json_text(o) : NULL;
+	json_decref(o);
+	return text;
 }

@@ -165,6 +165,9 @@ void store_event_finish(struct store_event *ev);
 /* store_event_to_json returns a new reference to the Event object of
  * PROTOCOL.md. */
 json_t *store_event_to_json(const struct store_event *ev);
+/* store_event_text returns store_json_text(store_event_to_json(ev)),
+ * malloc'd, without building the tree; NULL when out of memory. */
+char *store_event_text(const struct store_event *ev);
 
 /* store_json_text returns a malloc'd text of v (borrowed), exactly what
  * json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) returns, several times

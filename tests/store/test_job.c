@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
@@ -61,6 +62,34 @@ static void format_time__agrees_with_gmtime(void **state)
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
 			 tm.tm_min, tm.tm_sec, (int)ms);
 		assert_string_equal(store_format_time(t, got), want);
+	}
+}
+
+/* The direct writer of an Event's text against the tree and its dump. */
+static void event_text__is_the_text_of_the_event_object(void **state)
+{
+	static const char *const data[] = {
+		NULL, "{}", "{\"input\":{\"a\":[1,-2,true,null,\"x\\ny\"]}}",
+		"{\"r\":1.5e300}", "{\"city\":\"Z\u00fcrich\"}", "[]", "\"s\"",
+		"{\"deep\":{\"a\":{\"b\":{\"c\":[[[[1]]]]}}}}",
+	};
+	for (size_t i = 0; i < sizeof(data) / sizeof(data[0]); i++) {
+		struct store_event ev = {.seq = 9007199254740993LL + (int64_t)i,
+					 .tool = i == 5 ? NULL : "web.fetch",
+					 .type = (int)(i % STORE_NEVENT),
+					 .status = (int)(i % STORE_NSTATUS),
+					 .at = i == 6 ? 0 : 1795561025123 + (int64_t)i};
+		snprintf(ev.job_id, sizeof(ev.job_id), "0190f7a2-job-%zu", i);
+		ev.data = data[i] ? json_loads(data[i], JSON_DECODE_ANY, NULL) : NULL;
+		assert_true(data[i] == NULL || ev.data != NULL);
+		json_t *o = store_event_to_json(&ev);
+		char *want = store_json_text(o), *got = store_event_text(&ev);
+		assert_non_null(got);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+		json_decref(o);
+		json_decref(ev.data);
 	}
 }
 
@@ -184,6 +213,7 @@ int main(void)
 		cmocka_unit_test(status_and_event_names__round_trip),
 		cmocka_unit_test(format_time__writes_utc_with_milliseconds),
 		cmocka_unit_test(format_time__agrees_with_gmtime),
+		cmocka_unit_test(event_text__is_the_text_of_the_event_object),
 		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
 		cmocka_unit_test(parse_time__refuses_what_is_not_a_time),
 		cmocka_unit_test(uuid7__is_version_7_time_ordered_and_unique),
