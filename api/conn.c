@@ -436,6 +436,30 @@ void api_reply(struct api_req *r, json_t *result)
 	req_deliver(r, msg);
 }
 
+bool api_reply_text(struct api_req *r, const char *result, size_t len)
+{
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+	static const char mid[] = ",\"result\":";
+	struct api_conn *c = r->conn;
+	char *id;
+
+	if (api_req_dead(r) || r->batch || c->transport == API_TRANSPORT_LOCAL)
+		return false;
+	/* The members in api_rpc_result's order. */
+	id = store_json_text(r->id);
+	if (!id)
+		return false;
+	if (out_dump(head, sizeof(head) - 1, c) ||
+	    out_dump(id, strlen(id), c) || out_dump(mid, sizeof(mid) - 1, c) ||
+	    out_dump(result, len, c) || out_dump("}", 1, c))
+		api_conn_close(c);
+	else
+		conn_queued(c);
+	free(id);
+	req_deliver(r, NULL);
+	return true;
+}
+
 void api_reply_error(struct api_req *r, int code, const char *message,
 		     json_t *data)
 {

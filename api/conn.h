@@ -179,6 +179,11 @@ int api_conn_call(struct api_conn *c, const char *method, json_t *params,
 
 /* api_reply answers r with result (stolen) and frees r. */
 void api_reply(struct api_req *r, json_t *result);
+/* api_reply_text answers r with result, a JSON text of len bytes
+ * (borrowed), without parsing it, and frees r: returns true. When r cannot
+ * be answered as text (in a batch, on a local connection, or dead) it
+ * does nothing and returns false; the caller answers with api_reply. */
+bool api_reply_text(struct api_req *r, const char *result, size_t len);
 
 /* api_reply_error answers r with an error object {code, message, data?}
  * (data stolen, may be NULL) and frees r. */

@@ -131,6 +131,20 @@ void api_reply_worker_error(struct api_req *r, const struct worker_result *res)
 	api_reply_error(r, code, msg, data);
 }
 
+/* reply_job answers r with the raw view of j: written as text, or through
+ * a tree where r needs one (batches, local connections). The raw view is
+ * the stored job, which store_job_text writes. */
+static void reply_job(struct api_req *r, const struct store_job *j)
+{
+	char *text = store_job_text(j);
+	bool sent = text && api_reply_text(r, text, strlen(text));
+
+	free(text);
+	if (!sent)
+		api_reply(r, worker_job_to_json(api_of(r)->worker, j,
+						WORKER_VIEW_RAW));
+}
+
 /*
  * api_reply_after_commit answers a request that changed a job or a tool.
  * The worker calls it only once the change is durable in the store (its
@@ -147,8 +161,7 @@ void api_reply_after_commit(void *arg, const struct worker_result *res)
 	else if (res->err != WORKER_OK)
 		api_reply_worker_error(r, res);
 	else if (res->job)
-		api_reply(r, worker_job_to_json(api_of(r)->worker, res->job,
-						WORKER_VIEW_RAW));
+		reply_job(r, res->job);
 	else
 		api_reply(r, json_object());
 }
@@ -175,7 +188,7 @@ void api_job_reply(struct api_req *r, const char *id)
 		api_reply_store_error(r, rc, id);
 		return;
 	}
-	api_reply(r, worker_job_to_json(api_of(r)->worker, job, WORKER_VIEW_RAW));
+	reply_job(r, job);
 	store_job_free(job);
 }
 

@@ -659,6 +659,114 @@ char *store_json_text(json_t *v)
 	return store__json_text(v);
 }
 
+/* tb_str_member, tb_json_member and tb_time_member write a member when the
+ * value is present, as set_str, set_json and set_time add one. */
+static void tb_str_member(struct text_buf *b, const char *key, const char *s)
+{
+	if (s == NULL)
+		return;
+	tb_member(b, key, false);
+	tb_string(b, s, strlen(s));
+}
+
+static void tb_json_member(struct text_buf *b, const char *key, json_t *v)
+{
+	if (v == NULL)
+		return;
+	tb_member(b, key, false);
+	tb_value(b, v, 1);
+}
+
+static void tb_time_member(struct text_buf *b, const char *key, int64_t t)
+{
+	char buf[32];
+
+	if (t == 0)
+		return;
+	tb_member(b, key, false);
+	tb_string(b, store_format_time(t, buf), 24);
+}
+
+static void tb_int_member(struct text_buf *b, const char *key, int64_t v)
+{
+	tb_member(b, key, false);
+	tb_int(b, v);
+}
+
+/* tb_finish returns b's text, or NULL when it failed or needs jansson. */
+static char *tb_finish(struct text_buf *b)
+{
+	tb_put(b, "", 0);
+	if (!b->failed && !b->slow) {
+		b->p[b->n] = '\0';
+		return b->p;
+	}
+	free(b->p);
+	return NULL;
+}
+
+/* The members and their order are store_job_to_json's. Every reply to a
+ * change of a job carries it, and building the tree cost more than
+ * writing the text (callgrind, e2e). */
+char *store_job_text(const struct store_job *j)
+{
+	struct text_buf b = {0};
+	const char *status = store_status_name(j->status);
+
+	tb_put(&b, "{", 1);
+	tb_member(&b, "id", true);
+	tb_string(&b, j->id, strlen(j->id));
+	tb_str_member(&b, "tool", j->tool);
+	tb_str_member(&b, "status", status);
+	tb_json_member(&b, "input", j->input);
+	tb_json_member(&b, "requestContext", j->request_context);
+	tb_json_member(&b, "metadata", j->metadata);
+	tb_str_member(&b, "runId", j->run_id);
+	tb_str_member(&b, "toolCallId", j->tool_call_id);
+	tb_str_member(&b, "idempotencyKey", j->idempotency_key);
+	tb_int_member(&b, "priority", j->priority);
+	tb_time_member(&b, "runAt", j->run_at);
+	tb_int_member(&b, "attempt", j->attempt);
+	tb_int_member(&b, "maxRetries", j->max_retries);
+	if (j->timeout_ms != 0)
+		tb_int_member(&b, "timeoutMs", j->timeout_ms);
+	tb_time_member(&b, "expiresAt", j->expires_at);
+	tb_json_member(&b, "output", j->output);
+	tb_json_member(&b, "modelOutput", j->model_output);
+	tb_json_member(&b, "error", j->error);
+	tb_json_member(&b, "suspendPayload", j->suspend_payload);
+	tb_json_member(&b, "resumeData", j->resume_data);
+	tb_json_member(&b, "checkpoint", j->checkpoint);
+	tb_member(&b, "approval", false);
+	tb_put(&b, j->approval_required ? "{\"required\":true,\"decision\":"
+					: "{\"required\":false,\"decision\":",
+	       j->approval_required ? 28 : 29);
+	if (j->decision == STORE_DECISION_APPROVED)
+		tb_put(&b, "\"approved\"", 10);
+	else if (j->decision == STORE_DECISION_DECLINED)
+		tb_put(&b, "\"declined\"", 10);
+	else
+		tb_put(&b, "null", 4);
+	tb_str_member(&b, "reason", j->reason);
+	tb_time_member(&b, "decidedAt", j->decided_at);
+	tb_put(&b, "}", 1);
+	tb_json_member(&b, "progress", j->progress);
+	tb_str_member(&b, "retryOf", j->retry_of);
+	tb_time_member(&b, "createdAt", j->created_at);
+	tb_time_member(&b, "updatedAt", j->updated_at);
+	tb_time_member(&b, "startedAt", j->started_at);
+	tb_time_member(&b, "finishedAt", j->finished_at);
+	tb_put(&b, "}", 1);
+	char *text = tb_finish(&b);
+	if (text != NULL)
+		return text;
+	/* Non-ASCII or real values: jansson writes them. */
+	json_t *o = store_job_to_json(j);
+	text = o != NULL ? store__json_text(o) : NULL;
+	json_decref(o);
+	return text;
+}
+
 /* The members and their order are store_event_to_json's; an event is
  * serialized once per subscriber batch, and building its tree first cost
  * more than writing it (callgrind, e2e). */
@@ -667,43 +775,24 @@ char *store_event_text(const struct store_event *ev)
 	struct text_buf b = {0};
 	const char *type = store_event_name(ev->type);
 	const char *status = store_status_name(ev->status);
-	char at[32];
 
 	tb_put(&b, "{", 1);
 	tb_member(&b, "seq", true);
 	tb_int(&b, ev->seq);
 	tb_member(&b, "jobId", false);
 	tb_string(&b, ev->job_id, strlen(ev->job_id));
-	if (ev->tool != NULL) {
-		tb_member(&b, "tool", false);
-		tb_string(&b, ev->tool, strlen(ev->tool));
-	}
-	if (type != NULL) {
-		tb_member(&b, "type", false);
-		tb_string(&b, type, strlen(type));
-	}
-	if (status != NULL) {
-		tb_member(&b, "status", false);
-		tb_string(&b, status, strlen(status));
-	}
-	if (ev->at != 0) {
-		tb_member(&b, "at", false);
-		tb_string(&b, store_format_time(ev->at, at), 24);
-	}
-	if (ev->data != NULL) {
-		tb_member(&b, "data", false);
-		tb_value(&b, ev->data, 1);
-	}
+	tb_str_member(&b, "tool", ev->tool);
+	tb_str_member(&b, "type", type);
+	tb_str_member(&b, "status", status);
+	tb_time_member(&b, "at", ev->at);
+	tb_json_member(&b, "data", ev->data);
 	tb_put(&b, "}", 1);
-	tb_put(&b, "", 0);
-	if (!b.failed && !b.slow) {
-		b.p[b.n] = '\0';
-		return b.p;
-	}
-	free(b.p);
+	char *text = tb_finish(&b);
+	if (text != NULL)
+		return text;
 	/* Non-ASCII or real values: jansson writes them. */
 	json_t *o = store_event_to_json(ev);
-	char *text = o != NULL ? store__json_text(o) : NULL;
+	text = o != NULL ? store__json_text(o) : NULL;
 	json_decref(o);
 	return text;
 }

@@ -147,6 +147,9 @@ void store_job_free(struct store_job *j);
  * omitted and times as ISO 8601 UTC strings with milliseconds; NULL only
  * when out of memory. */
 json_t *store_job_to_json(const struct store_job *j);
+/* store_job_text returns store_json_text(store_job_to_json(j)), malloc'd,
+ * without building the tree; NULL when out of memory. */
+char *store_job_text(const struct store_job *j);
 
 /* An event of the log. data is owned by the event. */
 struct store_event {

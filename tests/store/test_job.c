@@ -65,6 +65,69 @@ static void format_time__agrees_with_gmtime(void **state)
 	}
 }
 
+/* The direct writer of a Job's text against the tree and its dump: a bare
+ * job, then one with every member, decisions, reals and non-ASCII. */
+static void job_text__is_the_text_of_the_job_object(void **state)
+{
+	for (int i = 0; i < 6; i++) {
+		struct store_job j = {.tool = "web.fetch", .status = i % STORE_NSTATUS,
+				      .priority = -3 + i, .attempt = 1 + i,
+				      .max_retries = i, .created_at = 1795561025123,
+				      .updated_at = 1795561025124};
+		snprintf(j.id, sizeof(j.id), "0190f7a2-job-%d", i);
+		if (i > 0) {
+			j.input = json_pack("{s:s, s:[i, b, n]}", "q", "a\"b\\c\n", "l", -7, 1);
+			j.request_context = json_pack("{s:s}", "user", "u1");
+			j.metadata = json_object();
+			j.run_id = "run";
+			j.tool_call_id = "call";
+			j.idempotency_key = "key";
+			j.run_at = 1795561025000;
+			j.timeout_ms = 30000;
+			j.expires_at = 1795561099000;
+			j.output = json_pack("{s:i}", "n", 1);
+			j.model_output = json_string("done");
+			j.error = json_pack("{s:s}", "code", "x");
+			j.suspend_payload = json_pack("{s:s}", "ask", "name");
+			j.resume_data = json_pack("{s:s}", "name", "Ada");
+			j.checkpoint = json_pack("{s:i}", "step", 2);
+			j.approval_required = true;
+			j.decision = i % 3;
+			j.reason = i == 2 ? "looks fine" : NULL;
+			j.decided_at = i == 2 ? 1795561026000 : 0;
+			j.progress = json_pack("{s:f}", "progress", 0.5); /* a real */
+			j.retry_of = "0190f7a2-older";
+			j.started_at = 1795561025200;
+			j.finished_at = i == 5 ? 1795561025300 : 0;
+		}
+		if (i == 3)
+			j.tool = "caf\xc3\xa9"; /* non-ASCII goes through jansson */
+		if (i == 4) {
+			json_decref(j.progress);
+			j.progress = NULL;
+		}
+		json_t *o = store_job_to_json(&j);
+		char *want = store_json_text(o), *got = store_job_text(&j);
+		assert_non_null(got);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+		json_decref(o);
+		j.tool = NULL;
+		j.run_id = j.tool_call_id = j.idempotency_key = j.reason = j.retry_of = NULL;
+		json_decref(j.input);
+		json_decref(j.request_context);
+		json_decref(j.metadata);
+		json_decref(j.output);
+		json_decref(j.model_output);
+		json_decref(j.error);
+		json_decref(j.suspend_payload);
+		json_decref(j.resume_data);
+		json_decref(j.checkpoint);
+		json_decref(j.progress);
+	}
+}
+
 /* The direct writer of an Event's text against the tree and its dump. */
 static void event_text__is_the_text_of_the_event_object(void **state)
 {
@@ -214,6 +277,7 @@ int main(void)
 		cmocka_unit_test(format_time__writes_utc_with_milliseconds),
 		cmocka_unit_test(format_time__agrees_with_gmtime),
 		cmocka_unit_test(event_text__is_the_text_of_the_event_object),
+		cmocka_unit_test(job_text__is_the_text_of_the_job_object),
 		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
 		cmocka_unit_test(parse_time__refuses_what_is_not_a_time),
 		cmocka_unit_test(uuid7__is_version_7_time_ordered_and_unique),
