@@ -11,12 +11,23 @@
  * half-closes and reads until the server closes or goes quiet. The
  * daemon must stay up: after every input a fresh connection must still be
  * answered by ping.
+ *
+ * The daemon is stopped (SIGTERM, as berthd is) and its thread joined
+ * before the process exits. exit() runs libuv's library destructor,
+ * uv_library_shutdown, which joins and destroys the thread pool; a daemon
+ * still running beside it (a job starting the pool, or queueing work on
+ * it) made that destructor read thread ids that were not written yet
+ * (SIGSEGV) or lock a destroyed mutex (a silent SIGABRT from inside
+ * libuv). On a loaded machine the daemon lags behind the client, so that
+ * is when the replay failed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +46,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * it is dropped (a jobs/wait or a subscription keeps it open). */
 #define QUIET_MS 30
 
+/* How long the daemon may take to stop at exit: it cancels running jobs
+ * and waits out its shutdown grace. */
+#define STOP_SECONDS 30
+
 static char dir[48];
 static char sock_path[96];
 static char db_path[128];
 static bool started;
+static pthread_t daemon_thread;
+static atomic_bool stopping;
 
+/* daemon_main runs berth_main; it returns only after stop asked it to. */
 static void *daemon_main(void *arg)
 {
 	size_t n;
@@ -48,10 +66,58 @@ static void *daemon_main(void *arg)
 		"fuzz-rpc", "--db", db_path, "--socket", sock_path,
 		"--workers", "2", "--quiet", NULL,
 	};
+	int status = berth_main(8, argv, tools, n);
 
-	berth_main(8, argv, tools, n);
-	fprintf(stderr, "fuzz-rpc: the daemon stopped\n");
-	abort();
+	if (!atomic_load(&stopping) || status != 0) {
+		fprintf(stderr, "fuzz-rpc: the daemon stopped (status %d)\n",
+			status);
+		abort();
+	}
+	return NULL;
+}
+
+/* remove_dir deletes the temporary folder and what the daemon left in it
+ * (the database and its -wal and -shm files, the socket). */
+static void remove_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[sizeof dir + 256];
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* stop runs at exit (atexit, registered by start): it stops the daemon as
+ * SIGTERM stops berthd and waits for its thread, so that no libuv call of
+ * the daemon overlaps libuv's destructor (see the top of this file). Every
+ * input has been answered by ping by then, so the daemon's signal watchers
+ * are started. */
+static void stop(void)
+{
+	struct timespec deadline;
+	int rc;
+
+	atomic_store(&stopping, true);
+	raise(SIGTERM);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += STOP_SECONDS;
+	rc = pthread_timedjoin_np(daemon_thread, NULL, &deadline);
+	if (rc != 0) {
+		fprintf(stderr, "fuzz-rpc: the daemon did not stop: %s\n",
+			strerror(rc));
+		abort();
+	}
+	remove_dir();
 }
 
 static int connect_sock(void)
@@ -71,7 +137,6 @@ static int connect_sock(void)
 
 static void start(void)
 {
-	pthread_t t;
 	char tmpl[] = "/tmp/berth-fuzz-rpc-XXXXXX";
 
 	if (!mkdtemp(tmpl))
@@ -80,15 +145,16 @@ static void start(void)
 	snprintf(sock_path, sizeof sock_path, "%s/s", dir);
 	snprintf(db_path, sizeof db_path, "%s/berth.db", dir);
 	signal(SIGPIPE, SIG_IGN);
-	if (pthread_create(&t, NULL, daemon_main, NULL) != 0)
+	if (pthread_create(&daemon_thread, NULL, daemon_main, NULL) != 0)
 		abort();
-	pthread_detach(t);
 	for (int i = 0; i < 3000; i++) {
 		int fd = connect_sock();
 
 		if (fd >= 0) {
 			close(fd);
 			started = true;
+			if (atexit(stop) != 0)
+				abort();
 			return;
 		}
 		usleep(10000);
