@@ -1,7 +1,8 @@
 /*
- * worker.c: the worker object, its operations' plumbing (store requests
- * and deferred replies), the hub that brings messages from pool threads to
- * the loop, start-up and shutdown.
+ * worker.c: the worker object, its operations' plumbing (store requests,
+ * and the idle handle that runs deferred replies and nonblocking tools'
+ * executions), the hub that brings messages from pool threads to the
+ * loop, start-up and shutdown.
  */
 #include <errno.h>
 #include <signal.h>
