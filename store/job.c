@@ -345,6 +345,11 @@ struct store_job *store__job_copy(const struct store_job *src)
 	return j;
 }
 
+struct store_job *store_job_copy(const struct store_job *j)
+{
+	return store__job_copy(j);
+}
+
 /* set_* add a member to o when the value is present; they return false when
  * out of memory. */
 static bool set_str(json_t *o, const char *key, const char *s)

@@ -76,6 +76,10 @@ struct store {
 	 * loop thread's perf samples (docs/BENCHMARKS.md). */
 	bool writer_waiting;
 
+	/* Loop thread: requests held back by store_hold, in order. */
+	int holds;
+	struct store__wreq *hhead, *htail;
+
 	/* Loop thread only. */
 	uv_async_t async;
 	bool closing;
@@ -686,6 +690,9 @@ void store_close(struct store *st, void (*done)(void *arg), void *arg)
 	st->closing = true;
 	st->close_done = done;
 	st->close_arg = arg;
+	/* Whatever a hold kept back is written before the close. */
+	st->holds = 1;
+	store_release(st);
 	pthread_mutex_lock(&st->mu);
 	st->stop = true;
 	pthread_cond_signal(&st->work);
@@ -915,7 +922,11 @@ static int prepare(struct store__wreq *w)
 	}
 }
 
-/* enqueue prepares req and queues it for the writer; *wout is its node. */
+static void hand_over(struct store *st, struct store__wreq *first,
+		      struct store__wreq *last);
+
+/* enqueue prepares req and queues it for the writer (or, while a hold is
+ * on, behind it); *wout is its node. */
 static int enqueue(struct store *st, struct store_req *req,
 		   struct store__wreq **wout)
 {
@@ -945,14 +956,36 @@ static int enqueue(struct store *st, struct store_req *req,
 		return rc;
 	}
 
+	if (wout != NULL)
+		*wout = w;
+	w->next = NULL;
+	if (st->holds > 0) {
+		if (st->htail != NULL)
+			st->htail->next = w;
+		else
+			st->hhead = w;
+		st->htail = w;
+		return 0;
+	}
+	hand_over(st, w, w);
+	return 0;
+}
+
+/* hand_over queues the requests first..last (linked) for the writer. */
+static void hand_over(struct store *st, struct store__wreq *first,
+		      struct store__wreq *last)
+{
+	int claims = 0;
+
+	for (struct store__wreq *w = first; w != NULL; w = w->next)
+		claims += w->req->op == STORE_OP_CLAIM;
 	pthread_mutex_lock(&st->mu);
 	if (st->qtail != NULL)
-		st->qtail->next = w;
+		st->qtail->next = first;
 	else
-		st->qhead = w;
-	st->qtail = w;
-	if (req->op == STORE_OP_CLAIM)
-		st->qclaims++;
+		st->qhead = first;
+	st->qtail = last;
+	st->qclaims += claims;
 	bool wake = st->writer_waiting;
 	st->writer_waiting = false;
 	pthread_mutex_unlock(&st->mu);
@@ -960,9 +993,20 @@ static int enqueue(struct store *st, struct store_req *req,
 	 * mutex; it is inside pthread_cond_wait, so the signal is not lost. */
 	if (wake)
 		pthread_cond_signal(&st->work);
-	if (wout != NULL)
-		*wout = w;
-	return 0;
+}
+
+void store_hold(struct store *st)
+{
+	st->holds++;
+}
+
+void store_release(struct store *st)
+{
+	if (st->holds == 0 || --st->holds > 0 || st->hhead == NULL)
+		return;
+	struct store__wreq *first = st->hhead, *last = st->htail;
+	st->hhead = st->htail = NULL;
+	hand_over(st, first, last);
 }
 
 int store_submit(struct store *st, struct store_req *req)
@@ -1004,8 +1048,8 @@ static void sync_done(struct store_req *req, int rc)
 static int run_sync(struct store *st, struct sync_req *v, size_t n)
 {
 	struct store__wreq *last = NULL;
-	if (st->delivering)
-		return -EDEADLK;
+	if (st->delivering || st->holds > 0)
+		return -EDEADLK; /* the writer would never see them */
 	for (size_t i = 0; i < n; i++) {
 		v[i].req.done = sync_done;
 		v[i].rc = 0;

@@ -141,6 +141,8 @@ struct store_job {
 
 /* store_job_free frees j and everything it owns; NULL is ignored. */
 void store_job_free(struct store_job *j);
+/* store_job_copy returns a deep copy of j (NULL when out of memory). */
+struct store_job *store_job_copy(const struct store_job *j);
 
 /* store_job_to_json returns a new reference to the Job object of
  * PROTOCOL.md (the raw view: payloads as stored), with absent values
@@ -251,6 +253,15 @@ void store_close(struct store *st, void (*done)(void *arg), void *arg);
  * the path or URL it was opened with (borrowed). */
 const char *store_durability_name(const struct store *st);
 const char *store_path(const struct store *st);
+
+/* store_hold makes the requests submitted from now on wait on the loop
+ * thread until the matching store_release, which hands them to the writer
+ * at once, so that they commit together when they fit in one batch (a
+ * job's creation and its completion, for one commit per job). Holds nest.
+ * While a hold is on, the caller must not wait for the writer
+ * (store_requeue_running); store_close releases what is held. */
+void store_hold(struct store *st);
+void store_release(struct store *st);
 
 /* store_shared returns true for a database several nodes share
  * (PostgreSQL), where a claim must look at every node's jobs. */

@@ -193,9 +193,9 @@ struct worker__op {
 	struct store_cap *caps;
 	struct store_log_line *lines;
 	size_t nlines;
-	/* A submission started in its own transaction (create.start): it
-	 * holds one of the pool's slots until its commit. */
-	bool start;
+	/* A submission whose run started before its creation committed
+	 * (submit_and_run), which creates it started (create.start). */
+	bool run_now;
 	/* A reply deferred to the next loop iteration. */
 	struct worker__op *next;
 	int err;
@@ -226,8 +226,8 @@ struct worker {
 	/* Runnable jobs may be pending (a job went pending, was retried,
 	 * resumed or approved, a tool was unpaused) and no claim has since
 	 * come back short of its limit. While it is set every new job waits
-	 * for a claim; while it is clear a new job can start in its own
-	 * submission's transaction (worker__sched_may_start). */
+	 * for a claim; while it is clear a nonblocking tool's new job can
+	 * run at its submission (worker__sched_may_start). */
 	bool backlog;
 	uint64_t started_at_submit, started_by_claim; /* worker_stats */
 	bool claim_inflight;
@@ -249,6 +249,7 @@ struct worker {
 	struct worker__op *deferred, *deferred_tail;
 	/* Runs of nonblocking C tools waiting for the idle handle. */
 	struct worker__run *inline_head, *inline_tail;
+
 
 	struct worker__listener *listeners; /* fn NULL: removed */
 	size_t nlisteners;
@@ -366,12 +367,13 @@ void worker__hub_drain(struct worker *w);
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
-/* worker__sched_may_start tells whether the new job j of tool t may start
- * in its submission's own transaction instead of waiting for a claim: a
- * slot is free, nothing runnable is pending ahead of it (backlog clear,
- * no delayed job due), the tool has no concurrency limit and is not
- * paused, the job is due, needs no approval and has no idempotency key,
- * and the store is not shared. */
+/* worker__sched_may_start tells whether the new job j of tool t may run at
+ * its submission (submit_and_run) instead of waiting for a claim: the tool
+ * is nonblocking (berth.h) without on_input_available, has no concurrency
+ * limit and is not paused; a slot is free and nothing runnable is pending
+ * ahead of it (backlog clear, no delayed job due); the job is due, needs
+ * no approval and has no idempotency key; the store is not shared. Other
+ * tools' jobs start after their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
 /* worker__sched_wakeup remembers a future run_at so the run timer fires

@@ -21,26 +21,14 @@ static void reply_created(struct worker__op *op, int rc)
 	struct berth_call call;
 	int hrc;
 
-	if (op->start) {
-		w->busy--; /* worker__run_start takes the slot again */
-		if (rc == 0 && op->req.njobs == 1) {
-			struct store_job *started = op->req.jobs[0];
-
-			op->req.jobs[0] = NULL;
-			/* After a shutdown began it stays running in the
-			 * store, which the shutdown puts back to pending. */
-			if (w->stopping) {
-				store_job_free(started);
-			} else {
-				w->started_at_submit++;
-				worker__run_start(w, started);
-			}
-		} else {
-			worker__sched_kick(w);
-		}
-	} else if (rc == 0 && !op->req.existed && j->status == STORE_PENDING) {
+	/* A run started at submission (submit_and_run) began before this
+	 * commit; had the creation failed, so did the final transition
+	 * behind it (not found, or the same storage error, retried until it
+	 * is not found), and the run is dropped. Any other new job that is
+	 * runnable waits for a claim, and so does every job after it. */
+	if (!op->run_now && rc == 0 && !op->req.existed &&
+	    j->status == STORE_PENDING)
 		w->backlog = true;
-	}
 	if (rc) {
 		worker__op_reply_store(op, rc);
 		return;
@@ -79,6 +67,45 @@ static char *dup_or_null(const char *s, bool *ok)
 	if (!d)
 		*ok = false;
 	return d;
+}
+
+/*
+ * submit_and_run creates j, started, through op and runs it at once: a
+ * nonblocking tool's execute is pure computation on its input, so it may
+ * run before its job is durable. Its final transition is queued behind the
+ * creation while the store holds both, and the two usually commit
+ * together (unless a batch ends between them): one commit per job. A crash
+ * before that commit loses the job and its result together, and the
+ * submitter, which had no answer, submits again.
+ */
+static int submit_and_run(struct worker__op *op, struct store_job *j)
+{
+	struct worker *w = op->w;
+	struct store_job *running;
+
+	store_uuid7(j->id); /* the run needs the id the store will use */
+	running = store_job_copy(j);
+	if (!running)
+		return -ENOMEM;
+	running->status = STORE_RUNNING;
+	running->created_at = running->updated_at = running->started_at =
+		store_now();
+	store_hold(w->st);
+	op->run_now = true;
+	op->req.u.create.start = true;
+	if (worker__op_submit(op, reply_created)) {
+		store_release(w->st);
+		store_job_free(running);
+		return -ESHUTDOWN;
+	}
+	w->started_at_submit++;
+	worker__run_start(w, running);
+	/* worker__exec_start left the execution to the idle handle (its
+	 * outcome must not arrive inside it); it has returned, so run it
+	 * now: its final transition is queued behind the creation. */
+	worker__exec_inline(w);
+	store_release(w->st);
+	return 0;
 }
 
 /* submit_op checks p and creates the job through op (which it answers,
@@ -164,12 +191,10 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	op->req.u.create.approval_event_data = op->own[2];
 	/* Started in this transaction: one commit less on the job's way
 	 * (the claim's) when the pool has room and nothing waits. */
-	op->start = worker__sched_may_start(w, t, j, now);
-	op->req.u.create.start = op->start;
+	if (worker__sched_may_start(w, t, j, now))
+		return submit_and_run(op, j);
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;
-	if (op->start)
-		w->busy++; /* the run's slot, until the commit */
 	return 0;
 }
 

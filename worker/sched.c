@@ -101,9 +101,14 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	if (!w->started || w->stopping || w->backlog ||
 	    w->busy >= w->cfg.workers || store_shared(w->st))
 		return false;
-	/* A tool with a limit is left to the claim, which counts it; so is
-	 * a delayed job or a retry that has just become due. */
-	if (t->bg.concurrency > 0 || j->status != STORE_PENDING ||
+	/* Only a nonblocking tool's execute may run before its job is
+	 * durable (berth.h), and only without a hook that must come first.
+	 * Any other job starts by a claim, after its submission was
+	 * answered: the answer leaves before a tool that crashes the daemon
+	 * can run. A tool with a limit is left to the claim, which counts
+	 * it; so is a delayed job or a retry that has just become due. */
+	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
+	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
 	    j->run_at > now || j->idempotency_key)
 		return false;
 	if ((w->next_run_at && w->next_run_at <= now) ||

@@ -200,8 +200,9 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 struct worker_stats {
 	int size; /* pool size */
 	int busy; /* jobs running now */
-	/* Jobs started since the worker started: in their submission's
-	 * own commit (a free slot and nothing waiting), and by claims. */
+	/* Jobs started since the worker started: run at their submission
+	 * (a nonblocking tool, a free slot and nothing waiting), and by
+	 * claims. */
 	uint64_t started_at_submit;
 	uint64_t started_by_claim;
 };

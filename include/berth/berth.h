@@ -197,12 +197,16 @@ struct berth_tool {
 	const char *provider_options; /* JSON object */
 
 	berth_execute_fn execute;
-	/* nonblocking: execute never blocks and returns within microseconds
-	 * (pure computation on its input). berthd then calls it on the loop
-	 * thread, in the same loop turn, instead of handing it to the thread
-	 * pool and back: two thread wake-ups less per job. A blocking call
-	 * in such an execute stalls the whole daemon, and it cannot save a
-	 * checkpoint. */
+	/* nonblocking: execute never blocks, returns within microseconds and
+	 * has no effect outside its outcome (pure computation on its input).
+	 * berthd then calls it on the loop thread instead of handing it to
+	 * the thread pool and back; and a job submitted while a slot is free
+	 * and nothing waits runs before its creation is committed, so that
+	 * its creation, start and end commit together (a crash before that
+	 * commit loses the job and its unanswered submission together). A
+	 * blocking call in such an execute stalls the whole daemon, and it
+	 * cannot save a checkpoint. A tool with on_input_available is not
+	 * run before its creation commits, so that the hook comes first. */
 	bool nonblocking;
 
 	/* to_model_output returns a new reference to the job's modelOutput

@@ -100,11 +100,12 @@ static const unsigned legal_from[NST] = {
 	[ST_EXPIRED] = M(ST_AWAITING) | M(ST_SUSPENDED),
 };
 
-enum kind { K_ECHO, K_CKPT, K_SUSPEND, K_APPROVE, K_FLAKY, K_COUNT_TO, NKIND };
+enum kind { K_ECHO, K_CKPT, K_SUSPEND, K_APPROVE, K_FLAKY, K_COUNT_TO,
+	    K_PURE, NKIND };
 
 static const char *const kind_tool[NKIND] = {
 	"crash-echo", "crash-ckpt", "crash-suspend", "crash-approve",
-	"crash-flaky", "count-to",
+	"crash-flaky", "count-to", "crash-pure",
 };
 
 enum { ACK_APPROVE = 1, ACK_DECLINE = 2, ACK_CANCEL = 4, ACK_RESUME = 8 };
@@ -519,7 +520,7 @@ static void client_step(struct client *cl)
 		static const int weights[] = {K_ECHO, K_ECHO, K_ECHO, K_CKPT,
 					      K_CKPT, K_SUSPEND, K_SUSPEND,
 					      K_APPROVE, K_APPROVE, K_FLAKY,
-					      K_COUNT_TO};
+					      K_COUNT_TO, K_PURE, K_PURE};
 		int kind = weights[rnd(&cl->rs) % (sizeof weights /
 						   sizeof weights[0])];
 

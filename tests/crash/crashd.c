@@ -50,6 +50,19 @@ static struct berth_outcome echo_exec(const json_t *input,
 	return berth_output(json_pack("{s:O}", "n", json_object_get(input, "n")));
 }
 
+/* pure_exec: nonblocking, so a submission runs it before its job is
+ * committed and commits creation and completion together; an odd n fails
+ * its first try, so that retries take that path too. */
+static struct berth_outcome pure_exec(const json_t *input,
+				      struct berth_ctx *ctx, void *data)
+{
+	json_t *n = json_object_get(input, "n");
+
+	if (berth_ctx_attempt(ctx) == 1 && json_integer_value(n) % 2)
+		return berth_error(true, NULL, "odd, first try");
+	return berth_output(json_pack("{s:O}", "n", n));
+}
+
 static struct berth_outcome ckpt_exec(const json_t *input,
 				      struct berth_ctx *ctx, void *data)
 {
@@ -120,6 +133,16 @@ static const struct berth_tool echo_tool = {
 	.execute = echo_exec,
 };
 
+static const struct berth_tool pure_tool = {
+	.id = "crash-pure",
+	.description = "Answer {n} at once (nonblocking); odd n fail once.",
+	.input_schema = OBJ_N,
+	.background = {.max_retries = 1000, .backoff_ms = 50,
+		       .backoff_max_ms = 200},
+	.execute = pure_exec,
+	.nonblocking = true,
+};
+
 static const struct berth_tool ckpt_tool = {
 	.id = "crash-ckpt",
 	.description = "Count to `to` with a durable checkpoint per step.",
@@ -176,7 +199,7 @@ static const struct berth_tool poison_tool = {
 int main(int argc, char **argv)
 {
 	static const struct berth_tool *const tools[] = {
-		&echo_tool, &ckpt_tool, &suspend_tool,
+		&echo_tool, &pure_tool, &ckpt_tool, &suspend_tool,
 		&approve_tool, &flaky_tool, &poison_tool,
 	};
 

@@ -98,8 +98,16 @@ static const struct berth_tool nonblocking = {
 	.nonblocking = true,
 };
 
+static const struct berth_tool nonblocking_limited = {
+	.id = "inline-limited",
+	.background = {.concurrency = 2},
+	.execute = exec_inline,
+	.nonblocking = true,
+};
+
 static const struct berth_tool *const all_tools[] = {
 	&record, &limited, &single, &busy, &no_rerun, &nonblocking,
+	&nonblocking_limited,
 };
 
 static void add_tools(struct fx *f)
@@ -428,25 +436,19 @@ static void events_in_order(struct fx *f, const char *id, const int *types,
 	free(v);
 }
 
-static void submit__with_a_free_slot_and_nothing_waiting__starts_in_its_own_commit(
-	void **state)
+static void submit__of_a_tool_that_may_block__starts_by_a_claim(void **state)
 {
 	static const int want[] = {STORE_EV_CREATED, STORE_EV_STARTED,
 				   STORE_EV_COMPLETED};
 	struct fx *f = *state;
-	struct store_job *j;
 	char id[40];
 
 	fx_run_for(f, 50); /* the first claim finds nothing waiting */
+	/* Its answer leaves before it runs: a claim starts it. */
 	fx_submit_ok(f, "record", "{\"n\":7}", NULL, id);
 	fx_wait_status(f, id, STORE_COMPLETED, 5000);
-	assert_int_equal(stats(f).started_at_submit, 1);
-	assert_int_equal(stats(f).started_by_claim, 0);
-	j = fx_get(f, id);
-	assert_int_equal(j->started_at, j->created_at);
-	assert_int_equal(j->attempt, 1);
-	store_job_free(j);
-	/* created and started in one transaction: nothing between them. */
+	assert_int_equal(stats(f).started_at_submit, 0);
+	assert_int_equal(stats(f).started_by_claim, 1);
 	events_in_order(f, id, want, 3, false);
 	assert_int_equal(norder, 1);
 	assert_int_equal(order[0], 7);
@@ -458,32 +460,34 @@ static void submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order(
 	struct fx *f = *state;
 	struct worker_submit lo = {.has_priority = true, .priority = 1};
 	struct worker_submit hi = {.has_priority = true, .priority = 5};
-	char first[40], ids[3][40];
+	char first[40], ids[3][40], late[40];
 
 	fx_run_for(f, 50);
-	/* The pool's one slot is taken at submission... */
+	/* The pool's one slot is taken... */
 	fx_submit_ok(f, "busy", "{\"ms\":200}", NULL, first);
-	assert_int_equal(stats(f).started_at_submit, 1);
-	/* ...so these wait, and start by priority once it is free. */
+	fx_wait_status(f, first, STORE_RUNNING, 5000);
+	/* ...so these wait, the nonblocking one too, and start by priority
+	 * once it is free. */
 	fx_submit_ok(f, "record", "{\"n\":0}", &lo, ids[0]);
 	fx_submit_ok(f, "record", "{\"n\":1}", &hi, ids[1]);
-	assert_int_equal(fx_status(f, ids[0]), STORE_PENDING);
-	assert_int_equal(fx_status(f, ids[1]), STORE_PENDING);
-	for (int i = 0; i < 2; i++)
+	fx_submit_ok(f, "inline", "{}", &lo, ids[2]);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fx_status(f, ids[i]), STORE_PENDING);
+	for (int i = 0; i < 3; i++)
 		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
 	assert_int_equal(norder, 2);
 	assert_int_equal(order[0], 1);
 	assert_int_equal(order[1], 0);
-	assert_int_equal(stats(f).started_by_claim, 2);
-	assert_int_equal(stats(f).started_at_submit, 1);
+	assert_int_equal(stats(f).started_by_claim, 4);
+	assert_int_equal(stats(f).started_at_submit, 0);
 	/* The claim that came back short cleared the way again. */
 	fx_run_for(f, 50);
-	fx_submit_ok(f, "record", "{\"n\":2}", NULL, ids[2]);
-	fx_wait_status(f, ids[2], STORE_COMPLETED, 5000);
-	assert_int_equal(stats(f).started_at_submit, 2);
+	fx_submit_ok(f, "inline", "{}", NULL, late);
+	assert_int_equal(fx_status(f, late), STORE_COMPLETED);
+	assert_int_equal(stats(f).started_at_submit, 1);
 }
 
-static void submit__of_a_limited_or_paused_tool__waits_for_a_claim(
+static void submit__of_a_limited_or_paused_nonblocking_tool__waits_for_a_claim(
 	void **state)
 {
 	struct fx *f = *state;
@@ -491,20 +495,49 @@ static void submit__of_a_limited_or_paused_tool__waits_for_a_claim(
 
 	fx_run_for(f, 50);
 	/* A tool with a concurrency limit is counted by the claim only. */
-	fx_submit_ok(f, "limited", "{\"ms\":5}", NULL, id);
+	fx_submit_ok(f, "inline-limited", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_COMPLETED, 5000);
 	assert_int_equal(stats(f).started_at_submit, 0);
 	assert_int_equal(stats(f).started_by_claim, 1);
 	/* A paused tool starts nothing, whatever the pool has free. */
-	pause_tool(f, "record", true);
+	pause_tool(f, "inline", true);
 	fx_run_for(f, 50);
-	fx_submit_ok(f, "record", "{\"n\":3}", NULL, held);
+	fx_submit_ok(f, "inline", "{}", NULL, held);
 	fx_run_for(f, 100);
 	assert_int_equal(fx_status(f, held), STORE_PENDING);
-	assert_int_equal(norder, 0);
-	pause_tool(f, "record", false);
+	pause_tool(f, "inline", false);
 	fx_wait_status(f, held, STORE_COMPLETED, 5000);
 	assert_int_equal(stats(f).started_at_submit, 0);
+	assert_int_equal(stats(f).started_by_claim, 2);
+}
+
+/* A nonblocking tool's job submitted while the pool is idle runs before
+ * its creation commits, and its creation, start and completion commit
+ * together: the submit is answered with the job as submitted, and its log
+ * has the three events in a row. */
+static void nonblocking_tool__at_submission__commits_its_whole_run_at_once(
+	void **state)
+{
+	static const int want[] = {STORE_EV_CREATED, STORE_EV_STARTED,
+				   STORE_EV_COMPLETED};
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	struct store_job *j;
+
+	fx_run_for(f, 50);
+	fx_submit(f, "inline", "{\"x\":1}", NULL, &res);
+	assert_int_equal(res.err, WORKER_OK);
+	assert_int_equal(res.status, STORE_PENDING);
+	assert_int_equal(stats(f).started_at_submit, 1);
+	/* Committed with the creation: done by the time it is answered. */
+	assert_int_equal(fx_status(f, res.id), STORE_COMPLETED);
+	j = fx_get(f, res.id);
+	assert_int_equal(j->attempt, 1);
+	assert_true(json_is_object(j->output) && json_object_size(j->output) == 0);
+	store_job_free(j);
+	events_in_order(f, res.id, want, 3, true);
+	assert_true(pthread_equal(inline_thread, pthread_self()));
+	fx_res_finish(&res);
 }
 
 static void nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint(
@@ -531,10 +564,11 @@ int main(void)
 			delayed_job__runs_on_time_after_a_restart_while_another_tool_is_full,
 			setup_unstarted8, teardown),
 		T1(paused_tool__starts_nothing_until_unpaused),
-		T8(submit__with_a_free_slot_and_nothing_waiting__starts_in_its_own_commit),
+		T8(submit__of_a_tool_that_may_block__starts_by_a_claim),
 		T1(submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order),
-		T8(submit__of_a_limited_or_paused_tool__waits_for_a_claim),
+		T8(submit__of_a_limited_or_paused_nonblocking_tool__waits_for_a_claim),
 		T1(nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint),
+		T8(nonblocking_tool__at_submission__commits_its_whole_run_at_once),
 		T1(shutdown__puts_running_jobs_back_without_using_a_retry),
 		cmocka_unit_test_setup_teardown(
 			recovery__follows_each_tools_interrupt_policy,
