@@ -698,6 +698,16 @@ static void tb_int_member(struct text_buf *b, const char *key, int64_t v)
 	tb_int(b, v);
 }
 
+/* dump_tree returns the text of o (stolen; NULL: out of memory): the way
+ * for values tb_finish leaves to jansson (non-ASCII strings, reals). */
+static char *dump_tree(json_t *o)
+{
+	char *text = o != NULL ? store__json_text(o) : NULL;
+
+	json_decref(o);
+	return text;
+}
+
 /* tb_finish returns b's text, or NULL when it failed or needs jansson. */
 static char *tb_finish(struct text_buf *b)
 {
@@ -763,13 +773,7 @@ char *store_job_text(const struct store_job *j)
 	tb_time_member(&b, "finishedAt", j->finished_at);
 	tb_put(&b, "}", 1);
 	char *text = tb_finish(&b);
-	if (text != NULL)
-		return text;
-	/* Non-ASCII or real values: jansson writes them. */
-	json_t *o = store_job_to_json(j);
-	text = o != NULL ? store__json_text(o) : NULL;
-	json_decref(o);
-	return text;
+	return text != NULL ? text : dump_tree(store_job_to_json(j));
 }
 
 /* The members and their order are store_event_to_json's; an event is
@@ -793,11 +797,5 @@ char *store_event_text(const struct store_event *ev)
 	tb_json_member(&b, "data", ev->data);
 	tb_put(&b, "}", 1);
 	char *text = tb_finish(&b);
-	if (text != NULL)
-		return text;
-	/* Non-ASCII or real values: jansson writes them. */
-	json_t *o = store_event_to_json(ev);
-	text = o != NULL ? store__json_text(o) : NULL;
-	json_decref(o);
-	return text;
+	return text != NULL ? text : dump_tree(store_event_to_json(ev));
 }

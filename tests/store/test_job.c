@@ -65,6 +65,18 @@ static void format_time__agrees_with_gmtime(void **state)
 	}
 }
 
+/* same_text asserts that got (freed) is the text of the tree o (stolen). */
+static void same_text(json_t *o, char *got)
+{
+	char *want = store_json_text(o);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
+	json_decref(o);
+}
+
 /* The direct writer of a Job's text against the tree and its dump: a bare
  * job, then one with every member, decisions, reals and non-ASCII. */
 static void job_text__is_the_text_of_the_job_object(void **state)
@@ -106,13 +118,7 @@ static void job_text__is_the_text_of_the_job_object(void **state)
 			json_decref(j.progress);
 			j.progress = NULL;
 		}
-		json_t *o = store_job_to_json(&j);
-		char *want = store_json_text(o), *got = store_job_text(&j);
-		assert_non_null(got);
-		assert_string_equal(got, want);
-		free(want);
-		free(got);
-		json_decref(o);
+		same_text(store_job_to_json(&j), store_job_text(&j));
 		j.tool = NULL;
 		j.run_id = j.tool_call_id = j.idempotency_key = j.reason = j.retry_of = NULL;
 		json_decref(j.input);
@@ -145,13 +151,7 @@ static void event_text__is_the_text_of_the_event_object(void **state)
 		snprintf(ev.job_id, sizeof(ev.job_id), "0190f7a2-job-%zu", i);
 		ev.data = data[i] ? json_loads(data[i], JSON_DECODE_ANY, NULL) : NULL;
 		assert_true(data[i] == NULL || ev.data != NULL);
-		json_t *o = store_event_to_json(&ev);
-		char *want = store_json_text(o), *got = store_event_text(&ev);
-		assert_non_null(got);
-		assert_string_equal(got, want);
-		free(want);
-		free(got);
-		json_decref(o);
+		same_text(store_event_to_json(&ev), store_event_text(&ev));
 		json_decref(ev.data);
 	}
 }
