@@ -188,10 +188,6 @@ static void wreq_free(struct store__wreq *w)
 		free(w->line_data);
 	}
 	store_job_free(w->job);
-	if (w->started != NULL) {
-		store_job_free(w->started[0]);
-		free(w->started);
-	}
 	drop_raw(w);
 	free(w->raw);
 	free(w);
@@ -458,11 +454,6 @@ static void deliver(struct store *st)
 				    !req->existed) {
 					req->job = w->job;
 					w->job = NULL;
-					if (w->started != NULL) {
-						req->jobs = w->started;
-						req->njobs = 1;
-						w->started = NULL;
-					}
 				}
 				wreq_free(w);
 				req->done(req, rc);
@@ -863,15 +854,6 @@ static int prepare(struct store__wreq *w)
 		w->job->expires_at = w->expires_at;
 		if (w->job->attempt <= 0)
 			w->job->attempt = 1;
-		if (req->u.create.start) {
-			/* The job as the run sees it, as a claim returns it. */
-			w->started = calloc(1, sizeof(*w->started));
-			if (w->started == NULL ||
-			    (w->started[0] = store__job_copy(w->job)) == NULL)
-				return -ENOMEM;
-			w->started[0]->status = STORE_RUNNING;
-			w->started[0]->started_at = w->created_at;
-		}
 		return 0;
 	}
 	case STORE_OP_TRANSITION: {

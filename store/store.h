@@ -386,12 +386,12 @@ struct store_req {
 		 *
 		 * start claims the new job in the same transaction, as a
 		 * claim would: it is written running (started_at now), and a
-		 * "started" event follows "created". job (out) still shows
-		 * the job as submitted, pending; jobs[0] (njobs 1) is the job
-		 * as started, for the run. Only for a PENDING job without an
-		 * idempotency key, and only on a store that is not shared
-		 * (store_shared): a claim on a shared store must count the
-		 * tool's jobs on every node. */
+		 * "started" event follows "created"; job (out) still shows
+		 * the job as submitted, pending. For a caller that runs the
+		 * job itself (the worker's submit_and_run). Only for a
+		 * PENDING job without an idempotency key, and only on a store
+		 * that is not shared (store_shared): a claim on a shared
+		 * store must count the tool's jobs on every node. */
 		struct {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
@@ -458,8 +458,7 @@ struct store_req {
 	/* Results, valid in done. */
 	struct store_job *job;    /* CREATE, TRANSITION (also on conflict) */
 	bool existed;             /* CREATE: the idempotency key was known */
-	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed;
-				     CREATE with start: the job started */
+	struct store_job **jobs;  /* CLAIM, EXPIRE: the jobs changed */
 	size_t njobs;
 	/* CLAIM: the earliest run_at later than the claim's now of a pending
 	 * job whose tool the claim did not exclude (a cap left at 0 by the

@@ -55,7 +55,6 @@ struct store__wreq {
 	int64_t run_at;
 	int64_t expires_at;
 	struct store_job *job; /* the new job, as done will see it */
-	struct store_job **started; /* start: the job as started (1) */
 	int64_t arg;           /* EXPIRE: now; STORE__OP_MAX_PAGES: pages */
 	struct store__raw *raw; /* values of the results still to parse */
 	size_t nraw, cap_raw;
