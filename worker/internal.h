@@ -250,7 +250,6 @@ struct worker {
 	/* Runs of nonblocking C tools waiting for the idle handle. */
 	struct worker__run *inline_head, *inline_tail;
 
-
 	struct worker__listener *listeners; /* fn NULL: removed */
 	size_t nlisteners;
 	bool notifying;      /* worker__progress is calling listeners */
@@ -447,7 +446,8 @@ void worker__line_finish(struct worker__line *l);
 
 int worker__exec_start(struct worker__run *r);
 /* worker__exec_inline runs the queued executions of nonblocking tools, on
- * the loop thread, from the worker's idle handle. */
+ * the loop thread: from the worker's idle handle, or from submit_and_run
+ * once the run it started has been queued. */
 void worker__exec_inline(struct worker *w);
 /* worker__idle_kick makes the idle handle run deferred replies and inline
  * executions in the next loop iteration (the loop does not wait for I/O
