@@ -49,8 +49,10 @@ static void reply_created(struct worker__op *op, int rc)
 	}
 	/* The "created" event asked for a claim already (on_store_event);
 	 * a delayed job's time is kept so the run timer fires for it even
-	 * while earlier jobs wait for a slot. */
-	if (!op->req.existed && j->status == STORE_PENDING)
+	 * while earlier jobs wait for a slot. (A job run at its submission
+	 * is done; one due now needs no second claim.) */
+	if (!op->run_now && !op->req.existed && j->status == STORE_PENDING &&
+	    j->run_at > store_now())
 		worker__sched_wakeup(w, j->run_at);
 	if (!op->req.existed && j->expires_at)
 		worker__expiry_rearm(w);
@@ -231,9 +233,12 @@ static void reply_transition(struct worker__op *op, int rc)
 		worker__op_reply_store(op, rc);
 		return;
 	}
-	/* Its event ("resumed", "approved") asked for a claim already. */
-	if (j && j->status == STORE_PENDING)
+	/* Its event ("resumed", "approved") asked for a claim already; a
+	 * claim in the same batch went first and did not see it. */
+	if (j && j->status == STORE_PENDING) {
+		w->backlog = true;
 		worker__sched_wakeup(w, j->run_at);
+	}
 	/* The "cancelled" event stopped a run of the job already
 	 * (on_store_event); this finds one only if that event never came. */
 	if (j && j->status == STORE_CANCELLED &&

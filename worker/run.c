@@ -252,12 +252,14 @@ static void final_done(struct worker__op *op, int rc)
 		r->final = NULL;
 		run_hooks(w, r->tool, j);
 		/* A retry: the claim the released slot asked for may have
-		 * run before this commit (the writer takes claims first), so
-		 * one that is due already is claimed from here. */
-		if (j->status == STORE_PENDING && j->run_at <= store_now())
-			worker__sched_kick(w);
-		else if (j->status == STORE_PENDING)
+		 * run before this commit (the writer takes claims first) and
+		 * not seen it, so it is claimed from here (now or at its
+		 * run_at), and until a later claim comes back short nothing
+		 * runs at its submission ahead of it. */
+		if (j->status == STORE_PENDING) {
+			w->backlog = true;
 			worker__sched_wakeup(w, j->run_at);
+		}
 		if (j->status == STORE_SUSPENDED && j->expires_at)
 			worker__expiry_rearm(w);
 		run_set_done(r);

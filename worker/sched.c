@@ -172,8 +172,12 @@ void worker__sched_wakeup(struct worker *w, int64_t at)
 {
 	size_t i;
 
-	if (at <= store_now())
+	/* Due already (perhaps only since the caller looked at the clock):
+	 * claim now, or the job would wait for some other wake-up. */
+	if (at <= store_now()) {
+		worker__sched_kick(w);
 		return;
+	}
 	if (w->nwakeups == w->capwakeups) {
 		size_t cap = w->capwakeups ? 2 * w->capwakeups : 16;
 		int64_t *p;
