@@ -203,9 +203,10 @@ struct berth_tool {
 	 * the thread pool and back; and a job submitted while a slot is free
 	 * and nothing waits runs before its creation is committed, so that
 	 * its creation, start and end commit together (a crash before that
-	 * commit loses the job and its unanswered submission together). A
-	 * blocking call in such an execute stalls the whole daemon, and it
-	 * cannot save a checkpoint. A tool with on_input_available is not
+	 * commit loses the job and its unanswered submission together; an
+	 * execute that crashes the daemon then does so before its job is
+	 * recorded, so no retry count stops it). A blocking call in such an
+	 * execute stalls the whole daemon, and it cannot save a checkpoint. A tool with on_input_available is not
 	 * run before its creation commits, so that the hook comes first. */
 	bool nonblocking;
 
