@@ -405,27 +405,46 @@ static int job_by_id(struct conn *c, const char *id, struct store_job **out)
 
 /* ---- the writer's operations ------------------------------------------ */
 
-/* ev_stmt returns the insert of 1 << k event rows, preparing it on first
- * use, or NULL. The text is built from constants only. */
+/* multi_row prepares into *slot, on first use, the INSERT head followed by
+ * rows copies of row (which ends in a comma, dropped from the last), and
+ * returns it, or NULL. The text is built from constants only. */
+static sqlite3_stmt *multi_row(struct conn *c, sqlite3_stmt **slot,
+			       const char *head, const char *row, size_t rows)
+{
+	if (*slot != NULL)
+		return *slot;
+	size_t hlen = strlen(head), rlen = strlen(row);
+	char *sql = malloc(hlen + rows * rlen + 1);
+	if (sql == NULL)
+		return NULL;
+	memcpy(sql, head, hlen);
+	for (size_t i = 0; i < rows; i++)
+		memcpy(sql + hlen + i * rlen, row, rlen);
+	sql[hlen + rows * rlen - 1] = '\0'; /* the last comma */
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot,
+			       NULL) != SQLITE_OK)
+		*slot = NULL;
+	free(sql);
+	return *slot;
+}
+
+/* rows_k returns the k (below sizes) of the largest 1 << k rows that fit
+ * in left, left > 0: the next multi-row statement to run. */
+static int rows_k(size_t left, int sizes)
+{
+	int k = sizes - 1;
+	while ((size_t)1 << k > left)
+		k--;
+	return k;
+}
+
+/* ev_stmt returns the insert of 1 << k event rows, or NULL. */
 static sqlite3_stmt *ev_stmt(struct conn *c, int k)
 {
-	if (c->ev_stmt[k] != NULL)
-		return c->ev_stmt[k];
-	static const char head[] = "INSERT OR FAIL INTO events (job_id, tool, type,"
-				   " status, at, data) VALUES ";
-	static const char row[] = "(?, ?, ?, ?, ?, ?),";
-	char sql[sizeof(head) + EV_ROWS_MAX * sizeof(row)];
-	size_t n = sizeof(head) - 1;
-	memcpy(sql, head, n);
-	for (int i = 0; i < 1 << k; i++) {
-		memcpy(sql + n, row, sizeof(row) - 1);
-		n += sizeof(row) - 1;
-	}
-	sql[n - 1] = '\0'; /* the last comma */
-	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-			       &c->ev_stmt[k], NULL) != SQLITE_OK)
-		return NULL;
-	return c->ev_stmt[k];
+	return multi_row(c, &c->ev_stmt[k],
+			 "INSERT OR FAIL INTO events (job_id, tool, type,"
+			 " status, at, data) VALUES ",
+			 "(?, ?, ?, ?, ?, ?),", (size_t)1 << k);
 }
 
 /*
@@ -444,10 +463,7 @@ static int flush_events(struct conn *c)
 {
 	size_t i = 0;
 	while (i < c->npend) {
-		size_t left = c->npend - i;
-		int k = EV_SIZES - 1;
-		while ((size_t)1 << k > left)
-			k--;
+		int k = rows_k(c->npend - i, EV_SIZES);
 		sqlite3_stmt *s = ev_stmt(c, k);
 		if (s == NULL)
 			return prepare_error(c);
@@ -606,27 +622,14 @@ static int insert_job(struct conn *c, struct store__wreq *w,
 	return created(c, w, b);
 }
 
-/* job_stmt returns the insert of 1 << k job rows, preparing it on first
- * use, or NULL. The text is built from constants only. */
+/* job_stmt returns the insert of 1 << k job rows, or NULL. */
 static sqlite3_stmt *job_stmt(struct conn *c, int k)
 {
-	if (c->job_stmt[k] != NULL)
-		return c->job_stmt[k];
-	static const char head[] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ";
-	static const char row[] = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-				  " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),";
-	char sql[sizeof(head) + JOB_ROWS_MAX * sizeof(row)];
-	size_t n = sizeof(head) - 1;
-	memcpy(sql, head, n);
-	for (int i = 0; i < 1 << k; i++) {
-		memcpy(sql + n, row, sizeof(row) - 1);
-		n += sizeof(row) - 1;
-	}
-	sql[n - 1] = '\0'; /* the last comma */
-	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-			       &c->job_stmt[k], NULL) != SQLITE_OK)
-		return NULL;
-	return c->job_stmt[k];
+	return multi_row(c, &c->job_stmt[k],
+			 "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ",
+			 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+			 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),",
+			 (size_t)1 << k);
 }
 
 /*
@@ -646,10 +649,7 @@ static int flush_jobs(struct conn *c)
 	size_t i = 0;
 	int rc = 0;
 	while (rc == 0 && i < c->njobs) {
-		size_t left = c->njobs - i;
-		int k = JOB_SIZES - 1;
-		while ((size_t)1 << k > left)
-			k--;
+		int k = rows_k(c->njobs - i, JOB_SIZES);
 		size_t rows = (size_t)1 << k;
 		sqlite3_stmt *s = job_stmt(c, k);
 		if (s == NULL)
