@@ -131,6 +131,18 @@ void api_reply_worker_error(struct api_req *r, const struct worker_result *res)
 	api_reply_error(r, code, msg, data);
 }
 
+/* reply_bad_cursor answers r: its cursor is not one this server gave out
+ * (docs/API.md), in the shape of a schema error. */
+static void reply_bad_cursor(struct api_req *r)
+{
+	api_reply_error(r, API_INVALID_PARAMS,
+			"invalid params: cursor is not one this server gave out",
+			json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
+				  "instancePath", "/cursor", "keyword", "format",
+				  "message",
+				  "cursor is not one this server gave out"));
+}
+
 /* reply_job answers r with the raw view of j: written as text, or through
  * a tree where r needs one (batches, local connections). The raw view is
  * the stored job, which store_job_text writes. */
@@ -276,13 +288,7 @@ static void m_tools_list(struct api_req *r, json_t *params)
 	/* A cursor is the name of the last tool of the page before; any
 	 * other string was not given out by this server (docs/API.md). */
 	if (cursor && !worker_tool_find(a->worker, cursor)) {
-		api_reply_error(r, API_INVALID_PARAMS, "invalid params: cursor "
-				"is not one this server gave out",
-				json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
-					  "instancePath", "/cursor",
-					  "keyword", "format",
-					  "message", "cursor is not one this "
-					  "server gave out"));
+		reply_bad_cursor(r);
 		json_decref(tools);
 		return;
 	}
@@ -405,13 +411,7 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 	rc = store_list(a->store, &f, (int)api_params_int(params, "limit", 50),
 			api_params_str(params, "cursor"), &jobs, &n, &next);
 	if (rc == -EINVAL) {
-		api_reply_error(r, API_INVALID_PARAMS, "invalid params: cursor "
-				"is not one this server gave out",
-				json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
-					  "instancePath", "/cursor",
-					  "keyword", "format",
-					  "message", "cursor is not one this "
-					  "server gave out"));
+		reply_bad_cursor(r);
 		return;
 	}
 	if (rc < 0) {
