@@ -345,6 +345,58 @@ struct store_job *store__job_copy(const struct store_job *src)
 	return j;
 }
 
+/* set_json_ref replaces *field with a reference to v. */
+static void set_json_ref(json_t **field, json_t *v)
+{
+	json_decref(*field);
+	*field = json_incref(v);
+}
+
+int store__job_apply(struct store_job *j, const struct store_transition *tr,
+		     int64_t now)
+{
+	unsigned set = tr->set;
+	if (set & STORE_SET_DECISION) {
+		char *reason = NULL;
+		if (tr->reason != NULL && (reason = strdup(tr->reason)) == NULL)
+			return -ENOMEM;
+		free(j->reason);
+		j->reason = reason;
+		j->decision = tr->decision;
+		j->decided_at = now;
+	}
+	j->status = tr->to;
+	j->updated_at = now;
+	if (set & STORE_SET_RUN_AT)
+		j->run_at = tr->run_at != 0 ? tr->run_at : now;
+	if (set & STORE_SET_ATTEMPT)
+		j->attempt = tr->attempt;
+	if (set & STORE_SET_OUTPUT) {
+		set_json_ref(&j->output, tr->output);
+		set_json_ref(&j->model_output, tr->model_output);
+	}
+	if (set & STORE_SET_ERROR)
+		set_json_ref(&j->error, tr->error);
+	if (set & STORE_SET_SUSPEND)
+		set_json_ref(&j->suspend_payload, tr->suspend_payload);
+	if (set & STORE_SET_RESUME)
+		set_json_ref(&j->resume_data, tr->resume_data);
+	if (set & STORE_SET_CHECKPOINT)
+		set_json_ref(&j->checkpoint, tr->checkpoint);
+	if (set & STORE_SET_STARTED)
+		j->started_at = now;
+	if ((set & STORE_SET_FINISHED) || store_status_terminal(tr->to))
+		j->finished_at = now;
+	if (set & STORE_SET_EXPIRES_AT)
+		j->expires_at = tr->expires_at;
+	else if ((tr->to == STORE_SUSPENDED ||
+		  tr->to == STORE_AWAITING_APPROVAL) && j->ttl_ms > 0)
+		j->expires_at = now + j->ttl_ms;
+	if (set & STORE_SET_PROGRESS)
+		set_json_ref(&j->progress, tr->progress);
+	return 0;
+}
+
 struct store_job *store_job_copy(const struct store_job *j)
 {
 	return store__job_copy(j);

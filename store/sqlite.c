@@ -206,9 +206,11 @@ struct conn {
 	struct pending_event *pend;
 	size_t npend, cap_pend;
 	struct store__batch *batch;
-	/* The creations not yet inserted (see flush_jobs). */
+	/* The creations not yet inserted (see flush_jobs), and the
+	 * transition each absorbed (or NULL). */
 	sqlite3_stmt *job_stmt[JOB_SIZES];
 	struct store__wreq *jobs[JOB_ROWS_MAX];
+	struct store__wreq *then[JOB_ROWS_MAX];
 	size_t njobs;
 };
 
@@ -530,12 +532,32 @@ static int conflict(struct conn *c, struct store__wreq *w, const char *id)
 }
 
 /* bind_job binds the STORE__JOB_COLS of w's new job to the parameters of s from
- * p (1-based) on. */
-static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
+ * p (1-based) on: as the transition then leaves it, when it absorbed one. */
+static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w,
+		     const struct store__wreq *then)
 {
-	const struct store_job *j = w->req->u.create.job;
-	bool start = w->req->u.create.start;
-	char *const *t = w->text;
+	const struct store_job *j = then != NULL ? then->job : w->job;
+	bool start = then == NULL && w->req->u.create.start;
+	const char *t[STORE__T_COUNT];
+	memcpy(t, w->text, sizeof(t));
+	if (then != NULL) {
+		unsigned set = then->req->u.transition.set;
+		static const struct {
+			unsigned bit;
+			int text;
+		} by[] = {
+			{STORE_SET_OUTPUT, STORE__T_OUTPUT},
+			{STORE_SET_OUTPUT, STORE__T_MODEL_OUTPUT},
+			{STORE_SET_ERROR, STORE__T_ERROR},
+			{STORE_SET_SUSPEND, STORE__T_SUSPEND},
+			{STORE_SET_RESUME, STORE__T_RESUME},
+			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
+			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
+		};
+		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
+			if (set & by[i].bit)
+				t[by[i].text] = then->text[by[i].text];
+	}
 	bind_str(s, p + C_ID, j->id);
 	bind_str(s, p + C_TOOL, j->tool);
 	sqlite3_bind_int(s, p + C_STATUS, start ? STORE_RUNNING : j->status);
@@ -546,11 +568,11 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 	bind_str(s, p + C_TOOL_CALL_ID, j->tool_call_id);
 	bind_str(s, p + C_IDEMPOTENCY_KEY, j->idempotency_key);
 	sqlite3_bind_int(s, p + C_PRIORITY, j->priority);
-	sqlite3_bind_int64(s, p + C_RUN_AT, w->run_at);
-	sqlite3_bind_int(s, p + C_ATTEMPT, j->attempt > 0 ? j->attempt : 1);
+	sqlite3_bind_int64(s, p + C_RUN_AT, j->run_at);
+	sqlite3_bind_int(s, p + C_ATTEMPT, j->attempt);
 	sqlite3_bind_int(s, p + C_MAX_RETRIES, j->max_retries);
 	bind_time(s, p + C_TIMEOUT_MS, j->timeout_ms);
-	bind_time(s, p + C_EXPIRES_AT, w->expires_at);
+	bind_time(s, p + C_EXPIRES_AT, j->expires_at);
 	bind_time(s, p + C_TTL_MS, j->ttl_ms);
 	bind_str(s, p + C_OUTPUT, t[STORE__T_OUTPUT]);
 	bind_str(s, p + C_MODEL_OUTPUT, t[STORE__T_MODEL_OUTPUT]);
@@ -564,9 +586,9 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w)
 	bind_time(s, p + C_DECIDED_AT, j->decided_at);
 	bind_str(s, p + C_PROGRESS, t[STORE__T_PROGRESS]);
 	bind_str(s, p + C_RETRY_OF, j->retry_of);
-	sqlite3_bind_int64(s, p + C_CREATED_AT, w->created_at);
-	sqlite3_bind_int64(s, p + C_UPDATED_AT, w->created_at);
-	bind_time(s, p + C_STARTED_AT, start ? w->created_at : j->started_at);
+	sqlite3_bind_int64(s, p + C_CREATED_AT, j->created_at);
+	sqlite3_bind_int64(s, p + C_UPDATED_AT, j->updated_at);
+	bind_time(s, p + C_STARTED_AT, start ? j->created_at : j->started_at);
 	bind_time(s, p + C_FINISHED_AT, j->finished_at);
 }
 
@@ -601,25 +623,47 @@ static int created(struct conn *c, struct store__wreq *w, struct store__batch *b
 	return rc;
 }
 
-/* insert_job inserts w's job alone. A constraint failure (an id given
- * twice) undoes the one statement and nothing else: a logical failure. */
+/* settle_then settles the transition then that a creation absorbed, now
+ * inserted in then's final state: its event follows the creation's. */
+static int settle_then(struct conn *c, struct store__wreq *then,
+		       struct store__batch *b)
+{
+	const struct store_transition *tr = &then->req->u.transition;
+	then->absorbed = true;
+	then->rc = 0;
+	return add_event(c, b, then->job->id, then->job->tool, tr->event, tr->to,
+			 then->job->updated_at, then->text[STORE__T_EVENT],
+			 tr->event_data);
+}
+
+static int do_transition(struct conn *c, struct store__wreq *w,
+			 struct store__batch *b);
+
+/* insert_job inserts w's job alone (as then leaves it, if not NULL). A
+ * constraint failure (an id given twice) undoes the one statement and
+ * nothing else: a logical failure. */
 static int insert_job(struct conn *c, struct store__wreq *w,
-		      struct store__batch *b)
+		      struct store__wreq *then, struct store__batch *b)
 {
 	sqlite3_stmt *s = get(c, S_JOB_INSERT);
 	if (s == NULL)
 		return prepare_error(c);
-	bind_job(s, 1, w);
+	bind_job(s, 1, w, then);
 	int rc = sqlite3_step(s);
 	rewind_stmt(s);
 	if (rc != SQLITE_DONE) {
 		if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+			/* The transition meets the job that holds the
+			 * id, as it would after the creation's failure. */
 			w->rc = -EEXIST;
-			return 0;
+			return then != NULL ? do_transition(c, then, b) : 0;
 		}
 		return err(rc);
 	}
-	return created(c, w, b);
+	rc = created(c, w, b);
+	if (rc == 0 && then != NULL)
+		rc = settle_then(c, then, b);
+	return rc;
 }
 
 /* job_stmt returns the insert of 1 << k job rows, or NULL. */
@@ -655,17 +699,23 @@ static int flush_jobs(struct conn *c)
 		if (s == NULL)
 			return prepare_error(c);
 		for (size_t r = 0; r < rows; r++)
-			bind_job(s, 1 + (int)r * 32, c->jobs[i + r]);
+			bind_job(s, 1 + (int)r * 32, c->jobs[i + r],
+				 c->then[i + r]);
 		rc = sqlite3_step(s);
 		rewind_stmt(s);
 		if (rc == SQLITE_DONE) {
 			rc = 0;
-			for (size_t r = 0; rc == 0 && r < rows; r++)
+			for (size_t r = 0; rc == 0 && r < rows; r++) {
 				rc = created(c, c->jobs[i + r], c->batch);
+				if (rc == 0 && c->then[i + r] != NULL)
+					rc = settle_then(c, c->then[i + r],
+							 c->batch);
+			}
 		} else if ((rc & 0xff) == SQLITE_CONSTRAINT) {
 			rc = 0;
 			for (size_t r = 0; rc == 0 && r < rows; r++)
-				rc = insert_job(c, c->jobs[i + r], c->batch);
+				rc = insert_job(c, c->jobs[i + r],
+						c->then[i + r], c->batch);
 		} else {
 			rc = err(rc);
 		}
@@ -687,9 +737,14 @@ static int do_create(struct conn *c, struct store__wreq *w,
 	int rc;
 
 	if (j->idempotency_key == NULL) {
+		/* Full: the ones held go in first, so that this one stays
+		 * held for a transition that may follow (absorb). */
+		if (c->njobs == JOB_ROWS_MAX && (rc = flush_jobs(c)) != 0)
+			return rc;
 		c->batch = b;
+		c->then[c->njobs] = NULL;
 		c->jobs[c->njobs++] = w;
-		return c->njobs == JOB_ROWS_MAX ? flush_jobs(c) : 0;
+		return 0;
 	}
 	if ((rc = flush_jobs(c)) != 0)
 		return rc;
@@ -710,7 +765,23 @@ static int do_create(struct conn *c, struct store__wreq *w,
 	done(s);
 	if (rc != SQLITE_DONE)
 		return err(rc);
-	return insert_job(c, w, b);
+	return insert_job(c, w, NULL, b);
+}
+
+/* absorb gives a transition prepared at store_release (absorb_into) to
+ * its creation while that is still held in c->jobs, to be written with
+ * it as one row; returns false when the creation went in already. */
+static bool absorb(struct conn *c, struct store__wreq *w)
+{
+	for (size_t i = c->njobs; i-- > 0;) {
+		if (c->jobs[i] != w->absorb_into)
+			continue;
+		if (c->then[i] != NULL)
+			return false;
+		c->then[i] = w;
+		return true;
+	}
+	return false;
 }
 
 static int do_transition(struct conn *c, struct store__wreq *w,
@@ -1054,6 +1125,10 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	struct conn *c = &((struct sq *)be)->w;
 	struct store_req *req = w->req;
 
+	/* A run's end that follows its job's creation is written with it. */
+	if (req->op == STORE_OP_TRANSITION && w->absorb_into != NULL &&
+	    absorb(c, w))
+		return 0;
 	/* Held-back creations go in before any other request, which may
 	 * read them (and whose events must follow theirs). Creations,
 	 * transitions and claims only append events; anything else may read

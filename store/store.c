@@ -213,6 +213,7 @@ static void run_batch(struct store *st, struct store__batch *b)
 		batch_drop_events(b);
 		for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
 			drop_raw(w);
+			w->absorbed = false;
 			store_req_finish(w->req);
 			w->req->existed = false;
 			w->req->count = 0;
@@ -450,8 +451,9 @@ static void deliver(struct store *st)
 				struct store_req *req = w->req;
 				int rc = w->rc;
 				parse_raw(w);
-				if (req->op == STORE_OP_CREATE && rc == 0 &&
-				    !req->existed) {
+				if (rc == 0 && ((req->op == STORE_OP_CREATE &&
+						 !req->existed) ||
+						w->absorbed)) {
 					req->job = w->job;
 					w->job = NULL;
 				}
@@ -982,12 +984,52 @@ void store_hold(struct store *st)
 	st->holds++;
 }
 
+/* How far behind a held creation pair_held looks for its transition. */
+enum { PAIR_WINDOW = 8 };
+
+/* pair_held prepares, for a held creation that starts its job followed by
+ * a transition of that job out of running (its run ended before the
+ * creation was written), the job as the transition leaves it, so that the
+ * backend may write the row once in its final state (absorb_into). The
+ * backend decides: the pair only counts when both land in one transaction
+ * with nothing else reading the job in between. Out of memory just leaves
+ * a pair unprepared. */
+static void pair_held(struct store__wreq *first)
+{
+	for (struct store__wreq *c = first; c != NULL; c = c->next) {
+		if (c->req->op != STORE_OP_CREATE || !c->req->u.create.start)
+			continue;
+		const char *id = c->req->u.create.job->id;
+		struct store__wreq *t = c->next;
+		for (int k = 0; t != NULL && k < PAIR_WINDOW; t = t->next, k++)
+			if (t->req->op == STORE_OP_TRANSITION &&
+			    strcmp(t->req->u.transition.job_id, id) == 0)
+				break;
+		if (t == NULL || t->absorb_into != NULL ||
+		    !(t->req->u.transition.from_mask & STORE_MASK(STORE_RUNNING)))
+			continue;
+		struct store_job *j = store__job_copy(c->job);
+		if (j == NULL)
+			continue;
+		j->status = STORE_RUNNING;
+		j->started_at = c->created_at;
+		if (store__job_apply(j, &t->req->u.transition, store_now()) != 0) {
+			store_job_free(j);
+			continue;
+		}
+		t->job = j;
+		t->absorb_into = c;
+	}
+}
+
 void store_release(struct store *st)
 {
 	if (st->holds == 0 || --st->holds > 0 || st->hhead == NULL)
 		return;
 	struct store__wreq *first = st->hhead, *last = st->htail;
 	st->hhead = st->htail = NULL;
+	if (!st->ops->shared)
+		pair_held(first);
 	hand_over(st, first, last);
 }
 

@@ -55,6 +55,13 @@ struct store__wreq {
 	int64_t run_at;
 	int64_t expires_at;
 	struct store_job *job; /* the new job, as done will see it */
+	/* STORE_OP_TRANSITION of a job whose held creation (store_release)
+	 * comes earlier in the queue: that creation, and in job the job as
+	 * the transition leaves it, made at job->updated_at. A backend may
+	 * then write the job's row once, in its final state, and set
+	 * absorbed; done sees job. */
+	struct store__wreq *absorb_into;
+	bool absorbed;
 	int64_t arg;           /* EXPIRE: now; STORE__OP_MAX_PAGES: pages */
 	struct store__raw *raw; /* values of the results still to parse */
 	size_t nraw, cap_raw;
@@ -223,5 +230,11 @@ void store__set_msg(char **errmsg, const char *fmt, ...)
 /* store__job_copy returns a deep copy of src (strings duplicated, json_t
  * values shared with a new reference), or NULL when out of memory. */
 struct store_job *store__job_copy(const struct store_job *src);
+
+/* store__job_apply makes j what the transition tr, made at now, leaves
+ * of it (the same columns the backends' transition writes; json_t values
+ * shared). Returns 0 or -ENOMEM, with j unchanged. */
+int store__job_apply(struct store_job *j, const struct store_transition *tr,
+		     int64_t now);
 
 #endif
