@@ -21,6 +21,7 @@
  * notification was lost.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,10 @@ struct store {
 	 * A signal per request, under mu, made waking threads 27 % of the
 	 * loop thread's perf samples (docs/BENCHMARKS.md). */
 	bool writer_waiting;
+	/* Jobs claimed by committed batches not yet delivered: the writer
+	 * adds them before its commit makes them visible, delivery takes
+	 * them off as each claim's done runs (store_claimed_undelivered). */
+	atomic_int claimed;
 
 	/* Loop thread: requests held back by store_hold, in order. */
 	int holds;
@@ -204,11 +209,17 @@ static void run_batch(struct store *st, struct store__batch *b)
 		int rc = st->ops->begin(st->be);
 		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
 			rc = st->ops->apply(st->be, w, b);
+		int claimed = 0;
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
+			if (w->req->op == STORE_OP_CLAIM && w->rc == 0)
+				claimed += (int)w->req->njobs;
+		atomic_fetch_add(&st->claimed, claimed);
 		if (rc == 0)
 			rc = st->ops->commit(st->be);
 		if (rc == 0)
 			return;
 
+		atomic_fetch_sub(&st->claimed, claimed);
 		st->ops->rollback(st->be);
 		batch_drop_events(b);
 		for (struct store__wreq *w = b->head; w != NULL; w = w->next) {
@@ -458,6 +469,9 @@ static void deliver(struct store *st)
 					w->job = NULL;
 				}
 				wreq_free(w);
+				if (req->op == STORE_OP_CLAIM && rc == 0)
+					atomic_fetch_sub(&st->claimed,
+							 (int)req->njobs);
 				req->done(req, rc);
 				w = next;
 			}
@@ -977,6 +991,11 @@ static void hand_over(struct store *st, struct store__wreq *first,
 	 * mutex; it is inside pthread_cond_wait, so the signal is not lost. */
 	if (wake)
 		pthread_cond_signal(&st->work);
+}
+
+int store_claimed_undelivered(const struct store *st)
+{
+	return atomic_load(&st->claimed);
 }
 
 void store_hold(struct store *st)

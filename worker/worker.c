@@ -262,7 +262,9 @@ void worker__progress(struct worker *w, const struct store_job *job,
 void worker_stats(const struct worker *w, struct worker_stats *out)
 {
 	out->size = w->cfg.workers;
-	out->busy = w->busy;
+	/* A claimed job is running in the database from its commit on;
+	 * its slot is taken from then, not only once its run began. */
+	out->busy = w->busy + store_claimed_undelivered(w->st);
 	out->started_at_submit = w->started_at_submit;
 	out->started_by_claim = w->started_by_claim;
 }

@@ -501,6 +501,36 @@ static void claim__takes_highest_priority_then_earliest_run_at_then_smallest_id(
 	assert_int_equal(claim(f, 5, NULL, 0, NULL), 0);
 }
 
+static void claim_seen(struct store_req *req, int rc)
+{
+	*(int *)req->data = rc == 0 ? (int)req->njobs : -1;
+}
+
+/* Between a claim's commit and its done, the jobs it took are running in
+ * the database and counted as claimed but undelivered. */
+static void claim__jobs_count_as_undelivered_from_the_commit_to_the_done(void **state)
+{
+	struct fx *f = *state;
+	fx_create(f, "t", STORE_PENDING, NULL, 1, NULL);
+	fx_create(f, "t", STORE_PENDING, NULL, 2, NULL);
+	assert_int_equal(store_claimed_undelivered(f->st), 0);
+
+	struct store_req req = {.op = STORE_OP_CLAIM, .done = claim_seen};
+	int seen = -2;
+	req.data = &seen;
+	req.u.claim.limit = 10;
+	assert_int_equal(store_submit(f->st, &req), 0);
+	/* The loop does not run, so nothing is delivered meanwhile. */
+	while (fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2") < 2)
+		usleep(1000);
+	assert_int_equal(store_claimed_undelivered(f->st), 2);
+	while (seen == -2)
+		uv_run(&f->loop, UV_RUN_ONCE);
+	assert_int_equal(seen, 2);
+	assert_int_equal(store_claimed_undelivered(f->st), 0);
+	store_req_finish(&req);
+}
+
 static void claim__respects_the_limit_and_per_tool_caps(void **state)
 {
 	struct fx *f = *state;
@@ -1061,6 +1091,7 @@ int main(void)
 		T(transition__writes_only_the_fields_it_sets),
 		T(claim__takes_highest_priority_then_earliest_run_at_then_smallest_id),
 		T(claim__respects_the_limit_and_per_tool_caps),
+		T(claim__jobs_count_as_undelivered_from_the_commit_to_the_done),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),
 		T(claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude),
