@@ -229,7 +229,7 @@ struct worker {
 	 * for a claim; while it is clear a nonblocking tool's new job can
 	 * run at its submission (worker__sched_may_start). */
 	bool backlog;
-	uint64_t started_at_submit, started_by_claim; /* worker_stats */
+	uint64_t started_at_submit, started_by_claim, claims; /* worker_stats */
 	bool claim_inflight;
 	bool claim_again;
 	int64_t last_claim_now;  /* the "now" of the last claim */

@@ -472,14 +472,17 @@ static void reply_paused(struct worker__op *op, int rc)
 		t->pause = rc ? WORKER__PAUSE_UNKNOWN
 			      : op->req.u.pause.paused ? WORKER__PAUSE_YES
 						       : WORKER__PAUSE_NO;
+	/* Unpaused, or a pause that failed: the tool's pending jobs are
+	 * runnable, and those created while the pause was asked for were
+	 * not claimed (on_store_event skips a paused tool's). */
+	if (rc || !op->req.u.pause.paused) {
+		w->backlog = true;
+		worker__sched_kick(w);
+		worker__sched_rearm(w);
+	}
 	if (rc) {
 		worker__op_reply_store(op, rc);
 		return;
-	}
-	if (!op->req.u.pause.paused) {
-		w->backlog = true; /* its pending jobs are runnable again */
-		worker__sched_kick(w);
-		worker__sched_rearm(w);
 	}
 	worker__op_reply(op, WORKER_OK, NULL, NULL, NULL, false);
 }

@@ -87,6 +87,7 @@ void worker__sched_kick(struct worker *w)
 	op->req.u.claim.ncaps = ncaps;
 	w->claim_inflight = true;
 	w->claim_again = false;
+	w->claims++;
 	if (worker__op_submit(op, claim_done)) {
 		w->claim_inflight = false;
 		worker__op_free(op);

@@ -267,6 +267,7 @@ void worker_stats(const struct worker *w, struct worker_stats *out)
 	out->busy = w->busy + store_claimed_undelivered(w->st);
 	out->started_at_submit = w->started_at_submit;
 	out->started_by_claim = w->started_by_claim;
+	out->claims = w->claims;
 }
 
 int64_t worker__kill_grace(const struct worker *w)
@@ -541,6 +542,17 @@ static void prune_cb(uv_timer_t *h)
  * claim's next run_at; with no free slot the claim that follows the next
  * freed slot does.
  */
+/* paused_here is true for a tool this node knows to be paused (on a
+ * database of its own: on a shared one another node may unpause it). A
+ * claim for its new job would find nothing to take, after walking every
+ * pending job of the tool; its unpause claims them all. */
+static bool paused_here(const struct worker *w, const char *tool)
+{
+	const struct worker_tool *t = worker__tool_find(w, tool);
+
+	return t && t->pause == WORKER__PAUSE_YES && !store_shared(w->st);
+}
+
 static void on_store_event(void *arg, const struct store_event *ev)
 {
 	struct worker *w = arg;
@@ -575,7 +587,8 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
-		if (ev->status == STORE_PENDING && !r)
+		if (ev->status == STORE_PENDING && !r &&
+		    !paused_here(w, ev->tool))
 			worker__sched_kick(w);
 		break;
 	case STORE_EV_RETRYING:

@@ -205,6 +205,7 @@ struct worker_stats {
 	 * claims. */
 	uint64_t started_at_submit;
 	uint64_t started_by_claim;
+	uint64_t claims; /* claims asked of the store */
 };
 void worker_stats(const struct worker *w, struct worker_stats *out);
 

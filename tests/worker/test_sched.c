@@ -331,6 +331,30 @@ static void paused_tool__starts_nothing_until_unpaused(void **state)
 	fx_wait_status(f, id, STORE_COMPLETED, 2000);
 }
 
+static struct worker_stats stats(struct fx *f);
+
+/* A paused tool's new jobs ask for no claim (each would walk all of the
+ * tool's pending jobs to take none); its unpause claims them. */
+static void paused_tool__new_jobs_ask_for_no_claim(void **state)
+{
+	struct fx *f = *state;
+	char ids[20][40];
+	uint64_t before;
+
+	pause_tool(f, "record", true);
+	fx_run_for(f, 50);
+	before = stats(f).claims;
+	for (int i = 0; i < 20; i++)
+		fx_submit_ok(f, "record", "{\"n\":1}", NULL, ids[i]);
+	fx_run_for(f, 100);
+	assert_int_equal(stats(f).claims, before);
+	assert_int_equal(fx_status(f, ids[19]), STORE_PENDING);
+	pause_tool(f, "record", false);
+	for (int i = 0; i < 20; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
+	assert_true(stats(f).claims > before);
+}
+
 static void shutdown__puts_running_jobs_back_without_using_a_retry(
 	void **state)
 {
@@ -564,6 +588,7 @@ int main(void)
 			delayed_job__runs_on_time_after_a_restart_while_another_tool_is_full,
 			setup_unstarted8, teardown),
 		T1(paused_tool__starts_nothing_until_unpaused),
+		T8(paused_tool__new_jobs_ask_for_no_claim),
 		T8(submit__of_a_tool_that_may_block__starts_by_a_claim),
 		T1(submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order),
 		T8(submit__of_a_limited_or_paused_nonblocking_tool__waits_for_a_claim),
