@@ -1003,7 +1003,8 @@ void store_hold(struct store *st)
 	st->holds++;
 }
 
-/* How far behind a held creation pair_held looks for its transition. */
+/* How many requests after a held creation pair_held looks through for
+ * its transition. */
 enum { PAIR_WINDOW = 8 };
 
 /* pair_held prepares, for a held creation that starts its job followed by
