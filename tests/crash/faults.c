@@ -32,12 +32,35 @@
 #include <sqlite3.h>
 
 #include "tests/harness/harness.h"
+#include "tests/http/client.h"
 
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* http_port reads the port of berthd's --http 127.0.0.1:0 from its log
+ * (the gateway prints it before the loop runs); 0 when it never came. */
+static int http_port(const struct harness *h)
+{
+	static const char mark[] = "serving http://127.0.0.1:";
+
+	for (int tries = 0; tries < 500; tries++) {
+		char buf[8192] = "";
+		FILE *f = fopen(h->log, "r");
+		size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+		char *p;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		if ((p = strstr(buf, mark)))
+			return atoi(p + strlen(mark));
+		sleep_ms(10);
+	}
+	return 0;
 }
 
 static bool is_terminal(const char *s)
@@ -183,11 +206,12 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 {
 	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
 	char db[128], filler[128], cmd[512];
-	const char *args[] = {"--db", db, "--quiet", NULL};
+	const char *args[] = {"--db", db, "--quiet", "--http", "127.0.0.1:0",
+			      "--http-open", NULL};
 	struct harness h = {.no_examples = true};
 	struct berth_client *c;
 	json_t *big, *res, *err;
-	int acked = 0, refused = 0;
+	int acked = 0, refused = 0, port;
 	char *id;
 	char **ids = calloc(4000, sizeof *ids);
 
@@ -236,6 +260,36 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 	fprintf(stderr, "disk full: %d submissions answered, then %d refused "
 		"with -32014\n", acked, refused);
 	assert_true(refused > 0);
+	/* Through HTTP the same refusal is 507 Insufficient Storage, with
+	 * the socket's error in the body. */
+	port = http_port(&h);
+	assert_true(port > 0);
+	{
+		struct resp r;
+		json_t *params = json_pack("{s:s, s:{s:i, s:O}, s:s}", "tool",
+					   "crash-echo", "input", "n", -1,
+					   "meta", big, "idempotencyKey",
+					   "full-http");
+		char *body = json_dumps(params, JSON_COMPACT);
+		json_t *v;
+
+		json_decref(params);
+
+		assert_non_null(body);
+		assert_int_equal(http_do(port, "POST", "/api/jobs", JSON_CT,
+					 body, &r),
+				 0);
+		v = resp_json(&r);
+		fprintf(stderr, "disk full: POST /api/jobs answered %d\n",
+			r.status);
+		assert_int_equal(r.status, 507);
+		assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(v, "error"), "code")),
+				 -32014);
+		json_decref(v);
+		resp_free(&r);
+		free(body);
+	}
 	/* A read still works, and the storage error changed nothing: every
 	 * acknowledged job is there and none of the refused keys made one. */
 	res = harness_call(c, "server/info", NULL, NULL);

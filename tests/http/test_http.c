@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -693,6 +694,77 @@ static void openapi__describes_every_route_and_no_other(void **state)
 	json_decref(doc);
 }
 
+/* read_all reads fd until EOF (or 2 s without data) into buf. */
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	while (len < cap - 1 && poll(&pfd, 1, 2000) > 0) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+/* The gateway holds at most 1024 connections (docs/HTTP.md): the one past
+ * them is answered 503 with the socket's -32013 at once and closed, and
+ * once the others are gone the gateway serves again. */
+static void conn__past_the_connection_limit__is_refused_with_503(void **state)
+{
+	enum { LIMIT = 1024, MORE = 16 };
+	struct rlimit rl;
+	int fds[LIMIT + MORE];
+	int n = 0, refused = 0;
+	char buf[4096];
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < LIMIT + MORE + 64) {
+		fprintf(stderr, "connection limit: only %llu files may be open; "
+			"skipped\n", (unsigned long long)rl.rlim_cur);
+		skip();
+	}
+	for (; n < LIMIT; n++) {
+		fds[n] = http_connect(gw.port);
+		assert_true(fds[n] >= 0);
+	}
+	/* Connections are accepted in order: once the gateway holds LIMIT,
+	 * the next is refused (more, in case one of the first was). */
+	for (; n < LIMIT + MORE && !refused; n++) {
+		fds[n] = http_connect(gw.port);
+		assert_true(fds[n] >= 0);
+		struct pollfd pfd = {.fd = fds[n], .events = POLLIN};
+		if (poll(&pfd, 1, 1000) > 0) {
+			read_all(fds[n], buf, sizeof buf);
+			assert_non_null(strstr(buf, "HTTP/1.1 503 "));
+			assert_non_null(strstr(buf, "\"code\":-32013"));
+			refused = 1;
+		}
+	}
+	assert_true(refused);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	/* The gateway sees the closes on its next turns. */
+	for (int tries = 0;; tries++) {
+		struct resp r;
+
+		assert_int_equal(http_do(gw.port, "GET", "/api/info", BEARER,
+					 NULL, &r),
+				 0);
+		int status = r.status;
+		resp_free(&r);
+		if (status == 200)
+			break;
+		assert_int_equal(status, 503);
+		assert_true(tries < 200);
+		usleep(10000);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -703,10 +775,20 @@ int main(void)
 		cmocka_unit_test(auth__login_url__is_one_time_and_sets_a_session),
 		cmocka_unit_test(auth__http_open__only_on_loopback_and_checks_host),
 		cmocka_unit_test(conn__pipelined_requests__are_answered_in_order),
+		cmocka_unit_test(conn__past_the_connection_limit__is_refused_with_503),
 		cmocka_unit_test(sse__reconnect_with_last_event_id__misses_nothing),
 		cmocka_unit_test(metrics__parse_as_prometheus_text),
 		cmocka_unit_test(openapi__describes_every_route_and_no_other),
 	};
 
+	struct rlimit rl;
+
+	/* Room for the connection-limit test, in this process and in the
+	 * berthd it starts (which inherits the limit). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 &&
+	    rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
