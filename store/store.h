@@ -270,8 +270,8 @@ bool store_shared(const struct store *st);
 /* store_claimed_undelivered returns how many jobs committed claims moved
  * to running whose claim's done has not run yet. A read of the database
  * shows them running before their caller has started them: the worker
- * counts them as busy (server/info), so that a client that saw a job
- * running never sees fewer busy workers than that. Loop thread. */
+ * counts them as busy (server/info) from the commit on, not only once
+ * their runs began. Loop thread. */
 int store_claimed_undelivered(const struct store *st);
 
 /* ---- event listeners -------------------------------------------------- */

@@ -528,6 +528,17 @@ static void prune_cb(uv_timer_t *h)
 		worker__op_free(op);
 }
 
+/* paused_here is true for a tool this node knows to be paused (on a
+ * database of its own: on a shared one another node may unpause it). A
+ * claim for its new job would find nothing to take, after walking every
+ * pending job of the tool; its unpause claims them all. */
+static bool paused_here(const struct worker *w, const char *tool)
+{
+	const struct worker_tool *t = worker__tool_find(w, tool);
+
+	return t && t->pause == WORKER__PAUSE_YES && !store_shared(w->st);
+}
+
 /*
  * on_store_event hears every committed event of the store, this node's and,
  * on a shared database, every other node's, before the done callbacks of
@@ -542,17 +553,6 @@ static void prune_cb(uv_timer_t *h)
  * claim's next run_at; with no free slot the claim that follows the next
  * freed slot does.
  */
-/* paused_here is true for a tool this node knows to be paused (on a
- * database of its own: on a shared one another node may unpause it). A
- * claim for its new job would find nothing to take, after walking every
- * pending job of the tool; its unpause claims them all. */
-static bool paused_here(const struct worker *w, const char *tool)
-{
-	const struct worker_tool *t = worker__tool_find(w, tool);
-
-	return t && t->pause == WORKER__PAUSE_YES && !store_shared(w->st);
-}
-
 static void on_store_event(void *arg, const struct store_event *ev)
 {
 	struct worker *w = arg;
