@@ -207,12 +207,12 @@ static void run_batch(struct store *st, struct store__batch *b)
 {
 	for (int tries = 1;; tries++) {
 		int rc = st->ops->begin(st->be);
-		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
-			rc = st->ops->apply(st->be, w, b);
 		int claimed = 0;
-		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
-			if (w->req->op == STORE_OP_CLAIM && w->rc == 0)
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next) {
+			rc = st->ops->apply(st->be, w, b);
+			if (rc == 0 && w->req->op == STORE_OP_CLAIM && w->rc == 0)
 				claimed += (int)w->req->njobs;
+		}
 		atomic_fetch_add(&st->claimed, claimed);
 		if (rc == 0)
 			rc = st->ops->commit(st->be);

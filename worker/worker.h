@@ -199,7 +199,8 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 
 struct worker_stats {
 	int size; /* pool size */
-	int busy; /* jobs running now */
+	int busy; /* slots taken: jobs running, and jobs a committed claim
+		     took that have not started yet */
 	/* Jobs started since the worker started: run at their submission
 	 * (a nonblocking tool, a free slot and nothing waiting), and by
 	 * claims. */
