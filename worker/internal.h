@@ -375,8 +375,9 @@ void worker__sched_kick(struct worker *w);
  * tools' jobs start after their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
-/* worker__sched_wakeup remembers a future run_at so the run timer fires
- * for it even while earlier jobs wait for a slot. */
+/* worker__sched_wakeup is told of a job that waits for a claim: it sets
+ * the backlog, and remembers a future run_at so the run timer fires for it
+ * even while earlier jobs wait for a slot (a due one is claimed now). */
 void worker__sched_wakeup(struct worker *w, int64_t at);
 void worker__sched_rearm(struct worker *w);
 void worker__expiry_rearm(struct worker *w);

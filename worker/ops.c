@@ -235,10 +235,8 @@ static void reply_transition(struct worker__op *op, int rc)
 	}
 	/* Its event ("resumed", "approved") asked for a claim already; a
 	 * claim in the same batch went first and did not see it. */
-	if (j && j->status == STORE_PENDING) {
-		w->backlog = true;
+	if (j && j->status == STORE_PENDING)
 		worker__sched_wakeup(w, j->run_at);
-	}
 	/* The "cancelled" event stopped a run of the job already
 	 * (on_store_event); this finds one only if that event never came. */
 	if (j && j->status == STORE_CANCELLED &&

@@ -256,10 +256,8 @@ static void final_done(struct worker__op *op, int rc)
 		 * not seen it, so it is claimed from here (now or at its
 		 * run_at), and until a later claim comes back short nothing
 		 * runs at its submission ahead of it. */
-		if (j->status == STORE_PENDING) {
-			w->backlog = true;
+		if (j->status == STORE_PENDING)
 			worker__sched_wakeup(w, j->run_at);
-		}
 		if (j->status == STORE_SUSPENDED && j->expires_at)
 			worker__expiry_rearm(w);
 		run_set_done(r);

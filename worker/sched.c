@@ -173,6 +173,9 @@ void worker__sched_wakeup(struct worker *w, int64_t at)
 {
 	size_t i;
 
+	/* A job waits for a claim: until one comes back short, nothing
+	 * runs at its submission ahead of it. */
+	w->backlog = true;
 	/* Due already (perhaps only since the caller looked at the clock):
 	 * claim now, or the job would wait for some other wake-up. */
 	if (at <= store_now()) {
