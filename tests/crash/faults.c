@@ -158,7 +158,9 @@ static void poison_tool__crashing_the_daemon__is_failed_after_its_retries(
 					     "crash-poison", "input"), &id), 0);
 	berth_client_close(c);
 	/* Each start runs the job, which takes the daemon down; the start
-	 * after the last retry must fail the job instead of running it. */
+	 * after the last retry must fail the job instead of running it. A
+	 * restarted daemon may run the job, and die, before its socket
+	 * accepts: the harness then reports the abort as a failed start. */
 	for (int round = 0; round < 8; round++) {
 		int status;
 		pid_t r = 0;
@@ -174,7 +176,12 @@ static void poison_tool__crashing_the_daemon__is_failed_after_its_retries(
 		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
 		h.pid = 0;
 		crashes++;
-		assert_int_equal(harness_restart(&h), 0);
+		while (harness_restart(&h) != 0) {
+			assert_true(WIFSIGNALED(h.start_status) &&
+				    WTERMSIG(h.start_status) == SIGABRT);
+			crashes++;
+			assert_true(crashes < 8);
+		}
 	}
 	assert_int_equal(crashes, 3); /* the first try and two retries */
 	c = harness_connect(&h);
@@ -479,7 +486,8 @@ static int raw_connect(const char *path)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	assert_true(strlen(path) < sizeof sa.sun_path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	return fd;

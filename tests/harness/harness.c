@@ -93,12 +93,14 @@ static int spawn(struct harness *h)
 		_exit(127);
 	}
 	h->pid = pid;
+	h->start_status = 0;
 	for (int waited = 0; waited < START_TIMEOUT_MS; waited += 10) {
 		struct berth_client *c;
 		int status;
 
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			h->pid = 0;
+			h->start_status = status;
 			fprintf(stderr, "harness: berthd exited while starting "
 				"(status %d)\n", status);
 			print_log(h);

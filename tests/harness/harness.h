@@ -23,6 +23,7 @@ struct harness {
 	pid_t pid;      /* 0 when not running */
 	const char *args[32]; /* extra args, copied pointers, NULL-ended */
 	bool no_examples; /* do not pass --tools $BERTH_EXAMPLES */
+	int start_status; /* wait status when berthd exited while starting */
 };
 
 /* harness_start returns 0, or -1 after printing why (berthd's log too). */

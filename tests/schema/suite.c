@@ -144,6 +144,18 @@ static void free_list(char **names)
 	free(names);
 }
 
+static void free_skips(struct run *r)
+{
+	for (size_t i = 0; i < r->nskips; i++) {
+		free(r->skips[i].file);
+		free(r->skips[i].group);
+		free(r->skips[i].test);
+	}
+	free(r->skips);
+	r->skips = NULL;
+	r->nskips = 0;
+}
+
 /* add_remotes registers every .json file under dir, recursively. */
 static int add_remotes(struct run *r, const char *root, const char *rel)
 {
@@ -270,14 +282,23 @@ int main(int argc, char **argv)
 	}
 	r.opt.format_assert = format;
 	r.reg = schema_registry_create();
-	if (!r.reg || add_remotes(&r, argv[2], "") != 0 || load_skips(&r, argv[3]) != 0)
+	if (!r.reg) {
+		fprintf(stderr, "out of memory\n");
 		return 2;
-	if (snprintf(dir, sizeof(dir), "%s%s", argv[1],
-		     format ? "/optional/format" : "") >= (int)sizeof(dir))
+	}
+	if (add_remotes(&r, argv[2], "") != 0 || load_skips(&r, argv[3]) != 0 ||
+	    snprintf(dir, sizeof(dir), "%s%s", argv[1],
+		     format ? "/optional/format" : "") >= (int)sizeof(dir)) {
+		free_skips(&r);
+		schema_registry_destroy(r.reg);
 		return 2;
+	}
 	names = list_json(dir);
 	if (!names || !names[0]) {
 		fprintf(stderr, "no test files in %s\n", dir);
+		free_list(names);
+		free_skips(&r);
+		schema_registry_destroy(r.reg);
 		return 2;
 	}
 	for (size_t i = 0; names[i]; i++) {
@@ -292,11 +313,8 @@ int main(int argc, char **argv)
 		    (strstr(argv[3], "format") != NULL) == format)
 			printf("NOTE skip list entry matches no test: %s | %s | %s\n",
 			       r.skips[i].file, r.skips[i].group, r.skips[i].test);
-		free(r.skips[i].file);
-		free(r.skips[i].group);
-		free(r.skips[i].test);
 	}
-	free(r.skips);
+	free_skips(&r);
 	free_list(names);
 	schema_registry_destroy(r.reg);
 	printf("[  SUITE   ] JSON Schema Test Suite draft2020-12 (%s): %d passed, "
