@@ -16,6 +16,7 @@
 #include "api/rpc.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "log/log.h"
 
 /* A batch answers once, with one array, when its last element is
  * answered; elements that are notifications add nothing to it. */
@@ -45,7 +46,7 @@ static char newline[] = "\n";
 
 static void conn_log(const struct api_conn *c, const char *what)
 {
-	fprintf(stderr, "berthd: connection %llu: %s\n",
+	log_info("connection %llu: %s",
 		(unsigned long long)c->id, what);
 }
 

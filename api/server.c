@@ -19,6 +19,7 @@
 #include "api/conn.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "log/log.h"
 
 #define DEFAULT_MAX_LINE (16u * 1024 * 1024)
 #define DEFAULT_MAX_DEPTH 64
@@ -163,7 +164,7 @@ static void on_unix_connection(uv_stream_t *server, int status)
 	struct api *a = server->data;
 
 	if (status < 0) {
-		fprintf(stderr, "berthd: accept: %s\n", uv_strerror(status));
+		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
 	api_conn_accept(a, server, API_TRANSPORT_UNIX);
@@ -302,7 +303,7 @@ static void on_tcp_connection(uv_stream_t *server, int status)
 	struct api *a = server->data;
 
 	if (status < 0) {
-		fprintf(stderr, "berthd: accept: %s\n", uv_strerror(status));
+		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
 	api_conn_accept(a, server, API_TRANSPORT_TCP);

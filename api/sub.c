@@ -16,6 +16,7 @@
 
 #include "api/methods.h"
 #include "api/rpc.h"
+#include "log/log.h"
 
 /* Events read from the store per replay step. */
 #define REPLAY_CHUNK 256
@@ -124,8 +125,8 @@ static void sub_replay(struct api_sub *s)
 		if (rc < 0) {
 			/* Going live here would leave a gap, so the client
 			 * is cut off; it resumes with since. */
-			fprintf(stderr, "berthd: connection %llu: closed: "
-				"cannot read the event log (%s)\n",
+			log_warn("connection %llu: closed: "
+				 "cannot read the event log (%s)",
 				(unsigned long long)c->id, strerror(-rc));
 			api_conn_close(c);
 			return;

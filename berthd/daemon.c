@@ -25,6 +25,7 @@
 #include "http/http.h"
 #endif
 #include "berth/berth.h"
+#include "log/log.h"
 #include "store/store.h"
 #include "worker/worker.h"
 
@@ -62,6 +63,7 @@ struct options {
 	int64_t lease_ms;
 	const char *migrate_from;
 	bool quiet;
+	int log_level;
 };
 
 static const char usage_text[] =
@@ -94,7 +96,9 @@ static const char usage_text[] =
 	"                         approval inbox page (docs/HTTP.md); it prints a\n"
 	"                         login URL; --token-file's token works as Bearer\n"
 	"  --http-open            no authentication on --http (loopback only)\n"
-	"  --quiet                do not print the start-up line\n"
+	"  --log-level LEVEL      error, warn, info (default) or debug: what berthd\n"
+	"                         logs on stderr, one line per event\n"
+	"  --quiet                do not log the start-up line\n"
 	"  -h, --help             show this help and exit\n"
 	"  -V, --version          show the version and exit\n"
 	"\n"
@@ -121,6 +125,7 @@ enum {
 	OPT_HTTP,
 	OPT_HTTP_OPEN,
 	OPT_QUIET,
+	OPT_LOG_LEVEL,
 };
 
 static const struct option long_options[] = {
@@ -140,6 +145,7 @@ static const struct option long_options[] = {
 	{"http", required_argument, NULL, OPT_HTTP},
 	{"http-open", no_argument, NULL, OPT_HTTP_OPEN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -170,6 +176,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof *o);
 	o->db = "./berth.db";
 	o->durability = STORE_DURABILITY_FULL;
+	o->log_level = LOG_LEVEL_INFO;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
 		switch (c) {
@@ -263,6 +270,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_QUIET:
 			o->quiet = true;
 			break;
+		case OPT_LOG_LEVEL:
+			o->log_level = log_level_parse(optarg);
+			if (o->log_level < 0) {
+				fprintf(stderr, "berthd: --log-level is error, "
+					"warn, info or debug, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 1;
@@ -352,12 +368,11 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct daemon *d = h->data;
 
 	if (d->stopping) {
-		fprintf(stderr, "berthd: already stopping (%s again)\n",
-			strsignal(signum));
+		log_info("already stopping (%s again)", strsignal(signum));
 		return;
 	}
 	d->stopping = true;
-	fprintf(stderr, "berthd: %s: stopping\n", strsignal(signum));
+	log_info("%s: stopping", strsignal(signum));
 	worker_shutdown(d->worker, on_worker_stopped, d);
 }
 
@@ -389,37 +404,37 @@ static int start(struct daemon *d, const struct options *o,
 
 	rc = store_open(&d->loop, &scfg, &d->store, &err);
 	if (rc < 0) {
-		fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+		log_error("%s", err ? err : strerror(-rc));
 		free(err);
 		return 1;
 	}
 	d->worker = worker_create(&d->loop, d->store, &wcfg);
 	if (!d->worker) {
-		fputs("berthd: out of memory\n", stderr);
+		log_error("out of memory");
 		return 1;
 	}
 	for (size_t i = 0; i < ntools; i++) {
 		if (worker_add_tool(d->worker, tools[i], &err) < 0) {
-			fprintf(stderr, "berthd: %s\n", err);
+			log_error("%s", err);
 			free(err);
 			return 1;
 		}
 	}
 	for (size_t i = 0; i < o->ntool_dirs; i++) {
 		if (worker_load_dir(d->worker, o->tool_dirs[i], &err) < 0) {
-			fprintf(stderr, "berthd: %s\n", err);
+			log_error("%s", err);
 			free(err);
 			return 1;
 		}
 	}
 	if (worker_start(d->worker, &err) < 0) {
-		fprintf(stderr, "berthd: %s\n", err ? err : "cannot start");
+		log_error("%s", err ? err : "cannot start");
 		free(err);
 		return 1;
 	}
 	rc = api_start(&d->loop, d->worker, d->store, &acfg, &d->api, &err);
 	if (rc < 0) {
-		fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+		log_error("%s", err ? err : strerror(-rc));
 		free(err);
 		return 1;
 	}
@@ -434,19 +449,17 @@ static int start(struct daemon *d, const struct options *o,
 		rc = http_start(&d->loop, d->api, d->worker, d->store, &hcfg,
 				&d->http, &err);
 		if (rc < 0) {
-			fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+			log_error("%s", err ? err : strerror(-rc));
 			free(err);
 			return 1;
 		}
 	}
 #endif
-	if (!o->quiet) {
-		printf("berthd %s: serving %s (database %s, durability %s, "
-		       "%zu tools)\n", BERTH_VERSION, api_socket_path(d->api),
-		       store_path(d->store), store_durability_name(d->store),
-		       worker_tool_count(d->worker));
-		fflush(stdout);
-	}
+	if (!o->quiet)
+		log_info("berthd %s: serving %s (database %s, durability %s, "
+			 "%zu tools)", BERTH_VERSION, api_socket_path(d->api),
+			 store_path(d->store), store_durability_name(d->store),
+			 worker_tool_count(d->worker));
 	return 0;
 }
 
@@ -483,7 +496,7 @@ static int migrate(const struct options *o)
 	int rc = store_copy(o->migrate_from, o->db, &err);
 
 	if (rc < 0) {
-		fprintf(stderr, "berthd: %s\n", err ? err : strerror(-rc));
+		log_error("%s", err ? err : strerror(-rc));
 		free(err);
 		return 1;
 	}
@@ -502,6 +515,7 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : 2;
+	log_set_level(o.log_level);
 	if (o.migrate_from)
 		return migrate(&o);
 
@@ -531,7 +545,6 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	}
 	uv_run(&d.loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d.loop) != 0)
-		fputs("berthd: warning: the loop closed with handles still "
-		      "open\n", stderr);
+		log_warn("the loop closed with handles still open");
 	return d.status;
 }

@@ -18,6 +18,7 @@
  *   preflight, which the gateway never grants. The session cookie is
  *   SameSite=Strict besides, and pages may not be framed.
  */
+#include "log/log.h"
 #include "http/internal.h"
 
 #include <errno.h>
@@ -141,8 +142,8 @@ int http_login(struct http *h, const char *token, char sid[65])
 	slot->expires = now + HTTP_SESSION_MS;
 	if (one_time) {
 		if (http_random_hex(h->login_token, 32) == 0)
-			fprintf(stderr, "berthd: http: the login URL was used; "
-				"the next one is %s/login?token=%s\n",
+			log_info("http: the login URL was used; "
+				 "the next one is %s/login?token=%s",
 				h->origin, h->login_token);
 		else
 			h->login_token[0] = '\0';

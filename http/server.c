@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/local.h"
+#include "log/log.h"
 
 #define LISTEN_BACKLOG 511
 
@@ -34,7 +35,7 @@ static void on_connection(uv_stream_t *server, int status)
 	struct http *h = server->data;
 
 	if (status < 0) {
-		fprintf(stderr, "berthd: http: accept: %s\n",
+		log_warn("http: accept failed: %s",
 			uv_strerror(status));
 		return;
 	}
@@ -189,11 +190,11 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	uv_unref((uv_handle_t *)&h->check);
 
 	if (cfg->open)
-		fprintf(stderr, "berthd: http: serving %s/ with no "
-			"authentication (--http-open)\n", h->origin);
+		log_info("http: serving %s/ with no "
+			 "authentication (--http-open)", h->origin);
 	else
-		fprintf(stderr, "berthd: http: serving %s/; log in at "
-			"%s/login?token=%s\n", h->origin, h->origin,
+		log_info("http: serving %s/; log in at "
+			 "%s/login?token=%s", h->origin, h->origin,
 			h->login_token);
 	*out = h;
 	return 0;

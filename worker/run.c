@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
 #include "worker/internal.h"
 
 /* A final transition that failed in the store is tried again after this. */
@@ -275,11 +276,10 @@ static void final_done(struct worker__op *op, int rc)
 		 * that change (on_store_event) is done already and needs no
 		 * word. */
 		if (rc == STORE_ECONFLICT && r->state != WORKER__RUN_DONE)
-			fprintf(stderr,
-				"berthd: job %s: its result is dropped: the "
-				"job is %s now (cancelled, or taken over by "
-				"another node after this node's lease "
-				"expired)\n",
+			log_warn("job %s: its result is dropped: the "
+				 "job is %s now (cancelled, or taken over by "
+				 "another node after this node's lease "
+				 "expired)",
 				r->job->id,
 				j ? store_status_name(j->status) : "changed");
 		r->final = NULL;
@@ -289,8 +289,8 @@ static void final_done(struct worker__op *op, int rc)
 	}
 	/* The store failed (a full disk, a locked database): the job stays
 	 * running in the store, so keep trying rather than leave it there. */
-	fprintf(stderr, "berthd: job %s: storing its result failed (%s); "
-			"trying again\n",
+	log_error("job %s: storing its result failed (%s); "
+		  "trying again",
 		r->job->id, strerror(-rc));
 	store_req_finish(&op->req);
 	final_submit(r);
@@ -353,7 +353,7 @@ static void run_finish(struct worker__run *r, struct worker__op *op)
  * job stays running in the store until a restart recovers it. */
 static void run_oom(struct worker__run *r)
 {
-	fprintf(stderr, "berthd: job %s: out of memory recording its result\n",
+	log_error("job %s: out of memory recording its result",
 		r->job->id);
 	worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
 	run_set_done(r);
@@ -587,7 +587,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 
 	if (!r) {
 		/* The job stays running until a restart recovers it. */
-		fprintf(stderr, "berthd: job %s: out of memory starting it\n",
+		log_error("job %s: out of memory starting it",
 			job->id);
 		store_job_free(job);
 		return;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
 #include "worker/internal.h"
 
 /* ---- operations ------------------------------------------------------- */
@@ -574,10 +575,9 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		 * run is finishing): the lease reaper of a node that
 		 * presumed this one dead. The job is no longer this
 		 * node's; stop the run and drop whatever it produces. */
-		fprintf(stderr,
-			"berthd: job %s: taken over by another node (now %s, "
-			"this node's lease had expired); its run here is "
-			"stopped and its result dropped\n",
+		log_warn("job %s: taken over by another node (now %s, "
+			 "this node's lease had expired); its run here is "
+			 "stopped and its result dropped",
 			r->job->id, store_status_name(ev->status));
 		worker__run_cancelled(r);
 		r = NULL;
@@ -721,8 +721,8 @@ static void finish_shutdown(uv_timer_t *h)
 	 * shutdown (or claimed after it began): back to pending without
 	 * using up a retry. */
 	if (w->started && (rc = store_requeue_running(w->st)) < 0)
-		fprintf(stderr, "berthd: putting running jobs back to pending "
-				"failed (%s); the next start recovers them\n",
+		log_error("putting running jobs back to pending "
+			  "failed (%s); the next start recovers them",
 			strerror(-rc));
 	/* C tools that never returned are detached: their thread keeps the
 	 * run (and the hub) alive and touches nothing else. */
