@@ -560,10 +560,15 @@ def test_tools(d):
         if "background" in t:
             b = t["background"]
             check(isinstance(b, dict), w + ".background is an object", b)
+            every = ("enabled", "timeoutMs", "maxRetries", "concurrency",
+                     "backoffMs", "backoffMaxMs", "onInterrupt")
             for k in b:
-                check(k in ("enabled", "timeoutMs", "maxRetries",
-                            "concurrency"),
+                check(k in every,
                       w + ".background member " + k + " is listed", b)
+            check(all(k in b for k in every),
+                  w + ".background lists every setting", b)
+            check(b.get("onInterrupt") in ("retry", "fail"),
+                  w + ".background.onInterrupt", b)
         if "requireApproval" in t:
             check(isinstance(t["requireApproval"], bool),
                   w + ".requireApproval is a boolean", t["requireApproval"])
