@@ -94,11 +94,29 @@ const char *berth_ctx_job_id(const struct berth_ctx *ctx);
 const char *berth_ctx_tool(const struct berth_ctx *ctx);
 /* berth_ctx_attempt returns the 1-based try number. */
 int berth_ctx_attempt(const struct berth_ctx *ctx);
-/* These return NULL when the job has none. */
+/* berth_ctx_tool_call_id and berth_ctx_run_id return the job's toolCallId
+ * and runId (Mastra's context.agent.toolCallId and the run of the agent
+ * that called), or NULL when the submission gave none. */
+const char *berth_ctx_tool_call_id(const struct berth_ctx *ctx);
+const char *berth_ctx_run_id(const struct berth_ctx *ctx);
+/* These return NULL when the job has none. The request context and the
+ * resume data come with the defaults of their schemas filled in, as the
+ * input does (a Zod parse fills them in; the stored job keeps what the
+ * client sent); a tool with a requestContextSchema gets {} and its
+ * defaults when the submission gave no request context. */
 const json_t *berth_ctx_request_context(const struct berth_ctx *ctx);
 const json_t *berth_ctx_resume_data(const struct berth_ctx *ctx);
 const json_t *berth_ctx_suspend_payload(const struct berth_ctx *ctx);
 const json_t *berth_ctx_checkpoint(const struct berth_ctx *ctx);
+/* berth_ctx_metadata returns the job's metadata, the object the
+ * submission kept with the job. */
+const json_t *berth_ctx_metadata(const struct berth_ctx *ctx);
+/* berth_ctx_mcp_meta returns the _meta object of the MCP tools/call the
+ * job came from (Mastra's context.mcp), or NULL when it did not come
+ * through MCP. berthd keeps it as the job's metadata.mcpMeta, which no
+ * other submission may set, so its presence says the job came through
+ * MCP. */
+const json_t *berth_ctx_mcp_meta(const struct berth_ctx *ctx);
 
 /* berth_ctx_aborted returns true once the job was cancelled or timed out,
  * or the daemon is shutting down. A well-behaved execute checks it in its
@@ -157,7 +175,8 @@ struct berth_call {
 	const char *tool;
 	const char *tool_call_id; /* may be NULL */
 	const char *run_id;       /* may be NULL */
-	const json_t *request_context; /* may be NULL */
+	const json_t *request_context; /* may be NULL; as the client sent it */
+	const json_t *metadata;        /* may be NULL */
 };
 
 typedef struct berth_outcome (*berth_execute_fn)(const json_t *input,
