@@ -1485,6 +1485,8 @@ struct schema *schema_compile(const json_t *doc, const struct schema_options *op
 		s->root = compile_node(&c, idx);
 	if (!c.err)
 		find_cycle(&c, s->root, 0);
+	if (!c.err && s->root)
+		schema__mark_defaults(s);
 out:
 	for (size_t i = 0; i < c.ninfos; i++) {
 		free(c.infos[i].base);

@@ -74,6 +74,8 @@ struct schema__node {
 	const struct schema__resource *resource;
 	bool is_bool, bool_value;
 	bool has_uneval;
+	/* Filling defaults in from here can change an instance (defaults.c). */
+	bool has_defaults;
 	unsigned types;
 
 	struct schema__node *ref;
@@ -159,6 +161,19 @@ int schema__format_lookup(const char *name);
 /* schema__format_check returns true when s (len bytes) is valid for the
  * format with id fmt. */
 bool schema__format_check(int fmt, const char *s, size_t len);
+
+/* validate.c */
+
+/* schema__valid_node returns true when inst is valid against n, a node of
+ * s, evaluated on its own (an empty dynamic scope). */
+bool schema__valid_node(const struct schema *s, const struct schema__node *n,
+			const json_t *inst);
+
+/* defaults.c */
+
+/* schema__mark_defaults sets has_defaults on every node of s from which
+ * schema_apply_defaults can reach a default; compile time only. */
+void schema__mark_defaults(struct schema *s);
 
 /* metaschema.c */
 

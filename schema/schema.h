@@ -115,6 +115,29 @@ bool schema_valid(const struct schema *s, const json_t *instance);
 int schema_validate(const struct schema *s, const json_t *instance,
 		    json_t **errors);
 
+/* schema_has_defaults returns true when schema_apply_defaults can change an
+ * instance: a "default" sits where it looks (schema/defaults.c says where).
+ * Decided once, when s is compiled, so that a caller on a hot path pays one
+ * test for a schema without defaults. */
+bool schema_has_defaults(const struct schema *s);
+
+/*
+ * schema_apply_defaults returns a new reference to instance (borrowed) with
+ * the defaults of s filled in where it lacks them, as Zod's parse and Ajv's
+ * useDefaults fill them: absent properties of "properties" and missing
+ * trailing places of "prefixItems" get their "default", recursively through
+ * the values that are there, "$ref", "allOf", and an "anyOf" or "oneOf"
+ * branch when exactly one accepts the instance (schema/defaults.c has the
+ * whole rule and why).  instance itself is never changed: when anything is
+ * filled the result is a new value, otherwise it is instance (a new
+ * reference to it).  Validation is separate: a caller fills, then
+ * validates what it got, so that a property that is "required" and has a
+ * default passes when absent, as it does in Zod.  Returns NULL when instance
+ * is NULL or memory runs out.  Safe from several threads at once, like
+ * validation.
+ */
+json_t *schema_apply_defaults(const struct schema *s, const json_t *instance);
+
 /* schema_doc returns the schema document s was compiled from (a borrowed
  * reference that lives as long as s). */
 const json_t *schema_doc(const struct schema *s);

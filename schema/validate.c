@@ -1015,6 +1015,14 @@ bool schema_valid(const struct schema *s, const json_t *instance)
 	return instance && eval(&v, s->root, instance, NULL, NULL, NULL) && !v.oom;
 }
 
+bool schema__valid_node(const struct schema *s, const struct schema__node *n,
+			const json_t *inst)
+{
+	struct vctx v = { .s = s };
+
+	return inst && eval(&v, n, inst, NULL, NULL, NULL) && !v.oom;
+}
+
 int schema_validate(const struct schema *s, const json_t *instance, json_t **errors)
 {
 	struct vctx v = { .s = s };

@@ -7,8 +7,8 @@
  * committed it, so that "returns once it is committed" holds.
  *
  * The pool thread reads only the run's deep copies (x_*), its job's id,
- * tool and attempt, which never change while the run exists, and the
- * atomic abort flag.
+ * tool, attempt, tool call id and run id, which never change while the
+ * run exists, and the atomic abort flag.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -98,20 +98,24 @@ int worker__exec_start(struct worker__run *r)
 	bool ok = true;
 	int rc;
 
+	/* The input, request context and resume data are the run's
+	 * prepared values (worker__run_start: defaults filled in). */
 	r->exec_inline = r->c->nonblocking;
 	if (r->exec_inline) {
 		/* Read on the loop thread while the job cannot change. */
-		r->x_input = j->input ? json_incref(j->input) : json_object();
-		r->x_rc = json_incref(j->request_context);
-		r->x_resume = json_incref(j->resume_data);
+		r->x_input = json_incref(r->p_input);
+		r->x_rc = json_incref(r->p_rc);
+		r->x_resume = json_incref(r->p_resume);
 		r->x_suspend = json_incref(j->suspend_payload);
 		r->x_checkpoint = json_incref(j->checkpoint);
+		r->x_metadata = json_incref(j->metadata);
 	} else {
-		r->x_input = j->input ? copy(j->input, &ok) : json_object();
-		r->x_rc = copy(j->request_context, &ok);
-		r->x_resume = copy(j->resume_data, &ok);
+		r->x_input = copy(r->p_input, &ok);
+		r->x_rc = copy(r->p_rc, &ok);
+		r->x_resume = copy(r->p_resume, &ok);
 		r->x_suspend = copy(j->suspend_payload, &ok);
 		r->x_checkpoint = copy(j->checkpoint, &ok);
+		r->x_metadata = copy(j->metadata, &ok);
 	}
 	if (!ok || !r->x_input)
 		return -ENOMEM;
@@ -147,6 +151,26 @@ const char *berth_ctx_tool(const struct berth_ctx *ctx)
 int berth_ctx_attempt(const struct berth_ctx *ctx)
 {
 	return ctx->run->job->attempt;
+}
+
+const char *berth_ctx_tool_call_id(const struct berth_ctx *ctx)
+{
+	return ctx->run->job->tool_call_id;
+}
+
+const char *berth_ctx_run_id(const struct berth_ctx *ctx)
+{
+	return ctx->run->job->run_id;
+}
+
+const json_t *berth_ctx_metadata(const struct berth_ctx *ctx)
+{
+	return ctx->run->x_metadata;
+}
+
+const json_t *berth_ctx_mcp_meta(const struct berth_ctx *ctx)
+{
+	return json_object_get(ctx->run->x_metadata, WORKER__MCP_META);
 }
 
 const json_t *berth_ctx_request_context(const struct berth_ctx *ctx)

@@ -36,6 +36,10 @@
 #define WORKER__BACKOFF_MS 1000
 #define WORKER__BACKOFF_MAX_MS 300000
 
+/* The member of a job's metadata that holds the _meta of the MCP
+ * tools/call the job came from (berth.h, berth_ctx_mcp_meta). */
+#define WORKER__MCP_META "mcpMeta"
+
 /* An external tool's command, from its manifest. */
 struct worker__cmd {
 	char **argv; /* NULL-ended; argv[0] made absolute if it was relative */
@@ -62,6 +66,10 @@ struct worker_tool {
 	json_t *meta;
 	json_t *input_examples;
 	json_t *provider_options;
+	/* A definition's declarative transform ({"display": {STAGE: SPEC},
+	 * "transcript": ...}, view.c), checked at load; NULL for none and
+	 * for a C tool, whose functions transform. */
+	json_t *transform;
 
 	const struct berth_tool *c; /* NULL for an external tool */
 	struct worker__cmd *cmd;    /* NULL for a C tool */
@@ -151,8 +159,16 @@ struct worker__run {
 	struct worker__run *prev, *next;
 	struct worker__run *id_next; /* worker.by_id's bucket */
 
+	/* What execute gets, prepared on the loop thread by
+	 * worker__run_start: the input, request context and resume data
+	 * with their schemas' defaults filled in (the job keeps what the
+	 * client sent). New references; they may be the job's own values
+	 * when nothing was filled. */
+	json_t *p_input, *p_rc, *p_resume;
+
 	/* C tools. The x_ values are deep copies the pool thread reads (a
-	 * nonblocking tool's, references to the job's own values). */
+	 * nonblocking tool's, references to the prepared values and the
+	 * job's own). */
 	uv_work_t work;
 	bool exec_inline;                /* nonblocking: on the loop */
 	struct worker__run *inline_next; /* worker.inline_head's list */
@@ -160,6 +176,7 @@ struct worker__run {
 	const struct berth_tool *c;
 	struct worker__hub *hub;
 	json_t *x_input, *x_rc, *x_resume, *x_suspend, *x_checkpoint;
+	json_t *x_metadata;
 	struct berth_outcome outcome;
 	json_t *progress_latest; /* pool + loop, under hub->mu */
 	bool progress_queued;    /* hub->mu */
@@ -285,16 +302,48 @@ int worker__tool_register(struct worker *w, struct worker_tool *t,
 bool worker__valid_tool_name(const char *id);
 /* worker__schema_name returns the field name of a schema kind. */
 const char *worker__schema_name(int kind);
-/* worker__validate validates inst against t's schema of kind. Returns 0
- * (also when t has no such schema) or -EINVAL with *errors (new). */
+/* worker__validate validates inst against t's schema of kind, as it is.
+ * Returns 0 (also when t has no such schema) or -EINVAL with *errors
+ * (new). */
 int worker__validate(const struct worker_tool *t, int kind,
 		     const json_t *inst, json_t **errors);
+/* worker__with_defaults returns a new reference to inst (borrowed) with
+ * the defaults of t's schema of kind filled in (schema_apply_defaults):
+ * inst itself when there is nothing to fill, NULL when inst is NULL or
+ * memory ran out. */
+json_t *worker__with_defaults(const struct worker_tool *t, int kind,
+			      const json_t *inst);
+/* worker__check fills the defaults of t's schema of kind into inst, then
+ * validates what that gives, as a Zod parse does (a property that is
+ * required and has a default passes when absent). Returns 0 with
+ * *filled (when filled is not NULL) a new reference to the filled value,
+ * or -EINVAL with *errors (new) and *filled NULL. */
+int worker__check(const struct worker_tool *t, int kind, const json_t *inst,
+		  json_t **filled, json_t **errors);
+/* worker__check_annotations checks MCP annotations (borrowed) of tool id:
+ * title a string, the hints MCP defines booleans. Returns 0, or -EINVAL
+ * with *errmsg naming the member; a member MCP does not define is kept
+ * and logged as a warning (log_warn). */
+int worker__check_annotations(const char *id, const json_t *ann,
+			      char **errmsg);
 /* worker__errmsg returns a malloc'd printf-formatted string (or NULL). */
 char *worker__errmsg(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 /* ---- manifest.c ------------------------------------------------------- */
 
+/* worker__tool_from_json parses a createTool definition, a JSON object
+ * (borrowed) with the fields of docs/TOOLS.md, into a new tool with no
+ * way to run it yet (neither c nor cmd set): what a manifest holds besides
+ * its command, and what a worker process registers (issue 15). where
+ * names the definition in messages (a manifest's path). extra, NULL-ended
+ * or NULL, names fields the caller reads itself; any other field that is
+ * not createTool's is refused, so that a misspelt "requireAproval" does
+ * not silently drop an approval gate. Returns 0, or -EINVAL or -ENOMEM
+ * with *errmsg "WHERE: FIELD WHY". */
+int worker__tool_from_json(const json_t *def, const char *where,
+			   const char *const *extra, struct worker_tool **out,
+			   char **errmsg);
 /* worker__manifest_load parses one manifest file into a new tool. */
 int worker__manifest_load(const char *path, struct worker_tool **out,
 			  char **errmsg);
@@ -305,6 +354,10 @@ int worker__manifest_load(const char *path, struct worker_tool **out,
  * (raw: payload itself), or NULL when payload is NULL. */
 json_t *worker__view(const struct worker_tool *t, int view,
 		     enum berth_payload which, const json_t *payload);
+/* worker__transform_check checks a definition's "transform" (borrowed).
+ * Returns 0, or -EINVAL with *why (malloc'd) "transform.TARGET.STAGE ..."
+ * saying what is wrong. */
+int worker__transform_check(const json_t *transform, char **why);
 
 /* ---- outcome.c -------------------------------------------------------- */
 

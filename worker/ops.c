@@ -39,7 +39,11 @@ static void reply_created(struct worker__op *op, int rc)
 		call.tool_call_id = j->tool_call_id;
 		call.run_id = j->run_id;
 		call.request_context = j->request_context;
-		hrc = t->c->on_input_available(j->input, &call, t->c->data);
+		call.metadata = j->metadata;
+		/* The input as execute will get it: defaults filled in. */
+		hrc = t->c->on_input_available(op->own[3] ? op->own[3]
+							  : j->input,
+					       &call, t->c->data);
 		if (hrc)
 			worker__job_log(w, j->id, "warn", NULL,
 					"the onInputAvailable hook of tool %s "
@@ -140,12 +144,56 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	op->own[0] = p->input ? json_incref(p->input) : json_object();
 	if (!op->own[0])
 		return -ENOMEM;
-	if (worker__validate(t, WORKER_SCHEMA_INPUT, op->own[0], &errors)) {
+	/* The job keeps the input as the client sent it; the schema's
+	 * defaults are filled in for the check, the approval policy, the
+	 * hook and, at each run, for execute (run.c). */
+	if (worker__check(t, WORKER_SCHEMA_INPUT, op->own[0], &op->own[3],
+			  &errors)) {
 		snprintf(msg, sizeof(msg),
 			 "the input does not match the inputSchema of tool %s",
 			 t->id);
 		worker__op_defer(op, WORKER_EINVAL, msg,
 				 json_pack("{s:o}", "errors", errors));
+		return 0;
+	}
+	/* Checked here too, not only before execute (run.c), so that a job
+	 * certain to fail is never created, nor shown to a person for
+	 * approval. */
+	if (t->schema[WORKER_SCHEMA_REQUEST_CONTEXT]) {
+		json_t *rc0 = p->request_context
+				      ? json_incref(p->request_context)
+				      : json_object();
+		int rc = worker__check(t, WORKER_SCHEMA_REQUEST_CONTEXT, rc0,
+				       NULL, &errors);
+
+		json_decref(rc0);
+		if (rc) {
+			snprintf(msg, sizeof(msg),
+				 "the requestContext does not match the "
+				 "requestContextSchema of tool %s",
+				 t->id);
+			worker__op_defer(op, WORKER_EINVAL, msg,
+					 json_pack("{s:o}", "errors", errors));
+			return 0;
+		}
+	}
+	/* metadata.mcpMeta is the MCP request's _meta (berth.h,
+	 * berth_ctx_mcp_meta), so that a tool can trust it to say the job
+	 * came through MCP: only the MCP server sets it (and a retry keeps
+	 * the one its job had). */
+	if (!p->mcp_meta && !p->retry_of &&
+	    json_object_get(p->metadata, WORKER__MCP_META)) {
+		worker__op_defer(op, WORKER_EINVAL,
+				 "metadata." WORKER__MCP_META " is the _meta of "
+				 "an MCP tools/call, which berthd sets for a "
+				 "job that came through MCP; a submission "
+				 "cannot set it",
+				 json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
+					   "instancePath",
+					   "/metadata/" WORKER__MCP_META,
+					   "keyword", "reserved", "message",
+					   "is set by berthd for a job that "
+					   "came through MCP"));
 		return 0;
 	}
 	j = op->job = calloc(1, sizeof(*j));
@@ -154,7 +202,16 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	j->tool = dup_or_null(t->id, &ok);
 	j->input = json_incref(op->own[0]);
 	j->request_context = json_incref(p->request_context);
-	j->metadata = json_incref(p->metadata);
+	if (json_is_object(p->mcp_meta)) {
+		j->metadata = p->metadata ? json_copy(p->metadata)
+					  : json_object();
+		if (!j->metadata ||
+		    json_object_set(j->metadata, WORKER__MCP_META,
+				    p->mcp_meta))
+			ok = false;
+	} else {
+		j->metadata = json_incref(p->metadata);
+	}
 	j->run_id = dup_or_null(p->run_id, &ok);
 	j->tool_call_id = dup_or_null(p->tool_call_id, &ok);
 	j->idempotency_key = dup_or_null(p->idempotency_key, &ok);
@@ -171,7 +228,7 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 					       : w->cfg.default_timeout_ms;
 	j->ttl_ms = p->ttl_ms;
 	j->approval_required = t->c && t->c->require_approval_fn
-				       ? t->c->require_approval_fn(j->input,
+				       ? t->c->require_approval_fn(op->own[3],
 								   t->c->data)
 				       : t->require_approval;
 	j->status = j->approval_required ? STORE_AWAITING_APPROVAL
@@ -327,7 +384,10 @@ int worker_resume(struct worker *w, const char *id, json_t *resume_data,
 	}
 	t = worker__tool_find(w, j->tool);
 	op->own[0] = resume_data ? json_incref(resume_data) : json_null();
-	if (worker__validate(t, WORKER_SCHEMA_RESUME, op->own[0], &errors)) {
+	/* Checked with the schema's defaults filled in, as the run gets it;
+	 * the job keeps what the client sent. */
+	if (worker__check(t, WORKER_SCHEMA_RESUME, op->own[0], NULL,
+			  &errors)) {
 		snprintf(msg, sizeof(msg),
 			 "the resume data does not match the resumeSchema of "
 			 "tool %s; the job stays suspended",

@@ -1,10 +1,13 @@
 /*
  * proc.c: external tools, run as child processes (no thread held).
  *
- * The process protocol: berthd writes one JSON line to the child's stdin
- *   {"jobId", "tool", "attempt", "input", "requestContext", "resumeData",
+ * The process protocol (docs/TOOLS.md has all of it): berthd writes one
+ * JSON line to the child's stdin
+ *   {"jobId", "tool", "attempt", "toolCallId", "runId", "input",
+ *    "requestContext", "metadata", "mcpMeta", "resumeData",
  *    "suspendPayload", "checkpoint"}   (absent values omitted)
- * and closes it. The child writes JSON lines to stdout: any number of
+ * with the input, request context and resume data as execute gets them
+ * (their schemas' defaults filled in), and closes it. The child writes JSON lines to stdout: any number of
  *   {"progress": {"progress", "total"?, "message"?}}
  *   {"log": {"level", "message", ...data}}
  *   {"checkpoint": VALUE}
@@ -501,20 +504,27 @@ static void write_cb(uv_write_t *req, int status)
 		uv_close((uv_handle_t *)&p->in, handle_closed);
 }
 
-static char *input_line(const struct store_job *j)
+/* input_line returns the line for r's process (malloc'd, with its
+ * newline): what a C tool's execute gets from its arguments and context,
+ * the input, request context and resume data as the run prepared them. */
+static char *input_line(const struct worker__run *r)
 {
-	json_t *o = json_pack("{s:s, s:s, s:i, s:O?, s:O?, s:O?, s:O?, s:O?}",
+	const struct store_job *j = r->job;
+	/* "O*" leaves an absent value out ("O?" would write null). */
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s*, s:s*, s:O, s:O*, s:O*, "
+			      "s:O*, s:O*, s:O*, s:O*}",
 			      "jobId", j->id, "tool", j->tool, "attempt",
-			      j->attempt, "input", j->input, "requestContext",
-			      j->request_context, "resumeData", j->resume_data,
-			      "suspendPayload", j->suspend_payload,
-			      "checkpoint", j->checkpoint);
+			      j->attempt, "toolCallId", j->tool_call_id,
+			      "runId", j->run_id, "input", r->p_input,
+			      "requestContext", r->p_rc, "metadata",
+			      j->metadata, "mcpMeta",
+			      json_object_get(j->metadata, WORKER__MCP_META),
+			      "resumeData", r->p_resume, "suspendPayload",
+			      j->suspend_payload, "checkpoint", j->checkpoint);
 	char *s, *line = NULL;
 
 	if (!o)
 		return NULL;
-	if (!json_object_get(o, "input"))
-		json_object_set_new(o, "input", json_object());
 	s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(o);
 	if (s) {
@@ -592,7 +602,7 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	p->max_out = w->cfg.max_output_bytes;
 	p->max_log = w->cfg.max_log_bytes;
 	p->grace = w->cfg.kill_grace_ms;
-	p->inbuf = input_line(r->job);
+	p->inbuf = input_line(r);
 	env = build_env(cmd, r->job);
 	if (!p->inbuf || !env) {
 		free_env(env);

@@ -30,7 +30,11 @@ void worker__run_ref(struct worker__run *r)
 static void run_free(struct worker__run *r)
 {
 	store_job_free(r->job);
+	json_decref(r->p_input);
+	json_decref(r->p_rc);
+	json_decref(r->p_resume);
 	json_decref(r->x_input);
+	json_decref(r->x_metadata);
 	json_decref(r->x_rc);
 	json_decref(r->x_resume);
 	json_decref(r->x_suspend);
@@ -199,6 +203,7 @@ static void call_of(const struct store_job *j, struct berth_call *call)
 	call->tool_call_id = j->tool_call_id;
 	call->run_id = j->run_id;
 	call->request_context = j->request_context;
+	call->metadata = j->metadata;
 }
 
 static void hook_failed(struct worker *w, const struct store_job *j,
@@ -494,7 +499,7 @@ static void suspend(struct worker__run *r, json_t *payload)
 
 void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
 {
-	json_t *errors = NULL;
+	json_t *errors = NULL, *filled = NULL;
 	json_t *v = o->value;
 
 	if (!r->w || r->state != WORKER__RUN_ACTIVE ||
@@ -506,10 +511,12 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
 		return;
 	}
 	o->value = NULL;
+	/* An output and a suspend payload are kept as a Zod parse of them
+	 * gives them back: with their schema's defaults filled in. */
 	switch (o->kind) {
 	case BERTH_OUTPUT:
-		if (worker__validate(r->tool, WORKER_SCHEMA_OUTPUT, v,
-				     &errors)) {
+		if (worker__check(r->tool, WORKER_SCHEMA_OUTPUT, v, &filled,
+				  &errors)) {
 			run_fail(r,
 				 error_json("invalid_output",
 					    json_pack("{s:o}", "errors", errors),
@@ -520,12 +527,13 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
 			json_decref(v);
 			break;
 		}
-		complete(r, v, o->model_output);
+		json_decref(v);
+		complete(r, filled, o->model_output);
 		o->model_output = NULL;
 		break;
 	case BERTH_SUSPEND:
-		if (worker__validate(r->tool, WORKER_SCHEMA_SUSPEND, v,
-				     &errors)) {
+		if (worker__check(r->tool, WORKER_SCHEMA_SUSPEND, v, &filled,
+				  &errors)) {
 			run_fail(r,
 				 error_json("invalid_suspend",
 					    json_pack("{s:o}", "errors", errors),
@@ -536,7 +544,8 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
 			json_decref(v);
 			break;
 		}
-		suspend(r, v);
+		json_decref(v);
+		suspend(r, filled);
 		break;
 	case BERTH_ERROR:
 		run_fail(r,
@@ -577,6 +586,23 @@ void worker__run_exec_ended(struct worker__run *r)
 
 /* ---- start ------------------------------------------------------------ */
 
+/* prepare fills r's input and resume data with their schemas' defaults
+ * (the request context is prepared with its check). Returns 0 or
+ * -ENOMEM. */
+static int prepare(struct worker__run *r)
+{
+	const struct store_job *j = r->job;
+	json_t *in = j->input ? json_incref(j->input) : json_object();
+
+	r->p_input = worker__with_defaults(r->tool, WORKER_SCHEMA_INPUT, in);
+	json_decref(in);
+	if (j->resume_data)
+		r->p_resume = worker__with_defaults(r->tool,
+						    WORKER_SCHEMA_RESUME,
+						    j->resume_data);
+	return r->p_input && (r->p_resume || !j->resume_data) ? 0 : -ENOMEM;
+}
+
 void worker__run_start(struct worker *w, struct store_job *job)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
@@ -613,12 +639,15 @@ void worker__run_start(struct worker *w, struct store_job *job)
 			 false, false);
 		return;
 	}
+	/* Checked at submission (ops.c) and again here, before each run:
+	 * the tool may have been given another schema since (a restart on
+	 * changed manifests). */
 	if (r->tool->schema[WORKER_SCHEMA_REQUEST_CONTEXT]) {
 		json_t *rc0 = job->request_context ? json_incref(job->request_context)
 						   : json_object();
 
-		rc = worker__validate(r->tool, WORKER_SCHEMA_REQUEST_CONTEXT,
-				      rc0, &errors);
+		rc = worker__check(r->tool, WORKER_SCHEMA_REQUEST_CONTEXT, rc0,
+				   &r->p_rc, &errors);
 		json_decref(rc0);
 		if (rc) {
 			run_fail(r,
@@ -631,6 +660,17 @@ void worker__run_start(struct worker *w, struct store_job *job)
 				 false, false);
 			return;
 		}
+	} else if (job->request_context) {
+		r->p_rc = json_incref(job->request_context);
+	}
+	if (prepare(r)) {
+		run_fail(r,
+			 error_json("start_failed", NULL,
+				    "tool %s could not be started: out of "
+				    "memory",
+				    job->tool),
+			 false, false);
+		return;
 	}
 	timeout = job->timeout_ms > 0 ? job->timeout_ms
 				      : w->cfg.default_timeout_ms;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
 #include "worker/internal.h"
 
 static const char *const schema_names[WORKER__NSCHEMA] = {
@@ -105,6 +106,7 @@ void worker__tool_free(struct worker_tool *t)
 	json_decref(t->meta);
 	json_decref(t->input_examples);
 	json_decref(t->provider_options);
+	json_decref(t->transform);
 	cmd_free(t->cmd);
 	free(t->id);
 	free(t->title);
@@ -129,11 +131,15 @@ int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
 		json_decref(doc);
 		return -EINVAL;
 	}
-	/* MCP's Tool requires inputSchema, and outputSchema when present, to
-	 * be an object schema: {"type": "object", ...}. A client would
-	 * refuse the whole tools/list otherwise, so such a tool is refused
-	 * here, at registration. */
-	if ((kind == WORKER_SCHEMA_INPUT || kind == WORKER_SCHEMA_OUTPUT) &&
+	/* MCP's Tool requires inputSchema to be an object schema:
+	 * {"type": "object", ...}. A client would refuse the whole
+	 * tools/list otherwise, so such a tool is refused here, at
+	 * registration; a tool's input is an object of named arguments
+	 * anyway. An outputSchema of any type is accepted, as createTool
+	 * accepts it: berth validates outputs against it as it is written,
+	 * and MCP, whose structuredContent must be an object, gets such an
+	 * output wrapped as {"result": ...} (docs/MCP.md). */
+	if (kind == WORKER_SCHEMA_INPUT &&
 	    !(json_is_object(doc) &&
 	      json_is_string(json_object_get(doc, "type")) &&
 	      strcmp(json_string_value(json_object_get(doc, "type")),
@@ -171,6 +177,96 @@ int worker__validate(const struct worker_tool *t, int kind,
 		return -EINVAL;
 	}
 	return rc;
+}
+
+json_t *worker__with_defaults(const struct worker_tool *t, int kind,
+			      const json_t *inst)
+{
+	if (!inst)
+		return NULL;
+	if (!t || !t->schema[kind])
+		return json_incref((json_t *)inst);
+	return schema_apply_defaults(t->schema[kind], inst);
+}
+
+int worker__check(const struct worker_tool *t, int kind, const json_t *inst,
+		  json_t **filled, json_t **errors)
+{
+	json_t *v;
+	int rc;
+
+	if (filled)
+		*filled = NULL;
+	*errors = NULL;
+	if (!inst)
+		inst = json_null();
+	/* The common case, a schema without defaults, takes no copy and no
+	 * reference on the way to the validator (submissions pass here). */
+	if (!t || !t->schema[kind] || !schema_has_defaults(t->schema[kind])) {
+		rc = worker__validate(t, kind, inst, errors);
+		if (rc == 0 && filled)
+			*filled = json_incref((json_t *)inst);
+		return rc;
+	}
+	v = schema_apply_defaults(t->schema[kind], inst);
+	if (!v) {
+		*errors = json_pack("[{s:s, s:s, s:s}]", "instancePath", "",
+				    "keyword", "", "message",
+				    "out of memory while filling defaults");
+		return -EINVAL;
+	}
+	rc = worker__validate(t, kind, v, errors);
+	if (rc == 0 && filled)
+		*filled = v;
+	else
+		json_decref(v);
+	return rc;
+}
+
+/* The annotations MCP's ToolAnnotations defines besides title. */
+static const char *const mcp_hints[] = {
+	"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint",
+	NULL,
+};
+
+int worker__check_annotations(const char *id, const json_t *ann,
+			      char **errmsg)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)ann, key, v) {
+		size_t n = strlen(key);
+		bool known = strcmp(key, "title") == 0;
+
+		for (const char *const *h = mcp_hints; *h && !known; h++)
+			known = strcmp(*h, key) == 0;
+		if (strcmp(key, "title") == 0 && !json_is_string(v)) {
+			set_err(errmsg, worker__errmsg("tool %s: mcp.annotations."
+						       "title must be a string",
+						       id));
+			return -EINVAL;
+		}
+		/* Every hint MCP defines is a boolean, and a client that
+		 * checks types would refuse the whole tools/list over one
+		 * that is not; a name MCP may add later is held to the
+		 * same rule. */
+		if (n > 4 && strcmp(key + n - 4, "Hint") == 0 &&
+		    !json_is_boolean(v)) {
+			set_err(errmsg, worker__errmsg("tool %s: mcp.annotations."
+						       "%s must be true or "
+						       "false",
+						       id, key));
+			return -EINVAL;
+		}
+		if (!known)
+			log_warn("tool %s: mcp.annotations.%s is not an "
+				 "annotation MCP defines (title, readOnlyHint, "
+				 "destructiveHint, idempotentHint, "
+				 "openWorldHint); it is listed as it is",
+				 id, key);
+	}
+	return 0;
 }
 
 /* first_error returns the first error's "instancePath: message" (malloc'd)
@@ -250,8 +346,9 @@ int worker__tool_register(struct worker *w, struct worker_tool *t,
 						       t->id, i));
 				return -EINVAL;
 			}
-			if (worker__validate(t, WORKER_SCHEMA_INPUT, in,
-					     &errors) == 0)
+			/* Filled first, as a submission is. */
+			if (worker__check(t, WORKER_SCHEMA_INPUT, in, NULL,
+					  &errors) == 0)
 				continue;
 			why = first_error(errors);
 			json_decref(errors);
@@ -376,6 +473,9 @@ int worker_add_tool(struct worker *w, const struct berth_tool *tool,
 	    (rc = parse_field(t->id, "providerOptions", tool->provider_options,
 			      'o', &t->provider_options, errmsg)))
 		goto fail;
+	if (t->annotations &&
+	    (rc = worker__check_annotations(t->id, t->annotations, errmsg)))
+		goto fail;
 	rc = worker__tool_register(w, t, errmsg);
 	if (rc)
 		goto fail;
@@ -425,6 +525,7 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	const char *title = t->title;
 	json_t *o = json_object();
 	json_t *bg, *ann;
+	int64_t backoff, backoff_max;
 	int paused;
 
 	if (!o)
@@ -468,13 +569,23 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	json_object_set_new(o, "requireApproval",
 			    json_boolean(t->require_approval ||
 					 (t->c && t->c->require_approval_fn)));
-	bg = json_pack("{s:b, s:I, s:i, s:i}", "enabled", !t->bg.disabled,
-		       "timeoutMs",
+	/* Every setting, as it takes effect (a default filled in), so that
+	 * a client sees how a job of the tool will be run. */
+	backoff = t->bg.backoff_ms > 0 ? t->bg.backoff_ms : WORKER__BACKOFF_MS;
+	backoff_max = t->bg.backoff_max_ms > 0 ? t->bg.backoff_max_ms
+					       : WORKER__BACKOFF_MAX_MS;
+	if (backoff_max < backoff)
+		backoff_max = backoff;
+	bg = json_pack("{s:b, s:I, s:i, s:i, s:I, s:I, s:s}", "enabled",
+		       !t->bg.disabled, "timeoutMs",
 		       (json_int_t)(t->bg.timeout_ms > 0
 					    ? t->bg.timeout_ms
 					    : w->cfg.default_timeout_ms),
 		       "maxRetries", t->bg.max_retries, "concurrency",
-		       t->bg.concurrency);
+		       t->bg.concurrency, "backoffMs", (json_int_t)backoff,
+		       "backoffMaxMs", (json_int_t)backoff_max, "onInterrupt",
+		       t->bg.on_interrupt == BERTH_INTERRUPT_FAIL ? "fail"
+								  : "retry");
 	json_object_set_new(o, "background", bg);
 	set_copy(o, "inputExamples", t->input_examples);
 	json_object_set_new(o, "strict", json_boolean(t->strict));

@@ -159,12 +159,19 @@ struct worker_submit {
 	int max_retries;
 	int64_t ttl_ms;      /* 0: none */
 	const char *retry_of;
+	/* The _meta object of the MCP tools/call this job comes from (the
+	 * MCP server sets it; NULL otherwise). The job keeps it as
+	 * metadata.mcpMeta, which a submission without it may not set, so
+	 * that execute can trust it (berth.h, berth_ctx_mcp_meta). */
+	json_t *mcp_meta;
 };
 
-/* worker_submit validates the tool and the input before anything is
- * stored: an unknown tool is WORKER_ENOTFOUND, input failing the schema
- * WORKER_EINVAL with the schema errors, and no job exists. The job is
- * pending, or awaiting_approval when the tool requires approval. */
+/* worker_submit validates the tool, the input and the request context
+ * before anything is stored: an unknown tool is WORKER_ENOTFOUND, input
+ * or a request context failing its schema (once the schema's defaults are
+ * filled in) WORKER_EINVAL with the schema errors, and no job exists. The
+ * job keeps the input and request context as given; it is pending, or
+ * awaiting_approval when the tool requires approval. */
 int worker_submit(struct worker *w, const struct worker_submit *p,
 		  worker_cb cb, void *arg);
 

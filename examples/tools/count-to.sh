@@ -1,10 +1,11 @@
 #!/bin/sh
 # count-to: counts to .input.to, starting after .checkpoint.i when a
-# previous run saved one.
+# previous run saved one. .input.delayMs is always there: berth fills in
+# its default (100).
 set -eu
 line=$(cat)
 to=$(printf '%s' "$line" | jq -r '.input.to')
-delay=$(printf '%s' "$line" | jq -r '.input.delayMs // 100')
+delay=$(printf '%s' "$line" | jq -r '.input.delayMs')
 attempt=$(printf '%s' "$line" | jq -r '.attempt')
 from=$(printf '%s' "$line" | jq -r '.checkpoint.i // 0')
 sleep_s=$(awk -v ms="$delay" 'BEGIN { printf "%.3f", ms / 1000 }')

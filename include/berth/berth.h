@@ -94,11 +94,29 @@ const char *berth_ctx_job_id(const struct berth_ctx *ctx);
 const char *berth_ctx_tool(const struct berth_ctx *ctx);
 /* berth_ctx_attempt returns the 1-based try number. */
 int berth_ctx_attempt(const struct berth_ctx *ctx);
-/* These return NULL when the job has none. */
+/* berth_ctx_tool_call_id and berth_ctx_run_id return the job's toolCallId
+ * and runId (Mastra's context.agent.toolCallId and the run of the agent
+ * that called), or NULL when the submission gave none. */
+const char *berth_ctx_tool_call_id(const struct berth_ctx *ctx);
+const char *berth_ctx_run_id(const struct berth_ctx *ctx);
+/* These return NULL when the job has none. The request context and the
+ * resume data come with the defaults of their schemas filled in, as the
+ * input does (a Zod parse fills them in; the stored job keeps what the
+ * client sent); a tool with a requestContextSchema gets {} and its
+ * defaults when the submission gave no request context. */
 const json_t *berth_ctx_request_context(const struct berth_ctx *ctx);
 const json_t *berth_ctx_resume_data(const struct berth_ctx *ctx);
 const json_t *berth_ctx_suspend_payload(const struct berth_ctx *ctx);
 const json_t *berth_ctx_checkpoint(const struct berth_ctx *ctx);
+/* berth_ctx_metadata returns the job's metadata, the object the
+ * submission kept with the job. */
+const json_t *berth_ctx_metadata(const struct berth_ctx *ctx);
+/* berth_ctx_mcp_meta returns the _meta object of the MCP tools/call the
+ * job came from (Mastra's context.mcp), or NULL when it did not come
+ * through MCP. berthd keeps it as the job's metadata.mcpMeta, which no
+ * other submission may set, so its presence says the job came through
+ * MCP. */
+const json_t *berth_ctx_mcp_meta(const struct berth_ctx *ctx);
 
 /* berth_ctx_aborted returns true once the job was cancelled or timed out,
  * or the daemon is shutting down. A well-behaved execute checks it in its
@@ -125,7 +143,10 @@ void berth_ctx_log(struct berth_ctx *ctx, const char *level,
 
 /* ---- the tool --------------------------------------------------------- */
 
-/* Which payload a transform is asked to present. */
+/* Which payload a transform is asked to present: the stages of Mastra's
+ * transform that berth has (its inputDelta has no source in a daemon: a
+ * call's input streams from the agent's model). APPROVAL is the payload
+ * of the approval_requested event, the input. */
 enum berth_payload {
 	BERTH_PAYLOAD_INPUT = 0,
 	BERTH_PAYLOAD_OUTPUT,
@@ -141,8 +162,13 @@ enum berth_interrupt {
 	BERTH_INTERRUPT_FAIL,      /* fail it: the tool must not re-run */
 };
 
+/* Every setting is listed by tools/list as it takes effect; docs/TOOLS.md
+ * says what each means and which of Mastra's names it stands for. */
 struct berth_background {
-	bool disabled;         /* background.enabled = false */
+	/* background.enabled = false, a foreground tool: MCP clients are
+	 * told it runs as no task (taskSupport "forbidden") and wait for its
+	 * result; its jobs are durable jobs like any other. */
+	bool disabled;
 	int64_t timeout_ms;    /* 0: the daemon's default (300 s) */
 	int max_retries;       /* retries after the first try; 0: none */
 	int concurrency;       /* at most this many running; 0: no limit */
@@ -157,7 +183,8 @@ struct berth_call {
 	const char *tool;
 	const char *tool_call_id; /* may be NULL */
 	const char *run_id;       /* may be NULL */
-	const json_t *request_context; /* may be NULL */
+	const json_t *request_context; /* may be NULL; as the client sent it */
+	const json_t *metadata;        /* may be NULL */
 };
 
 typedef struct berth_outcome (*berth_execute_fn)(const json_t *input,
@@ -171,14 +198,19 @@ typedef struct berth_outcome (*berth_execute_fn)(const json_t *input,
  * so the strings may be freed after registration. Functions other than
  * execute run on the loop thread and must be quick; a hook that returns
  * non-zero is logged and never fails the job.
+ *
+ * Values are checked against their schemas the way Zod parses them: the
+ * schema's defaults are filled in first (docs/TOOLS.md says where from).
+ * execute, require_approval_fn and on_input_available get the input so
+ * filled; the job keeps what the client sent.
  */
 struct berth_tool {
 	const char *id; /* a valid MCP tool name: [A-Za-z0-9_.-]{1,128} */
 	const char *title;
 	const char *description;
 
-	const char *input_schema;
-	const char *output_schema;
+	const char *input_schema;  /* an object schema, as MCP requires */
+	const char *output_schema; /* of any type */
 	const char *suspend_schema;
 	const char *resume_schema;
 	const char *request_context_schema;
@@ -191,7 +223,10 @@ struct berth_tool {
 
 	struct berth_background background;
 
-	const char *mcp_annotations; /* JSON object: title, readOnlyHint, ... */
+	/* JSON object: title (a string), readOnlyHint, destructiveHint,
+	 * idempotentHint, openWorldHint (booleans); another member is
+	 * logged as a warning and listed as it is. */
+	const char *mcp_annotations;
 	const char *mcp_meta;        /* JSON object, passed to MCP clients */
 	const char *input_examples;  /* JSON array of {"input": {...}} */
 	const char *provider_options; /* JSON object */
@@ -215,7 +250,8 @@ struct berth_tool {
 	json_t *(*to_model_output)(const json_t *output, void *data);
 
 	/* display and transcript return a new reference to the view of a
-	 * payload, or NULL to show it unchanged. */
+	 * payload at a stage (Mastra's transform.display and
+	 * transform.transcript), or NULL to show it unchanged. */
 	json_t *(*display)(enum berth_payload which, const json_t *payload,
 			   void *data);
 	json_t *(*transcript)(enum berth_payload which, const json_t *payload,

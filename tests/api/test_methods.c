@@ -114,6 +114,32 @@ static void tools_list__gives_mcp_tools_with_berth_fields(void **state)
 	berth_client_close(c);
 }
 
+/* Every background setting is listed, as it takes effect; api-ctx names
+ * its retry settings as Mastra's RetryConfig does. */
+static void tools_list__shows_every_background_setting(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *t = find_tool(c, "api-ctx"), *bg;
+	json_t *want = json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:s}",
+				 "enabled", 1, "timeoutMs", 20000,
+				 "maxRetries", 2, "concurrency", 0,
+				 "backoffMs", 250, "backoffMaxMs", 4000,
+				 "onInterrupt", "fail");
+
+	assert_non_null(t);
+	bg = json_object_get(t, "background");
+	if (!json_equal(bg, want)) {
+		char *s = json_dumps(bg, JSON_COMPACT);
+
+		print_error("background is %s\n", s ? s : "?");
+		free(s);
+	}
+	assert_true(json_equal(bg, want));
+	json_decref(want);
+	json_decref(t);
+	berth_client_close(c);
+}
+
 static void pause__holds_a_tools_jobs_until_unpause(void **state)
 {
 	struct berth_client *c = support_connect(&h);
@@ -208,6 +234,53 @@ static void submit__with_input_failing_the_schema__lists_the_errors(void **state
 	assert_true(json_is_string(json_object_get(first, "keyword")));
 	assert_true(json_is_string(json_object_get(first, "message")));
 	json_decref(err);
+	berth_client_close(c);
+}
+
+/* A request context failing the tool's schema is refused like input that
+ * fails its schema, before a job exists, so nobody is asked to approve a
+ * job certain to fail; a valid one reaches the tool with its defaults. */
+static void submit__with_a_request_context_failing_its_schema__is_refused(
+	void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *err, *list, *job, *first;
+	char id[64];
+
+	err = call_err(c, "jobs/submit",
+		       json_pack("{s:s, s:{}, s:{s:i}}", "tool", "api-ctx",
+				 "input", "requestContext", "userId", 7),
+		       -32602);
+	assert_non_null(strstr(jstr(err, "message"), "requestContextSchema"));
+	first = json_array_get(json_object_get(json_object_get(err, "data"),
+					       "errors"),
+			       0);
+	assert_string_equal(jstr(first, "instancePath"), "/userId");
+	assert_string_equal(jstr(first, "keyword"), "type");
+	json_decref(err);
+	json_decref(call_err(c, "jobs/submit",
+			     json_pack("{s:s, s:{}}", "tool", "api-ctx", "input"),
+			     -32602));
+	list = call_ok(c, "jobs/list", json_pack("{s:s}", "tool", "api-ctx"));
+	assert_int_equal(json_array_size(json_object_get(list, "jobs")), 0);
+	json_decref(list);
+
+	job = call_ok(c, "jobs/submit",
+		      json_pack("{s:s, s:{}, s:{s:s}}", "tool", "api-ctx",
+				"input", "requestContext", "userId", "u1"));
+	assert_string_equal(jstr(job, "status"), "awaiting_approval");
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(call_ok(c, "jobs/approve", json_pack("{s:s}", "id", id)));
+	job = wait_for(c, id, "completed");
+	first = json_object_get(json_object_get(job, "output"),
+				"requestContext");
+	assert_string_equal(jstr(first, "userId"), "u1");
+	assert_string_equal(jstr(first, "mode"), "fast");
+	/* The job keeps the request context as it was sent. */
+	assert_null(json_object_get(json_object_get(job, "requestContext"),
+				    "mode"));
+	json_decref(job);
 	berth_client_close(c);
 }
 
@@ -871,11 +944,13 @@ int main(void)
 		cmocka_unit_test(ping__echoes_string_number_and_null_ids),
 		cmocka_unit_test(server_auth__on_the_unix_socket__takes_no_token),
 		cmocka_unit_test(tools_list__gives_mcp_tools_with_berth_fields),
+		cmocka_unit_test(tools_list__shows_every_background_setting),
 		cmocka_unit_test(pause__holds_a_tools_jobs_until_unpause),
 		cmocka_unit_test(submit__returns_a_pending_job_with_a_uuid7_id),
 		cmocka_unit_test(submit__with_the_same_key__returns_the_first_job),
 		cmocka_unit_test(submit__of_an_unknown_tool__is_not_found),
 		cmocka_unit_test(submit__with_input_failing_the_schema__lists_the_errors),
+		cmocka_unit_test(submit__with_a_request_context_failing_its_schema__is_refused),
 		cmocka_unit_test(submit__with_bad_params__is_invalid_params),
 		cmocka_unit_test(submit__with_run_at_or_delay__waits_until_then),
 		cmocka_unit_test(approve__runs_the_job_and_twice_is_a_conflict),

@@ -560,10 +560,15 @@ def test_tools(d):
         if "background" in t:
             b = t["background"]
             check(isinstance(b, dict), w + ".background is an object", b)
+            every = ("enabled", "timeoutMs", "maxRetries", "concurrency",
+                     "backoffMs", "backoffMaxMs", "onInterrupt")
             for k in b:
-                check(k in ("enabled", "timeoutMs", "maxRetries",
-                            "concurrency"),
+                check(k in every,
                       w + ".background member " + k + " is listed", b)
+            check(all(k in b for k in every),
+                  w + ".background lists every setting", b)
+            check(b.get("onInterrupt") in ("retry", "fail"),
+                  w + ".background.onInterrupt", b)
         if "requireApproval" in t:
             check(isinstance(t["requireApproval"], bool),
                   w + ".requireApproval is a boolean", t["requireApproval"])
@@ -2029,10 +2034,10 @@ def test_own_tools(d):
           and warn[0].get("data") == {"k": 1},
           "jobs/logs has the structured line with its data", res)
     mark = os.path.join(d.tools, "conf-ctx.sh.ran")
-    j = submit(c, "conf-ctx", {}, requestContext={"user": 5})
-    w = wait(c, j.get("id"))
-    check(w.get("status") == "failed" and isinstance(w.get("error"), dict),
-          "requestContext failing its schema fails the job", w)
+    err = c.error("jobs/submit", {"tool": "conf-ctx", "input": {},
+                                  "requestContext": {"user": 5}}, -32602,
+                  "requestContext failing its schema")
+    check_schema_error(err, "/user", "requestContext failing its schema")
     check(not os.path.exists(mark), "... without running the tool")
     j = submit(c, "conf-ctx", {}, requestContext={"user": "u"})
     w = wait(c, j.get("id"))

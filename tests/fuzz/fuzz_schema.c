@@ -5,7 +5,10 @@
  * that compiles is used to validate the instance both ways (the fast
  * schema_valid and the error-collecting schema_validate), which must agree.
  * Without a NUL byte the whole input is compiled as a schema and validated
- * against itself.
+ * against itself. Then the schema's defaults are filled into the instance
+ * (schema_apply_defaults), which must leave the instance as it was, return
+ * the instance itself for a schema without defaults, and give a value the
+ * validator can take.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -26,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *doc, *inst;
 	struct schema *s;
 	char *err = NULL;
-	json_t *errors = NULL;
+	json_t *errors = NULL, *filled, *before;
 	int rc;
 	bool ok;
 
@@ -49,6 +52,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == -EINVAL && json_array_size(errors) == 0)
 			abort(); /* invalid without a reason */
 		json_decref(errors);
+		before = json_deep_copy(inst);
+		filled = schema_apply_defaults(s, inst);
+		if (filled && !schema_has_defaults(s) && filled != inst)
+			abort(); /* a copy for nothing to fill */
+		if (filled)
+			(void)schema_valid(s, filled);
+		if (before && !json_equal(before, inst))
+			abort(); /* the instance was changed */
+		json_decref(filled);
+		json_decref(before);
 		json_decref(inst);
 	}
 	schema_free(s);

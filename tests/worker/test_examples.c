@@ -63,6 +63,41 @@ static void weather_tool__answers_like_the_reference_page(void **state)
 	fx_res_finish(&res);
 }
 
+/* Without a unit the tool gets the schema's default, "C", as execute gets
+ * it from a Zod parse; the job keeps the input as it was sent. */
+static void weather_tool__without_a_unit__answers_in_celsius(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char c[40], fahrenheit[40];
+
+	fx_submit_ok(f, "weather-tool", "{\"location\":\"Seattle\"}", NULL, c);
+	fx_submit_ok(f, "weather-tool",
+		     "{\"location\":\"Seattle\",\"unit\":\"F\"}", NULL,
+		     fahrenheit);
+	fx_wait_status(f, c, STORE_COMPLETED, 5000);
+	fx_wait_status(f, fahrenheit, STORE_COMPLETED, 5000);
+	j = fx_get(f, c);
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "unit")),
+			    "C");
+	assert_true(json_number_value(json_object_get(j->output,
+						      "temperature")) ==
+		    json_number_value(json_object_get(j->output,
+						      "temperatureCelsius")));
+	assert_null(json_object_get(j->input, "unit"));
+	store_job_free(j);
+	j = fx_get(f, fahrenheit);
+	assert_string_equal(json_string_value(json_object_get(j->output,
+							      "unit")),
+			    "F");
+	assert_true(json_number_value(json_object_get(j->output,
+						      "temperature")) >
+		    json_number_value(json_object_get(j->output,
+						      "temperatureCelsius")));
+	store_job_free(j);
+}
+
 static void write_note__runs_only_once_approved(void **state)
 {
 	struct fx *f = *state;
@@ -88,15 +123,17 @@ static void write_note__runs_only_once_approved(void **state)
 	assert_int_not_equal(access(path1, F_OK), 0);
 }
 
-static void ask_name__suspends_and_greets_with_the_answer(void **state)
+/* ask greets with input (JSON text) and answer, and returns the
+ * message. */
+static void ask(struct fx *f, const char *input, const char *answer,
+		const char *want)
 {
-	struct fx *f = *state;
 	struct fx_res res = {0};
 	struct store_job *j;
-	json_t *d = json_pack("{s:s}", "answer", "Ada");
+	json_t *d = json_pack("{s:s}", "answer", answer);
 	char id[40];
 
-	fx_submit_ok(f, "ask-name", "{\"greeting\":\"Hi\"}", NULL, id);
+	fx_submit_ok(f, "ask-name", input, NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
 	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
@@ -106,9 +143,16 @@ static void ask_name__suspends_and_greets_with_the_answer(void **state)
 	j = fx_get(f, id);
 	assert_string_equal(json_string_value(json_object_get(j->output,
 							      "message")),
-			    "Hi, Ada!");
+			    want);
 	store_job_free(j);
 	json_decref(d);
+}
+
+static void ask_name__suspends_and_greets_with_the_answer(void **state)
+{
+	ask(*state, "{\"greeting\":\"Hi\"}", "Ada", "Hi, Ada!");
+	/* The greeting's default, filled in by berth. */
+	ask(*state, "{}", "Grace", "Hello, Grace!");
 }
 
 struct step_wait {
@@ -158,6 +202,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(weather_tool__answers_like_the_reference_page),
+		T(weather_tool__without_a_unit__answers_in_celsius),
 		T(write_note__runs_only_once_approved),
 		T(ask_name__suspends_and_greets_with_the_answer),
 		T(count_to__continues_from_its_checkpoint_after_a_restart),

@@ -643,23 +643,23 @@ static void timeout__of_a_c_tool_ignoring_abort__still_finishes_the_job(
 	store_job_free(j);
 }
 
-static void request_context__failing_its_schema__fails_without_execute(
+/* A request context failing its schema is refused at submission (no job
+ * is created); test_tool.c has the check before each run. */
+static void request_context__failing_its_schema__is_refused_and_never_runs(
 	void **state)
 {
 	struct fx *f = *state;
 	struct worker_submit p = {0};
-	struct store_job *j;
-	char bad[40], good[40];
+	struct fx_res res;
+	char good[40];
 
 	p.request_context = json_pack("{s:i}", "userId", 7);
-	fx_submit_ok(f, "ctxed", "{}", &p, bad);
+	fx_submit(f, "ctxed", "{}", &p, &res);
 	json_decref(p.request_context);
-	fx_wait_status(f, bad, STORE_FAILED, 5000);
-	j = fx_get(f, bad);
-	assert_string_equal(json_string_value(json_object_get(j->error,
-							      "code")),
-			    "invalid_request_context");
-	store_job_free(j);
+	assert_int_equal(res.err, WORKER_EINVAL);
+	assert_true(json_array_size(json_object_get(res.data, "errors")) > 0);
+	fx_res_finish(&res);
+	fx_run_for(f, 50);
 	assert_int_equal(atomic_load(&executed), 0);
 
 	p.request_context = json_pack("{s:s}", "userId", "u1");
@@ -933,7 +933,7 @@ int main(void)
 		T(timeout__with_no_retries_left__is_timed_out),
 		T(timeout__of_submit__overrides_the_tools),
 		T(timeout__of_a_c_tool_ignoring_abort__still_finishes_the_job),
-		T(request_context__failing_its_schema__fails_without_execute),
+		T(request_context__failing_its_schema__is_refused_and_never_runs),
 		T(output__failing_its_schema__fails_without_retry),
 		T(submit__with_invalid_input__stores_nothing),
 		T(submit__with_an_idempotency_key__returns_the_first_job),

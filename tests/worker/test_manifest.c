@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "worker/builtin.h"
+#include "worker/internal.h" /* worker__tool_from_json */
 
 static int setup(void **state)
 {
@@ -97,22 +98,28 @@ static void manifest__with_a_schema_that_does_not_compile__names_it(
 		"resumeSchema", NULL);
 }
 
-/* MCP requires inputSchema (and outputSchema when given) to be an object
- * schema; the refusal names the file, the tool and the field. */
-static void manifest__with_a_schema_that_is_not_of_type_object__is_refused(
+/* MCP requires inputSchema to be an object schema; the refusal names the
+ * file, the tool and the field. An outputSchema of any type is accepted,
+ * as createTool accepts it. */
+static void manifest__with_an_input_schema_not_of_type_object__is_refused(
 	void **state)
 {
-	refused(*state, "o1",
+	struct fx *f = *state;
+	char *err = NULL;
+
+	refused(f, "o1",
 		"{\"id\":\"t\",\"command\":[\"true\"],"
 		"\"inputSchema\":{\"type\":\"string\"}}",
 		"tool t", "inputSchema", "\"type\": \"object\"", NULL);
-	refused(*state, "o2",
-		"{\"id\":\"t\",\"command\":[\"true\"],"
-		"\"outputSchema\":{\"properties\":{}}}",
-		"tool t", "outputSchema", NULL);
-	refused(*state, "o3",
+	refused(f, "o3",
 		"{\"id\":\"t\",\"command\":[\"true\"],\"inputSchema\":true}",
 		"tool t", "inputSchema", NULL);
+	assert_int_equal(load(f, "o2", "tool.json",
+			      "{\"id\":\"t\",\"command\":[\"true\"],"
+			      "\"outputSchema\":{\"type\":\"string\"}}",
+			      &err),
+			 1);
+	assert_null(err);
 }
 
 static void manifest__with_an_example_failing_the_input_schema__names_it(
@@ -162,7 +169,7 @@ static void manifest__that_is_good__is_listed_with_every_field(void **state)
 	struct fx *f = *state;
 	const struct worker_tool *t;
 	char *err;
-	json_t *o;
+	json_t *o, *bg;
 
 	assert_int_equal(
 		load(f, "ok", "weather.json",
@@ -195,7 +202,190 @@ static void manifest__that_is_good__is_listed_with_every_field(void **state)
 	assert_non_null(json_object_get(o, "providerOptions"));
 	assert_non_null(json_object_get(o, "inputExamples"));
 	assert_true(json_is_false(json_object_get(o, "paused")));
+	/* Every background setting, the unset ones as they take effect. */
+	bg = json_object_get(o, "background");
+	assert_int_equal(json_integer_value(json_object_get(bg, "backoffMs")),
+			 1000);
+	assert_int_equal(json_integer_value(json_object_get(bg,
+							    "backoffMaxMs")),
+			 300000);
+	assert_string_equal(json_string_value(json_object_get(bg,
+							      "onInterrupt")),
+			    "fail");
+	assert_true(json_is_true(json_object_get(bg, "enabled")));
 	json_decref(o);
+}
+
+static void manifest__with_bad_annotations__is_refused_naming_the_member(
+	void **state)
+{
+	refused(*state, "an1",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"mcp\":{"
+		"\"annotations\":{\"readOnlyHint\":\"yes\"}}}",
+		"tool t", "mcp.annotations.readOnlyHint must be true or false",
+		NULL);
+	refused(*state, "an2",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"mcp\":{"
+		"\"annotations\":{\"title\":[\"Weather\"]}}}",
+		"mcp.annotations.title must be a string", NULL);
+	refused(*state, "an3",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"mcp\":{"
+		"\"annotations\":{\"idempotentHint\":null}}}",
+		"mcp.annotations.idempotentHint", NULL);
+}
+
+/* Mastra's names for retry settings (its RetryConfig, "retries") are read
+ * into berth's; those berth has no place for are refused with what berth
+ * has instead. */
+static void manifest__with_mastras_background_names__maps_or_names_berths(
+	void **state)
+{
+	struct fx *f = *state;
+	char *err = NULL;
+	json_t *o, *bg;
+
+	assert_int_equal(
+		load(f, "bg", "tool.json",
+		     "{\"id\":\"mastra-bg\",\"command\":[\"true\"],"
+		     "\"background\":{\"enabled\":true,\"retries\":{"
+		     "\"maxRetries\":4,\"retryDelayMs\":200,"
+		     "\"maxRetryDelayMs\":5000,\"backoffMultiplier\":2}}}",
+		     &err),
+		1);
+	o = worker_tool_to_json(f->w, worker_tool_find(f->w, "mastra-bg"));
+	bg = json_object_get(o, "background");
+	assert_int_equal(json_integer_value(json_object_get(bg, "maxRetries")),
+			 4);
+	assert_int_equal(json_integer_value(json_object_get(bg, "backoffMs")),
+			 200);
+	assert_int_equal(json_integer_value(json_object_get(bg,
+							    "backoffMaxMs")),
+			 5000);
+	json_decref(o);
+	refused(f, "bg1",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"waitTimeoutMs\":1000}}",
+		"background.waitTimeoutMs", "jobs/wait's timeoutMs",
+		"background.timeoutMs", NULL);
+	refused(f, "bg2",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"retries\":{\"backoffMultiplier\":3}}}",
+		"background.retries.backoffMultiplier", "background.backoffMs",
+		NULL);
+	refused(f, "bg3",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"maxRetries\":1,\"retries\":{"
+		"\"maxRetries\":2}}}",
+		"background.retries.maxRetries", "background.maxRetries", NULL);
+	refused(f, "bg4",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"messageHandling\":\"final-only\"}}",
+		"background.messageHandling", "jobs/get", NULL);
+	refused(f, "bg5",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"retries\":{\"retryableErrors\":1}}}",
+		"background.retries.retryableErrors", "retryable", NULL);
+}
+
+/* The function fields of createTool say where each went. */
+static void manifest__with_createtool_function_fields__says_where_they_went(
+	void **state)
+{
+	refused(*state, "fn1",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"toModelOutput\":{}}",
+		"toModelOutput", "\"modelOutput\"", NULL);
+	refused(*state, "fn2",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"onInputDelta\":{}}",
+		"onInputDelta", "no source in berth", NULL);
+}
+
+static void manifest__with_a_transform__checks_targets_stages_and_specs(
+	void **state)
+{
+	struct fx *f = *state;
+	char *err = NULL;
+
+	refused(f, "tr1",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"display\":{\"inputDelta\":{\"omit\":[\"/x\"]}}}}",
+		"transform.display.inputDelta", "agent's model", NULL);
+	refused(f, "tr2",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"display\":{\"start\":{\"omit\":[\"/x\"]}}}}",
+		"transform.display.start", "not a stage", NULL);
+	refused(f, "tr3",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"ui\":{}}}",
+		"transform.ui", "display, transcript", NULL);
+	refused(f, "tr4",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"transcript\":{\"output\":{\"pick\":[\"apiKey\"]}}}}",
+		"transform.transcript.output.pick[0]", "JSON Pointer", NULL);
+	refused(f, "tr5",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"display\":{\"error\":{\"const\":1,\"omit\":[]}}}}",
+		"transform.display.error", "\"const\"", NULL);
+	refused(f, "tr6",
+		"{\"id\":\"t\",\"command\":[\"true\"],\"transform\":{"
+		"\"display\":{\"error\":{\"redact\":true}}}}",
+		"transform.display.error.redact", NULL);
+	assert_int_equal(
+		load(f, "tr7", "tool.json",
+		     "{\"id\":\"t7\",\"command\":[\"true\"],"
+		     "\"transform\":{\"display\":{"
+		     "\"input\":{\"pick\":[\"/customerId\"]},"
+		     "\"approval\":{\"pick\":[\"/customerId\"]},"
+		     "\"error\":{\"const\":{\"message\":\"failed\"}}},"
+		     "\"transcript\":{\"output\":{\"omit\":"
+		     "[\"/apiKey\",\"/a~1b\"]}}}}",
+		     &err),
+		1);
+}
+
+/* A definition is parsed from a JSON object, not only from a file: the
+ * way a worker process registers its tools (issue 15). */
+static void definition__from_a_json_object__is_parsed_like_a_manifest(
+	void **state)
+{
+	struct worker_tool *t = NULL;
+	char *err = NULL;
+	json_t *def = json_loads(
+		"{\"id\":\"from-worker\",\"description\":\"d\","
+		"\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+		"\"n\":{\"type\":\"integer\",\"default\":1}}},"
+		"\"requireApproval\":true,\"background\":{\"maxRetries\":2},"
+		"\"mcp\":{\"annotations\":{\"readOnlyHint\":true}}}",
+		0, NULL);
+
+	assert_non_null(def);
+	assert_int_equal(worker__tool_from_json(def, "worker w1", NULL, &t,
+						&err),
+			 0);
+	assert_non_null(t);
+	assert_string_equal(t->id, "from-worker");
+	assert_true(t->require_approval);
+	assert_int_equal(t->bg.max_retries, 2);
+	assert_null(t->cmd);
+	assert_null(t->c);
+	worker__tool_free(t);
+	/* A manifest's command is no field of a definition... */
+	json_object_set_new(def, "command", json_pack("[s]", "true"));
+	assert_int_equal(worker__tool_from_json(def, "worker w1", NULL, &t,
+						&err),
+			 -EINVAL);
+	assert_string_equal(err, "worker w1: command is not a known field");
+	free(err);
+	json_decref(def);
+	/* ... and a definition that is not an object is said to be one. */
+	def = json_pack("[]");
+	assert_int_equal(worker__tool_from_json(def, "worker w1", NULL, &t,
+						&err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "must be an object"));
+	free(err);
+	json_decref(def);
 }
 
 /* ---- C tools ---------------------------------------------------------- */
@@ -235,9 +425,6 @@ static void c_tool__registration__checks_every_field(void **state)
 	t.input_schema = "{\"type\":[\"object\",\"null\"]}";
 	c_refused(f, &t, "inputSchema");
 	t.input_schema = NULL;
-	t.output_schema = "{\"type\":\"string\"}";
-	c_refused(f, &t, "tool c1: outputSchema must be");
-	t.output_schema = NULL;
 	t.input_schema = "{\"type\":\"object\",\"required\":[\"a\"]}";
 	t.input_examples = "[{\"input\":{\"b\":1}}]";
 	c_refused(f, &t, "inputExamples[0]");
@@ -287,11 +474,16 @@ int main(void)
 		T(manifest__with_an_unknown_field__is_refused_naming_it),
 		T(manifest__without_a_command__is_refused),
 		T(manifest__with_a_schema_that_does_not_compile__names_it),
-		T(manifest__with_a_schema_that_is_not_of_type_object__is_refused),
+		T(manifest__with_an_input_schema_not_of_type_object__is_refused),
 		T(manifest__with_an_example_failing_the_input_schema__names_it),
 		T(manifest__with_an_invalid_or_duplicate_id__is_refused),
 		T(manifest__with_bad_background_values__is_refused),
 		T(manifest__that_is_good__is_listed_with_every_field),
+		T(manifest__with_bad_annotations__is_refused_naming_the_member),
+		T(manifest__with_mastras_background_names__maps_or_names_berths),
+		T(manifest__with_createtool_function_fields__says_where_they_went),
+		T(manifest__with_a_transform__checks_targets_stages_and_specs),
+		T(definition__from_a_json_object__is_parsed_like_a_manifest),
 		T(c_tool__registration__checks_every_field),
 		T(builtin_tools__register_and_are_listed_in_id_order),
 	};
