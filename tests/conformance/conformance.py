@@ -1874,7 +1874,14 @@ def test_daemon(d):
     dl = submit(c, "noop", {"late": 1}, delayMs=1500)
     wait(c, r.get("id"), until=["running"])
     wait(c, s.get("id"))
-    time.sleep(0.5)
+    # Kill only once count-to has a durable checkpoint: on a loaded
+    # machine its first step can take longer than any fixed sleep.
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        g = c.call("jobs/get", {"id": r.get("id")}) or {}
+        if g.get("checkpoint") is not None:
+            break
+        time.sleep(0.05)
     c.close()
     d.proc.kill()
     d.proc.wait()
