@@ -201,8 +201,9 @@ init:
 	a->unix_listener.data = a;
 	a->handles++;
 	a->unix_bound = true;
-	/* The socket is created 0600 (the umask covers the moment between
-	 * bind and chmod); the peer check in conn.c is the real guard. */
+	/* berthd's own socket is created 0600 (the umask covers the moment
+	 * between bind and chmod); a passed one has its unit's mode. The
+	 * peer check in conn.c is the real guard. */
 	if (a->unix_passed) {
 		rc = api_activation_open_pipe(&a->unix_listener);
 	} else {
@@ -425,10 +426,17 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	a->unix_passed = api_activation_address("socket") != NULL;
 	if (a->unix_passed && cfg->socket_path &&
 	    strcmp(cfg->socket_path, api_activation_address("socket")) != 0)
-		log_warn("serving the socket systemd passed, %s, not --socket %s",
-			 api_activation_address("socket"), cfg->socket_path);
-	if (api_activation_address("listen"))
+		log_warn("serving the socket the service manager passed, %s, "
+			 "not --socket %s", api_activation_address("socket"),
+			 cfg->socket_path);
+	if (api_activation_address("listen")) {
+		if (cfg->listen &&
+		    strcmp(cfg->listen, api_activation_address("listen")) != 0)
+			log_warn("serving the TCP socket the service manager "
+				 "passed, %s, not --listen %s",
+				 api_activation_address("listen"), cfg->listen);
 		a->cfg.listen = api_activation_address("listen");
+	}
 	a->socket_path = a->unix_passed ? strdup(api_activation_address("socket"))
 		: cfg->socket_path ? strdup(cfg->socket_path)
 				   : default_socket_path();
