@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/activation.h"
 #include "api/conn.h"
 #include "api/sub.h"
 #include "api/wait.h"
@@ -175,6 +176,8 @@ static int start_unix(struct api *a, char **errmsg)
 	mode_t old;
 	int rc;
 
+	if (a->unix_passed)
+		goto init;
 	if (strlen(a->socket_path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
 		*errmsg = errorf("the socket path %s is too long (at most %zu "
 				 "bytes)", a->socket_path,
@@ -189,6 +192,7 @@ static int start_unix(struct api *a, char **errmsg)
 	}
 	if (clear_stale(a->socket_path, errmsg) < 0)
 		return -EADDRINUSE;
+init:
 	rc = uv_pipe_init(a->loop, &a->unix_listener, 0);
 	if (rc < 0) {
 		*errmsg = errorf("cannot make the socket: %s", uv_strerror(rc));
@@ -197,14 +201,19 @@ static int start_unix(struct api *a, char **errmsg)
 	a->unix_listener.data = a;
 	a->handles++;
 	a->unix_bound = true;
-	/* The socket is created 0600 (the umask covers the moment between
-	 * bind and chmod); the peer check in conn.c is the real guard. */
-	old = umask(0177);
-	rc = uv_pipe_bind(&a->unix_listener, a->socket_path);
-	umask(old);
-	if (rc == 0 && chmod(a->socket_path, 0600) < 0)
-		rc = -errno;
-	if (rc == 0)
+	/* berthd's own socket is created 0600 (the umask covers the moment
+	 * between bind and chmod); a passed one has its unit's mode. The
+	 * peer check in conn.c is the real guard. */
+	if (a->unix_passed) {
+		rc = api_activation_open_pipe(&a->unix_listener);
+	} else {
+		old = umask(0177);
+		rc = uv_pipe_bind(&a->unix_listener, a->socket_path);
+		umask(old);
+		if (rc == 0 && chmod(a->socket_path, 0600) < 0)
+			rc = -errno;
+	}
+	if (rc >= 0)
 		rc = uv_listen((uv_stream_t *)&a->unix_listener, LISTEN_BACKLOG,
 			       on_unix_connection);
 	if (rc < 0) {
@@ -315,8 +324,9 @@ static int start_tcp(struct api *a, char **errmsg)
 	int rc;
 
 	if (!a->cfg.token_file) {
-		*errmsg = errorf("--listen needs --token-file: TCP clients must "
-				 "authenticate");
+		*errmsg = errorf("%s needs --token-file: TCP clients must "
+				 "authenticate", api_activation_address("listen")
+				 ? "the TCP socket passed as 'listen'" : "--listen");
 		return -EINVAL;
 	}
 	if (read_token(a, a->cfg.token_file, errmsg) < 0)
@@ -334,7 +344,8 @@ static int start_tcp(struct api *a, char **errmsg)
 	a->tcp_listener.data = a;
 	a->handles++;
 	a->tcp_bound = true;
-	rc = uv_tcp_bind(&a->tcp_listener, (struct sockaddr *)&ss, 0);
+	rc = api_activation_tcp_bind(&a->tcp_listener, "listen",
+				     (struct sockaddr *)&ss);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&a->tcp_listener, LISTEN_BACKLOG,
 			       on_tcp_connection);
@@ -410,8 +421,25 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		a->cfg.max_inflight = DEFAULT_MAX_INFLIGHT;
 	if (!a->cfg.max_outbuf)
 		a->cfg.max_outbuf = DEFAULT_MAX_OUTBUF;
-	a->socket_path = cfg->socket_path ? strdup(cfg->socket_path)
-					  : default_socket_path();
+	/* Sockets the service manager passed (activation.h) stand in for
+	 * --socket and --listen. */
+	a->unix_passed = api_activation_address("socket") != NULL;
+	if (a->unix_passed && cfg->socket_path &&
+	    strcmp(cfg->socket_path, api_activation_address("socket")) != 0)
+		log_warn("serving the socket the service manager passed, %s, "
+			 "not --socket %s", api_activation_address("socket"),
+			 cfg->socket_path);
+	if (api_activation_address("listen")) {
+		if (cfg->listen &&
+		    strcmp(cfg->listen, api_activation_address("listen")) != 0)
+			log_warn("serving the TCP socket the service manager "
+				 "passed, %s, not --listen %s",
+				 api_activation_address("listen"), cfg->listen);
+		a->cfg.listen = api_activation_address("listen");
+	}
+	a->socket_path = a->unix_passed ? strdup(api_activation_address("socket"))
+		: cfg->socket_path ? strdup(cfg->socket_path)
+				   : default_socket_path();
 	a->cfg.socket_path = a->socket_path;
 	if (cfg->nallow_uids) {
 		a->allow_uids = calloc(cfg->nallow_uids, sizeof(uid_t));
@@ -431,8 +459,8 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	a->handles++;
 
 	rc = start_unix(a, errmsg);
-	listening = rc == 0;
-	if (rc == 0 && cfg->listen)
+	listening = rc == 0 && !a->unix_passed;
+	if (rc == 0 && a->cfg.listen)
 		rc = start_tcp(a, errmsg);
 	if (rc == 0) {
 		rc = store_add_listener(st, on_event, a);
@@ -473,7 +501,7 @@ void api_stop(struct api *a, void (*done)(void *arg), void *arg)
 	store_remove_listener(a->store, on_event, a);
 	a->stop_done = done;
 	a->stop_arg = arg;
-	if (a->unix_bound)
+	if (a->unix_bound && !a->unix_passed)
 		unlink(a->socket_path);
 	close_all(a);
 }

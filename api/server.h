@@ -39,6 +39,8 @@ struct api {
 	uv_pipe_t unix_listener;
 	uv_tcp_t tcp_listener;
 	bool unix_bound, tcp_bound;
+	bool unix_passed;      /* the service manager's socket (activation.h):
+				  berthd neither binds nor removes it */
 
 	struct api_conn *conns; /* every open connection */
 	struct api_conn *dirty; /* connections with messages to write */

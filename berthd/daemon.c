@@ -20,6 +20,7 @@
 
 #include <uv.h>
 
+#include "api/activation.h"
 #include "api/api.h"
 #ifdef BERTH_HAVE_HTTP
 #include "http/http.h"
@@ -104,6 +105,10 @@ static const char usage_text[] =
 	"\n"
 	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
 	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
+	"\n"
+	"A service manager may pass the sockets instead (systemd's socket\n"
+	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
+	"the three options' own; see berthd(8).\n"
 	"\n"
 	"SIGTERM or SIGINT stops taking work, puts running jobs back to pending\n"
 	"without using up a retry, and exits 0.\n";
@@ -439,9 +444,11 @@ static int start(struct daemon *d, const struct options *o,
 		return 1;
 	}
 #ifdef BERTH_HAVE_HTTP
-	if (o->http) {
+	/* A socket passed as "http" (activation.h) is --http's. */
+	if (o->http || api_activation_address("http")) {
 		struct http_config hcfg = {
-			.listen = o->http,
+			.listen = api_activation_address("http")
+				? api_activation_address("http") : o->http,
 			.token_file = o->token_file,
 			.open = o->http_open,
 		};
@@ -460,6 +467,7 @@ static int start(struct daemon *d, const struct options *o,
 			 "%zu tools)", BERTH_VERSION, api_socket_path(d->api),
 			 store_path(d->store), store_durability_name(d->store),
 			 worker_tool_count(d->worker));
+	api_activation_notify("READY=1");
 	return 0;
 }
 
@@ -509,7 +517,7 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 {
 	struct daemon d;
 	struct options o;
-	char nthreads[16];
+	char nthreads[16], *err;
 	int rc;
 
 	rc = parse_options(argc, argv, &o);
@@ -518,6 +526,12 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	log_set_level(o.log_level);
 	if (o.migrate_from)
 		return migrate(&o);
+	/* Before any tool is spawned: passed sockets are not for tools. */
+	if (api_activation_init(&err) < 0) {
+		log_error("%s", err);
+		free(err);
+		return 1;
+	}
 
 	/* The pool must be sized before libuv first uses it: one thread per
 	 * worker slot, and a few more so that filesystem requests and

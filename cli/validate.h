@@ -1,7 +1,7 @@
 /*
- * validate: `berth validate SCHEMA_FILE [INSTANCE_FILE|-]`, which checks a
- * JSON document against a JSON Schema (draft 2020-12, or draft-07 when the
- * schema says so) without a daemon.
+ * validate: `berth validate [-r FILE|DIR]... SCHEMA_FILE [INSTANCE_FILE|-]`,
+ * which checks a JSON document against a JSON Schema (draft 2020-12, or
+ * draft-07 when the schema says so) without a daemon.
  */
 #ifndef BERTH_CLI_VALIDATE_H
 #define BERTH_CLI_VALIDATE_H
@@ -17,6 +17,9 @@
  *   2  usage error, a file cannot be read or parsed, or the schema is
  *      invalid: one line on standard error saying why.
  * Option --assert-formats makes "format" an assertion (see schema.h).
+ * Each -r FILE (--ref), or every *.json file of -r DIR, is a schema that
+ * "$ref" may reach, by its "$id" or by its path as a file:// URI; the
+ * schema file's own base, when it has no "$id", is its file:// URI.
  */
 int cli_validate_main(int argc, char **argv);
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/activation.h"
 #include "api/api.h"
 #include "api/local.h"
 #include "log/log.h"
@@ -146,7 +147,8 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 		h->listener.data = h;
 		h->handles++;
 		h->bound = true;
-		rc = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
+		rc = api_activation_tcp_bind(&h->listener, "http",
+					     (struct sockaddr *)&ss);
 	}
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&h->listener, LISTEN_BACKLOG,

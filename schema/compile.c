@@ -1475,6 +1475,14 @@ struct schema *schema_compile(const json_t *doc, const struct schema_options *op
 		json_object_foreach(reg->docs, key, rdoc) {
 			if (c.err)
 				break;
+			/* The nodes point into the document (a minimum, a
+			 * pattern's source), so the schema holds a reference
+			 * of its own: the registry may be destroyed first. A
+			 * registered document is never changed. */
+			if (json_array_append(s->docs, rdoc)) {
+				oom(&c);
+				break;
+			}
 			index_doc(&c, rdoc, key);
 		}
 	}

@@ -4,13 +4,21 @@
  * A program that wants tools written in C links libberth, declares each
  * tool as a struct berth_tool and hands them to berth_main(), which is the
  * whole of berthd: option parsing, the store, the worker pool and the
- * socket. berthd itself is berth_main() with the built-in tools.
+ * socket. berthd itself is berth_main() with the built-in tools. This is a
+ * whole program (tests/install builds it from this comment, with
+ * `cc -Wall -Wextra -Werror tool.c $(pkg-config --cflags --libs berth)`,
+ * and runs it):
+ *
+ *	#include <berth/berth.h>
  *
  *	static struct berth_outcome weather(const json_t *input,
  *					    struct berth_ctx *ctx, void *data)
  *	{
  *		const char *loc = json_string_value(json_object_get(input,
  *								  "location"));
+ *
+ *		(void)ctx;
+ *		(void)data;
  *		return berth_output(json_pack("{s:s, s:f, s:s}", "location", loc,
  *					      "temperatureCelsius", 21.0,
  *					      "conditions", "sunny"));

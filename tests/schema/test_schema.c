@@ -569,6 +569,40 @@ static void registry__remote_ref__resolves_from_registered_documents_only(void *
 	schema_free(s);
 }
 
+/* A registry's document holds values the compiled schema goes on reading
+ * (a minimum, a pattern's source for its message): `berth validate -r`
+ * destroys its registry before it validates. */
+static void registry__destroyed_after_compile__leaves_what_the_schema_reads(void **state)
+{
+	struct schema_registry *reg = schema_registry_create();
+	json_t *remote = json_pack("{s:s, s:{s:{s:s, s:i}, s:{s:s, s:s}}}",
+				   "$id", "https://example.com/limits.json", "$defs",
+				   "count", "type", "integer", "minimum", 3,
+				   "code", "type", "string", "pattern", "^[A-Z]{2}$");
+	json_t *inst, *errors = NULL;
+	struct schema *s;
+	char *err = NULL;
+
+	assert_int_equal(schema_registry_add(reg, "https://example.com/limits.json",
+					     remote, &err), 0);
+	json_decref(remote);
+	s = schema_compile_text("{\"properties\":{"
+				"\"n\":{\"$ref\":\"https://example.com/limits.json#/$defs/count\"},"
+				"\"c\":{\"$ref\":\"https://example.com/limits.json#/$defs/code\"}}}",
+				NULL, reg, &err);
+	assert_non_null(s);
+	schema_registry_destroy(reg);
+	inst = json_pack("{s:i, s:s}", "n", 2, "c", "abc");
+	assert_int_equal(schema_validate(s, inst, &errors), -EINVAL);
+	assert_int_equal(json_array_size(errors), 2);
+	json_decref(errors);
+	json_decref(inst);
+	inst = json_pack("{s:i, s:s}", "n", 3, "c", "AB");
+	assert_int_equal(schema_validate(s, inst, &errors), 0);
+	json_decref(inst);
+	schema_free(s);
+}
+
 static void metaschema__is_built_in_and_validates_schemas(void **state)
 {
 	struct fixture f = { 0 };
@@ -749,6 +783,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(validate__large_array_with_unique_items__is_checked_quickly),
 		cmocka_unit_test(format__is_an_annotation_unless_assertion_is_asked_for),
 		cmocka_unit_test(registry__remote_ref__resolves_from_registered_documents_only),
+		cmocka_unit_test(registry__destroyed_after_compile__leaves_what_the_schema_reads),
 		cmocka_unit_test(metaschema__is_built_in_and_validates_schemas),
 		cmocka_unit_test_setup_teardown(schema__used_from_several_threads__gives_the_same_answers,
 						setup_weather, teardown),

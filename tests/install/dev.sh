@@ -1,0 +1,108 @@
+#!/bin/sh
+# dev.sh DEV: `./dev run` as a new user meets it, with meson, ninja,
+# dpkg-query and berthd replaced by stubs in a scratch copy (a real build
+# takes minutes; what is tested is dev's own logic):
+#   - a failed build shows the compiler's output and exits non-zero;
+#   - a good build prints nothing of meson's or ninja's;
+#   - it prints `export BERTH_SOCKET=ABSOLUTE_PATH` for the socket berthd
+#     serves, with or without XDG_RUNTIME_DIR, for a relative --socket, and
+#     quoted when the path needs it, and berthd gets that socket.
+set -u
+dev=$1
+work=$(mktemp -d /tmp/berth-dev-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+failed=0
+passed=0
+check() {
+	if eval "$2"; then
+		passed=$((passed + 1))
+		echo "ok: $1"
+	else
+		failed=$((failed + 1))
+		echo "FAIL: $1"
+		echo "---- stderr ----"
+		cat "$err"
+		echo "---- berthd's arguments ----"
+		cat "$clone/args" 2>/dev/null
+	fi
+}
+
+mkdir -p "$work/bin"
+cat >"$work/bin/dpkg-query" <<'STUB'
+#!/bin/sh
+echo "install ok installed"
+STUB
+cat >"$work/bin/meson" <<'STUB'
+#!/bin/sh
+# meson setup DIR ...: chatter, then a configured folder.
+echo "The Meson build system"
+mkdir -p "$2" && : >"$2/build.ninja"
+STUB
+cat >"$work/bin/ninja" <<'STUB'
+#!/bin/sh
+echo "ninja: Entering directory \`build'"
+if [ -f broken ]; then
+	echo "../log/log.c:131:28: error: expected ';' before '}' token"
+	echo "ninja: build stopped: subcommand failed."
+	exit 1
+fi
+mkdir -p build/berthd
+printf '#!/bin/sh\nfor a in "$@"; do echo "$a"; done >"%s/args"\n' "$PWD" >build/berthd/berthd
+chmod +x build/berthd/berthd
+echo "[8/8] Linking target berthd/berthd"
+STUB
+chmod +x "$work/bin/"*
+
+# run NAME [ENV=VALUE...] -- [ARGS...]: ./dev run in a fresh clone named
+# NAME; its stderr is in $err and its status in $status.
+run() {
+	clone=$work/$1
+	shift
+	rm -rf "$clone"
+	mkdir -p "$clone"
+	cp "$dev" "$clone/dev"
+	err=$clone.err
+	envs=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		envs="$envs $1"
+		shift
+	done
+	shift
+	[ -n "${broken:-}" ] && : >"$clone/broken"
+	# shellcheck disable=SC2086
+	(cd "$clone" && env -u XDG_RUNTIME_DIR PATH="$work/bin:$PATH" $envs sh ./dev run "$@") \
+		>"$clone.out" 2>"$err" </dev/null
+	status=$?
+}
+
+broken=yes run broken --
+check "a failed build exits non-zero" '[ $status -ne 0 ]'
+check "a failed build shows the compiler's error" \
+	'grep -q "log.c:131:28: error: expected" "$err"'
+broken=
+
+run quiet --
+check "a good build prints nothing of meson's or ninja's" \
+	'! grep -q -e "Meson build system" -e "Entering directory" -e Linking "$err" "$clone.out"'
+check "without XDG_RUNTIME_DIR: export BERTH_SOCKET=CLONE/berth.sock" \
+	'grep -qx "export BERTH_SOCKET=$clone/berth.sock" "$err"'
+check "... and berthd is given that socket" \
+	'grep -qx -- --socket "$clone/args" && grep -qx "$clone/berth.sock" "$clone/args"'
+check "the berth line names the built berth" \
+	'grep -qx "berth=$clone/build/cli/berth" "$err"'
+
+run xdg "XDG_RUNTIME_DIR=$work/run" --
+check "with XDG_RUNTIME_DIR: export BERTH_SOCKET=\$XDG_RUNTIME_DIR/berth/berth.sock" \
+	'grep -qx "export BERTH_SOCKET=$work/run/berth/berth.sock" "$err" &&
+	 ! grep -qx -- --socket "$clone/args"'
+
+run relative -- --socket ./b.sock
+check "a relative --socket is printed as an absolute path" \
+	'grep -qx "export BERTH_SOCKET=$clone/b.sock" "$err"'
+
+run "with space" --
+check "a path with a space is quoted" \
+	'grep -qx "export BERTH_SOCKET='"'"'$clone/berth.sock'"'"'" "$err"'
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
