@@ -10,7 +10,15 @@
  * Status mapping (PROTOCOL.md): pending and running are "working";
  * awaiting_approval and suspended are "input_required"; completed is
  * "completed"; cancelled is "cancelled"; failed, timed_out, declined and
- * expired are "failed".
+ * expired are "failed". A completed job whose modelOutput says the call
+ * failed (error-text, error-json, execution-denied) is "failed" too, as
+ * MCP asks of a tool result with isError.
+ *
+ * What a client is shown of a job's payloads is the tool's transcript
+ * view (Mastra's transform.transcript), everywhere: results, errors, task
+ * status messages and notifications. A secret a tool's transform hides
+ * never reaches an MCP client. Questions to a person show the display
+ * view, as berth's own approval prompts do.
  *
  * A request that waits for a job (a tools/call without a task, a
  * tasks/result) is a watch on that job. The hub indexes the watches of
@@ -29,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/mcp_content.h"
 #include "api/rpc.h"
 #include "api/server.h"
 #include "berth/berth.h"
@@ -53,9 +62,6 @@
  * (an automated client that always answers the same wrong thing must not
  * loop forever). */
 #define MCP_MAX_BAD_ANSWERS 3
-
-/* The most bytes of a payload quoted in a message to a person. */
-#define MCP_QUOTE_MAX 4000
 
 #define MCP_BUCKETS 64
 
@@ -153,6 +159,21 @@ static int mcp_status_of(int s)
 	}
 }
 
+/* model_failed is true for a completed job whose modelOutput says the
+ * call failed: its result has isError, and MCP counts such a task as
+ * failed. */
+static bool model_failed(const struct store_job *j)
+{
+	return j->status == STORE_COMPLETED &&
+	       api_mcp_says_failed(j->model_output);
+}
+
+/* task_status is the MCP status of job j. */
+static int task_status(const struct store_job *j)
+{
+	return model_failed(j) ? MCP_FAILED : mcp_status_of(j->status);
+}
+
 static unsigned bucket_of(const char *id)
 {
 	unsigned h = 2166136261u;
@@ -160,25 +181,6 @@ static unsigned bucket_of(const char *id)
 	for (; *id; id++)
 		h = (h ^ (unsigned char)*id) * 16777619u;
 	return h % MCP_BUCKETS;
-}
-
-/* dumps returns v as compact JSON text (malloc'd; "null" for NULL), cut
- * to at most max bytes with "…" when longer; NULL when out of memory. */
-static char *dumps(const json_t *v, size_t max)
-{
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-		    : strdup("null");
-
-	if (s && max >= 4 && strlen(s) > max) {
-		/* Cut on a UTF-8 character boundary, leaving room for the
-		 * three bytes of the ellipsis and the NUL. */
-		size_t n = max - 3;
-
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		memcpy(s + n, "\xE2\x80\xA6", 4);
-	}
-	return s;
 }
 
 /* text_content returns a new [{"type": "text", "text": s}]. */
@@ -190,6 +192,27 @@ static json_t *text_content(const char *s)
 static json_t *related(const char *job_id)
 {
 	return json_pack("{s:{s:s}}", MCP_RELATED, "taskId", job_id);
+}
+
+/* error_message returns the message of job j's error as the tool's
+ * transcript view shows it (malloc'd), or NULL when it has none. A
+ * transform may present the error as an object with a message or as a
+ * string. */
+static char *error_message(struct worker *wk, const struct store_job *j)
+{
+	json_t *v;
+	const char *m;
+	char *s;
+
+	if (!j->error)
+		return NULL;
+	v = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+				BERTH_PAYLOAD_ERROR, j->error);
+	m = json_is_string(v) ? json_string_value(v)
+			      : json_string_value(json_object_get(v, "message"));
+	s = m ? strdup(m) : NULL;
+	json_decref(v);
+	return s;
 }
 
 /* ---- connections and the hub ------------------------------------------- */
@@ -310,13 +333,17 @@ static void mcp_conn_free(void *ext)
 /* ---- tasks and results -------------------------------------------------- */
 
 /* status_message says what a task is doing, and for one that waits, how a
- * person answers it outside MCP too. Returns a malloc'd string or NULL. */
-static char *status_message(const struct store_job *j)
+ * person answers it outside MCP too. A failure is told as the tool's
+ * transcript view shows its error. Returns a malloc'd string or NULL. */
+static char *status_message(struct worker *wk, const struct store_job *j)
 {
-	const char *em = json_string_value(json_object_get(j->error, "message"));
 	const char *pm = json_string_value(json_object_get(j->progress,
 							   "message"));
-	char *s = NULL;
+	/* A cancel's reason is a person's or berth's words, not a payload
+	 * of the tool, so it is told as it was given. */
+	const char *reason = json_string_value(json_object_get(j->error,
+							       "message"));
+	char *em = NULL, *s = NULL;
 	int rc = 0;
 
 	switch (j->status) {
@@ -339,27 +366,32 @@ static char *status_message(const struct store_job *j)
 			      "resumeSchema", j->id);
 		break;
 	case STORE_COMPLETED:
-		return NULL;
+		/* A result that says the call failed is a failed task. */
+		return api_mcp_error_text(j->model_output);
 	case STORE_DECLINED:
 		rc = j->reason ? asprintf(&s, "declined: %s", j->reason)
 			       : asprintf(&s, "declined");
 		break;
 	case STORE_CANCELLED:
-		rc = j->reason ? asprintf(&s, "cancelled: %s", j->reason)
-			       : asprintf(&s, "cancelled");
+		rc = reason ? asprintf(&s, "cancelled: %s", reason)
+			    : asprintf(&s, "cancelled");
 		break;
 	case STORE_EXPIRED:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "expired: nobody answered in time%s%s",
 			      em ? ": " : "", em ? em : "");
 		break;
 	case STORE_TIMED_OUT:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "timed out: %s", em ? em : "the tool ran "
 			      "longer than its timeout");
 		break;
 	default:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "%s", em ? em : "failed");
 		break;
 	}
+	free(em);
 	return rc < 0 ? NULL : s;
 }
 
@@ -367,12 +399,14 @@ static char *status_message(const struct store_job *j)
  * task_json returns a new Task for j. Its ttl comes from the job's
  * expiry: the time from creation to expires_at for a job that waits, the
  * ttlMs it was submitted with otherwise, and null for a job that never
- * expires. status is forced to as_status when that is >= 0.
+ * expires. status is forced to as_status when that is >= 0, and the
+ * statusMessage left out then.
  */
-static json_t *task_json(const struct store_job *j, int as_status)
+static json_t *task_json(struct worker *wk, const struct store_job *j,
+			 int as_status)
 {
 	char created[32], updated[32];
-	int s = as_status >= 0 ? as_status : mcp_status_of(j->status);
+	int s = as_status >= 0 ? as_status : task_status(j);
 	json_t *t, *ttl;
 	char *msg;
 
@@ -391,8 +425,10 @@ static json_t *task_json(const struct store_job *j, int as_status)
 						      : j->created_at, updated),
 		      "ttl", ttl,
 		      "pollInterval", MCP_POLL_MS);
-	msg = status_message(j);
-	if (t && msg && as_status < 0)
+	if (!t || as_status >= 0)
+		return t;
+	msg = status_message(wk, j);
+	if (msg)
 		json_object_set_new(t, "statusMessage", json_string(msg));
 	free(msg);
 	return t;
@@ -425,33 +461,66 @@ static json_t *error_result(const char *text, json_t *meta)
 }
 
 /*
- * call_result returns the CallToolResult of a finished job: for a
- * completed one its output as structuredContent (when it is an object,
- * as MCP requires) and as content either the modelOutput or the output as
- * JSON text; for any other end an isError result that says what happened.
+ * completed_result returns the CallToolResult of a completed job: as
+ * structuredContent the tool's transcript view of its output (wrapped as
+ * {"result": ...} when it is not an object, or when the tool's
+ * outputSchema is not an object schema, which MCP clients are shown
+ * wrapped), and as content the blocks of its modelOutput, or the same
+ * view as JSON text. A modelOutput that says the call failed sets
+ * isError.
  */
-static json_t *call_result(const struct store_job *j, bool related_task)
+static json_t *completed_result(struct mcp_conn *mc, const struct store_job *j,
+				bool related_task)
 {
-	const char *em = json_string_value(json_object_get(j->error, "message"));
+	struct worker *wk = mc->hub->api->worker;
+	const struct worker_tool *t = worker_tool_find(wk, j->tool);
+	const json_t *schema = t ? worker_tool_schema(t, WORKER_SCHEMA_OUTPUT)
+				 : NULL;
+	bool links = strcmp(mc->version, "2025-03-26") != 0;
+	bool is_error = false;
+	json_t *view, *content, *r;
+	char *text;
+
+	view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+				   BERTH_PAYLOAD_OUTPUT, j->output);
+	if (j->model_output) {
+		content = api_mcp_content(j->model_output, j->id, links,
+					  &is_error);
+	} else {
+		text = api_mcp_dumps(view, SIZE_MAX);
+		content = text ? text_content(text) : NULL;
+		free(text);
+	}
+	r = json_pack("{s:o, s:o}", "content", content, "structuredContent",
+		      api_mcp_structured(view, schema &&
+						       !api_mcp_object_schema(schema)));
+	json_decref(view);
+	if (r && is_error)
+		json_object_set_new(r, "isError", json_true());
+	if (r)
+		json_object_set_new(r, "_meta", job_meta(j, related_task));
+	return r;
+}
+
+/*
+ * call_result returns the CallToolResult of a finished job: for a
+ * completed one completed_result; for any other end an isError result
+ * that says what happened, with the error as the tool's transcript view
+ * shows it and a cancel's or decline's reason as it was given.
+ */
+static json_t *call_result(struct mcp_conn *mc, const struct store_job *j,
+			   bool related_task)
+{
+	const char *reason = json_string_value(json_object_get(j->error,
+							       "message"));
 	json_t *r;
-	char *text = NULL;
+	char *text = NULL, *em = NULL;
 	int rc = 0;
 
-	if (j->status == STORE_COMPLETED) {
-		if (json_is_string(j->model_output))
-			text = strdup(json_string_value(j->model_output));
-		else if (j->model_output)
-			text = dumps(j->model_output, SIZE_MAX);
-		else
-			text = dumps(j->output, SIZE_MAX);
-		r = json_pack("{s:o}", "content", text_content(text));
-		if (r && json_is_object(j->output))
-			json_object_set(r, "structuredContent", j->output);
-		if (r)
-			json_object_set_new(r, "_meta", job_meta(j, related_task));
-		free(text);
-		return r;
-	}
+	if (j->status == STORE_COMPLETED)
+		return completed_result(mc, j, related_task);
+	if (j->status != STORE_DECLINED && j->status != STORE_CANCELLED)
+		em = error_message(mc->hub->api->worker, j);
 	switch (j->status) {
 	case STORE_DECLINED:
 		rc = asprintf(&text, "berth job %s of tool %s was declined%s%s; "
@@ -460,8 +529,8 @@ static json_t *call_result(const struct store_job *j, bool related_task)
 		break;
 	case STORE_CANCELLED:
 		rc = asprintf(&text, "berth job %s of tool %s was cancelled%s%s",
-			      j->id, j->tool, j->reason ? ": " : "",
-			      j->reason ? j->reason : "");
+			      j->id, j->tool, reason ? ": " : "",
+			      reason ? reason : "");
 		break;
 	case STORE_EXPIRED:
 		rc = asprintf(&text, "berth job %s of tool %s expired: nobody "
@@ -477,6 +546,7 @@ static json_t *call_result(const struct store_job *j, bool related_task)
 			      j->id, j->tool, em ? em : "no reason given");
 		break;
 	}
+	free(em);
 	if (rc < 0)
 		return NULL;
 	r = error_result(text, job_meta(j, related_task));
@@ -782,9 +852,11 @@ static json_t *approval_form(void)
 static void explain_wait(struct mcp_watch *w, const struct store_job *j,
 			 const char *why)
 {
+	struct worker *wk = w->mc->hub->api->worker;
 	struct api_req *r = w->req;
 	char *text = NULL, *payload = NULL, *schema = NULL;
 	const struct worker_tool *t;
+	json_t *view;
 	int rc;
 
 	if (j->status == STORE_AWAITING_APPROVAL) {
@@ -798,10 +870,17 @@ static void explain_wait(struct mcp_watch *w, const struct store_job *j,
 			      j->id, j->tool, why ? ": " : "", why ? why : "",
 			      j->id, j->id, j->id);
 	} else {
-		t = worker_tool_find(w->mc->hub->api->worker, j->tool);
-		payload = dumps(j->suspend_payload, MCP_QUOTE_MAX);
-		schema = dumps(t ? worker_tool_schema(t, WORKER_SCHEMA_RESUME)
-				 : NULL, MCP_QUOTE_MAX);
+		/* This text is a tool result, read by the model: the
+		 * payload is quoted as the transcript view shows it. */
+		t = worker_tool_find(wk, j->tool);
+		view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+					   BERTH_PAYLOAD_SUSPEND,
+					   j->suspend_payload);
+		payload = api_mcp_dumps(view, API_MCP_QUOTE_MAX);
+		json_decref(view);
+		schema = api_mcp_dumps(t ? worker_tool_schema(
+						   t, WORKER_SCHEMA_RESUME)
+					 : NULL, API_MCP_QUOTE_MAX);
 		rc = asprintf(&text, "berth job %s of tool %s is suspended and "
 			      "waits for resume data%s%s. It keeps waiting. "
 			      "It asked: %s. Resume it through berth: `berth "
@@ -1004,7 +1083,8 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	/* What the person sees is the tool's display view of the payload. */
 	view = worker_job_to_json(api->worker, j, WORKER_VIEW_DISPLAY);
 	if (approval) {
-		quote = dumps(json_object_get(view, "input"), MCP_QUOTE_MAX);
+		quote = api_mcp_dumps(json_object_get(view, "input"),
+				      API_MCP_QUOTE_MAX);
 		rc = asprintf(&msg, "%s%s%sApprove running the tool %s (berth "
 			      "job %s) with this input? %s",
 			      w->last_error ? "Not done: " : "",
@@ -1015,7 +1095,7 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 		json_t *p = json_object_get(view, "suspendPayload");
 
 		quote = json_is_string(p) ? strdup(json_string_value(p))
-					  : dumps(p, MCP_QUOTE_MAX);
+					  : api_mcp_dumps(p, API_MCP_QUOTE_MAX);
 		rc = asprintf(&msg, "%s%s%sThe tool %s (berth job %s) asks: %s",
 			      w->last_error ? "That answer was not accepted: "
 					    : "",
@@ -1055,23 +1135,29 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	}
 }
 
+/* notify sends notifications/tasks/status about j on w's connection. */
+static void notify(struct mcp_watch *w, const struct store_job *j)
+{
+	json_t *msg = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0",
+				"method", "notifications/tasks/status",
+				"params", task_json(w->mc->hub->api->worker,
+						    j, -1));
+
+	if (msg)
+		api_conn_send(w->mc->conn, msg);
+	json_decref(msg);
+}
+
 /* watch_update brings w up to date with its job j (borrowed): a status
  * notification when the task's status changed, the answer of a request
  * once the job ended, a question while it waits. w may be freed. */
 static void watch_update(struct mcp_watch *w, const struct store_job *j)
 {
-	int s = mcp_status_of(j->status);
+	int s = task_status(j);
 
 	if (w->kind == MCP_W_STATUS) {
 		if (s != w->last) {
-			json_t *msg = json_pack("{s:s, s:s, s:o}", "jsonrpc",
-						"2.0", "method",
-						"notifications/tasks/status",
-						"params", task_json(j, -1));
-
-			if (msg)
-				api_conn_send(w->mc->conn, msg);
-			json_decref(msg);
+			notify(w, j);
 			w->last = s;
 		}
 		if (store_status_terminal(j->status))
@@ -1082,7 +1168,7 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 		struct api_req *r = w->req;
 
 		w->req = NULL;
-		api_reply(r, call_result(j, w->kind == MCP_W_RESULT));
+		api_reply(r, call_result(w->mc, j, w->kind == MCP_W_RESULT));
 		watch_free(w);
 		return;
 	}
@@ -1166,6 +1252,7 @@ static void m_initialize(struct api_req *r, json_t *params)
 {
 	const char *asked = api_params_str(params, "protocolVersion");
 	const char *version = MCP_LATEST;
+	json_t *asked_caps = json_object_get(params, "capabilities");
 	struct mcp_conn *mc = mcp_conn_get(r->conn);
 	json_t *caps, *result;
 
@@ -1177,8 +1264,7 @@ static void m_initialize(struct api_req *r, json_t *params)
 		if (strcmp(asked, mcp_versions[i]) == 0)
 			version = mcp_versions[i];
 	snprintf(mc->version, sizeof mc->version, "%s", version);
-	mc->elicitation = form_elicitation(json_object_get(params,
-							   "capabilities"));
+	mc->elicitation = form_elicitation(asked_caps);
 	caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
 	/* Tasks came with 2025-11-25; older clients would not know them. */
 	if (caps && strcmp(version, "2025-11-25") == 0)
@@ -1289,7 +1375,8 @@ static void on_submitted(void *arg, const struct worker_result *res)
 		/* MCP tasks begin "working"; one that waits for approval
 		 * from the start says so in its first status notification. */
 		api_reply(r, json_pack("{s:o}", "task",
-				       task_json(res->job, MCP_WORKING)));
+				       task_json(mc->hub->api->worker, res->job,
+						 MCP_WORKING)));
 		watch_status(mc, res->job, MCP_WORKING);
 		return;
 	}
@@ -1376,10 +1463,10 @@ static void m_tasks_get(struct api_req *r, json_t *params)
 
 	if (get_task(r, &j) < 0)
 		return;
-	api_reply(r, task_json(j, -1));
+	api_reply(r, task_json(r->conn->api->worker, j, -1));
 	/* A client that asks about a task is told when it changes. */
 	if (mc)
-		watch_status(mc, j, mcp_status_of(j->status));
+		watch_status(mc, j, task_status(j));
 	store_job_free(j);
 }
 
@@ -1394,7 +1481,7 @@ static void m_tasks_result(struct api_req *r, json_t *params)
 	if (!mc) {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
 	} else if ((w = watch_new(mc, MCP_W_RESULT, j->id, r))) {
-		watch_status(mc, j, mcp_status_of(j->status));
+		watch_status(mc, j, task_status(j));
 		watch_update(w, j);
 	} else {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
@@ -1424,7 +1511,8 @@ static void m_tasks_list(struct api_req *r, json_t *params)
 	}
 	tasks = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(tasks, task_json(jobs[i], -1));
+		json_array_append_new(tasks, task_json(r->conn->api->worker,
+						       jobs[i], -1));
 		store_job_free(jobs[i]);
 	}
 	free(jobs);
@@ -1445,7 +1533,7 @@ static void on_cancelled(void *arg, const struct worker_result *res)
 	} else if (res->err == WORKER_ECONFLICT && res->job) {
 		snprintf(text, sizeof text, "Cannot cancel task: already in "
 			 "terminal status '%s'",
-			 mcp_status_names[mcp_status_of(res->job->status)]);
+			 mcp_status_names[task_status(res->job)]);
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 	} else if (res->err == WORKER_ENOTFOUND) {
 		api_reply_error(r, API_INVALID_PARAMS, "Failed to retrieve "
@@ -1453,7 +1541,7 @@ static void on_cancelled(void *arg, const struct worker_result *res)
 	} else if (res->err != WORKER_OK) {
 		api_reply_worker_error(r, res);
 	} else {
-		api_reply(r, task_json(res->job, -1));
+		api_reply(r, task_json(r->conn->api->worker, res->job, -1));
 	}
 }
 
@@ -1468,7 +1556,7 @@ static void m_tasks_cancel(struct api_req *r, json_t *params)
 	if (store_status_terminal(j->status)) {
 		snprintf(text, sizeof text, "Cannot cancel task: already in "
 			 "terminal status '%s'",
-			 mcp_status_names[mcp_status_of(j->status)]);
+			 mcp_status_names[task_status(j)]);
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 		store_job_free(j);
 		return;
@@ -1480,6 +1568,29 @@ static void m_tasks_cancel(struct api_req *r, json_t *params)
 			   r);
 	if (rc < 0)
 		api_reply_error(r, API_INTERNAL_ERROR, strerror(-rc), NULL);
+}
+
+/* ---- tools/list ---------------------------------------------------------- */
+
+json_t *api_mcp_tool_to_json(struct api_conn *c, const struct worker_tool *t)
+{
+	struct worker *wk = c->api->worker;
+	json_t *tj = worker_tool_to_json(wk, t);
+	const json_t *schema = worker_tool_schema(t, WORKER_SCHEMA_OUTPUT);
+
+	if (!tj || !conn_mcp(c) || !schema)
+		return tj;
+	if (worker_tool_has_view(t, WORKER_VIEW_TRANSCRIPT)) {
+		/* structuredContent is the transcript view, which a
+		 * transform may have made into anything: a schema that no
+		 * longer describes it would make clients refuse the result
+		 * (the TypeScript SDK checks it), so none is listed. */
+		json_object_del(tj, "outputSchema");
+	} else if (!api_mcp_object_schema(schema)) {
+		json_object_set_new(tj, "outputSchema",
+				    api_mcp_output_schema(schema));
+	}
+	return tj;
 }
 
 /* ---- the table ---------------------------------------------------------- */
