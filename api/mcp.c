@@ -45,6 +45,10 @@
 #define MCP_LATEST "2025-11-25"
 #define MCP_RELATED "io.modelcontextprotocol/related-task"
 
+/* The _meta keys of a tools/call that berth reads (docs/MCP.md). */
+#define MCP_META_CONTEXT "berth/requestContext"
+#define MCP_META_TTL "berth/ttlMs"
+
 /* The poll interval suggested to clients. Jobs run for seconds to hours;
  * a second keeps a polling client responsive and costs one read. */
 #define MCP_POLL_MS 1000
@@ -62,6 +66,9 @@
  * (an automated client that always answers the same wrong thing must not
  * loop forever). */
 #define MCP_MAX_BAD_ANSWERS 3
+
+/* The longest ttl berth/ttlMs takes, as jobs/submit's ttlMs. */
+#define MCP_MS_MAX ((int64_t)1 << 42)
 
 #define MCP_BUCKETS 64
 
@@ -104,6 +111,7 @@ struct mcp_conn {
 	struct api_conn *conn;
 	char version[16];  /* negotiated; empty before initialize */
 	bool elicitation;  /* the client declared form elicitation */
+	json_t *client_info; /* initialize's clientInfo, or NULL */
 	struct mcp_watch *watches;
 	int nstatus;
 };
@@ -327,6 +335,7 @@ static void mcp_conn_free(void *ext)
 		store_remove_listener(hub->api->store, hub_on_event, hub);
 		free(hub);
 	}
+	json_decref(mc->client_info);
 	free(mc);
 }
 
@@ -396,34 +405,29 @@ static char *status_message(struct worker *wk, const struct store_job *j)
 }
 
 /*
- * task_json returns a new Task for j. Its ttl comes from the job's
- * expiry: the time from creation to expires_at for a job that waits, the
- * ttlMs it was submitted with otherwise, and null for a job that never
- * expires. status is forced to as_status when that is >= 0, and the
- * statusMessage left out then.
+ * task_json returns a new Task for j. Its ttl is null, and stays null for
+ * the task's whole life: berth keeps a task for as long as it can still
+ * change and for --retention after it has ended, never for a fixed time
+ * from its creation (a task.ttl a client asks for is met or exceeded, as
+ * MCP allows; docs/MCP.md, "ttl"). status is forced to as_status when
+ * that is >= 0, and the statusMessage left out then.
  */
 static json_t *task_json(struct worker *wk, const struct store_job *j,
 			 int as_status)
 {
 	char created[32], updated[32];
 	int s = as_status >= 0 ? as_status : task_status(j);
-	json_t *t, *ttl;
+	json_t *t;
 	char *msg;
 
-	if (j->expires_at > 0 && j->expires_at > j->created_at)
-		ttl = json_integer(j->expires_at - j->created_at);
-	else if (j->ttl_ms > 0)
-		ttl = json_integer(j->ttl_ms);
-	else
-		ttl = json_null();
-	t = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}",
+	t = json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}",
 		      "taskId", j->id,
 		      "status", mcp_status_names[s],
 		      "createdAt", store_format_time(j->created_at, created),
 		      "lastUpdatedAt",
 		      store_format_time(j->updated_at ? j->updated_at
 						      : j->created_at, updated),
-		      "ttl", ttl,
+		      "ttl",
 		      "pollInterval", MCP_POLL_MS);
 	if (!t || as_status >= 0)
 		return t;
@@ -1265,6 +1269,8 @@ static void m_initialize(struct api_req *r, json_t *params)
 			version = mcp_versions[i];
 	snprintf(mc->version, sizeof mc->version, "%s", version);
 	mc->elicitation = form_elicitation(asked_caps);
+	json_decref(mc->client_info);
+	mc->client_info = json_incref(json_object_get(params, "clientInfo"));
 	caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
 	/* Tasks came with 2025-11-25; older clients would not know them. */
 	if (caps && strcmp(version, "2025-11-25") == 0)
@@ -1321,9 +1327,9 @@ static json_t *invalid_input_result(const char *tool,
 
 	if (!f)
 		return NULL;
-	fprintf(f, "Invalid arguments for tool %s: %s", tool,
-		res->message ? res->message : "they do not match its "
-		"inputSchema");
+	fprintf(f, "Invalid call of tool %s: %s", tool,
+		res->message ? res->message : "the arguments do not match "
+		"its inputSchema");
 	json_array_foreach(errs, i, e) {
 		const char *path = json_string_value(json_object_get(
 			e, "instancePath"));
@@ -1338,17 +1344,27 @@ static json_t *invalid_input_result(const char *tool,
 	return r;
 }
 
+/* A tools/call on its way through worker_submit: the request and the
+ * metadata its job is created with, which must live until the callback. */
+struct mcp_call {
+	struct api_req *r;
+	json_t *metadata;
+};
+
 /* on_submitted answers a tools/call once its job is durable: at once with
  * a CreateTaskResult for a task, else when the job ends (a watch). */
 static void on_submitted(void *arg, const struct worker_result *res)
 {
-	struct api_req *r = arg;
+	struct mcp_call *call = arg;
+	struct api_req *r = call->r;
 	bool task = json_object_get(r->params, "task") != NULL;
 	const char *name = api_params_str(r->params, "name");
 	struct mcp_conn *mc;
 	struct mcp_watch *w;
 	char text[200];
 
+	json_decref(call->metadata);
+	free(call);
 	if (api_req_dead(r)) {
 		api_req_drop(r);
 		return;
@@ -1388,14 +1404,76 @@ static void on_submitted(void *arg, const struct worker_result *res)
 	recheck(w);
 }
 
+/* The _meta members of a tools/call that berth reads. */
+static const struct api_param p_call_meta[] = {
+	{MCP_META_CONTEXT, API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{MCP_META_TTL, API_P_INT, 0, 1, MCP_MS_MAX, NULL, NULL},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+/* check_meta checks the _meta of a tools/call; on an error it answers r
+ * with -32602 and the errors at their place in params, and returns -1. */
+static int check_meta(struct api_req *r, const json_t *meta)
+{
+	json_t *errors = NULL, *e;
+	size_t i;
+
+	if (!meta || api_params_check(p_call_meta, meta, &errors) == 0)
+		return 0;
+	json_array_foreach(errors, i, e) {
+		const char *path = json_string_value(json_object_get(
+			e, "instancePath"));
+		size_t len = 0;
+		char *s = NULL;
+		FILE *f = open_memstream(&s, &len);
+
+		/* "/berth/ttlMs" names the member "berth/ttlMs", which a
+		 * JSON Pointer spells "berth~1ttlMs". */
+		if (!f)
+			continue;
+		fputs("/_meta/", f);
+		for (const char *p = path && *path ? path + 1 : ""; *p; p++) {
+			if (*p == '/' || *p == '~')
+				fputs(*p == '/' ? "~1" : "~0", f);
+			else
+				fputc(*p, f);
+		}
+		if (fclose(f) == 0)
+			json_object_set_new(e, "instancePath", json_string(s));
+		free(s);
+	}
+	api_reply_error(r, API_INVALID_PARAMS, "Invalid _meta of tools/call",
+			json_pack("{s:o}", "errors", errors));
+	return -1;
+}
+
+/* call_metadata returns the metadata an MCP job is created with:
+ * {"mcp": {"_meta": the request's _meta, "clientInfo": initialize's}},
+ * each when there is one, or NULL when there is neither. */
+static json_t *call_metadata(const struct mcp_conn *mc, json_t *meta)
+{
+	json_t *m;
+
+	if (!meta && !(mc && mc->client_info))
+		return NULL;
+	m = json_object();
+	if (meta)
+		json_object_set(m, "_meta", meta);
+	if (mc && mc->client_info)
+		json_object_set(m, "clientInfo", mc->client_info);
+	return json_pack("{s:o}", "mcp", m);
+}
+
 static void m_tools_call(struct api_req *r, json_t *params)
 {
 	struct api *a = r->conn->api;
+	struct mcp_conn *mc = conn_mcp(r->conn);
 	const char *name = api_params_str(params, "name");
 	json_t *task = json_object_get(params, "task");
-	json_t *ttl = json_object_get(task, "ttl");
+	json_t *meta = json_object_get(params, "_meta");
 	struct worker_submit s = {0};
 	const struct worker_tool *t = worker_tool_find(a->worker, name);
+	struct mcp_call *call;
 	char text[200];
 	int rc;
 
@@ -1404,6 +1482,8 @@ static void m_tools_call(struct api_req *r, json_t *params)
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 		return;
 	}
+	if (check_meta(r, meta) < 0)
+		return;
 	if (task) {
 		json_t *tj = worker_tool_to_json(a->worker, t);
 		const char *support = json_string_value(json_object_get(
@@ -1419,22 +1499,35 @@ static void m_tools_call(struct api_req *r, json_t *params)
 			return;
 		}
 	}
+	call = calloc(1, sizeof *call);
+	if (!call) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	call->r = r;
+	call->metadata = call_metadata(mc, meta);
 	/* Absent arguments are an empty object; r->params keeps it alive. */
 	if (!json_object_get(params, "arguments"))
 		json_object_set_new(params, "arguments", json_object());
 	s.tool = name;
 	s.input = json_object_get(params, "arguments");
-	/* A task's requested ttl bounds how long its job may wait for an
-	 * answer (berth's ttlMs); berth reports the ttl it keeps. */
-	if (json_is_number(ttl) && json_number_value(ttl) >= 1)
-		s.ttl_ms = (int64_t)json_number_value(ttl);
-	/* Everything in s is borrowed from r->params, which lives until r
-	 * is answered. */
-	rc = worker_submit(a->worker, &s, on_submitted, r);
-	if (rc < 0)
+	s.request_context = json_object_get(meta, MCP_META_CONTEXT);
+	s.metadata = call->metadata;
+	/* How long the job may wait for approval or input: what its tool
+	 * allows, or shorter when the client asks with berth/ttlMs. A
+	 * task's ttl is how long the client wants the task kept, and never
+	 * abandons a question (docs/MCP.md, "ttl"). */
+	s.ttl_ms = api_params_int(meta, MCP_META_TTL, 0);
+	/* Everything else in s is borrowed from r->params, which lives
+	 * until r is answered. */
+	rc = worker_submit(a->worker, &s, on_submitted, call);
+	if (rc < 0) {
+		json_decref(call->metadata);
+		free(call);
 		api_reply_error(r, API_INTERNAL_ERROR, rc == -ESHUTDOWN
 				? "berthd is shutting down" : strerror(-rc),
 				NULL);
+	}
 }
 
 /* get_task reads the job that a tasks/... request names into *j; on an error it
@@ -1612,6 +1705,7 @@ static const struct api_param p_call[] = {
 	{"name", API_P_STRING, REQ, 0, 128, NULL, NULL},
 	{"arguments", API_P_OBJECT, 0, 0, 0, NULL, NULL},
 	{"task", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{"_meta", API_P_OBJECT, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_task[] = {

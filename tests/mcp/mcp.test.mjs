@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs';
 
 import { McpError, CallToolResultSchema, CreateTaskResultSchema, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import { Daemon, MCPD, MCP_TOOLS, McpSession, RawRelay, SCALAR_TOOLS, rawCall, waitFor } from './harness.mjs';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
@@ -25,6 +27,7 @@ const FAIL = 'mcp-fail';       // fails with "the tool failed on purpose"
 const SLOW = 'mcp-slow';       // sleeps 60 s
 const CONTENT = 'mcp-content'; // a modelOutput of each AI SDK shape, by kind
 const LIST = 'mcp-list';       // output [1..n], not an object; no outputSchema
+const CONTEXT = 'mcp-context'; // requestContextSchema {userId}; output {userId}
 const SECRETIVE = 'mcp-secret'; // mcpd's C tool whose transforms hide an apiKey
 
 // A test that waits on berthd fails after this rather than hanging the run.
@@ -629,6 +632,88 @@ describe('a secret that the tool\'s transform hides', () => {
     assert.deepEqual(result.structuredContent, { displayName: 'Acme' });
     assert.match(s.elicitations[0].params.message, /c-5/);
     neverSaw(s);
+  });
+});
+
+describe('requestContext and _meta', () => {
+  test('a tool with a requestContextSchema takes its context from _meta["berth/requestContext"]', LIMIT, async () => {
+    const s = await session({ name: 'context-client' });
+    const result = await s.client.callTool({
+      name: CONTEXT, arguments: {},
+      _meta: { 'berth/requestContext': { userId: 'u-1' }, trace: 't-42' },
+    });
+    assert.equal(result.isError ?? false, false, textOf(result));
+    assert.deepEqual(result.structuredContent, { userId: 'u-1' });
+    // The job keeps the whole request _meta, and the client's name, in
+    // metadata.mcp.
+    const job = await rawCall(daemon, 'jobs/get', { id: result._meta['berth/job'].id });
+    assert.deepEqual(job.requestContext, { userId: 'u-1' });
+    assert.equal(job.metadata.mcp._meta.trace, 't-42');
+    assert.deepEqual(job.metadata.mcp._meta['berth/requestContext'], { userId: 'u-1' });
+    assert.equal(job.metadata.mcp.clientInfo.name, 'context-client');
+  });
+
+  test('without a request context the call fails naming it', LIMIT, async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: CONTEXT, arguments: {} });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /requestContext/);
+  });
+
+  test('a berth/requestContext or berth/ttlMs of the wrong type is -32602 naming where', LIMIT, async () => {
+    const s = await session();
+    for (const [meta, path] of [
+      [{ 'berth/requestContext': 'u-1' }, '/_meta/berth~1requestContext'],
+      [{ 'berth/ttlMs': 0 }, '/_meta/berth~1ttlMs'],
+      [{ 'berth/ttlMs': 'soon' }, '/_meta/berth~1ttlMs'],
+    ]) {
+      await assert.rejects(s.client.callTool({ name: CONTEXT, arguments: {}, _meta: meta }), (e) => {
+        assert.equal(e.code, ErrorCode.InvalidParams, e.message);
+        assert.equal(e.data.errors[0].instancePath, path);
+        return true;
+      });
+    }
+  });
+});
+
+describe('ttl', () => {
+  test("a task's ttl never abandons its question, and tasks/get reports one ttl all along", LIMIT, async () => {
+    const s = await session();
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Take your time?' }, task: { ttl: 1000 } } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const ttl = created.task.ttl;
+    const waiting = await waitFor(async () => {
+      const t = await tasks.getTask(id);
+      return t.status === 'input_required' && t;
+    }, 15000, 'input_required');
+    assert.equal(waiting.ttl, ttl);
+    // Well past the ttl the client asked for (an SDK's default of 60 s
+    // behaves the same), the question still waits for its answer.
+    await sleep(3000);
+    const later = await tasks.getTask(id);
+    assert.equal(later.status, 'input_required', later.statusMessage);
+    assert.equal(later.ttl, ttl);
+    const cancelled = await tasks.cancelTask(id);
+    assert.equal(cancelled.ttl, ttl);
+  });
+
+  test('_meta["berth/ttlMs"] shortens the wait, and the expired task says so', LIMIT, async () => {
+    const s = await session();
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Quick?' }, task: {}, _meta: { 'berth/ttlMs': 300 } } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const task = await waitFor(async () => {
+      const t = await s.client.experimental.tasks.getTask(id);
+      return t.status === 'failed' && t;
+    }, 20000, 'the task to expire');
+    assert.match(task.statusMessage, /expired/);
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /expired/);
   });
 });
 
