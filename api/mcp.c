@@ -23,12 +23,19 @@
  * A request that waits for a job (a tools/call without a task, a
  * tasks/result) is a watch on that job. The hub indexes the watches of
  * all MCP connections by job id and re-reads a watched job when the
- * store's listener reports an event for it. A watch whose job needs input
- * asks the client with elicitation/create, when the client declared form
- * elicitation; the answer approves, declines or resumes the job through
- * the worker, like jobs/approve, jobs/decline and jobs/resume do. A third
- * kind of watch sends notifications/tasks/status to the connection that
- * created a task or asked about it.
+ * store's listener reports an event for it. A third kind of watch sends
+ * notifications/tasks/status to the connection that created a task (its
+ * owner) or asked about it.
+ *
+ * A job that needs input is asked about with elicitation/create, when the
+ * client declared form elicitation: by a waiting tools/call or
+ * tasks/result, and by the owner's status watch as soon as the task
+ * enters input_required, with the related-task _meta, because a task
+ * client need not call tasks/result before the task ends (the ext-tasks
+ * client only polls tasks/get). One connection is asked once per wait:
+ * its watches of one job share the question. The answer approves,
+ * declines or resumes the job through the worker, like jobs/approve,
+ * jobs/decline and jobs/resume do.
  */
 #include "api/mcp.h"
 
@@ -44,6 +51,7 @@
 
 #define MCP_LATEST "2025-11-25"
 #define MCP_RELATED "io.modelcontextprotocol/related-task"
+#define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
 
 /* The _meta keys of a tools/call that berth reads (docs/MCP.md). */
 #define MCP_META_CONTEXT "berth/requestContext"
@@ -56,11 +64,17 @@
 /* Tasks per tasks/list page. */
 #define MCP_TASKS_PAGE 50
 
-/* Jobs whose status changes one connection is told about. Status
- * notifications are optional in MCP, so past this a connection simply
- * gets no more of them; the bound keeps a client that asks about many
- * tasks from growing the index without end. */
+/* Jobs whose status changes one connection is told about because it
+ * asked about them. Status notifications are optional in MCP, so past
+ * this a connection simply gets no more of them; the bound keeps a client
+ * that asks about many tasks from growing the index without end. */
 #define MCP_MAX_STATUS_WATCHES 1024
+
+/* Unfinished tasks one connection created that it follows (notifications
+ * and questions). A watch is about 200 bytes, so this bounds what one
+ * connection holds to a few MiB; a task past it is still answered through
+ * tasks/result, and told about through tasks/get. */
+#define MCP_MAX_OWNED 16384
 
 /* Answers that fail a job's resumeSchema before berth stops asking again
  * (an automated client that always answers the same wrong thing must not
@@ -111,9 +125,12 @@ struct mcp_conn {
 	struct api_conn *conn;
 	char version[16];  /* negotiated; empty before initialize */
 	bool elicitation;  /* the client declared form elicitation */
+	bool tasks;        /* tasks were offered: 2025-11-25, or the
+			      client declared the tasks extension */
 	json_t *client_info; /* initialize's clientInfo, or NULL */
 	struct mcp_watch *watches;
-	int nstatus;
+	int nstatus;       /* status watches of tasks asked about */
+	int nowned;        /* status watches of tasks created here */
 };
 
 struct mcp_ask;
@@ -126,6 +143,10 @@ struct mcp_watch {
 	char job_id[40];
 	struct api_req *req;   /* CALL and RESULT */
 	int last;              /* STATUS: the status last told, or -1 */
+	bool owner;            /* STATUS: the task was created here, so its
+				  questions are asked here */
+	bool followed;         /* STATUS, owner: the client has asked about
+				  the task since (tasks/get, tasks/result) */
 	struct mcp_ask *ask;   /* a question or its answer under way */
 	int64_t episode;       /* updated_at of the wait asked about */
 	bool held;             /* no more questions in this episode */
@@ -134,7 +155,8 @@ struct mcp_watch {
 };
 
 /* One elicitation/create and what is done with its answer. It outlives
- * its watch when the watch ends first (w is then NULL). */
+ * its watch when the watch ends first (w is then NULL); an answer that
+ * comes then is still applied to the wait it was asked about. */
 struct mcp_ask {
 	struct mcp_watch *w;
 	struct api *api;
@@ -289,8 +311,6 @@ static struct mcp_watch *watch_new(struct mcp_conn *mc, int kind,
 	if (mc->watches)
 		mc->watches->cprev = w;
 	mc->watches = w;
-	if (kind == MCP_W_STATUS)
-		mc->nstatus++;
 	return w;
 }
 
@@ -312,7 +332,9 @@ static void watch_free(struct mcp_watch *w)
 		mc->watches = w->cnext;
 	if (w->cnext)
 		w->cnext->cprev = w->cprev;
-	if (w->kind == MCP_W_STATUS)
+	if (w->kind == MCP_W_STATUS && w->owner)
+		mc->nowned--;
+	else if (w->kind == MCP_W_STATUS)
 		mc->nstatus--;
 	if (w->ask)
 		w->ask->w = NULL;
@@ -365,13 +387,15 @@ static char *status_message(struct worker *wk, const struct store_job *j)
 		break;
 	case STORE_AWAITING_APPROVAL:
 		rc = asprintf(&s, "waiting for approval: answer the question "
-			      "that tasks/result asks, or run `berth approve "
-			      "%s` or `berth decline %s`", j->id, j->id);
+			      "berth asks the session that created the task "
+			      "(or tasks/result), or run `berth approve %s` or "
+			      "`berth decline %s`", j->id, j->id);
 		break;
 	case STORE_SUSPENDED:
 		rc = asprintf(&s, "waiting for input: answer the question "
-			      "that tasks/result asks, or run `berth resume "
-			      "%s 'JSON'` with JSON matching the tool's "
+			      "berth asks the session that created the task "
+			      "(or tasks/result), or run `berth resume %s "
+			      "'JSON'` with JSON matching the tool's "
 			      "resumeSchema", j->id);
 		break;
 	case STORE_COMPLETED:
@@ -967,7 +991,12 @@ static void on_applied(void *arg, const struct worker_result *res)
 	ask_unref(a);
 }
 
-/* on_answer takes the client's answer to an elicitation/create. */
+/*
+ * on_answer takes the client's answer to an elicitation/create. It is
+ * applied to the wait it was asked about, even when the watch that asked
+ * has ended (the client gave up waiting on tasks/result, but the person
+ * still answered), and never to a later wait of the job.
+ */
 static void on_answer(void *arg, json_t *result, json_t *error)
 {
 	struct mcp_ask *a = arg;
@@ -976,13 +1005,15 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 	const char *action = json_string_value(json_object_get(result, "action"));
 	json_t *content = json_object_get(result, "content");
 	const char *reason = json_string_value(json_object_get(content, "reason"));
+	bool answered = action && (strcmp(action, "accept") == 0 ||
+				   strcmp(action, "decline") == 0);
 	struct store_job *j = NULL;
 	int rc = 0;
 
-	if (!w || (!result && !error)) {
-		/* The watch ended, or the connection closed. */
-		if (w)
-			w->ask = NULL;
+	if (w)
+		w->ask = NULL;
+	if (!result && !error) {
+		/* The connection closed: nobody answered. */
 		ask_unref(a);
 		return;
 	}
@@ -992,14 +1023,15 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 		/* The job moved on while the question was open (answered
 		 * elsewhere, cancelled, expired): this answer is about a
 		 * wait that is over, and must never apply to a later one. */
-		w->ask = NULL;
 		store_job_free(j);
-		recheck(w);
+		if (w)
+			recheck(w);
 		ask_unref(a);
 		return;
 	}
-	if (error || !action || strcmp(action, "cancel") == 0 ||
-	    (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0)) {
+	if (!answered) {
+		/* cancel (the person dismissed it), an error, or an action
+		 * MCP does not define: the job keeps waiting. */
 		const char *em = json_string_value(json_object_get(error,
 								   "message"));
 		char why[320];
@@ -1009,8 +1041,8 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				 "%.256s", em ? em : "an error");
 		else
 			snprintf(why, sizeof why, "the question was put aside");
-		w->ask = NULL;
-		cannot_ask(w, j, why);
+		if (w)
+			cannot_ask(w, j, why);
 		store_job_free(j);
 		ask_unref(a);
 		return;
@@ -1032,8 +1064,11 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				   "(MCP elicitation)", on_applied, a);
 	if (rc < 0) {
 		a->refs--;
-		w->ask = NULL;
-		cannot_ask(w, j, "berthd could not take the answer");
+		if (w)
+			cannot_ask(w, j, "berthd could not take the answer");
+	} else if (w) {
+		/* The answer is under way: no new question until it lands. */
+		w->ask = a;
 	}
 	store_job_free(j);
 	ask_unref(a);
@@ -1121,7 +1156,10 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	}
 	if (strcmp(w->mc->version, "2025-11-25") == 0)
 		json_object_set_new(params, "mode", json_string("form"));
-	if (w->kind == MCP_W_RESULT)
+	/* A question about a task says which (MCP: "an elicitation that a
+	 * task-augmented tool call depends on MUST share the same related
+	 * task ID"). */
+	if (w->kind != MCP_W_CALL)
 		json_object_set_new(params, "_meta", related(j->id));
 	a->w = w;
 	a->api = api;
@@ -1139,6 +1177,18 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	}
 }
 
+/* asked_here is true when another watch of w's connection on the same
+ * job has the question of this wait open, or put it aside: a connection
+ * is asked once per wait, whichever of its requests asks. */
+static bool asked_here(const struct mcp_watch *w, const struct store_job *j)
+{
+	for (const struct mcp_watch *o = w->mc->watches; o; o = o->cnext)
+		if (o != w && strcmp(o->job_id, j->id) == 0 &&
+		    (o->ask || (o->held && o->episode == j->updated_at)))
+			return true;
+	return false;
+}
+
 /* notify sends notifications/tasks/status about j on w's connection. */
 static void notify(struct mcp_watch *w, const struct store_job *j)
 {
@@ -1154,7 +1204,9 @@ static void notify(struct mcp_watch *w, const struct store_job *j)
 
 /* watch_update brings w up to date with its job j (borrowed): a status
  * notification when the task's status changed, the answer of a request
- * once the job ended, a question while it waits. w may be freed. */
+ * once the job ended, a question while it waits (from a waiting request,
+ * or from the status watch of the connection that created the task). w
+ * may be freed. */
 static void watch_update(struct mcp_watch *w, const struct store_job *j)
 {
 	int s = task_status(j);
@@ -1164,11 +1216,18 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 			notify(w, j);
 			w->last = s;
 		}
-		if (store_status_terminal(j->status))
+		if (store_status_terminal(j->status)) {
 			watch_free(w);
-		return;
-	}
-	if (store_status_terminal(j->status)) {
+			return;
+		}
+		/* The owner is asked once it has shown that it follows the
+		 * task: a question sent with the CreateTaskResult can reach
+		 * a client before it has taken in the task, and a client
+		 * that cannot place it answers "cancel" (the ext-tasks
+		 * client does). */
+		if (!w->owner || !w->followed)
+			return;
+	} else if (store_status_terminal(j->status)) {
 		struct api_req *r = w->req;
 
 		w->req = NULL;
@@ -1186,7 +1245,7 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 		free(w->last_error);
 		w->last_error = NULL;
 	}
-	if (w->ask || w->held)
+	if (w->ask || w->held || asked_here(w, j))
 		return;
 	if (!w->mc->elicitation)
 		cannot_ask(w, j, "this MCP client declared no elicitation");
@@ -1219,24 +1278,65 @@ static void hub_on_event(void *arg, const struct store_event *ev)
 	store_job_free(j);
 }
 
-/* watch_status starts status notifications about job j on mc (unless it
- * has them already, or too many), as if last had been told. */
-static void watch_status(struct mcp_conn *mc, const struct store_job *j,
-			 int last)
+/* has_asker is true when some connection of hub owns the task job_id
+ * and can be asked its questions (it declared elicitation). */
+static bool has_asker(const struct mcp_hub *hub, const char *job_id)
 {
+	for (const struct mcp_watch *w = hub->buckets[bucket_of(job_id)]; w;
+	     w = w->next)
+		if (w->owner && w->mc->elicitation &&
+		    strcmp(w->job_id, job_id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * watch_status starts status notifications about job j on mc (unless it
+ * has them already, or too many), as if last had been told. owner: mc
+ * created the task, so it is also asked the task's questions, once it
+ * follows the task: when mc asks about a task it owns, that is noted and
+ * a waiting question is asked. A connection with elicitation that asks
+ * about a task no such connection owns (its creator is gone: a restart of
+ * berthd or of the client, a task resumed from a stored reference; its
+ * creator cannot answer; a job submitted through berth's own protocol)
+ * takes it over, or its questions would reach nobody who only polls.
+ */
+static void watch_status(struct mcp_conn *mc, const struct store_job *j,
+			 int last, bool owner)
+{
+	bool adopt = !owner && mc->elicitation && !has_asker(mc->hub, j->id);
 	struct mcp_watch *w;
 
-	if (store_status_terminal(j->status) ||
-	    mc->nstatus >= MCP_MAX_STATUS_WATCHES)
+	if (store_status_terminal(j->status))
 		return;
-	for (w = mc->watches; w; w = w->cnext)
-		if (w->kind == MCP_W_STATUS && strcmp(w->job_id, j->id) == 0)
-			return;
-	w = watch_new(mc, MCP_W_STATUS, j->id, NULL);
-	if (w) {
-		w->last = last;
-		watch_update(w, j);
+	for (w = mc->watches; w; w = w->cnext) {
+		if (w->kind != MCP_W_STATUS || strcmp(w->job_id, j->id) != 0)
+			continue;
+		if (!owner && (w->owner || adopt) && !w->followed) {
+			if (!w->owner) {
+				w->owner = true;
+				mc->nstatus--;
+				mc->nowned++;
+			}
+			w->followed = true;
+			watch_update(w, j);
+		}
+		return;
 	}
+	if ((owner || adopt) ? mc->nowned >= MCP_MAX_OWNED
+			     : mc->nstatus >= MCP_MAX_STATUS_WATCHES)
+		return;
+	w = watch_new(mc, MCP_W_STATUS, j->id, NULL);
+	if (!w)
+		return;
+	w->owner = owner || adopt;
+	w->followed = adopt;
+	if (w->owner)
+		mc->nowned++;
+	else
+		mc->nstatus++;
+	w->last = last;
+	watch_update(w, j);
 }
 
 /* ---- methods ------------------------------------------------------------ */
@@ -1271,12 +1371,25 @@ static void m_initialize(struct api_req *r, json_t *params)
 	mc->elicitation = form_elicitation(asked_caps);
 	json_decref(mc->client_info);
 	mc->client_info = json_incref(json_object_get(params, "clientInfo"));
+	/* Tasks came with 2025-11-25, as a part of the core; they left it
+	 * for the extension io.modelcontextprotocol/tasks. A client of an
+	 * older revision that declares either form gets them too. Both
+	 * forms are advertised, because clients look for one or the
+	 * other; the methods and shapes are those of 2025-11-25 either
+	 * way. */
+	mc->tasks = strcmp(version, "2025-11-25") == 0 ||
+		    json_is_object(json_object_get(asked_caps, "tasks")) ||
+		    json_is_object(json_object_get(
+			    json_object_get(asked_caps, "extensions"),
+			    MCP_TASKS_EXT));
 	caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
-	/* Tasks came with 2025-11-25; older clients would not know them. */
-	if (caps && strcmp(version, "2025-11-25") == 0)
+	if (caps && mc->tasks) {
 		json_object_set_new(caps, "tasks", json_pack(
 			"{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
 			"requests", "tools", "call"));
+		json_object_set_new(caps, "extensions",
+				    json_pack("{s:{}}", MCP_TASKS_EXT));
+	}
 	result = json_pack(
 		"{s:s, s:o, s:{s:s, s:s, s:s}, s:s}",
 		"protocolVersion", version,
@@ -1389,11 +1502,12 @@ static void on_submitted(void *arg, const struct worker_result *res)
 	}
 	if (task) {
 		/* MCP tasks begin "working"; one that waits for approval
-		 * from the start says so in its first status notification. */
+		 * from the start says so in its first status notification,
+		 * which follows this answer, and so does its question. */
 		api_reply(r, json_pack("{s:o}", "task",
 				       task_json(mc->hub->api->worker, res->job,
 						 MCP_WORKING)));
-		watch_status(mc, res->job, MCP_WORKING);
+		watch_status(mc, res->job, MCP_WORKING, true);
 		return;
 	}
 	w = watch_new(mc, MCP_W_CALL, res->job->id, r);
@@ -1484,6 +1598,14 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	}
 	if (check_meta(r, meta) < 0)
 		return;
+	/* A server that did not offer tasks processes a task-augmented
+	 * request normally, ignoring the task (MCP, "Task Support and
+	 * Handling"). A client that never initialized is taken to speak
+	 * the latest revision. */
+	if (task && mc && mc->version[0] && !mc->tasks) {
+		json_object_del(params, "task");
+		task = NULL;
+	}
 	if (task) {
 		json_t *tj = worker_tool_to_json(a->worker, t);
 		const char *support = json_string_value(json_object_get(
@@ -1559,7 +1681,7 @@ static void m_tasks_get(struct api_req *r, json_t *params)
 	api_reply(r, task_json(r->conn->api->worker, j, -1));
 	/* A client that asks about a task is told when it changes. */
 	if (mc)
-		watch_status(mc, j, task_status(j));
+		watch_status(mc, j, task_status(j), false);
 	store_job_free(j);
 }
 
@@ -1574,7 +1696,7 @@ static void m_tasks_result(struct api_req *r, json_t *params)
 	if (!mc) {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
 	} else if ((w = watch_new(mc, MCP_W_RESULT, j->id, r))) {
-		watch_status(mc, j, task_status(j));
+		watch_status(mc, j, task_status(j), false);
 		watch_update(w, j);
 	} else {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);

@@ -4,12 +4,14 @@
  *
  * MCP revision 2025-11-25 (also 2025-06-18 and 2025-03-26): initialize,
  * notifications/initialized, notifications/cancelled, tools/call (plain or
- * task-augmented), tasks/get, tasks/list, tasks/cancel and tasks/result.
- * ping is berth's own method, whose answer is already MCP's; so is
- * tools/list, which asks api_mcp_tool_to_json for each Tool. A job's id is
- * its task id. Jobs that wait for approval or resume data are answered
- * through elicitation/create, which the server sends to the client with
- * api_conn_call; task status changes are sent as
+ * task-augmented), tasks/get, tasks/list, tasks/cancel and tasks/result;
+ * Tasks are offered both as the core capability and as the extension
+ * io.modelcontextprotocol/tasks. ping is berth's own method, whose answer
+ * is already MCP's; so is tools/list, which asks api_mcp_tool_to_json for
+ * each Tool. A job's id is its task id. Jobs that wait for approval or
+ * resume data are answered through elicitation/create, which the server
+ * sends to the client with api_conn_call (on a waiting request, and on the
+ * session that created the task); task status changes are sent as
  * notifications/tasks/status.
  *
  * The per-connection state (negotiated version, client capabilities, the

@@ -112,7 +112,7 @@ export class Daemon {
 
 // sanitizerEnv passes the sanitizers' settings that meson test sets on to
 // `berth mcp`, which the SDK otherwise starts with a minimal environment.
-function sanitizerEnv() {
+export function sanitizerEnv() {
   const env = {};
   for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'MSAN_OPTIONS']) {
     if (process.env[k] !== undefined) env[k] = process.env[k];

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Daemon, MCPD, MCP_TOOLS, McpSession, RawRelay, SCALAR_TOOLS, rawCall, waitFor } from './harness.mjs';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 
 // The test tools of tests/mcp/tools (shell scripts with jq).
 const ECHO = 'mcp-echo';       // output {text, length}; outputSchema
@@ -725,6 +726,111 @@ describe('declining a question', () => {
     assert.match(textOf(result), /was cancelled: the user declined to answer/);
     const task = await s.client.experimental.tasks.getTask(result._meta['berth/job'].id);
     assert.match(task.statusMessage, /cancelled: the user declined to answer/);
+  });
+});
+
+describe('tasks as an extension', () => {
+  test('initialize advertises tasks both in the core form and as io.modelcontextprotocol/tasks', LIMIT, async () => {
+    const s = await session();
+    const caps = s.client.getServerCapabilities();
+    assert.deepEqual(caps.extensions?.[TASKS_EXT], {});
+    assert.ok(caps.tasks?.requests?.tools?.call);
+  });
+
+  test('an older client gets tasks only when it declares them, and otherwise its task is ignored', LIMIT, async () => {
+    for (const [capabilities, offered] of [
+      [{}, false],
+      [{ extensions: { [TASKS_EXT]: {} } }, true],
+      [{ tasks: {} }, true],
+    ]) {
+      const r = new RawRelay(['--socket', daemon.socket]);
+      r.send({
+        jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'raw', version: '0' } },
+      });
+      const caps = JSON.parse(await r.line()).result.capabilities;
+      assert.equal(Boolean(caps.tasks), offered, JSON.stringify(capabilities));
+      assert.equal(Boolean(caps.extensions?.[TASKS_EXT]), offered, JSON.stringify(capabilities));
+      r.send({
+        jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: ECHO, arguments: { text: 'hi' }, task: {} },
+      });
+      const reply = JSON.parse(await r.line()).result;
+      if (offered) {
+        assert.equal(reply.task.status, 'working');
+      } else {
+        assert.deepEqual(reply.structuredContent, { text: 'hi', length: 2 });
+      }
+      r.proc.stdin.end();
+      await r.exit();
+    }
+  });
+});
+
+describe('questions on the session that created the task', () => {
+  test("a task's question reaches its session without tasks/result, once", LIMIT, async () => {
+    const s = await session({ elicit: accept({ answer: 'teal' }) });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Colour?' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    // Only tasks/get, as the ext-tasks client does.
+    const done = await waitFor(async () => {
+      const t = await tasks.getTask(id);
+      return t.status === 'completed' && t;
+    }, 20000, 'the task to complete');
+    assert.equal(done.taskId, id);
+    assert.equal(s.elicitations.length, 1);
+    assert.equal(s.elicitations[0].params._meta?.[RELATED]?.taskId, id);
+    assert.match(s.elicitations[0].params.message, /Colour\?/);
+    // A late tasks/result answers with the result of that answer.
+    const result = await tasks.getTaskResult(id, CallToolResultSchema);
+    assert.deepEqual(result.structuredContent, { question: 'Colour?', answer: 'teal' });
+    assert.equal(s.elicitations.length, 1);
+  });
+
+  test('a tasks/result while the question is open does not ask again', LIMIT, async () => {
+    let release;
+    const answered = new Promise((resolve) => { release = resolve; });
+    const s = await session({ elicit: async () => { await answered; return { action: 'accept', content: { approve: true } }; } });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: APPROVE, arguments: { action: 'once' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => {
+      await tasks.getTask(id);
+      return s.elicitations.length === 1;
+    }, 15000, 'the question');
+    const pending = tasks.getTaskResult(id, CallToolResultSchema);
+    // Let tasks/result reach berthd and find the question open.
+    await waitFor(async () => (await tasks.getTask(id)).status === 'input_required', 5000, 'input_required');
+    release();
+    const result = await pending;
+    assert.deepEqual(result.structuredContent, { done: true, action: 'once' });
+    assert.equal(s.elicitations.length, 1);
+  });
+
+  test('a question put aside is not asked again in the same wait, and the task goes on waiting', LIMIT, async () => {
+    const s = await session({ elicit: async () => ({ action: 'cancel' }) });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: APPROVE, arguments: { action: 'later' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => {
+      await tasks.getTask(id);
+      return s.elicitations.length === 1;
+    }, 15000, 'the question');
+    const pending = tasks.getTaskResult(id, CallToolResultSchema);
+    await sleep(500);
+    assert.equal((await tasks.getTask(id)).status, 'input_required');
+    // Answered elsewhere, the task finishes and tasks/result answers.
+    await rawCall(daemon, 'jobs/approve', { id });
+    const result = await pending;
+    assert.deepEqual(result.structuredContent, { done: true, action: 'later' });
+    assert.equal(s.elicitations.length, 1);
   });
 });
 
