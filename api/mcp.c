@@ -10,17 +10,32 @@
  * Status mapping (PROTOCOL.md): pending and running are "working";
  * awaiting_approval and suspended are "input_required"; completed is
  * "completed"; cancelled is "cancelled"; failed, timed_out, declined and
- * expired are "failed".
+ * expired are "failed". A completed job whose modelOutput says the call
+ * failed (error-text, error-json, execution-denied) is "failed" too, as
+ * MCP asks of a tool result with isError.
+ *
+ * What a client is shown of a job's payloads is the tool's transcript
+ * view (Mastra's transform.transcript), everywhere: results, errors, task
+ * status messages and notifications. A secret a tool's transform hides
+ * never reaches an MCP client. Questions to a person show the display
+ * view, as berth's own approval prompts do.
  *
  * A request that waits for a job (a tools/call without a task, a
  * tasks/result) is a watch on that job. The hub indexes the watches of
  * all MCP connections by job id and re-reads a watched job when the
- * store's listener reports an event for it. A watch whose job needs input
- * asks the client with elicitation/create, when the client declared form
- * elicitation; the answer approves, declines or resumes the job through
- * the worker, like jobs/approve, jobs/decline and jobs/resume do. A third
- * kind of watch sends notifications/tasks/status to the connection that
- * created a task or asked about it.
+ * store's listener reports an event for it. A third kind of watch sends
+ * notifications/tasks/status to the connection that created a task (its
+ * owner) or asked about it.
+ *
+ * A job that needs input is asked about with elicitation/create, when the
+ * client declared form elicitation: by a waiting tools/call or
+ * tasks/result, and by the owner's status watch as soon as the task
+ * enters input_required, with the related-task _meta, because a task
+ * client need not call tasks/result before the task ends (the ext-tasks
+ * client only polls tasks/get). One connection is asked once per wait:
+ * its watches of one job share the question. The answer approves,
+ * declines or resumes the job through the worker, like jobs/approve,
+ * jobs/decline and jobs/resume do.
  */
 #include "api/mcp.h"
 
@@ -29,12 +44,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/mcp_content.h"
 #include "api/rpc.h"
 #include "api/server.h"
 #include "berth/berth.h"
 
 #define MCP_LATEST "2025-11-25"
 #define MCP_RELATED "io.modelcontextprotocol/related-task"
+#define MCP_TASKS_EXT "io.modelcontextprotocol/tasks"
+
+/* The _meta keys of a tools/call that berth reads (docs/MCP.md). */
+#define MCP_META_CONTEXT "berth/requestContext"
+#define MCP_META_TTL "berth/ttlMs"
 
 /* The poll interval suggested to clients. Jobs run for seconds to hours;
  * a second keeps a polling client responsive and costs one read. */
@@ -43,19 +64,25 @@
 /* Tasks per tasks/list page. */
 #define MCP_TASKS_PAGE 50
 
-/* Jobs whose status changes one connection is told about. Status
- * notifications are optional in MCP, so past this a connection simply
- * gets no more of them; the bound keeps a client that asks about many
- * tasks from growing the index without end. */
+/* Jobs whose status changes one connection is told about because it
+ * asked about them. Status notifications are optional in MCP, so past
+ * this a connection simply gets no more of them; the bound keeps a client
+ * that asks about many tasks from growing the index without end. */
 #define MCP_MAX_STATUS_WATCHES 1024
+
+/* Unfinished tasks one connection created that it follows (notifications
+ * and questions). A watch is about 200 bytes, so this bounds what one
+ * connection holds to a few MiB; a task past it is still answered through
+ * tasks/result, and told about through tasks/get. */
+#define MCP_MAX_OWNED 16384
 
 /* Answers that fail a job's resumeSchema before berth stops asking again
  * (an automated client that always answers the same wrong thing must not
  * loop forever). */
 #define MCP_MAX_BAD_ANSWERS 3
 
-/* The most bytes of a payload quoted in a message to a person. */
-#define MCP_QUOTE_MAX 4000
+/* The longest ttl berth/ttlMs takes, as jobs/submit's ttlMs. */
+#define MCP_MS_MAX ((int64_t)1 << 42)
 
 #define MCP_BUCKETS 64
 
@@ -98,8 +125,12 @@ struct mcp_conn {
 	struct api_conn *conn;
 	char version[16];  /* negotiated; empty before initialize */
 	bool elicitation;  /* the client declared form elicitation */
+	bool tasks;        /* tasks were offered: 2025-11-25, or the
+			      client declared the tasks extension */
+	json_t *client_info; /* initialize's clientInfo, or NULL */
 	struct mcp_watch *watches;
-	int nstatus;
+	int nstatus;       /* status watches of tasks asked about */
+	int nowned;        /* status watches of tasks created here */
 };
 
 struct mcp_ask;
@@ -112,6 +143,10 @@ struct mcp_watch {
 	char job_id[40];
 	struct api_req *req;   /* CALL and RESULT */
 	int last;              /* STATUS: the status last told, or -1 */
+	bool owner;            /* STATUS: the task was created here, so its
+				  questions are asked here */
+	bool followed;         /* STATUS, owner: the client has asked about
+				  the task since (tasks/get, tasks/result) */
 	struct mcp_ask *ask;   /* a question or its answer under way */
 	int64_t episode;       /* updated_at of the wait asked about */
 	bool held;             /* no more questions in this episode */
@@ -120,7 +155,8 @@ struct mcp_watch {
 };
 
 /* One elicitation/create and what is done with its answer. It outlives
- * its watch when the watch ends first (w is then NULL). */
+ * its watch when the watch ends first (w is then NULL); an answer that
+ * comes then is still applied to the wait it was asked about. */
 struct mcp_ask {
 	struct mcp_watch *w;
 	struct api *api;
@@ -153,6 +189,21 @@ static int mcp_status_of(int s)
 	}
 }
 
+/* model_failed is true for a completed job whose modelOutput says the
+ * call failed: its result has isError, and MCP counts such a task as
+ * failed. */
+static bool model_failed(const struct store_job *j)
+{
+	return j->status == STORE_COMPLETED &&
+	       api_mcp_says_failed(j->model_output);
+}
+
+/* task_status is the MCP status of job j. */
+static int task_status(const struct store_job *j)
+{
+	return model_failed(j) ? MCP_FAILED : mcp_status_of(j->status);
+}
+
 static unsigned bucket_of(const char *id)
 {
 	unsigned h = 2166136261u;
@@ -160,25 +211,6 @@ static unsigned bucket_of(const char *id)
 	for (; *id; id++)
 		h = (h ^ (unsigned char)*id) * 16777619u;
 	return h % MCP_BUCKETS;
-}
-
-/* dumps returns v as compact JSON text (malloc'd; "null" for NULL), cut
- * to at most max bytes with "…" when longer; NULL when out of memory. */
-static char *dumps(const json_t *v, size_t max)
-{
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-		    : strdup("null");
-
-	if (s && max >= 4 && strlen(s) > max) {
-		/* Cut on a UTF-8 character boundary, leaving room for the
-		 * three bytes of the ellipsis and the NUL. */
-		size_t n = max - 3;
-
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		memcpy(s + n, "\xE2\x80\xA6", 4);
-	}
-	return s;
 }
 
 /* text_content returns a new [{"type": "text", "text": s}]. */
@@ -190,6 +222,27 @@ static json_t *text_content(const char *s)
 static json_t *related(const char *job_id)
 {
 	return json_pack("{s:{s:s}}", MCP_RELATED, "taskId", job_id);
+}
+
+/* error_message returns the message of job j's error as the tool's
+ * transcript view shows it (malloc'd), or NULL when it has none. A
+ * transform may present the error as an object with a message or as a
+ * string. */
+static char *error_message(struct worker *wk, const struct store_job *j)
+{
+	json_t *v;
+	const char *m;
+	char *s;
+
+	if (!j->error)
+		return NULL;
+	v = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+				BERTH_PAYLOAD_ERROR, j->error);
+	m = json_is_string(v) ? json_string_value(v)
+			      : json_string_value(json_object_get(v, "message"));
+	s = m ? strdup(m) : NULL;
+	json_decref(v);
+	return s;
 }
 
 /* ---- connections and the hub ------------------------------------------- */
@@ -258,8 +311,6 @@ static struct mcp_watch *watch_new(struct mcp_conn *mc, int kind,
 	if (mc->watches)
 		mc->watches->cprev = w;
 	mc->watches = w;
-	if (kind == MCP_W_STATUS)
-		mc->nstatus++;
 	return w;
 }
 
@@ -281,7 +332,9 @@ static void watch_free(struct mcp_watch *w)
 		mc->watches = w->cnext;
 	if (w->cnext)
 		w->cnext->cprev = w->cprev;
-	if (w->kind == MCP_W_STATUS)
+	if (w->kind == MCP_W_STATUS && w->owner)
+		mc->nowned--;
+	else if (w->kind == MCP_W_STATUS)
 		mc->nstatus--;
 	if (w->ask)
 		w->ask->w = NULL;
@@ -304,19 +357,24 @@ static void mcp_conn_free(void *ext)
 		store_remove_listener(hub->api->store, hub_on_event, hub);
 		free(hub);
 	}
+	json_decref(mc->client_info);
 	free(mc);
 }
 
 /* ---- tasks and results -------------------------------------------------- */
 
 /* status_message says what a task is doing, and for one that waits, how a
- * person answers it outside MCP too. Returns a malloc'd string or NULL. */
-static char *status_message(const struct store_job *j)
+ * person answers it outside MCP too. A failure is told as the tool's
+ * transcript view shows its error. Returns a malloc'd string or NULL. */
+static char *status_message(struct worker *wk, const struct store_job *j)
 {
-	const char *em = json_string_value(json_object_get(j->error, "message"));
 	const char *pm = json_string_value(json_object_get(j->progress,
 							   "message"));
-	char *s = NULL;
+	/* A cancel's reason is a person's or berth's words, not a payload
+	 * of the tool, so it is told as it was given. */
+	const char *reason = json_string_value(json_object_get(j->error,
+							       "message"));
+	char *em = NULL, *s = NULL;
 	int rc = 0;
 
 	switch (j->status) {
@@ -329,70 +387,76 @@ static char *status_message(const struct store_job *j)
 		break;
 	case STORE_AWAITING_APPROVAL:
 		rc = asprintf(&s, "waiting for approval: answer the question "
-			      "that tasks/result asks, or run `berth approve "
-			      "%s` or `berth decline %s`", j->id, j->id);
+			      "berth asks the session that created the task "
+			      "(or tasks/result), or run `berth approve %s` or "
+			      "`berth decline %s`", j->id, j->id);
 		break;
 	case STORE_SUSPENDED:
 		rc = asprintf(&s, "waiting for input: answer the question "
-			      "that tasks/result asks, or run `berth resume "
-			      "%s 'JSON'` with JSON matching the tool's "
+			      "berth asks the session that created the task "
+			      "(or tasks/result), or run `berth resume %s "
+			      "'JSON'` with JSON matching the tool's "
 			      "resumeSchema", j->id);
 		break;
 	case STORE_COMPLETED:
-		return NULL;
+		/* A result that says the call failed is a failed task. */
+		return api_mcp_error_text(j->model_output);
 	case STORE_DECLINED:
 		rc = j->reason ? asprintf(&s, "declined: %s", j->reason)
 			       : asprintf(&s, "declined");
 		break;
 	case STORE_CANCELLED:
-		rc = j->reason ? asprintf(&s, "cancelled: %s", j->reason)
-			       : asprintf(&s, "cancelled");
+		rc = reason ? asprintf(&s, "cancelled: %s", reason)
+			    : asprintf(&s, "cancelled");
 		break;
 	case STORE_EXPIRED:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "expired: nobody answered in time%s%s",
 			      em ? ": " : "", em ? em : "");
 		break;
 	case STORE_TIMED_OUT:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "timed out: %s", em ? em : "the tool ran "
 			      "longer than its timeout");
 		break;
 	default:
+		em = error_message(wk, j);
 		rc = asprintf(&s, "%s", em ? em : "failed");
 		break;
 	}
+	free(em);
 	return rc < 0 ? NULL : s;
 }
 
 /*
- * task_json returns a new Task for j. Its ttl comes from the job's
- * expiry: the time from creation to expires_at for a job that waits, the
- * ttlMs it was submitted with otherwise, and null for a job that never
- * expires. status is forced to as_status when that is >= 0.
+ * task_json returns a new Task for j. Its ttl is null, and stays null for
+ * the task's whole life: berth keeps a task for as long as it can still
+ * change and for --retention after it has ended, never for a fixed time
+ * from its creation (a task.ttl a client asks for is met or exceeded, as
+ * MCP allows; docs/MCP.md, "ttl"). status is forced to as_status when
+ * that is >= 0, and the statusMessage left out then.
  */
-static json_t *task_json(const struct store_job *j, int as_status)
+static json_t *task_json(struct worker *wk, const struct store_job *j,
+			 int as_status)
 {
 	char created[32], updated[32];
-	int s = as_status >= 0 ? as_status : mcp_status_of(j->status);
-	json_t *t, *ttl;
+	int s = as_status >= 0 ? as_status : task_status(j);
+	json_t *t;
 	char *msg;
 
-	if (j->expires_at > 0 && j->expires_at > j->created_at)
-		ttl = json_integer(j->expires_at - j->created_at);
-	else if (j->ttl_ms > 0)
-		ttl = json_integer(j->ttl_ms);
-	else
-		ttl = json_null();
-	t = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i}",
+	t = json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}",
 		      "taskId", j->id,
 		      "status", mcp_status_names[s],
 		      "createdAt", store_format_time(j->created_at, created),
 		      "lastUpdatedAt",
 		      store_format_time(j->updated_at ? j->updated_at
 						      : j->created_at, updated),
-		      "ttl", ttl,
+		      "ttl",
 		      "pollInterval", MCP_POLL_MS);
-	msg = status_message(j);
-	if (t && msg && as_status < 0)
+	if (!t || as_status >= 0)
+		return t;
+	msg = status_message(wk, j);
+	if (msg)
 		json_object_set_new(t, "statusMessage", json_string(msg));
 	free(msg);
 	return t;
@@ -425,33 +489,66 @@ static json_t *error_result(const char *text, json_t *meta)
 }
 
 /*
- * call_result returns the CallToolResult of a finished job: for a
- * completed one its output as structuredContent (when it is an object,
- * as MCP requires) and as content either the modelOutput or the output as
- * JSON text; for any other end an isError result that says what happened.
+ * completed_result returns the CallToolResult of a completed job: as
+ * structuredContent the tool's transcript view of its output (wrapped as
+ * {"result": ...} when it is not an object, or when the tool's
+ * outputSchema is not an object schema, which MCP clients are shown
+ * wrapped), and as content the blocks of its modelOutput, or the same
+ * view as JSON text. A modelOutput that says the call failed sets
+ * isError.
  */
-static json_t *call_result(const struct store_job *j, bool related_task)
+static json_t *completed_result(struct mcp_conn *mc, const struct store_job *j,
+				bool related_task)
 {
-	const char *em = json_string_value(json_object_get(j->error, "message"));
+	struct worker *wk = mc->hub->api->worker;
+	const struct worker_tool *t = worker_tool_find(wk, j->tool);
+	const json_t *schema = t ? worker_tool_schema(t, WORKER_SCHEMA_OUTPUT)
+				 : NULL;
+	bool links = strcmp(mc->version, "2025-03-26") != 0;
+	bool is_error = false;
+	json_t *view, *content, *r;
+	char *text;
+
+	view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+				   BERTH_PAYLOAD_OUTPUT, j->output);
+	if (j->model_output) {
+		content = api_mcp_content(j->model_output, j->id, links,
+					  &is_error);
+	} else {
+		text = api_mcp_dumps(view, SIZE_MAX);
+		content = text ? text_content(text) : NULL;
+		free(text);
+	}
+	r = json_pack("{s:o, s:o}", "content", content, "structuredContent",
+		      api_mcp_structured(view, schema &&
+						       !api_mcp_object_schema(schema)));
+	json_decref(view);
+	if (r && is_error)
+		json_object_set_new(r, "isError", json_true());
+	if (r)
+		json_object_set_new(r, "_meta", job_meta(j, related_task));
+	return r;
+}
+
+/*
+ * call_result returns the CallToolResult of a finished job: for a
+ * completed one completed_result; for any other end an isError result
+ * that says what happened, with the error as the tool's transcript view
+ * shows it and a cancel's or decline's reason as it was given.
+ */
+static json_t *call_result(struct mcp_conn *mc, const struct store_job *j,
+			   bool related_task)
+{
+	const char *reason = json_string_value(json_object_get(j->error,
+							       "message"));
 	json_t *r;
-	char *text = NULL;
+	char *text = NULL, *em = NULL;
 	int rc = 0;
 
-	if (j->status == STORE_COMPLETED) {
-		if (json_is_string(j->model_output))
-			text = strdup(json_string_value(j->model_output));
-		else if (j->model_output)
-			text = dumps(j->model_output, SIZE_MAX);
-		else
-			text = dumps(j->output, SIZE_MAX);
-		r = json_pack("{s:o}", "content", text_content(text));
-		if (r && json_is_object(j->output))
-			json_object_set(r, "structuredContent", j->output);
-		if (r)
-			json_object_set_new(r, "_meta", job_meta(j, related_task));
-		free(text);
-		return r;
-	}
+	if (j->status == STORE_COMPLETED)
+		return completed_result(mc, j, related_task);
+	if (j->status != STORE_DECLINED && j->status != STORE_CANCELLED)
+		em = error_message(mc->hub->api->worker, j);
 	switch (j->status) {
 	case STORE_DECLINED:
 		rc = asprintf(&text, "berth job %s of tool %s was declined%s%s; "
@@ -460,8 +557,8 @@ static json_t *call_result(const struct store_job *j, bool related_task)
 		break;
 	case STORE_CANCELLED:
 		rc = asprintf(&text, "berth job %s of tool %s was cancelled%s%s",
-			      j->id, j->tool, j->reason ? ": " : "",
-			      j->reason ? j->reason : "");
+			      j->id, j->tool, reason ? ": " : "",
+			      reason ? reason : "");
 		break;
 	case STORE_EXPIRED:
 		rc = asprintf(&text, "berth job %s of tool %s expired: nobody "
@@ -477,6 +574,7 @@ static json_t *call_result(const struct store_job *j, bool related_task)
 			      j->id, j->tool, em ? em : "no reason given");
 		break;
 	}
+	free(em);
 	if (rc < 0)
 		return NULL;
 	r = error_result(text, job_meta(j, related_task));
@@ -782,9 +880,11 @@ static json_t *approval_form(void)
 static void explain_wait(struct mcp_watch *w, const struct store_job *j,
 			 const char *why)
 {
+	struct worker *wk = w->mc->hub->api->worker;
 	struct api_req *r = w->req;
 	char *text = NULL, *payload = NULL, *schema = NULL;
 	const struct worker_tool *t;
+	json_t *view;
 	int rc;
 
 	if (j->status == STORE_AWAITING_APPROVAL) {
@@ -798,10 +898,17 @@ static void explain_wait(struct mcp_watch *w, const struct store_job *j,
 			      j->id, j->tool, why ? ": " : "", why ? why : "",
 			      j->id, j->id, j->id);
 	} else {
-		t = worker_tool_find(w->mc->hub->api->worker, j->tool);
-		payload = dumps(j->suspend_payload, MCP_QUOTE_MAX);
-		schema = dumps(t ? worker_tool_schema(t, WORKER_SCHEMA_RESUME)
-				 : NULL, MCP_QUOTE_MAX);
+		/* This text is a tool result, read by the model: the
+		 * payload is quoted as the transcript view shows it. */
+		t = worker_tool_find(wk, j->tool);
+		view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+					   BERTH_PAYLOAD_SUSPEND,
+					   j->suspend_payload);
+		payload = api_mcp_dumps(view, API_MCP_QUOTE_MAX);
+		json_decref(view);
+		schema = api_mcp_dumps(t ? worker_tool_schema(
+						   t, WORKER_SCHEMA_RESUME)
+					 : NULL, API_MCP_QUOTE_MAX);
 		rc = asprintf(&text, "berth job %s of tool %s is suspended and "
 			      "waits for resume data%s%s. It keeps waiting. "
 			      "It asked: %s. Resume it through berth: `berth "
@@ -884,7 +991,12 @@ static void on_applied(void *arg, const struct worker_result *res)
 	ask_unref(a);
 }
 
-/* on_answer takes the client's answer to an elicitation/create. */
+/*
+ * on_answer takes the client's answer to an elicitation/create. It is
+ * applied to the wait it was asked about, even when the watch that asked
+ * has ended (the client gave up waiting on tasks/result, but the person
+ * still answered), and never to a later wait of the job.
+ */
 static void on_answer(void *arg, json_t *result, json_t *error)
 {
 	struct mcp_ask *a = arg;
@@ -893,13 +1005,15 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 	const char *action = json_string_value(json_object_get(result, "action"));
 	json_t *content = json_object_get(result, "content");
 	const char *reason = json_string_value(json_object_get(content, "reason"));
+	bool answered = action && (strcmp(action, "accept") == 0 ||
+				   strcmp(action, "decline") == 0);
 	struct store_job *j = NULL;
 	int rc = 0;
 
-	if (!w || (!result && !error)) {
-		/* The watch ended, or the connection closed. */
-		if (w)
-			w->ask = NULL;
+	if (w)
+		w->ask = NULL;
+	if (!result && !error) {
+		/* The connection closed: nobody answered. */
 		ask_unref(a);
 		return;
 	}
@@ -909,14 +1023,15 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 		/* The job moved on while the question was open (answered
 		 * elsewhere, cancelled, expired): this answer is about a
 		 * wait that is over, and must never apply to a later one. */
-		w->ask = NULL;
 		store_job_free(j);
-		recheck(w);
+		if (w)
+			recheck(w);
 		ask_unref(a);
 		return;
 	}
-	if (error || !action || strcmp(action, "cancel") == 0 ||
-	    (strcmp(action, "accept") != 0 && strcmp(action, "decline") != 0)) {
+	if (!answered) {
+		/* cancel (the person dismissed it), an error, or an action
+		 * MCP does not define: the job keeps waiting. */
 		const char *em = json_string_value(json_object_get(error,
 								   "message"));
 		char why[320];
@@ -926,8 +1041,8 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				 "%.256s", em ? em : "an error");
 		else
 			snprintf(why, sizeof why, "the question was put aside");
-		w->ask = NULL;
-		cannot_ask(w, j, why);
+		if (w)
+			cannot_ask(w, j, why);
 		store_job_free(j);
 		ask_unref(a);
 		return;
@@ -949,8 +1064,11 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				   "(MCP elicitation)", on_applied, a);
 	if (rc < 0) {
 		a->refs--;
-		w->ask = NULL;
-		cannot_ask(w, j, "berthd could not take the answer");
+		if (w)
+			cannot_ask(w, j, "berthd could not take the answer");
+	} else if (w) {
+		/* The answer is under way: no new question until it lands. */
+		w->ask = a;
 	}
 	store_job_free(j);
 	ask_unref(a);
@@ -1004,7 +1122,8 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	/* What the person sees is the tool's display view of the payload. */
 	view = worker_job_to_json(api->worker, j, WORKER_VIEW_DISPLAY);
 	if (approval) {
-		quote = dumps(json_object_get(view, "input"), MCP_QUOTE_MAX);
+		quote = api_mcp_dumps(json_object_get(view, "input"),
+				      API_MCP_QUOTE_MAX);
 		rc = asprintf(&msg, "%s%s%sApprove running the tool %s (berth "
 			      "job %s) with this input? %s",
 			      w->last_error ? "Not done: " : "",
@@ -1015,7 +1134,7 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 		json_t *p = json_object_get(view, "suspendPayload");
 
 		quote = json_is_string(p) ? strdup(json_string_value(p))
-					  : dumps(p, MCP_QUOTE_MAX);
+					  : api_mcp_dumps(p, API_MCP_QUOTE_MAX);
 		rc = asprintf(&msg, "%s%s%sThe tool %s (berth job %s) asks: %s",
 			      w->last_error ? "That answer was not accepted: "
 					    : "",
@@ -1037,7 +1156,10 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	}
 	if (strcmp(w->mc->version, "2025-11-25") == 0)
 		json_object_set_new(params, "mode", json_string("form"));
-	if (w->kind == MCP_W_RESULT)
+	/* A question about a task says which (MCP: "an elicitation that a
+	 * task-augmented tool call depends on MUST share the same related
+	 * task ID"). */
+	if (w->kind != MCP_W_CALL)
 		json_object_set_new(params, "_meta", related(j->id));
 	a->w = w;
 	a->api = api;
@@ -1055,34 +1177,61 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 	}
 }
 
+/* asked_here is true when another watch of w's connection on the same
+ * job has the question of this wait open, or put it aside: a connection
+ * is asked once per wait, whichever of its requests asks. */
+static bool asked_here(const struct mcp_watch *w, const struct store_job *j)
+{
+	for (const struct mcp_watch *o = w->mc->watches; o; o = o->cnext)
+		if (o != w && strcmp(o->job_id, j->id) == 0 &&
+		    (o->ask || (o->held && o->episode == j->updated_at)))
+			return true;
+	return false;
+}
+
+/* notify sends notifications/tasks/status about j on w's connection. */
+static void notify(struct mcp_watch *w, const struct store_job *j)
+{
+	json_t *msg = json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0",
+				"method", "notifications/tasks/status",
+				"params", task_json(w->mc->hub->api->worker,
+						    j, -1));
+
+	if (msg)
+		api_conn_send(w->mc->conn, msg);
+	json_decref(msg);
+}
+
 /* watch_update brings w up to date with its job j (borrowed): a status
  * notification when the task's status changed, the answer of a request
- * once the job ended, a question while it waits. w may be freed. */
+ * once the job ended, a question while it waits (from a waiting request,
+ * or from the status watch of the connection that created the task). w
+ * may be freed. */
 static void watch_update(struct mcp_watch *w, const struct store_job *j)
 {
-	int s = mcp_status_of(j->status);
+	int s = task_status(j);
 
 	if (w->kind == MCP_W_STATUS) {
 		if (s != w->last) {
-			json_t *msg = json_pack("{s:s, s:s, s:o}", "jsonrpc",
-						"2.0", "method",
-						"notifications/tasks/status",
-						"params", task_json(j, -1));
-
-			if (msg)
-				api_conn_send(w->mc->conn, msg);
-			json_decref(msg);
+			notify(w, j);
 			w->last = s;
 		}
-		if (store_status_terminal(j->status))
+		if (store_status_terminal(j->status)) {
 			watch_free(w);
-		return;
-	}
-	if (store_status_terminal(j->status)) {
+			return;
+		}
+		/* The owner is asked once it has shown that it follows the
+		 * task: a question sent with the CreateTaskResult can reach
+		 * a client before it has taken in the task, and a client
+		 * that cannot place it answers "cancel" (the ext-tasks
+		 * client does). */
+		if (!w->owner || !w->followed)
+			return;
+	} else if (store_status_terminal(j->status)) {
 		struct api_req *r = w->req;
 
 		w->req = NULL;
-		api_reply(r, call_result(j, w->kind == MCP_W_RESULT));
+		api_reply(r, call_result(w->mc, j, w->kind == MCP_W_RESULT));
 		watch_free(w);
 		return;
 	}
@@ -1096,7 +1245,7 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 		free(w->last_error);
 		w->last_error = NULL;
 	}
-	if (w->ask || w->held)
+	if (w->ask || w->held || asked_here(w, j))
 		return;
 	if (!w->mc->elicitation)
 		cannot_ask(w, j, "this MCP client declared no elicitation");
@@ -1129,24 +1278,65 @@ static void hub_on_event(void *arg, const struct store_event *ev)
 	store_job_free(j);
 }
 
-/* watch_status starts status notifications about job j on mc (unless it
- * has them already, or too many), as if last had been told. */
-static void watch_status(struct mcp_conn *mc, const struct store_job *j,
-			 int last)
+/* has_asker is true when some connection of hub owns the task job_id
+ * and can be asked its questions (it declared elicitation). */
+static bool has_asker(const struct mcp_hub *hub, const char *job_id)
 {
+	for (const struct mcp_watch *w = hub->buckets[bucket_of(job_id)]; w;
+	     w = w->next)
+		if (w->owner && w->mc->elicitation &&
+		    strcmp(w->job_id, job_id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * watch_status starts status notifications about job j on mc (unless it
+ * has them already, or too many), as if last had been told. owner: mc
+ * created the task, so it is also asked the task's questions, once it
+ * follows the task: when mc asks about a task it owns, that is noted and
+ * a waiting question is asked. A connection with elicitation that asks
+ * about a task no such connection owns (its creator is gone: a restart of
+ * berthd or of the client, a task resumed from a stored reference; its
+ * creator cannot answer; a job submitted through berth's own protocol)
+ * takes it over, or its questions would reach nobody who only polls.
+ */
+static void watch_status(struct mcp_conn *mc, const struct store_job *j,
+			 int last, bool owner)
+{
+	bool adopt = !owner && mc->elicitation && !has_asker(mc->hub, j->id);
 	struct mcp_watch *w;
 
-	if (store_status_terminal(j->status) ||
-	    mc->nstatus >= MCP_MAX_STATUS_WATCHES)
+	if (store_status_terminal(j->status))
 		return;
-	for (w = mc->watches; w; w = w->cnext)
-		if (w->kind == MCP_W_STATUS && strcmp(w->job_id, j->id) == 0)
-			return;
-	w = watch_new(mc, MCP_W_STATUS, j->id, NULL);
-	if (w) {
-		w->last = last;
-		watch_update(w, j);
+	for (w = mc->watches; w; w = w->cnext) {
+		if (w->kind != MCP_W_STATUS || strcmp(w->job_id, j->id) != 0)
+			continue;
+		if (!owner && (w->owner || adopt) && !w->followed) {
+			if (!w->owner) {
+				w->owner = true;
+				mc->nstatus--;
+				mc->nowned++;
+			}
+			w->followed = true;
+			watch_update(w, j);
+		}
+		return;
 	}
+	if ((owner || adopt) ? mc->nowned >= MCP_MAX_OWNED
+			     : mc->nstatus >= MCP_MAX_STATUS_WATCHES)
+		return;
+	w = watch_new(mc, MCP_W_STATUS, j->id, NULL);
+	if (!w)
+		return;
+	w->owner = owner || adopt;
+	w->followed = adopt;
+	if (w->owner)
+		mc->nowned++;
+	else
+		mc->nstatus++;
+	w->last = last;
+	watch_update(w, j);
 }
 
 /* ---- methods ------------------------------------------------------------ */
@@ -1166,6 +1356,7 @@ static void m_initialize(struct api_req *r, json_t *params)
 {
 	const char *asked = api_params_str(params, "protocolVersion");
 	const char *version = MCP_LATEST;
+	json_t *asked_caps = json_object_get(params, "capabilities");
 	struct mcp_conn *mc = mcp_conn_get(r->conn);
 	json_t *caps, *result;
 
@@ -1177,14 +1368,28 @@ static void m_initialize(struct api_req *r, json_t *params)
 		if (strcmp(asked, mcp_versions[i]) == 0)
 			version = mcp_versions[i];
 	snprintf(mc->version, sizeof mc->version, "%s", version);
-	mc->elicitation = form_elicitation(json_object_get(params,
-							   "capabilities"));
+	mc->elicitation = form_elicitation(asked_caps);
+	json_decref(mc->client_info);
+	mc->client_info = json_incref(json_object_get(params, "clientInfo"));
+	/* Tasks came with 2025-11-25, as a part of the core; they left it
+	 * for the extension io.modelcontextprotocol/tasks. A client of an
+	 * older revision that declares either form gets them too. Both
+	 * forms are advertised, because clients look for one or the
+	 * other; the methods and shapes are those of 2025-11-25 either
+	 * way. */
+	mc->tasks = strcmp(version, "2025-11-25") == 0 ||
+		    json_is_object(json_object_get(asked_caps, "tasks")) ||
+		    json_is_object(json_object_get(
+			    json_object_get(asked_caps, "extensions"),
+			    MCP_TASKS_EXT));
 	caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
-	/* Tasks came with 2025-11-25; older clients would not know them. */
-	if (caps && strcmp(version, "2025-11-25") == 0)
+	if (caps && mc->tasks) {
 		json_object_set_new(caps, "tasks", json_pack(
 			"{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
 			"requests", "tools", "call"));
+		json_object_set_new(caps, "extensions",
+				    json_pack("{s:{}}", MCP_TASKS_EXT));
+	}
 	result = json_pack(
 		"{s:s, s:o, s:{s:s, s:s, s:s}, s:s}",
 		"protocolVersion", version,
@@ -1235,9 +1440,9 @@ static json_t *invalid_input_result(const char *tool,
 
 	if (!f)
 		return NULL;
-	fprintf(f, "Invalid arguments for tool %s: %s", tool,
-		res->message ? res->message : "they do not match its "
-		"inputSchema");
+	fprintf(f, "Invalid call of tool %s: %s", tool,
+		res->message ? res->message : "the arguments do not match "
+		"its inputSchema");
 	json_array_foreach(errs, i, e) {
 		const char *path = json_string_value(json_object_get(
 			e, "instancePath"));
@@ -1252,17 +1457,27 @@ static json_t *invalid_input_result(const char *tool,
 	return r;
 }
 
+/* A tools/call on its way through worker_submit: the request and the
+ * metadata its job is created with, which must live until the callback. */
+struct mcp_call {
+	struct api_req *r;
+	json_t *metadata;
+};
+
 /* on_submitted answers a tools/call once its job is durable: at once with
  * a CreateTaskResult for a task, else when the job ends (a watch). */
 static void on_submitted(void *arg, const struct worker_result *res)
 {
-	struct api_req *r = arg;
+	struct mcp_call *call = arg;
+	struct api_req *r = call->r;
 	bool task = json_object_get(r->params, "task") != NULL;
 	const char *name = api_params_str(r->params, "name");
 	struct mcp_conn *mc;
 	struct mcp_watch *w;
 	char text[200];
 
+	json_decref(call->metadata);
+	free(call);
 	if (api_req_dead(r)) {
 		api_req_drop(r);
 		return;
@@ -1287,10 +1502,12 @@ static void on_submitted(void *arg, const struct worker_result *res)
 	}
 	if (task) {
 		/* MCP tasks begin "working"; one that waits for approval
-		 * from the start says so in its first status notification. */
+		 * from the start says so in its first status notification,
+		 * which follows this answer, and so does its question. */
 		api_reply(r, json_pack("{s:o}", "task",
-				       task_json(res->job, MCP_WORKING)));
-		watch_status(mc, res->job, MCP_WORKING);
+				       task_json(mc->hub->api->worker, res->job,
+						 MCP_WORKING)));
+		watch_status(mc, res->job, MCP_WORKING, true);
 		return;
 	}
 	w = watch_new(mc, MCP_W_CALL, res->job->id, r);
@@ -1301,14 +1518,76 @@ static void on_submitted(void *arg, const struct worker_result *res)
 	recheck(w);
 }
 
+/* The _meta members of a tools/call that berth reads. */
+static const struct api_param p_call_meta[] = {
+	{MCP_META_CONTEXT, API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{MCP_META_TTL, API_P_INT, 0, 1, MCP_MS_MAX, NULL, NULL},
+	{NULL, 0, 0, 0, 0, NULL, NULL},
+};
+
+/* check_meta checks the _meta of a tools/call; on an error it answers r
+ * with -32602 and the errors at their place in params, and returns -1. */
+static int check_meta(struct api_req *r, const json_t *meta)
+{
+	json_t *errors = NULL, *e;
+	size_t i;
+
+	if (!meta || api_params_check(p_call_meta, meta, &errors) == 0)
+		return 0;
+	json_array_foreach(errors, i, e) {
+		const char *path = json_string_value(json_object_get(
+			e, "instancePath"));
+		size_t len = 0;
+		char *s = NULL;
+		FILE *f = open_memstream(&s, &len);
+
+		/* "/berth/ttlMs" names the member "berth/ttlMs", which a
+		 * JSON Pointer spells "berth~1ttlMs". */
+		if (!f)
+			continue;
+		fputs("/_meta/", f);
+		for (const char *p = path && *path ? path + 1 : ""; *p; p++) {
+			if (*p == '/' || *p == '~')
+				fputs(*p == '/' ? "~1" : "~0", f);
+			else
+				fputc(*p, f);
+		}
+		if (fclose(f) == 0)
+			json_object_set_new(e, "instancePath", json_string(s));
+		free(s);
+	}
+	api_reply_error(r, API_INVALID_PARAMS, "Invalid _meta of tools/call",
+			json_pack("{s:o}", "errors", errors));
+	return -1;
+}
+
+/* call_metadata returns the metadata an MCP job is created with:
+ * {"mcp": {"_meta": the request's _meta, "clientInfo": initialize's}},
+ * each when there is one, or NULL when there is neither. */
+static json_t *call_metadata(const struct mcp_conn *mc, json_t *meta)
+{
+	json_t *m;
+
+	if (!meta && !(mc && mc->client_info))
+		return NULL;
+	m = json_object();
+	if (meta)
+		json_object_set(m, "_meta", meta);
+	if (mc && mc->client_info)
+		json_object_set(m, "clientInfo", mc->client_info);
+	return json_pack("{s:o}", "mcp", m);
+}
+
 static void m_tools_call(struct api_req *r, json_t *params)
 {
 	struct api *a = r->conn->api;
+	struct mcp_conn *mc = conn_mcp(r->conn);
 	const char *name = api_params_str(params, "name");
 	json_t *task = json_object_get(params, "task");
-	json_t *ttl = json_object_get(task, "ttl");
+	json_t *meta = json_object_get(params, "_meta");
 	struct worker_submit s = {0};
 	const struct worker_tool *t = worker_tool_find(a->worker, name);
+	struct mcp_call *call;
 	char text[200];
 	int rc;
 
@@ -1316,6 +1595,16 @@ static void m_tools_call(struct api_req *r, json_t *params)
 		snprintf(text, sizeof text, "Unknown tool: %.128s", name);
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 		return;
+	}
+	if (check_meta(r, meta) < 0)
+		return;
+	/* A server that did not offer tasks processes a task-augmented
+	 * request normally, ignoring the task (MCP, "Task Support and
+	 * Handling"). A client that never initialized is taken to speak
+	 * the latest revision. */
+	if (task && mc && mc->version[0] && !mc->tasks) {
+		json_object_del(params, "task");
+		task = NULL;
 	}
 	if (task) {
 		json_t *tj = worker_tool_to_json(a->worker, t);
@@ -1332,22 +1621,35 @@ static void m_tools_call(struct api_req *r, json_t *params)
 			return;
 		}
 	}
+	call = calloc(1, sizeof *call);
+	if (!call) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
+	call->r = r;
+	call->metadata = call_metadata(mc, meta);
 	/* Absent arguments are an empty object; r->params keeps it alive. */
 	if (!json_object_get(params, "arguments"))
 		json_object_set_new(params, "arguments", json_object());
 	s.tool = name;
 	s.input = json_object_get(params, "arguments");
-	/* A task's requested ttl bounds how long its job may wait for an
-	 * answer (berth's ttlMs); berth reports the ttl it keeps. */
-	if (json_is_number(ttl) && json_number_value(ttl) >= 1)
-		s.ttl_ms = (int64_t)json_number_value(ttl);
-	/* Everything in s is borrowed from r->params, which lives until r
-	 * is answered. */
-	rc = worker_submit(a->worker, &s, on_submitted, r);
-	if (rc < 0)
+	s.request_context = json_object_get(meta, MCP_META_CONTEXT);
+	s.metadata = call->metadata;
+	/* How long the job may wait for approval or input: what its tool
+	 * allows, or shorter when the client asks with berth/ttlMs. A
+	 * task's ttl is how long the client wants the task kept, and never
+	 * abandons a question (docs/MCP.md, "ttl"). */
+	s.ttl_ms = api_params_int(meta, MCP_META_TTL, 0);
+	/* Everything else in s is borrowed from r->params, which lives
+	 * until r is answered. */
+	rc = worker_submit(a->worker, &s, on_submitted, call);
+	if (rc < 0) {
+		json_decref(call->metadata);
+		free(call);
 		api_reply_error(r, API_INTERNAL_ERROR, rc == -ESHUTDOWN
 				? "berthd is shutting down" : strerror(-rc),
 				NULL);
+	}
 }
 
 /* get_task reads the job that a tasks/... request names into *j; on an error it
@@ -1376,10 +1678,10 @@ static void m_tasks_get(struct api_req *r, json_t *params)
 
 	if (get_task(r, &j) < 0)
 		return;
-	api_reply(r, task_json(j, -1));
+	api_reply(r, task_json(r->conn->api->worker, j, -1));
 	/* A client that asks about a task is told when it changes. */
 	if (mc)
-		watch_status(mc, j, mcp_status_of(j->status));
+		watch_status(mc, j, task_status(j), false);
 	store_job_free(j);
 }
 
@@ -1394,7 +1696,7 @@ static void m_tasks_result(struct api_req *r, json_t *params)
 	if (!mc) {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
 	} else if ((w = watch_new(mc, MCP_W_RESULT, j->id, r))) {
-		watch_status(mc, j, mcp_status_of(j->status));
+		watch_status(mc, j, task_status(j), false);
 		watch_update(w, j);
 	} else {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
@@ -1424,7 +1726,8 @@ static void m_tasks_list(struct api_req *r, json_t *params)
 	}
 	tasks = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(tasks, task_json(jobs[i], -1));
+		json_array_append_new(tasks, task_json(r->conn->api->worker,
+						       jobs[i], -1));
 		store_job_free(jobs[i]);
 	}
 	free(jobs);
@@ -1445,7 +1748,7 @@ static void on_cancelled(void *arg, const struct worker_result *res)
 	} else if (res->err == WORKER_ECONFLICT && res->job) {
 		snprintf(text, sizeof text, "Cannot cancel task: already in "
 			 "terminal status '%s'",
-			 mcp_status_names[mcp_status_of(res->job->status)]);
+			 mcp_status_names[task_status(res->job)]);
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 	} else if (res->err == WORKER_ENOTFOUND) {
 		api_reply_error(r, API_INVALID_PARAMS, "Failed to retrieve "
@@ -1453,7 +1756,7 @@ static void on_cancelled(void *arg, const struct worker_result *res)
 	} else if (res->err != WORKER_OK) {
 		api_reply_worker_error(r, res);
 	} else {
-		api_reply(r, task_json(res->job, -1));
+		api_reply(r, task_json(r->conn->api->worker, res->job, -1));
 	}
 }
 
@@ -1468,7 +1771,7 @@ static void m_tasks_cancel(struct api_req *r, json_t *params)
 	if (store_status_terminal(j->status)) {
 		snprintf(text, sizeof text, "Cannot cancel task: already in "
 			 "terminal status '%s'",
-			 mcp_status_names[mcp_status_of(j->status)]);
+			 mcp_status_names[task_status(j)]);
 		api_reply_error(r, API_INVALID_PARAMS, text, NULL);
 		store_job_free(j);
 		return;
@@ -1480,6 +1783,29 @@ static void m_tasks_cancel(struct api_req *r, json_t *params)
 			   r);
 	if (rc < 0)
 		api_reply_error(r, API_INTERNAL_ERROR, strerror(-rc), NULL);
+}
+
+/* ---- tools/list ---------------------------------------------------------- */
+
+json_t *api_mcp_tool_to_json(struct api_conn *c, const struct worker_tool *t)
+{
+	struct worker *wk = c->api->worker;
+	json_t *tj = worker_tool_to_json(wk, t);
+	const json_t *schema = worker_tool_schema(t, WORKER_SCHEMA_OUTPUT);
+
+	if (!tj || !conn_mcp(c) || !schema)
+		return tj;
+	if (worker_tool_has_view(t, WORKER_VIEW_TRANSCRIPT)) {
+		/* structuredContent is the transcript view, which a
+		 * transform may have made into anything: a schema that no
+		 * longer describes it would make clients refuse the result
+		 * (the TypeScript SDK checks it), so none is listed. */
+		json_object_del(tj, "outputSchema");
+	} else if (!api_mcp_object_schema(schema)) {
+		json_object_set_new(tj, "outputSchema",
+				    api_mcp_output_schema(schema));
+	}
+	return tj;
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -1501,6 +1827,7 @@ static const struct api_param p_call[] = {
 	{"name", API_P_STRING, REQ, 0, 128, NULL, NULL},
 	{"arguments", API_P_OBJECT, 0, 0, 0, NULL, NULL},
 	{"task", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	{"_meta", API_P_OBJECT, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_task[] = {

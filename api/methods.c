@@ -278,6 +278,17 @@ static void m_ping(struct api_req *r, json_t *params)
 
 /* ---- tools ------------------------------------------------------------- */
 
+/* tool_json returns the Tool of t as r's client is shown it: an MCP
+ * client gets MCP's form of it (api/mcp.c). */
+static json_t *tool_json(struct api_req *r, const struct worker_tool *t)
+{
+#ifdef BERTH_HAVE_MCP
+	return api_mcp_tool_to_json(r->conn, t);
+#else
+	return worker_tool_to_json(api_of(r)->worker, t);
+#endif
+}
+
 static void m_tools_list(struct api_req *r, json_t *params)
 {
 	struct api *a = api_of(r);
@@ -298,8 +309,8 @@ static void m_tools_list(struct api_req *r, json_t *params)
 			      cursor) <= 0)
 			i++;
 	for (; i < n && json_array_size(tools) < TOOLS_PAGE; i++)
-		json_array_append_new(tools, worker_tool_to_json(
-			a->worker, worker_tool_at(a->worker, i)));
+		json_array_append_new(tools, tool_json(
+			r, worker_tool_at(a->worker, i)));
 	result = json_pack("{s:o}", "tools", tools);
 	if (result && i < n)
 		json_object_set_new(result, "nextCursor",

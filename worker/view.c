@@ -297,6 +297,22 @@ json_t *worker__view(const struct worker_tool *t, int view,
 	return v ? v : json_incref((json_t *)payload);
 }
 
+bool worker_tool_has_view(const struct worker_tool *t, int view)
+{
+	if (!t || !t->c)
+		return false;
+	return view == WORKER_VIEW_DISPLAY      ? t->c->display != NULL
+	       : view == WORKER_VIEW_TRANSCRIPT ? t->c->transcript != NULL
+						: false;
+}
+
+json_t *worker_payload_view(struct worker *w, const char *tool, int view,
+			    enum berth_payload which, const json_t *payload)
+{
+	return worker__view(tool ? worker__tool_find(w, tool) : NULL, view,
+			    which, payload);
+}
+
 /* replace sets o[key] to the view of its payload when o has it. */
 static void replace(json_t *o, const struct worker_tool *t, int view,
 		    const char *key, enum berth_payload which)

@@ -139,6 +139,17 @@ enum worker_view {
 json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
 			   int view);
 
+/* worker_payload_view returns a new reference to one payload (borrowed) of
+ * a job of the named tool as the view shows it; NULL only for a NULL
+ * payload. A tool that is not registered shows its payloads as stored. */
+json_t *worker_payload_view(struct worker *w, const char *tool, int view,
+			    enum berth_payload which, const json_t *payload);
+
+/* worker_tool_has_view is true when t declares a transform for that view,
+ * so that what the view shows may differ from what the tool's schemas
+ * describe. */
+bool worker_tool_has_view(const struct worker_tool *t, int view);
+
 /* ---- operations ------------------------------------------------------- */
 
 /* Params of jobs/submit. json_t values and strings are borrowed until the

@@ -1,9 +1,11 @@
 // harness.mjs: a real berthd and `berth mcp` clients for the MCP tests.
 //
 // The meson test (run.sh) sets BERTHD and BERTH to the built binaries,
-// BERTH_EXAMPLES to examples/tools and BERTH_MCP_TOOLS to tests/mcp/tools.
-// Each Daemon runs berthd on a database and socket of its own in a
-// temporary directory, so tests never share state with a user's daemon.
+// MCPD to tests/mcp/mcpd (a berthd with a C tool of its own),
+// BERTH_EXAMPLES to examples/tools, BERTH_MCP_TOOLS to tests/mcp/tools and
+// BERTH_MCP_SCALAR_TOOLS to tests/mcp/tools-scalar. Each Daemon runs a
+// daemon on a database and socket of its own in a temporary directory, so
+// tests never share state with a user's daemon.
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
@@ -24,8 +26,10 @@ function need(name) {
 
 export const BERTHD = need('BERTHD');
 export const BERTH = need('BERTH');
+export const MCPD = need('MCPD');
 export const EXAMPLES = need('BERTH_EXAMPLES');
 export const MCP_TOOLS = need('BERTH_MCP_TOOLS');
+export const SCALAR_TOOLS = need('BERTH_MCP_SCALAR_TOOLS');
 
 // canConnect resolves true when something accepts on the Unix socket.
 function canConnect(socket) {
@@ -36,10 +40,14 @@ function canConnect(socket) {
   });
 }
 
-// Daemon is one berthd on a temporary directory; restart keeps the
-// directory, and so the database, which is what the restart test needs.
+// Daemon is one berthd (or another binary built on berth_main, such as
+// mcpd) with the tools of the given directories, on a temporary
+// directory; restart keeps the directory, and so the database, which is
+// what the restart test needs.
 export class Daemon {
-  constructor() {
+  constructor({ binary = BERTHD, tools = [EXAMPLES, MCP_TOOLS] } = {}) {
+    this.binary = binary;
+    this.tools = tools;
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'berth-mcp-'));
     this.db = path.join(this.dir, 'berth.db');
     this.socket = path.join(this.dir, 'berth.sock');
@@ -50,11 +58,10 @@ export class Daemon {
 
   async start() {
     const fd = openSync(this.log, 'a');
-    const proc = spawn(BERTHD, [
+    const proc = spawn(this.binary, [
       '--db', this.db,
       '--socket', this.socket,
-      '--tools', EXAMPLES,
-      '--tools', MCP_TOOLS,
+      ...this.tools.flatMap((dir) => ['--tools', dir]),
       '--workers', '4',
     ], { stdio: ['ignore', fd, fd] });
     closeSync(fd);
@@ -105,7 +112,7 @@ export class Daemon {
 
 // sanitizerEnv passes the sanitizers' settings that meson test sets on to
 // `berth mcp`, which the SDK otherwise starts with a minimal environment.
-function sanitizerEnv() {
+export function sanitizerEnv() {
   const env = {};
   for (const k of ['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'MSAN_OPTIONS']) {
     if (process.env[k] !== undefined) env[k] = process.env[k];
@@ -115,15 +122,18 @@ function sanitizerEnv() {
 
 // McpSession is an SDK Client talking to berthd through `berth mcp`.
 // errors collects what the SDK reports through onerror: a line on stdout
-// that is not a JSON-RPC message would land there.
+// that is not a JSON-RPC message would land there. received holds every
+// message the client got after initialize, as JSON text, for the tests
+// that check what never reaches a client.
 export class McpSession {
-  constructor(daemon, { elicit = null, name = 'berth-mcp-test' } = {}) {
+  constructor(daemon, { elicit = null, name = 'berth-mcp-test', capabilities: extra = {} } = {}) {
     this.daemon = daemon;
     this.errors = [];
     this.stderr = '';
     this.statusNotes = [];
     this.elicitations = [];
-    const capabilities = elicit ? { elicitation: { form: {} } } : {};
+    this.received = [];
+    const capabilities = { ...(elicit ? { elicitation: { form: {} } } : {}), ...extra };
     this.client = new Client({ name, version: '1.0.0' }, { capabilities });
     this.client.onerror = (e) => this.errors.push(e);
     if (elicit) {
@@ -147,6 +157,11 @@ export class McpSession {
 
   async connect() {
     await this.client.connect(this.transport);
+    const deliver = this.transport.onmessage;
+    this.transport.onmessage = (message, extra) => {
+      this.received.push(JSON.stringify(message));
+      deliver(message, extra);
+    };
     return this;
   }
 
@@ -223,4 +238,19 @@ export class RawRelay {
     }
     return how;
   }
+}
+
+// rawCall sends one request through `berth mcp` without initialize, so
+// the connection is a client of berth's own protocol (jobs/get, tools/list
+// as declared), and returns its result, or throws an Error carrying the
+// JSON-RPC error's code and data.
+export async function rawCall(daemon, method, params = {}) {
+  const r = new RawRelay(['--socket', daemon.socket]);
+  r.send({ jsonrpc: '2.0', id: 1, method, params });
+  const line = await r.line();
+  r.proc.stdin.end();
+  await r.exit();
+  const reply = JSON.parse(line);
+  if (reply.error) throw Object.assign(new Error(reply.error.message), reply.error);
+  return reply.result;
 }

@@ -11,9 +11,12 @@ import { readFileSync } from 'node:fs';
 
 import { McpError, CallToolResultSchema, CreateTaskResultSchema, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 
-import { Daemon, McpSession, RawRelay, waitFor } from './harness.mjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Daemon, MCPD, MCP_TOOLS, McpSession, RawRelay, SCALAR_TOOLS, rawCall, waitFor } from './harness.mjs';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 
 // The test tools of tests/mcp/tools (shell scripts with jq).
 const ECHO = 'mcp-echo';       // output {text, length}; outputSchema
@@ -23,6 +26,13 @@ const ASK = 'mcp-ask';         // suspends with {question}; resumeSchema {answer
 const NESTED = 'mcp-nested';   // suspends; resumeSchema with an object field
 const FAIL = 'mcp-fail';       // fails with "the tool failed on purpose"
 const SLOW = 'mcp-slow';       // sleeps 60 s
+const CONTENT = 'mcp-content'; // a modelOutput of each AI SDK shape, by kind
+const LIST = 'mcp-list';       // output [1..n], not an object; no outputSchema
+const CONTEXT = 'mcp-context'; // requestContextSchema {userId}; output {userId}
+const SECRETIVE = 'mcp-secret'; // mcpd's C tool whose transforms hide an apiKey
+
+// A test that waits on berthd fails after this rather than hanging the run.
+const LIMIT = { timeout: 120000 };
 
 // textOf returns the text of a result's first content block.
 function textOf(result) {
@@ -408,6 +418,419 @@ describe('tasks', () => {
     assert.equal(result._meta?.[RELATED]?.taskId, id);
     assert.equal((await second.client.experimental.tasks.getTask(id)).status, 'completed');
     noStrayOutput(second);
+  });
+});
+
+describe('results', () => {
+  test('a modelOutput in the AI SDK content form becomes the matching MCP blocks', LIMIT, async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: CONTENT, arguments: { kind: 'content' } });
+    assert.equal(result.isError ?? false, false);
+    const c = result.content;
+    assert.deepEqual(c.map((b) => b.type), [
+      'text', 'resource_link', 'image', 'audio', 'resource', 'resource_link',
+      'text', 'text', 'text', 'image', 'resource', 'text', 'text',
+    ]);
+    const id = result._meta['berth/job'].id;
+    assert.equal(c[0].text, 'Seattle: 21 C and sunny');
+    assert.deepEqual(c[1], { type: 'resource_link', uri: 'https://example.com/radar/seattle.png', name: 'seattle.png' });
+    assert.equal(c[2].mimeType, 'image/png');
+    assert.match(c[2].data, /^iVBORw0KGgo/);
+    assert.deepEqual(c[3], { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' });
+    assert.deepEqual(c[4].resource, {
+      uri: `berth://jobs/${id}/modelOutput/4/report%201.pdf`, mimeType: 'application/pdf', blob: 'JVBERi0=',
+    });
+    assert.deepEqual(c[5], {
+      type: 'resource_link', uri: 'https://example.com/files/report.pdf?v=2', name: 'report.pdf', mimeType: 'application/pdf',
+    });
+    assert.match(c[6].text, /file-id: a file held by a model provider.*file-abc123/);
+    assert.match(c[7].text, /image-file-id/);
+    assert.match(c[8].text, /custom/);
+    assert.deepEqual(c[9], { type: 'image', data: 'R0lGODlhAQABAAAAACw=', mimeType: 'image/gif' });
+    assert.deepEqual(c[10].resource, { uri: `berth://jobs/${id}/modelOutput/10/a.txt`, mimeType: 'text/plain', text: 'hello' });
+    assert.match(c[11].text, /not base64/);
+    assert.match(c[12].text, /hologram/);
+    assert.deepEqual(result.structuredContent, { kind: 'content' });
+    noStrayOutput(s);
+  });
+
+  test('text and json model outputs are text; error-text, error-json and execution-denied set isError', LIMIT, async () => {
+    const s = await session();
+    const cases = [
+      ['text', false, 'plain words'],
+      ['json', false, '{"a":1,"b":[true,null]}'],
+      ['bare', false, 'a bare string'],
+      ['other', false, '{"answer":42}'],
+      ['error-text', true, 'the quota is used up'],
+      ['error-json', true, '{"code":429}'],
+      ['denied', true, "the tool's execution was denied: the user said no"],
+    ];
+    for (const [kind, isError, text] of cases) {
+      const result = await s.client.callTool({ name: CONTENT, arguments: { kind } });
+      assert.equal(result.isError ?? false, isError, kind);
+      assert.deepEqual(result.content, [{ type: 'text', text }], kind);
+    }
+  });
+
+  test('a task whose modelOutput says the call failed is failed, with that error as its statusMessage', LIMIT, async () => {
+    const s = await session();
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: CONTENT, arguments: { kind: 'error-text' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.equal(result.isError, true);
+    assert.equal(textOf(result), 'the quota is used up');
+    const task = await s.client.experimental.tasks.getTask(id);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.statusMessage, 'the quota is used up');
+    await rejectsWith(s.client.experimental.tasks.cancelTask(id), ErrorCode.InvalidParams);
+  });
+
+  test('an output that is not an object is structuredContent {"result": output}', LIMIT, async () => {
+    const s = await session();
+    await s.client.listTools();
+    const result = await s.client.callTool({ name: LIST, arguments: { n: 3 } });
+    assert.deepEqual(result.structuredContent, { result: [1, 2, 3] });
+    assert.equal(textOf(result), '[1,2,3]');
+  });
+
+  test('an outputSchema that is not an object is listed wrapped, and structuredContent matches it', LIMIT, async (t) => {
+    const d = new Daemon({ tools: [MCP_TOOLS, SCALAR_TOOLS] });
+    try {
+      await d.start();
+    } catch (e) {
+      // The tool side refuses such a schema until it accepts it (issue 16,
+      // "Schemas"); the MCP side is then checked by test_content alone.
+      if (/outputSchema must be/.test(d.logText())) {
+        t.skip('this berthd refuses an outputSchema that is not an object');
+        await d.cleanup();
+        return;
+      }
+      throw e;
+    }
+    try {
+      const s = await new McpSession(d).connect();
+      const { tools } = await s.client.listTools();
+      const scalar = tools.find((x) => x.name === 'mcp-scalar');
+      assert.equal(scalar.outputSchema.type, 'object');
+      assert.deepEqual(scalar.outputSchema.required, ['result']);
+      assert.equal(scalar.outputSchema.properties.result.type, 'array');
+      assert.deepEqual(scalar.outputSchema.$defs, { count: { type: 'integer', minimum: 1 } });
+      // The SDK validates structuredContent against the listed schema.
+      const result = await s.client.callTool({ name: 'mcp-scalar', arguments: { n: 2 } });
+      assert.deepEqual(result.structuredContent, { result: [1, 2] });
+      noStrayOutput(s);
+      await s.close();
+      // berth's own protocol lists the schema as declared.
+      const raw = (await rawCall(d, 'tools/list')).tools.find((x) => x.name === 'mcp-scalar');
+      assert.equal(raw.outputSchema.type, 'array');
+    } finally {
+      await d.cleanup();
+    }
+  });
+});
+
+describe('a secret that the tool\'s transform hides', () => {
+  // mcpd's mcp-secret is Mastra's lookup-customer: its output holds an
+  // apiKey, and its transforms show only {displayName}, {customerId},
+  // {question} and "Customer lookup failed".
+  const SECRET = /sk-live-7f3c9d2a/;
+  const c = new Daemon({ binary: MCPD, tools: [] });
+  const mine = [];
+
+  async function secretSession(opts) {
+    const s = await new McpSession(c, opts).connect();
+    mine.push(s);
+    return s;
+  }
+
+  // neverSaw checks every message s received.
+  function neverSaw(s) {
+    const leaks = s.received.filter((m) => SECRET.test(m));
+    assert.deepEqual(leaks, [], 'the secret reached the client');
+    noStrayOutput(s);
+  }
+
+  before(async () => {
+    await c.start();
+  });
+
+  after(async () => {
+    for (const s of mine) {
+      try { await s.close(); } catch { /* already closed */ }
+    }
+    const code = await c.stop();
+    const log = c.logText();
+    await c.cleanup();
+    assert.equal(code, 0, log);
+    assert.doesNotMatch(log, /AddressSanitizer|LeakSanitizer|runtime error/, log);
+  });
+
+  test('a result shows the transcript view as structuredContent and as text', LIMIT, async () => {
+    const s = await secretSession();
+    const { tools } = await s.client.listTools();
+    // The declared outputSchema (with apiKey required) would not describe
+    // the transcript view, so MCP clients are shown none.
+    assert.equal(tools.find((t) => t.name === SECRETIVE).outputSchema, undefined);
+    const result = await s.client.callTool({ name: SECRETIVE, arguments: { customerId: 'c-1' } });
+    assert.deepEqual(result.structuredContent, { displayName: 'Acme' });
+    assert.deepEqual(JSON.parse(textOf(result)), { displayName: 'Acme' });
+    // The secret is there, in the raw view of berth's own protocol.
+    const raw = await rawCall(c, 'jobs/get', { id: result._meta['berth/job'].id });
+    assert.match(raw.output.apiKey, SECRET);
+    neverSaw(s);
+  });
+
+  test("a modelOutput is the content, and structuredContent is still the transcript view", LIMIT, async () => {
+    const s = await secretSession();
+    const result = await s.client.callTool({ name: SECRETIVE, arguments: { customerId: 'c-1', mode: 'model' } });
+    assert.deepEqual(result.content, [{ type: 'text', text: 'Acme is a customer.' }]);
+    assert.deepEqual(result.structuredContent, { displayName: 'Acme' });
+    neverSaw(s);
+  });
+
+  test('a failure shows the transcript view of its error: in the result, tasks/get, tasks/list and notifications', LIMIT, async () => {
+    const s = await secretSession();
+    const plain = await s.client.callTool({ name: SECRETIVE, arguments: { customerId: 'c-1', mode: 'fail' } });
+    assert.equal(plain.isError, true);
+    assert.match(textOf(plain), /Customer lookup failed/);
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: SECRETIVE, arguments: { customerId: 'c-2', mode: 'fail' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.match(textOf(result), /Customer lookup failed/);
+    const task = await s.client.experimental.tasks.getTask(id);
+    assert.equal(task.status, 'failed');
+    assert.equal(task.statusMessage, 'Customer lookup failed');
+    await waitFor(() => s.statusNotes.some((n) => n.taskId === id && n.status === 'failed'), 5000, 'the failed notification');
+    const listed = (await s.client.experimental.tasks.listTasks()).tasks.find((t) => t.taskId === id);
+    assert.equal(listed.statusMessage, 'Customer lookup failed');
+    const raw = await rawCall(c, 'jobs/get', { id });
+    assert.match(raw.error.message, SECRET);
+    neverSaw(s);
+  });
+
+  test('a suspend payload is quoted as the transcript view to a client that cannot answer, and shown as the display view to one that can', LIMIT, async () => {
+    const mute = await secretSession();
+    const told = await mute.client.callTool({ name: SECRETIVE, arguments: { customerId: 'c-3', mode: 'ask' } });
+    assert.equal(told.isError, true);
+    assert.match(textOf(told), /Which account\?/);
+    neverSaw(mute);
+    const s = await secretSession({ elicit: accept({ account: 'main' }) });
+    const result = await s.client.callTool({ name: SECRETIVE, arguments: { customerId: 'c-4', mode: 'ask' } });
+    assert.deepEqual(result.structuredContent, { displayName: 'Acme' });
+    assert.match(s.elicitations[0].params.message, /Which account\?/);
+    neverSaw(s);
+  });
+
+  test('an approval question shows the display view of the input', LIMIT, async () => {
+    const s = await secretSession({ elicit: accept({ approve: true }) });
+    const result = await s.client.callTool({
+      name: SECRETIVE, arguments: { customerId: 'c-5', internalPath: 'sk-live-7f3c9d2a-SECRET/path', mode: 'approve' },
+    });
+    assert.deepEqual(result.structuredContent, { displayName: 'Acme' });
+    assert.match(s.elicitations[0].params.message, /c-5/);
+    neverSaw(s);
+  });
+});
+
+describe('requestContext and _meta', () => {
+  test('a tool with a requestContextSchema takes its context from _meta["berth/requestContext"]', LIMIT, async () => {
+    const s = await session({ name: 'context-client' });
+    const result = await s.client.callTool({
+      name: CONTEXT, arguments: {},
+      _meta: { 'berth/requestContext': { userId: 'u-1' }, trace: 't-42' },
+    });
+    assert.equal(result.isError ?? false, false, textOf(result));
+    assert.deepEqual(result.structuredContent, { userId: 'u-1' });
+    // The job keeps the whole request _meta, and the client's name, in
+    // metadata.mcp.
+    const job = await rawCall(daemon, 'jobs/get', { id: result._meta['berth/job'].id });
+    assert.deepEqual(job.requestContext, { userId: 'u-1' });
+    assert.equal(job.metadata.mcp._meta.trace, 't-42');
+    assert.deepEqual(job.metadata.mcp._meta['berth/requestContext'], { userId: 'u-1' });
+    assert.equal(job.metadata.mcp.clientInfo.name, 'context-client');
+  });
+
+  test('without a request context the call fails naming it', LIMIT, async () => {
+    const s = await session();
+    const result = await s.client.callTool({ name: CONTEXT, arguments: {} });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /requestContext/);
+  });
+
+  test('a berth/requestContext or berth/ttlMs of the wrong type is -32602 naming where', LIMIT, async () => {
+    const s = await session();
+    for (const [meta, path] of [
+      [{ 'berth/requestContext': 'u-1' }, '/_meta/berth~1requestContext'],
+      [{ 'berth/ttlMs': 0 }, '/_meta/berth~1ttlMs'],
+      [{ 'berth/ttlMs': 'soon' }, '/_meta/berth~1ttlMs'],
+    ]) {
+      await assert.rejects(s.client.callTool({ name: CONTEXT, arguments: {}, _meta: meta }), (e) => {
+        assert.equal(e.code, ErrorCode.InvalidParams, e.message);
+        assert.equal(e.data.errors[0].instancePath, path);
+        return true;
+      });
+    }
+  });
+});
+
+describe('ttl', () => {
+  test("a task's ttl never abandons its question, and tasks/get reports one ttl all along", LIMIT, async () => {
+    const s = await session();
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Take your time?' }, task: { ttl: 1000 } } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const ttl = created.task.ttl;
+    const waiting = await waitFor(async () => {
+      const t = await tasks.getTask(id);
+      return t.status === 'input_required' && t;
+    }, 15000, 'input_required');
+    assert.equal(waiting.ttl, ttl);
+    // Well past the ttl the client asked for (an SDK's default of 60 s
+    // behaves the same), the question still waits for its answer.
+    await sleep(3000);
+    const later = await tasks.getTask(id);
+    assert.equal(later.status, 'input_required', later.statusMessage);
+    assert.equal(later.ttl, ttl);
+    const cancelled = await tasks.cancelTask(id);
+    assert.equal(cancelled.ttl, ttl);
+  });
+
+  test('_meta["berth/ttlMs"] shortens the wait, and the expired task says so', LIMIT, async () => {
+    const s = await session();
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Quick?' }, task: {}, _meta: { 'berth/ttlMs': 300 } } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    const task = await waitFor(async () => {
+      const t = await s.client.experimental.tasks.getTask(id);
+      return t.status === 'failed' && t;
+    }, 20000, 'the task to expire');
+    assert.match(task.statusMessage, /expired/);
+    const result = await s.client.experimental.tasks.getTaskResult(id, CallToolResultSchema);
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /expired/);
+  });
+});
+
+describe('declining a question', () => {
+  test('the result of a declined suspend question gives the recorded reason', LIMIT, async () => {
+    const s = await session({ elicit: async () => ({ action: 'decline' }) });
+    const result = await s.client.callTool({ name: ASK, arguments: { question: 'Name?' } });
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /was cancelled: the user declined to answer/);
+    const task = await s.client.experimental.tasks.getTask(result._meta['berth/job'].id);
+    assert.match(task.statusMessage, /cancelled: the user declined to answer/);
+  });
+});
+
+describe('tasks as an extension', () => {
+  test('initialize advertises tasks both in the core form and as io.modelcontextprotocol/tasks', LIMIT, async () => {
+    const s = await session();
+    const caps = s.client.getServerCapabilities();
+    assert.deepEqual(caps.extensions?.[TASKS_EXT], {});
+    assert.ok(caps.tasks?.requests?.tools?.call);
+  });
+
+  test('an older client gets tasks only when it declares them, and otherwise its task is ignored', LIMIT, async () => {
+    for (const [capabilities, offered] of [
+      [{}, false],
+      [{ extensions: { [TASKS_EXT]: {} } }, true],
+      [{ tasks: {} }, true],
+    ]) {
+      const r = new RawRelay(['--socket', daemon.socket]);
+      r.send({
+        jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'raw', version: '0' } },
+      });
+      const caps = JSON.parse(await r.line()).result.capabilities;
+      assert.equal(Boolean(caps.tasks), offered, JSON.stringify(capabilities));
+      assert.equal(Boolean(caps.extensions?.[TASKS_EXT]), offered, JSON.stringify(capabilities));
+      r.send({
+        jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: ECHO, arguments: { text: 'hi' }, task: {} },
+      });
+      const reply = JSON.parse(await r.line()).result;
+      if (offered) {
+        assert.equal(reply.task.status, 'working');
+      } else {
+        assert.deepEqual(reply.structuredContent, { text: 'hi', length: 2 });
+      }
+      r.proc.stdin.end();
+      await r.exit();
+    }
+  });
+});
+
+describe('questions on the session that created the task', () => {
+  test("a task's question reaches its session without tasks/result, once", LIMIT, async () => {
+    const s = await session({ elicit: accept({ answer: 'teal' }) });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Colour?' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    // Only tasks/get, as the ext-tasks client does.
+    const done = await waitFor(async () => {
+      const t = await tasks.getTask(id);
+      return t.status === 'completed' && t;
+    }, 20000, 'the task to complete');
+    assert.equal(done.taskId, id);
+    assert.equal(s.elicitations.length, 1);
+    assert.equal(s.elicitations[0].params._meta?.[RELATED]?.taskId, id);
+    assert.match(s.elicitations[0].params.message, /Colour\?/);
+    // A late tasks/result answers with the result of that answer.
+    const result = await tasks.getTaskResult(id, CallToolResultSchema);
+    assert.deepEqual(result.structuredContent, { question: 'Colour?', answer: 'teal' });
+    assert.equal(s.elicitations.length, 1);
+  });
+
+  test('a tasks/result while the question is open does not ask again', LIMIT, async () => {
+    let release;
+    const answered = new Promise((resolve) => { release = resolve; });
+    const s = await session({ elicit: async () => { await answered; return { action: 'accept', content: { approve: true } }; } });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: APPROVE, arguments: { action: 'once' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => {
+      await tasks.getTask(id);
+      return s.elicitations.length === 1;
+    }, 15000, 'the question');
+    const pending = tasks.getTaskResult(id, CallToolResultSchema);
+    // Let tasks/result reach berthd and find the question open.
+    await waitFor(async () => (await tasks.getTask(id)).status === 'input_required', 5000, 'input_required');
+    release();
+    const result = await pending;
+    assert.deepEqual(result.structuredContent, { done: true, action: 'once' });
+    assert.equal(s.elicitations.length, 1);
+  });
+
+  test('a question put aside is not asked again in the same wait, and the task goes on waiting', LIMIT, async () => {
+    const s = await session({ elicit: async () => ({ action: 'cancel' }) });
+    const tasks = s.client.experimental.tasks;
+    const created = await s.client.request(
+      { method: 'tools/call', params: { name: APPROVE, arguments: { action: 'later' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await waitFor(async () => {
+      await tasks.getTask(id);
+      return s.elicitations.length === 1;
+    }, 15000, 'the question');
+    const pending = tasks.getTaskResult(id, CallToolResultSchema);
+    await sleep(500);
+    assert.equal((await tasks.getTask(id)).status, 'input_required');
+    // Answered elsewhere, the task finishes and tasks/result answers.
+    await rawCall(daemon, 'jobs/approve', { id });
+    const result = await pending;
+    assert.deepEqual(result.structuredContent, { done: true, action: 'later' });
+    assert.equal(s.elicitations.length, 1);
   });
 });
 

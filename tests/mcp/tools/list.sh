@@ -1,0 +1,3 @@
+#!/bin/sh
+# mcp-list: answers [1, ..., n].
+exec jq -c '{output: [range(1; .input.n + 1)]}'
