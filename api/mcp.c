@@ -1561,21 +1561,19 @@ static int check_meta(struct api_req *r, const json_t *meta)
 	return -1;
 }
 
-/* call_metadata returns the metadata an MCP job is created with:
- * {"mcp": {"_meta": the request's _meta, "clientInfo": initialize's}},
- * each when there is one, or NULL when there is neither. */
+/* call_metadata returns what an MCP job keeps as its metadata.mcp
+ * (worker_submit's mcp): {"_meta": the request's _meta, "clientInfo":
+ * initialize's}, each when there is one; never NULL but out of memory. */
 static json_t *call_metadata(const struct mcp_conn *mc, json_t *meta)
 {
 	json_t *m;
 
-	if (!meta && !(mc && mc->client_info))
-		return NULL;
 	m = json_object();
-	if (meta)
+	if (m && meta)
 		json_object_set(m, "_meta", meta);
-	if (mc && mc->client_info)
+	if (m && mc && mc->client_info)
 		json_object_set(m, "clientInfo", mc->client_info);
-	return json_pack("{s:o}", "mcp", m);
+	return m;
 }
 
 static void m_tools_call(struct api_req *r, json_t *params)
@@ -1634,7 +1632,7 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	s.tool = name;
 	s.input = json_object_get(params, "arguments");
 	s.request_context = json_object_get(meta, MCP_META_CONTEXT);
-	s.metadata = call->metadata;
+	s.mcp = call->metadata;
 	/* How long the job may wait for approval or input: what its tool
 	 * allows, or shorter when the client asks with berth/ttlMs. A
 	 * task's ttl is how long the client wants the task kept, and never

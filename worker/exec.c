@@ -170,7 +170,8 @@ const json_t *berth_ctx_metadata(const struct berth_ctx *ctx)
 
 const json_t *berth_ctx_mcp_meta(const struct berth_ctx *ctx)
 {
-	return json_object_get(ctx->run->x_metadata, WORKER__MCP_META);
+	return json_object_get(json_object_get(ctx->run->x_metadata,
+					       WORKER__MCP_META), "_meta");
 }
 
 const json_t *berth_ctx_request_context(const struct berth_ctx *ctx)

@@ -36,9 +36,11 @@
 #define WORKER__BACKOFF_MS 1000
 #define WORKER__BACKOFF_MAX_MS 300000
 
-/* The member of a job's metadata that holds the _meta of the MCP
- * tools/call the job came from (berth.h, berth_ctx_mcp_meta). */
-#define WORKER__MCP_META "mcpMeta"
+/* The member of a job's metadata that says the job came through MCP:
+ * {"_meta": the tools/call's _meta, "clientInfo": the client's, from
+ * initialize}, each when there is one (berth.h, berth_ctx_mcp_meta;
+ * docs/MCP.md). Only berthd sets it. */
+#define WORKER__MCP_META "mcp"
 
 /* An external tool's command, from its manifest. */
 struct worker__cmd {

@@ -177,17 +177,17 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 			return 0;
 		}
 	}
-	/* metadata.mcpMeta is the MCP request's _meta (berth.h,
-	 * berth_ctx_mcp_meta), so that a tool can trust it to say the job
-	 * came through MCP: only the MCP server sets it (and a retry keeps
+	/* metadata.mcp says where an MCP job came from (the request's
+	 * _meta and the client; berth.h, berth_ctx_mcp_meta), so that a
+	 * tool can trust it: only the MCP server sets it (and a retry keeps
 	 * the one its job had). */
-	if (!p->mcp_meta && !p->retry_of &&
+	if (!p->mcp && !p->retry_of &&
 	    json_object_get(p->metadata, WORKER__MCP_META)) {
 		worker__op_defer(op, WORKER_EINVAL,
-				 "metadata." WORKER__MCP_META " is the _meta of "
-				 "an MCP tools/call, which berthd sets for a "
-				 "job that came through MCP; a submission "
-				 "cannot set it",
+				 "metadata." WORKER__MCP_META " describes the "
+				 "MCP tools/call a job came from, which "
+				 "berthd sets for a job that came through "
+				 "MCP; a submission cannot set it",
 				 json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
 					   "instancePath",
 					   "/metadata/" WORKER__MCP_META,
@@ -202,12 +202,12 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	j->tool = dup_or_null(t->id, &ok);
 	j->input = json_incref(op->own[0]);
 	j->request_context = json_incref(p->request_context);
-	if (json_is_object(p->mcp_meta)) {
+	if (json_is_object(p->mcp)) {
 		j->metadata = p->metadata ? json_copy(p->metadata)
 					  : json_object();
 		if (!j->metadata ||
 		    json_object_set(j->metadata, WORKER__MCP_META,
-				    p->mcp_meta))
+				    p->mcp))
 			ok = false;
 	} else {
 		j->metadata = json_incref(p->metadata);

@@ -4,7 +4,7 @@
  * The process protocol (docs/TOOLS.md has all of it): berthd writes one
  * JSON line to the child's stdin
  *   {"jobId", "tool", "attempt", "toolCallId", "runId", "input",
- *    "requestContext", "metadata", "mcpMeta", "resumeData",
+ *    "requestContext", "metadata", "mcp", "resumeData",
  *    "suspendPayload", "checkpoint"}   (absent values omitted)
  * with the input, request context and resume data as execute gets them
  * (their schemas' defaults filled in), and closes it. The child writes JSON lines to stdout: any number of
@@ -517,7 +517,7 @@ static char *input_line(const struct worker__run *r)
 			      j->attempt, "toolCallId", j->tool_call_id,
 			      "runId", j->run_id, "input", r->p_input,
 			      "requestContext", r->p_rc, "metadata",
-			      j->metadata, "mcpMeta",
+			      j->metadata, "mcp",
 			      json_object_get(j->metadata, WORKER__MCP_META),
 			      "resumeData", r->p_resume, "suspendPayload",
 			      j->suspend_payload, "checkpoint", j->checkpoint);

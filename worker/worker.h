@@ -170,11 +170,11 @@ struct worker_submit {
 	int max_retries;
 	int64_t ttl_ms;      /* 0: none */
 	const char *retry_of;
-	/* The _meta object of the MCP tools/call this job comes from (the
-	 * MCP server sets it; NULL otherwise). The job keeps it as
-	 * metadata.mcpMeta, which a submission without it may not set, so
-	 * that execute can trust it (berth.h, berth_ctx_mcp_meta). */
-	json_t *mcp_meta;
+	/* Where an MCP job comes from, {"_meta", "clientInfo"} (the MCP
+	 * server sets it; NULL otherwise). The job keeps it as
+	 * metadata.mcp, which a submission without it may not set, so that
+	 * execute can trust it (berth.h, berth_ctx_mcp_meta). */
+	json_t *mcp;
 };
 
 /* worker_submit validates the tool, the input and the request context

@@ -121,9 +121,9 @@ const json_t *berth_ctx_checkpoint(const struct berth_ctx *ctx);
 const json_t *berth_ctx_metadata(const struct berth_ctx *ctx);
 /* berth_ctx_mcp_meta returns the _meta object of the MCP tools/call the
  * job came from (Mastra's context.mcp), or NULL when it did not come
- * through MCP. berthd keeps it as the job's metadata.mcpMeta, which no
- * other submission may set, so its presence says the job came through
- * MCP. */
+ * through MCP or had none. berthd keeps it in the job's metadata.mcp
+ * ({"_meta", "clientInfo"}), which no other submission may set, so its
+ * presence says the job came through MCP. */
 const json_t *berth_ctx_mcp_meta(const struct berth_ctx *ctx);
 
 /* berth_ctx_aborted returns true once the job was cancelled or timed out,

@@ -146,11 +146,12 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 	char id[40];
 
 	p.metadata = json("{\"thread\":\"t-1\"}");
-	p.mcp_meta = json("{\"progressToken\":\"pt\"}");
+	p.mcp = json("{\"_meta\":{\"progressToken\":\"pt\"},"
+		     "\"clientInfo\":{\"name\":\"c\"}}");
 	p.request_context = json("{\"user\":\"u1\"}");
 	fx_submit_ok(f, "x-line", "{\"location\":\"Oslo\"}", &p, id);
 	json_decref(p.metadata);
-	json_decref(p.mcp_meta);
+	json_decref(p.mcp);
 	json_decref(p.request_context);
 	line = completed_output(f, id);
 	assert_string_equal(json_string_value(json_object_get(line, "jobId")),
@@ -169,10 +170,11 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 	assert_json(json_object_get(line, "requestContext"),
 		    "{\"user\":\"u1\",\"mode\":\"fast\"}");
 	assert_json(json_object_get(line, "metadata"),
-		    "{\"thread\":\"t-1\",\"mcpMeta\":{\"progressToken\":"
-		    "\"pt\"}}");
-	assert_json(json_object_get(line, "mcpMeta"),
-		    "{\"progressToken\":\"pt\"}");
+		    "{\"thread\":\"t-1\",\"mcp\":{\"_meta\":{\"progressToken\":"
+		    "\"pt\"},\"clientInfo\":{\"name\":\"c\"}}}");
+	assert_json(json_object_get(line, "mcp"),
+		    "{\"_meta\":{\"progressToken\":\"pt\"},"
+		    "\"clientInfo\":{\"name\":\"c\"}}");
 	/* What the job does not have is left out, not null. */
 	assert_null(json_object_get(line, "resumeData"));
 	assert_null(json_object_get(line, "suspendPayload"));
@@ -191,7 +193,7 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 	assert_null(json_object_get(line, "toolCallId"));
 	assert_null(json_object_get(line, "runId"));
 	assert_null(json_object_get(line, "metadata"));
-	assert_null(json_object_get(line, "mcpMeta"));
+	assert_null(json_object_get(line, "mcp"));
 	assert_json(json_object_get(line, "input"),
 		    "{\"location\":\"Oslo\",\"unit\":\"F\"}");
 	assert_json(json_object_get(line, "requestContext"),

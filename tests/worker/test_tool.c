@@ -218,10 +218,10 @@ static void execute__gets_the_calls_ids_its_metadata_and_mcp_meta(
 	char id[40];
 
 	p.metadata = json("{\"thread\":\"t-9\"}");
-	p.mcp_meta = json("{\"progressToken\":7}");
+	p.mcp = json("{\"_meta\":{\"progressToken\":7}}");
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", &p, id);
 	json_decref(p.metadata);
-	json_decref(p.mcp_meta);
+	json_decref(p.mcp);
 	out = completed_output(f, id);
 	assert_string_equal(json_string_value(json_object_get(out,
 							      "toolCallId")),
@@ -230,12 +230,13 @@ static void execute__gets_the_calls_ids_its_metadata_and_mcp_meta(
 			    "run-1");
 	assert_json(json_object_get(out, "mcpMeta"), "{\"progressToken\":7}");
 	assert_json(json_object_get(out, "metadata"),
-		    "{\"thread\":\"t-9\",\"mcpMeta\":{\"progressToken\":7}}");
+		    "{\"thread\":\"t-9\",\"mcp\":{\"_meta\":"
+		    "{\"progressToken\":7}}}");
 	json_decref(out);
 	/* The job keeps the _meta where a client reads it. */
 	j = fx_get(f, id);
-	assert_json(json_object_get(j->metadata, "mcpMeta"),
-		    "{\"progressToken\":7}");
+	assert_json(json_object_get(j->metadata, "mcp"),
+		    "{\"_meta\":{\"progressToken\":7}}");
 	store_job_free(j);
 
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", NULL, id);
@@ -248,7 +249,7 @@ static void execute__gets_the_calls_ids_its_metadata_and_mcp_meta(
 }
 
 /* Only the MCP server says a job came through MCP: a submission cannot
- * put an mcpMeta of its own into the metadata. */
+ * put an mcp member of its own into the metadata. */
 static void submit__with_an_mcp_meta_in_its_metadata__is_refused(
 	void **state)
 {
@@ -256,17 +257,17 @@ static void submit__with_an_mcp_meta_in_its_metadata__is_refused(
 	struct worker_submit p = {0};
 	struct fx_res res;
 
-	p.metadata = json("{\"mcpMeta\":{\"forged\":true}}");
+	p.metadata = json("{\"mcp\":{\"_meta\":{\"forged\":true}}}");
 	fx_submit(f, "echo", "{\"location\":\"Oslo\"}", &p, &res);
 	json_decref(p.metadata);
 	assert_int_equal(res.err, WORKER_EINVAL);
-	assert_non_null(strstr(res.message, "metadata.mcpMeta"));
+	assert_non_null(strstr(res.message, "metadata.mcp "));
 	assert_string_equal(json_string_value(json_object_get(
 				    json_array_get(json_object_get(res.data,
 								   "errors"),
 						   0),
 				    "instancePath")),
-			    "/metadata/mcpMeta");
+			    "/metadata/mcp");
 	fx_res_finish(&res);
 }
 
