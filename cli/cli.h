@@ -44,10 +44,6 @@ int cli_connect(struct cli *cli);
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* cli_parse_duration reads "250", "250ms", "5s", "2m", "1h" or "1d" as
- * milliseconds; returns 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *ms);
-
 /* cli_parse_int reads a whole decimal number in [min, max]. */
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/duration.h"
 
 /* Statuses a job leaves by itself; `wait` waits for any other. */
 static bool status_moving(const char *s)
@@ -39,33 +40,6 @@ int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-int cli_parse_duration(const char *s, int64_t *ms)
-{
-	static const struct {
-		const char *unit;
-		int64_t ms;
-	} units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000},
-		     {"h", 3600000}, {"d", 86400000}};
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(end, units[i].unit) == 0) {
-			double total = v * (double)units[i].ms;
-
-			if (total > 4e12)
-				return -1;
-			*ms = (int64_t)total;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 json_t *cli_read_json(const char *cmd, const char *arg)
@@ -454,7 +428,7 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		case O_DELAY:
 		case O_TIMEOUT:
 		case O_TTL:
-			if (cli_parse_duration(optarg, &n)) {
+			if (berth_parse_duration(optarg, &n)) {
 				bad = "a duration is milliseconds or a number "
 				      "with a unit (500ms, 5s, 2m, 1h, 1d)";
 			} else {
@@ -666,7 +640,7 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 		if (c == 'h') {
 			json_decref(until);
 			return help(text);
-		} else if (c == 't' && cli_parse_duration(optarg, &timeout) == 0) {
+		} else if (c == 't' && berth_parse_duration(optarg, &timeout) == 0) {
 			continue;
 		} else if (c == 'u') {
 			json_decref(until);

@@ -260,6 +260,7 @@ struct worker {
 	/* Shutdown. */
 	bool stopping;
 	bool aborting;
+	bool now;     /* worker_shutdown_now: no grace for anything left */
 	bool closing;
 	int open_handles;
 	uv_timer_t grace_timer;
@@ -458,5 +459,8 @@ int worker__proc_start(struct worker__run *r, char **errmsg);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when
  * reap is true) and SIGKILL after the kill grace. */
 void worker__proc_kill(struct worker__proc *p, bool reap);
+/* worker__proc_kill_now sends SIGKILL to the group now (a shutdown that
+ * cannot wait: worker_shutdown_now). */
+void worker__proc_kill_now(struct worker__proc *p);
 
 #endif

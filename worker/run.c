@@ -180,7 +180,9 @@ void worker__run_abort(struct worker__run *r, int reason)
 	    r->abort_reason == WORKER__ABORT_FINISHED)
 		r->abort_reason = reason;
 	atomic_store(&r->aborted, true);
-	if (r->proc)
+	if (r->proc && r->w && r->w->now)
+		worker__proc_kill_now(r->proc);
+	else if (r->proc)
 		worker__proc_kill(r->proc, reason == WORKER__ABORT_FINISHED);
 }
 

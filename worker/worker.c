@@ -263,6 +263,10 @@ void worker__progress(struct worker *w, const struct store_job *job,
 void worker_stats(const struct worker *w, struct worker_stats *out)
 {
 	out->size = w->cfg.workers;
+	out->running = 0;
+	for (const struct worker__run *r = w->runs; r; r = r->next)
+		if (r->state == WORKER__RUN_ACTIVE)
+			out->running++;
 	/* A claimed job is running in the database from its commit on;
 	 * its slot is taken from then, not only once its run began. */
 	out->busy = w->busy + store_claimed_undelivered(w->st);
@@ -447,7 +451,7 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg.default_timeout_ms = WORKER__TIMEOUT_MS;
 	if (w->cfg.kill_grace_ms <= 0)
 		w->cfg.kill_grace_ms = WORKER__KILL_GRACE_MS;
-	if (w->cfg.shutdown_grace_ms <= 0)
+	if (w->cfg.shutdown_grace_ms == 0)
 		w->cfg.shutdown_grace_ms = WORKER__SHUTDOWN_GRACE_MS;
 	if (w->cfg.max_output_bytes <= 0)
 		w->cfg.max_output_bytes = WORKER__MAX_OUTPUT;
@@ -755,8 +759,92 @@ void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
 	uv_timer_stop(&w->prune_timer);
 	if (w->runs)
 		uv_timer_start(&w->grace_timer, shutdown_timer_cb,
-			       (uint64_t)w->cfg.shutdown_grace_ms, 0);
+			       w->cfg.shutdown_grace_ms < 0
+				       ? 0
+				       : (uint64_t)w->cfg.shutdown_grace_ms,
+			       0);
 	worker__check_shutdown(w);
+}
+
+static void interrupted_done(struct worker__op *op, int rc)
+{
+	/* A conflict: the run's own end committed first. */
+	if (rc && rc != STORE_ECONFLICT && rc != STORE_ENOTFOUND)
+		log_error("job %s: putting it back after an immediate stop "
+			  "failed (%s); the next start recovers it",
+			  op->req.u.transition.job_id, strerror(-rc));
+	worker__op_free(op);
+}
+
+/* put_back_interrupted commits for r's job what the recovery after a crash
+ * would (store_recover): pending with its attempt raised, or failed when
+ * no retry is left or the tool it ran under must not run again after an
+ * interruption. On an error the job stays running, which the next start
+ * recovers the same way. */
+static void put_back_interrupted(struct worker *w, struct worker__run *r)
+{
+	const struct store_job *j = r->job;
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+	struct store_transition *tr;
+	char msg[160];
+
+	if (!op)
+		return;
+	tr = &op->req.u.transition;
+	op->req.op = STORE_OP_TRANSITION;
+	snprintf(tr->job_id, sizeof(tr->job_id), "%s", j->id);
+	tr->from_mask = STORE_MASK(STORE_RUNNING);
+	if (r->tool && r->tool->bg.on_interrupt == BERTH_INTERRUPT_RETRY &&
+	    j->attempt <= j->max_retries) {
+		tr->to = STORE_PENDING;
+		tr->event = STORE_EV_RETRYING;
+		op->own[0] = tr->event_data =
+			json_pack("{s:s}", "reason", "interrupted");
+		tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+		tr->run_at = store_now();
+		tr->attempt = j->attempt + 1;
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "interrupted by an immediate stop of berthd "
+			 "(attempt %d of %d)",
+			 j->attempt, j->max_retries + 1);
+		op->own[0] = tr->error = tr->event_data = json_pack(
+			"{s:s, s:s}", "message", msg, "code", "interrupted");
+		tr->to = STORE_FAILED;
+		tr->event = STORE_EV_FAILED;
+		tr->set = STORE_SET_ERROR;
+	}
+	if (!op->own[0] || worker__op_submit(op, interrupted_done))
+		worker__op_free(op);
+}
+
+int worker_shutdown_now(struct worker *w)
+{
+	struct worker__run *r, *next;
+	int n = 0;
+
+	if (!w->stopping || w->now || w->closing)
+		return 0;
+	w->now = true;
+	w->aborting = true;
+	uv_timer_stop(&w->grace_timer);
+	for (r = w->runs; r; r = next) {
+		next = r->next;
+		/* A finished run's process may still be reaped: it goes too. */
+		if (r->proc)
+			worker__proc_kill_now(r->proc);
+		if (r->state != WORKER__RUN_ACTIVE)
+			continue;
+		n++;
+		put_back_interrupted(w, r);
+		worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
+		/* A C tool cannot be killed: its thread is left to return,
+		 * and what it returns is dropped. */
+		if (r->c)
+			worker__run_give_up(r);
+	}
+	worker__check_shutdown(w);
+	return n;
 }
 
 void worker_destroy(struct worker *w)

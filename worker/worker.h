@@ -59,7 +59,8 @@ struct worker_config {
 	int workers;                 /* pool size; 0: 4 */
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
-	int64_t shutdown_grace_ms;   /* running jobs at shutdown; 0: 10000 */
+	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
+				      * shutdown; 0: 10000; < 0: none */
 	int64_t max_output_bytes;    /* external tool stdout; 0: 64 MiB */
 	int64_t max_log_bytes;       /* captured stderr per run; 0: 1 MiB */
 	int64_t max_log_lines;       /* kept per job; 0: 10000 */
@@ -95,6 +96,17 @@ int worker_start(struct worker *w, char **errmsg);
  * back to pending without using up a retry, and calls done(arg) when no
  * job is running any more. The store stays open. */
 void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg);
+
+/* worker_shutdown_now hurries a shutdown under way (a second SIGTERM): it
+ * stops every running job now, without the grace periods (their process
+ * groups get SIGKILL; a C tool is left to return on its own, its result
+ * dropped), and puts each back as a crash would have left it to the next
+ * start: pending with its attempt raised, or failed when no retry is left
+ * or its tool must not run again after an interruption (onInterrupt
+ * "fail"). Returns the number of jobs it stopped; shutdown's done follows
+ * once the store has answered what is in flight. Nothing before
+ * worker_shutdown, and nothing a second time. */
+int worker_shutdown_now(struct worker *w);
 
 /* worker_destroy frees the worker; only after worker_shutdown's done. */
 void worker_destroy(struct worker *w);
@@ -199,6 +211,8 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 
 struct worker_stats {
 	int size; /* pool size */
+	int running; /* jobs this worker is running now (started, and not
+			yet ended or given up) */
 	int busy; /* slots taken: jobs running, and jobs a committed claim
 		     took that have not started yet */
 	/* Jobs started since the worker started: run at their submission
