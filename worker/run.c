@@ -245,6 +245,52 @@ static void run_hooks(struct worker *w, const struct worker_tool *t,
 
 static void final_submit(struct worker__run *r);
 
+/* error_message returns the message of a job's error object, or "". */
+static const char *error_message(const json_t *error)
+{
+	const char *m = json_string_value(json_object_get(error, "message"));
+
+	return m ? m : "";
+}
+
+/*
+ * log_end logs how a run of this node ended, once its end is committed:
+ * a failure or a timeout is a warning (the job is over and did not do its
+ * work), a retry is information, and the rest is left to the debug line of
+ * each transition (on_store_event). The job's tool and its attempt come
+ * first, so that a grep by either finds the line.
+ */
+static void log_end(const struct worker__run *r, const struct store_job *j)
+{
+	const json_t *err = r->final->req.u.transition.error;
+	const char *code = json_string_value(json_object_get(err, "code"));
+	int64_t in;
+
+	switch (j->status) {
+	case STORE_FAILED:
+		log_warn("job %s (%s): failed on attempt %d of %d: %s", j->id,
+			 j->tool, r->job->attempt, r->job->max_retries + 1,
+			 error_message(err));
+		break;
+	case STORE_TIMED_OUT:
+		log_warn("job %s (%s): timed out on attempt %d of %d: %s",
+			 j->id, j->tool, r->job->attempt,
+			 r->job->max_retries + 1, error_message(err));
+		break;
+	case STORE_PENDING:
+		in = j->run_at - store_now();
+		log_info("job %s (%s): attempt %d of %d %s; retry in %lld ms: %s",
+			 j->id, j->tool, r->job->attempt,
+			 r->job->max_retries + 1,
+			 code && strcmp(code, "timeout") == 0 ? "timed out"
+							       : "failed",
+			 (long long)(in > 0 ? in : 0), error_message(err));
+		break;
+	default:
+		break;
+	}
+}
+
 static void final_done(struct worker__op *op, int rc)
 {
 	struct worker__run *r = op->run;
@@ -252,6 +298,7 @@ static void final_done(struct worker__op *op, int rc)
 	const struct store_job *j = op->req.job;
 
 	if (rc == 0 && j) {
+		log_end(r, j);
 		r->final = NULL;
 		run_hooks(w, r->tool, j);
 		/* A retry: the claim the released slot asked for may have

@@ -563,6 +563,10 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	struct worker *w = arg;
 	struct worker__run *r;
 
+	if (log_enabled(LOG_LEVEL_DEBUG))
+		log_debug("job %s (%s): %s, now %s (event %lld)", ev->job_id,
+			  ev->tool, store_event_name(ev->type),
+			  store_status_name(ev->status), (long long)ev->seq);
 	if (!w->started || w->stopping)
 		return;
 	r = worker__run_find(w, ev->job_id);
@@ -607,14 +611,74 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	}
 }
 
+/*
+ * count_interrupted counts, before the recovery at start-up, the jobs it
+ * will run again (*rerun) and fail (*fail), by store_recover's own rule: a
+ * job runs again when its tool allows it and a retry is left. On a
+ * database of its own every running job is this node's; on a shared one
+ * the store recovers this node's alone, which a listing cannot tell
+ * apart, and both counts are left at -1.
+ */
+static void count_interrupted(struct worker *w, int *rerun, int *fail)
+{
+	struct store_filter f = {.status_mask = STORE_MASK(STORE_RUNNING)};
+	struct store_job **jobs;
+	char *cursor = NULL, *next;
+	size_t n;
+
+	*rerun = *fail = store_shared(w->st) ? -1 : 0;
+	if (*rerun < 0)
+		return;
+	do {
+		if (store_list(w->st, &f, 1000, cursor, &jobs, &n, &next) < 0) {
+			*rerun = *fail = -1;
+			next = NULL;
+			n = 0;
+			jobs = NULL;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (*rerun >= 0 && may_rerun(w, jobs[i]->tool) &&
+			    jobs[i]->attempt <= jobs[i]->max_retries)
+				(*rerun)++;
+			else if (*fail >= 0)
+				(*fail)++;
+			store_job_free(jobs[i]);
+		}
+		free(jobs);
+		free(cursor);
+		cursor = next;
+	} while (cursor);
+}
+
+/* log_recovered reports the recovery at start-up: n jobs were found
+ * running, rerun of them run again and fail failed (-1: not counted). */
+static void log_recovered(struct worker *w, int n, int rerun, int fail)
+{
+	if (n == 0)
+		return;
+	if (rerun < 0 || rerun + fail != n)
+		log_info("recovered %d job%s interrupted by the last stop of "
+			 "berthd: back to pending, or failed where no retry "
+			 "was left or the tool must not run again",
+			 n, n == 1 ? "" : "s");
+	else
+		log_info("recovered %d job%s interrupted by the last stop of "
+			 "berthd: %d back to pending (attempt raised), %d "
+			 "failed (no retry left, or the tool must not run "
+			 "again after an interruption)",
+			 n, n == 1 ? "" : "s", rerun, fail);
+}
+
 int worker_start(struct worker *w, char **errmsg)
 {
+	int rerun, fail;
 	int rc;
 
 	if (errmsg)
 		*errmsg = NULL;
 	if (w->started || w->stopping)
 		return -EINVAL;
+	count_interrupted(w, &rerun, &fail);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
 		if (errmsg)
@@ -623,6 +687,7 @@ int worker_start(struct worker *w, char **errmsg)
 						 strerror(-rc));
 		return rc;
 	}
+	log_recovered(w, rc, rerun, fail);
 	rc = store_add_listener(w->st, on_store_event, w);
 	if (rc) {
 		if (errmsg)

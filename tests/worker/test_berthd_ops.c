@@ -1,6 +1,7 @@
 /*
  * test_berthd_ops.c: operating a real berthd (tests/harness): its options'
- * durations, the shutdown grace and the second signal.
+ * durations, the shutdown grace and the second signal, the log lines an
+ * operator greps for, and SIGHUP reloading the --tools folders.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -177,6 +178,29 @@ static void wait_log(struct fixture *f, const char *needle)
 			return;
 	print_error("---- berthd's log ----\n%s\n", read_file(f->h.log));
 	fail_msg("berthd never logged \"%s\"", needle);
+}
+
+/* log_line_with returns a copy of the first line of berthd's log that holds
+ * every one of the NULL-ended needles, or NULL. */
+static char *log_line_with(struct fixture *f, ...)
+{
+	char *log = read_file(f->h.log), *save = NULL, *found = NULL;
+
+	for (char *l = strtok_r(log, "\n", &save); l && !found;
+	     l = strtok_r(NULL, "\n", &save)) {
+		bool all = true;
+		va_list ap;
+		const char *n;
+
+		va_start(ap, f);
+		while (all && (n = va_arg(ap, const char *)))
+			all = strstr(l, n) != NULL;
+		va_end(ap);
+		if (all)
+			found = strdup(l);
+	}
+	free(log);
+	return found;
 }
 
 /* wait_exit waits up to ms for berthd to exit and returns its exit
@@ -465,6 +489,139 @@ static void a_second_signal__fails_a_job_whose_retries_are_used_up(
 	free(id);
 }
 
+/* ---- logs ------------------------------------------------------------- */
+
+static void logs__a_failure_a_timeout_and_a_retry_each_get_a_line(
+	void **state)
+{
+	struct fixture *f = *state;
+	char *failed, *timed, *retried, *line;
+
+	start(f, NULL);
+	failed = submit(f, json_pack("{s:s, s:{s:s}}", "tool", "fail",
+				     "input", "message", "disk on fire"));
+	timed = submit(f, json_pack("{s:s, s:{s:i}, s:i}", "tool", "sleep",
+				    "input", "ms", 60000, "timeoutMs", 300));
+	retried = submit(f, json_pack("{s:s, s:{s:s, s:b}, s:i}", "tool",
+				      "fail", "input", "message", "flaky",
+				      "retryable", 1, "maxRetries", 1));
+	json_decref(wait_status(f, failed, "failed"));
+	json_decref(wait_status(f, timed, "timed_out"));
+	json_decref(wait_status(f, retried, "failed"));
+
+	line = log_line_with(f, " warn job ", failed,
+			     "(fail): failed on attempt 1 of 1: disk on fire",
+			     NULL);
+	assert_non_null(line);
+	free(line);
+	line = log_line_with(f, " warn job ", timed,
+			     "(sleep): timed out on attempt 1 of 1: timed out "
+			     "after 300 ms",
+			     NULL);
+	assert_non_null(line);
+	free(line);
+	line = log_line_with(f, " info job ", retried,
+			     "(fail): attempt 1 of 2 failed; retry in ",
+			     " ms: flaky", NULL);
+	assert_non_null(line);
+	free(line);
+	line = log_line_with(f, " warn job ", retried,
+			     "(fail): failed on attempt 2 of 2: flaky", NULL);
+	assert_non_null(line);
+	free(line);
+	/* Nothing else at debug level was written at info. */
+	assert_false(log_has(f, " debug "));
+	free(failed);
+	free(timed);
+	free(retried);
+}
+
+static void logs__a_restart_after_a_crash_says_what_it_recovered(
+	void **state)
+{
+	struct fixture *f = *state;
+	char pidfile[400], *held, *slept;
+
+	start(f, NULL);
+	snprintf(pidfile, sizeof pidfile, "%s/hold.pid", f->h.dir);
+	held = submit(f, json_pack("{s:s, s:{s:s, s:i}}", "tool", "hold",
+				   "input", "pidFile", pidfile, "seconds",
+				   600));
+	slept = submit(f, json_pack("{s:s, s:{s:i}}", "tool", "sleep",
+				    "input", "ms", 600000));
+	json_decref(wait_status(f, held, "running"));
+	json_decref(wait_status(f, slept, "running"));
+	pause_tool(f, "hold");
+	kill(-read_pid(pidfile), SIGKILL); /* the tool goes with the crash */
+	disconnect(f);
+	assert_int_equal(harness_kill9(&f->h), 0);
+	assert_int_equal(harness_restart(&f->h), 0);
+	reconnect(f);
+	/* hold allows 2 retries, sleep none. */
+	wait_log(f, "info recovered 2 jobs interrupted by the last stop of "
+		    "berthd: 1 back to pending (attempt raised), 1 failed");
+	free(held);
+	free(slept);
+}
+
+static void logs__at_debug_level_every_transition_gets_a_line(void **state)
+{
+	static const char *const args[] = {"--log-level", "debug", NULL};
+	struct fixture *f = *state;
+	char *id, *line;
+
+	start(f, args);
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "noop", "input"));
+	json_decref(wait_status(f, id, "completed"));
+	wait_log(f, "(noop): completed, now completed (event ");
+	line = log_line_with(f, " debug job ", id,
+			     "(noop): created, now pending (event ", NULL);
+	assert_non_null(line);
+	free(line);
+	line = log_line_with(f, " debug job ", id,
+			     "(noop): started, now running (event ", NULL);
+	assert_non_null(line);
+	free(line);
+	free(id);
+}
+
+static void logs__a_client_that_does_not_read_is_dropped_with_a_warning(
+	void **state)
+{
+	struct fixture *f = *state;
+	size_t big = 1024 * 1024;
+	char *text = malloc(big + 64), *line;
+	json_t *job;
+	char *id;
+
+	assert_non_null(text);
+	start(f, NULL);
+	memset(text, 'x', big);
+	text[big] = '\0';
+	job = harness_call(f->c, "jobs/submit",
+			   json_pack("{s:s, s:{s:s}, s:i}", "tool", "noop",
+				     "input", "blob", text, "delayMs",
+				     3600000),
+			   NULL);
+	id = strdup(jstr(job, "id"));
+	json_decref(job);
+	/* Ask for the 1 MiB job 100 times and read none of the answers:
+	 * past 64 MiB of unread replies berthd cuts the client off. */
+	snprintf(text, big, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		 "\"jobs/get\",\"params\":{\"id\":\"%s\"}}", id);
+	for (int i = 0; i < 100; i++)
+		if (berth_client_send_line(f->c, text, strlen(text)) < 0)
+			break;
+	wait_log(f, "dropped: it does not read its replies");
+	line = log_line_with(f, " warn connection ",
+			     ": dropped: it does not read its replies", NULL);
+	assert_non_null(line);
+	free(line);
+	free(text);
+	free(id);
+	disconnect(f);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -475,6 +632,10 @@ int main(void)
 		T(sigterm__with_no_grace__puts_a_running_job_back_at_once),
 		T(a_second_signal__stops_at_once_as_after_a_crash),
 		T(a_second_signal__fails_a_job_whose_retries_are_used_up),
+		T(logs__a_failure_a_timeout_and_a_retry_each_get_a_line),
+		T(logs__a_restart_after_a_crash_says_what_it_recovered),
+		T(logs__at_debug_level_every_transition_gets_a_line),
+		T(logs__a_client_that_does_not_read_is_dropped_with_a_warning),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))
