@@ -48,6 +48,7 @@ struct daemon {
 	uv_loop_t loop;
 	uv_signal_t sigterm;
 	uv_signal_t sigint;
+	uv_signal_t sighup;
 	struct store *store;
 	struct worker *worker;
 	struct api *api;
@@ -89,7 +90,8 @@ static const char usage_text[] =
 	"  --db PATH              the SQLite database (default ./berth.db)\n"
 	"  --socket PATH          the Unix socket (default\n"
 	"                         $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
-	"  --tools DIR            load every *.json tool manifest in DIR (repeatable)\n"
+	"  --tools DIR            load every *.json tool manifest in DIR (repeatable;\n"
+	"                         SIGHUP reads them again)\n"
 	"  --workers N            jobs that may run at once (default 4)\n"
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
@@ -131,7 +133,13 @@ static const char usage_text[] =
 	"SIGTERM, and SIGKILL 5 s later) and put back to pending without using up a\n"
 	"retry, and berthd exits 0. A second SIGTERM or SIGINT stops at once: the\n"
 	"tools get SIGKILL and their jobs go back to pending as after a crash (the\n"
-	"attempt counts; a tool with onInterrupt \"fail\" fails).\n";
+	"attempt counts; a tool with onInterrupt \"fail\" fails).\n"
+	"\n"
+	"SIGHUP reads the --tools folders again: new, changed and removed manifests\n"
+	"take effect, and a manifest that does not load keeps its old definition\n"
+	"(the log says why). Running jobs of a changed tool finish under the\n"
+	"definition they started with; the jobs of a removed tool wait, and run if\n"
+	"it comes back.\n";
 
 enum {
 	OPT_DB = 256,
@@ -367,6 +375,7 @@ static void on_store_closed(void *arg)
 	d->store = NULL;
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_api_stopped(void *arg)
@@ -481,6 +490,20 @@ static void on_signal(uv_signal_t *h, int signum)
 	worker_shutdown(d->worker, on_worker_stopped, d);
 }
 
+/* on_sighup reloads the --tools folders (worker_reload logs what
+ * changed). */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+
+	if (d->stopping) {
+		log_info("SIGHUP: berthd is stopping; nothing is reloaded");
+		return;
+	}
+	log_info("SIGHUP: reading the --tools folders again");
+	worker_reload(d->worker);
+}
+
 /* start builds the daemon's components in dependency order. Returns 0, or
  * 1 after printing why start-up failed. */
 static int start(struct daemon *d, const struct options *o,
@@ -568,9 +591,10 @@ static int start(struct daemon *d, const struct options *o,
 #endif
 	if (!o->quiet)
 		log_info("berthd %s: serving %s (database %s, durability %s, "
-			 "%zu tools)", BERTH_VERSION, api_socket_path(d->api),
+			 "%zu tool%s)", BERTH_VERSION, api_socket_path(d->api),
 			 store_path(d->store), store_durability_name(d->store),
-			 worker_tool_count(d->worker));
+			 worker_tool_count(d->worker),
+			 worker_tool_count(d->worker) == 1 ? "" : "s");
 	return 0;
 }
 
@@ -643,8 +667,10 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	uv_loop_init(&d.loop);
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
+	uv_signal_init(&d.loop, &d.sighup);
 	d.sigterm.data = &d;
 	d.sigint.data = &d;
+	d.sighup.data = &d;
 
 	if (start(&d, &o, tools, ntools)) {
 		d.status = 1;
@@ -653,6 +679,7 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	} else {
 		uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 		uv_signal_start(&d.sigint, on_signal, SIGINT);
+		uv_signal_start(&d.sighup, on_sighup, SIGHUP);
 	}
 	uv_run(&d.loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d.loop) != 0)

@@ -128,7 +128,10 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 				 json_pack("{s:s}", "id", p->tool));
 		return 0;
 	}
+	/* The submission is judged and answered under this definition,
+	 * whatever a reload does meanwhile. */
 	op->tool = t;
+	worker__tool_ref(t);
 	if ((p->has_max_retries && p->max_retries < 0) || p->timeout_ms < 0 ||
 	    p->ttl_ms < 0 || p->run_at < 0) {
 		worker__op_defer(op, WORKER_EINVAL,
@@ -507,6 +510,8 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 		return 0;
 	}
 	op->req.op = STORE_OP_TOOL_PAUSE;
+	op->tool = t; /* keeps the name the store reads alive */
+	worker__tool_ref(t);
 	op->req.u.pause.tool = t->id;
 	op->req.u.pause.paused = paused;
 	if (paused)

@@ -29,6 +29,7 @@ void worker__run_ref(struct worker__run *r)
 
 static void run_free(struct worker__run *r)
 {
+	worker__tool_unref(r->tool);
 	store_job_free(r->job);
 	json_decref(r->x_input);
 	json_decref(r->x_rc);
@@ -126,10 +127,14 @@ static void run_maybe_end(struct worker__run *r)
 	if (!w || r->state == WORKER__RUN_ACTIVE)
 		return;
 	if (r->slot_held && (!running || (done && r->c))) {
+		struct worker_tool *t = worker__tool_find(w, r->job->tool);
+
 		r->slot_held = false;
 		w->busy--;
-		if (r->tool)
-			r->tool->running--;
+		/* The definition that holds the id now counts the slot: a
+		 * reload counted this run for it (internal.h). */
+		if (t)
+			t->running--;
 		kick = true;
 	}
 	if (done && !running)
@@ -266,6 +271,8 @@ static void log_end(const struct worker__run *r, const struct store_job *j)
 	const char *code = json_string_value(json_object_get(err, "code"));
 	int64_t in;
 
+	if (!r->tool)
+		return; /* wait_for_tool said why */
 	switch (j->status) {
 	case STORE_FAILED:
 		log_warn("job %s (%s): failed on attempt %d of %d: %s", j->id,
@@ -626,6 +633,39 @@ void worker__run_exec_ended(struct worker__run *r)
 
 /* ---- start ------------------------------------------------------------ */
 
+/*
+ * wait_for_tool puts back a claimed job whose tool this berthd does not
+ * have: removed by a reload of --tools (its jobs are left out of claims
+ * from then on, but one may have been claimed just before), gone after a
+ * restart, or, on a shared database, a tool of other nodes. Its job goes
+ * back to pending with its attempt unchanged (it did not run), and the
+ * tool's jobs are left out of this node's claims until a tool of that
+ * name is registered again; a node that has the tool takes them.
+ */
+static void wait_for_tool(struct worker__run *r)
+{
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+	struct store_transition *tr;
+
+	worker__tool_missing(r->w, r->job->tool);
+	if (!op) {
+		run_oom(r);
+		return;
+	}
+	log_info("job %s (%s): no tool of that name is registered here; the "
+		 "job waits for one (a reload of --tools that brings it back "
+		 "runs it)",
+		 r->job->id, r->job->tool);
+	tr = &op->req.u.transition;
+	op->own[0] = tr->event_data = json_pack("{s:s}", "reason",
+						"tool_missing");
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RETRYING;
+	tr->set = STORE_SET_RUN_AT;
+	tr->run_at = store_now();
+	run_finish(r, op);
+}
+
 void worker__run_start(struct worker *w, struct store_job *job)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
@@ -646,6 +686,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	r->w = w;
 	r->job = job;
 	r->tool = worker__tool_find(w, job->tool);
+	worker__tool_ref(r->tool);
 	r->ctx.run = r;
 	r->slot_held = true;
 	w->busy++;
@@ -656,10 +697,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	r->timer.data = r;
 
 	if (!r->tool) {
-		run_fail(r,
-			 error_json("unknown_tool", NULL,
-				    "no tool named %s is registered", job->tool),
-			 false, false);
+		wait_for_tool(r);
 		return;
 	}
 	if (r->tool->schema[WORKER_SCHEMA_REQUEST_CONTEXT]) {

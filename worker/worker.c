@@ -49,6 +49,7 @@ void worker__op_free(struct worker__op *op)
 	json_decref(op->data);
 	if (op->run)
 		worker__run_unref(op->run);
+	worker__tool_unref(op->tool);
 	free(op);
 	w->inflight--;
 	worker__check_shutdown(w);
@@ -917,8 +918,14 @@ void worker_destroy(struct worker *w)
 	if (!w)
 		return;
 	for (size_t i = 0; i < w->ntools; i++)
-		worker__tool_free(w->tools[i]);
+		worker__tool_unref(w->tools[i]);
 	free(w->tools);
+	for (size_t i = 0; i < w->ndirs; i++)
+		free(w->dirs[i]);
+	free(w->dirs);
+	for (size_t i = 0; i < w->nmissing; i++)
+		free(w->missing[i]);
+	free(w->missing);
 	free(w->by_id);
 	free(w->wakeups);
 	free(w->listeners);

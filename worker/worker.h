@@ -83,9 +83,25 @@ int worker_add_tool(struct worker *w, const struct berth_tool *tool,
 		    char **errmsg);
 
 /* worker_load_dir registers every *.json manifest directly in dir as an
- * external tool. Returns the number loaded, or -EINVAL with *errmsg naming
- * the file and the field. */
+ * external tool, and keeps dir for worker_reload. Returns the number
+ * loaded, or -EINVAL with *errmsg naming the file and the field. */
 int worker_load_dir(struct worker *w, const char *dir, char **errmsg);
+
+/*
+ * worker_reload reads the folders of worker_load_dir again (berthd's
+ * SIGHUP) and logs a line per tool added, changed or removed and per
+ * manifest that failed, then one line of totals. C tools stay as they
+ * are. A manifest that fails to load, or a folder that cannot be read,
+ * keeps the definitions it gave. A changed tool's running jobs finish
+ * under the definition they started with; its new one counts them
+ * against its concurrency, keeps its pause state, and serves every
+ * submission from now on (one under way keeps the definition it was
+ * checked against). A removed tool's jobs stay in the database, are left
+ * out of claims, and run when a tool of that name comes back; a job shows
+ * it ("toolMissing" in worker_job_to_json). Returns 0, or -ENOMEM when
+ * nothing was changed.
+ */
+int worker_reload(struct worker *w);
 
 /* worker_start runs the start-up recovery and starts scheduling. Returns 0
  * or a negative code with *errmsg. */

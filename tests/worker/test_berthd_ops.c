@@ -33,6 +33,7 @@
 struct fixture {
 	struct harness h;
 	struct berth_client *c;
+	char tools[256]; /* a --tools folder a test writes, or "" */
 };
 
 static void sleep_ms(long ms)
@@ -62,10 +63,16 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	char cmd[300];
 
 	if (f->c)
 		berth_client_close(f->c);
 	harness_cleanup(&f->h);
+	if (f->tools[0]) {
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->tools);
+		if (system(cmd) != 0)
+			print_error("could not remove %s\n", f->tools);
+	}
 	free(f);
 	return 0;
 }
@@ -622,6 +629,328 @@ static void logs__a_client_that_does_not_read_is_dropped_with_a_warning(
 	disconnect(f);
 }
 
+/* ---- reload ----------------------------------------------------------- */
+
+/* make_tools makes the test's own --tools folder. */
+static void make_tools(struct fixture *f)
+{
+	snprintf(f->tools, sizeof f->tools, "/tmp/berth-tools-XXXXXX");
+	assert_non_null(mkdtemp(f->tools));
+}
+
+/*
+ * write_tool writes NAME.json into the test's --tools folder: a tool that
+ * reads its input, holds a lock folder NAME.lock next to its manifest for
+ * sleep seconds and answers {"v": v}. A run that finds the lock taken
+ * answers an error instead, so that two runs at once fail the job. Its
+ * outputSchema takes that v alone, so that a job checked against another
+ * version's schema fails. extra is more manifest members ("" for none).
+ */
+static void write_tool(struct fixture *f, const char *name, int v,
+		       double sleep, const char *extra)
+{
+	char path[400], tmp[420];
+	FILE *fp;
+
+	snprintf(path, sizeof path, "%s/%s.json", f->tools, name);
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp", f->tools, name);
+	fp = fopen(tmp, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"{\"id\": \"%s\", \"description\": \"version %d\",\n"
+		" \"inputSchema\": {\"type\": \"object\"},\n"
+		" \"outputSchema\": {\"type\": \"object\", \"properties\": "
+		"{\"v\": {\"const\": %d}}, \"required\": [\"v\"]},\n"
+		" %s%s"
+		" \"command\": [\"/bin/sh\", \"-c\", \"cat >/dev/null; "
+		"mkdir %s.lock 2>/dev/null || { echo '{\\\"error\\\": "
+		"{\\\"message\\\": \\\"two runs at once\\\"}}'; exit 0; }; "
+		"sleep %.1f; rmdir %s.lock; "
+		"echo '{\\\"output\\\": {\\\"v\\\": %d}}'\"]}\n",
+		name, v, v, extra, *extra ? ",\n" : "", name, sleep, name, v);
+	fclose(fp);
+	/* Whole or not at all: a reload never reads half a file. */
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* wait_lock waits until a run of tool name holds its lock (write_tool):
+ * its run has started, not only its claim. */
+static void wait_lock(struct fixture *f, const char *name)
+{
+	char path[400];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s.lock", f->tools, name);
+	for (int64_t end = now_ms() + WAIT_MS; now_ms() < end; sleep_ms(20))
+		if (stat(path, &st) == 0)
+			return;
+	fail_msg("no run of %s started", name);
+}
+
+static void write_file(struct fixture *f, const char *name, const char *text)
+{
+	char path[400];
+	FILE *fp;
+
+	snprintf(path, sizeof path, "%s/%s", f->tools, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+static void remove_tool(struct fixture *f, const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof path, "%s/%s.json", f->tools, name);
+	assert_int_equal(unlink(path), 0);
+}
+
+/* start_with_tools starts berthd on the test's --tools folder alone. */
+static void start_with_tools(struct fixture *f)
+{
+	const char *args[] = {"--tools", f->tools, NULL};
+
+	f->h.no_examples = true;
+	assert_int_equal(harness_start(&f->h, args), 0);
+	f->c = harness_connect(&f->h);
+	assert_non_null(f->c);
+}
+
+/* reload sends SIGHUP and waits for the nth reload's line of totals, which
+ * must start with totals. */
+static void reload(struct fixture *f, int nth, const char *totals)
+{
+	char want[256];
+	char *log, *p;
+	int seen = 0;
+
+	kill(f->h.pid, SIGHUP);
+	for (int64_t end = now_ms() + WAIT_MS; seen < nth && now_ms() < end;
+	     sleep_ms(20)) {
+		log = read_file(f->h.log);
+		seen = 0;
+		for (p = log; (p = strstr(p, "info reloaded --tools: ")); p++)
+			seen++;
+		free(log);
+	}
+	assert_int_equal(seen, nth);
+	snprintf(want, sizeof want, "info reloaded --tools: %s", totals);
+	log = read_file(f->h.log);
+	p = log;
+	for (int i = 0; i < nth; i++)
+		p = strstr(p + 1, "info reloaded --tools: ");
+	if (strncmp(p, want, strlen(want)) != 0)
+		print_error("---- berthd's log ----\n%s\n", log);
+	assert_memory_equal(p, want, strlen(want));
+	free(log);
+}
+
+/* tool_json returns the Tool of name in tools/list, or NULL. */
+static json_t *tool_json(struct fixture *f, const char *name)
+{
+	json_t *res = harness_call(f->c, "tools/list", NULL, NULL), *t, *out = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(res, "tools"), i, t)
+		if (strcmp(jstr(t, "name"), name) == 0)
+			out = json_incref(t);
+	json_decref(res);
+	return out;
+}
+
+static json_int_t output_v(const json_t *job)
+{
+	return json_integer_value(json_object_get(json_object_get(job, "output"),
+						  "v"));
+}
+
+static void sighup__adds_changes_and_removes_tools_and_keeps_serving(
+	void **state)
+{
+	struct fixture *f = *state;
+	json_t *job, *t, *err;
+	char *id, *waiting;
+
+	make_tools(f);
+	write_tool(f, "alpha", 1, 0, "");
+	start_with_tools(f);
+
+	/* A new manifest and a changed one. */
+	write_tool(f, "beta", 1, 0, "");
+	write_tool(f, "alpha", 2, 0, "");
+	reload(f, 1, "1 added, 1 changed, 0 removed, 0 unchanged, 0 failed "
+		     "to load; 5 tools");
+	assert_true(log_has(f, "info reload: tool beta is added ("));
+	assert_true(log_has(f, "info reload: tool alpha is changed ("));
+	t = tool_json(f, "alpha");
+	assert_string_equal(jstr(t, "description"), "version 2");
+	json_decref(t);
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "alpha", "input"));
+	job = wait_status(f, id, "completed");
+	assert_int_equal(output_v(job), 2);
+	json_decref(job);
+	free(id);
+
+	/* A removed tool: its waiting job stays pending, says why, and runs
+	 * when the tool comes back. */
+	waiting = submit(f, json_pack("{s:s, s:{}, s:i}", "tool", "beta",
+				      "input", "delayMs", 1500));
+	remove_tool(f, "beta");
+	reload(f, 2, "0 added, 0 changed, 1 removed, 1 unchanged, 0 failed "
+		     "to load; 4 tools");
+	assert_true(log_has(f, "info reload: tool beta is removed ("));
+	assert_true(log_has(f, "beta.json is gone); 1 waiting job (pending, "
+			       "awaiting approval or suspended) stays, and a "
+			       "job of it runs when a tool beta comes back"));
+	assert_null(tool_json(f, "beta"));
+	assert_null(harness_call(f->c, "jobs/submit",
+				 json_pack("{s:s, s:{}}", "tool", "beta",
+					   "input"),
+				 &err));
+	assert_int_equal(json_integer_value(json_object_get(err, "code")),
+			 -32011);
+	json_decref(err);
+	/* Past its runAt, it is still pending: nothing failed it. */
+	job = harness_call(f->c, "jobs/wait",
+			   json_pack("{s:s, s:i, s:[s]}", "id", waiting,
+				     "timeoutMs", 3000, "until", "completed"),
+			   NULL);
+	assert_string_equal(jstr(job, "status"), "pending");
+	json_decref(job);
+	job = get(f, waiting);
+	assert_string_equal(jstr(job, "status"), "pending");
+	assert_true(json_is_true(json_object_get(job, "toolMissing")));
+	json_decref(job);
+
+	write_tool(f, "beta", 3, 0, "");
+	reload(f, 3, "1 added, 0 changed, 0 removed, 1 unchanged, 0 failed "
+		     "to load; 5 tools");
+	job = wait_status(f, waiting, "completed");
+	assert_int_equal(output_v(job), 3);
+	assert_null(json_object_get(job, "toolMissing"));
+	json_decref(job);
+	free(waiting);
+
+	/* A manifest that does not load keeps the tool as it was. */
+	write_file(f, "alpha.json", "{\"id\": \"alpha\", \"command\": ");
+	write_file(f, "gamma.json", "{\"id\": \"gamma\", \"bogus\": 1, "
+		   "\"command\": [\"true\"]}");
+	reload(f, 4, "0 added, 0 changed, 0 removed, 1 unchanged, 2 failed "
+		     "to load; 5 tools");
+	assert_true(log_has(f, "alpha.json: not a JSON file"));
+	assert_true(log_has(f, "; tool alpha keeps the definition it had"));
+	assert_true(log_has(f, "gamma.json: bogus is not a known field; it "
+			       "is not loaded"));
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "alpha", "input"));
+	job = wait_status(f, id, "completed");
+	assert_int_equal(output_v(job), 2);
+	json_decref(job);
+	free(id);
+	/* SIGHUP used to kill berthd and leave its socket behind. */
+	assert_int_equal(waitpid(f->h.pid, NULL, WNOHANG), 0);
+	assert_int_equal(harness_stop(&f->h), 0);
+}
+
+static void sighup__a_changed_tools_running_job_finishes_under_the_old_one(
+	void **state)
+{
+	struct fixture *f = *state;
+	json_t *old_job, *new_job;
+	char *old_id, *new_id;
+
+	make_tools(f);
+	write_tool(f, "slow", 1, 2, "\"background\": {\"concurrency\": 1}");
+	start_with_tools(f);
+	old_id = submit(f, json_pack("{s:s, s:{}}", "tool", "slow", "input"));
+	wait_lock(f, "slow");
+
+	/* Version 2 answers {"v": 2} and takes nothing else: the running
+	 * job answers {"v": 1}, and is judged by version 1. */
+	write_tool(f, "slow", 2, 0, "\"background\": {\"concurrency\": 1}");
+	reload(f, 1, "0 added, 1 changed, 0 removed, 0 unchanged, 0 failed "
+		     "to load; 4 tools");
+	assert_true(log_has(f, "info reload: tool slow is changed (") &&
+		    log_has(f, "; 1 running job finishes under the definition "
+			       "it started with"));
+	/* The old run still holds the tool's one slot: the new job waits
+	 * for it (two runs at once would fail one of them). */
+	new_id = submit(f, json_pack("{s:s, s:{}}", "tool", "slow", "input"));
+	old_job = wait_status(f, old_id, "completed");
+	assert_int_equal(output_v(old_job), 1);
+	new_job = wait_status(f, new_id, "completed");
+	assert_int_equal(output_v(new_job), 2);
+	json_decref(old_job);
+	json_decref(new_job);
+	free(old_id);
+	free(new_id);
+}
+
+static void sighup__a_folder_that_cannot_be_read_keeps_its_tools(
+	void **state)
+{
+	struct fixture *f = *state;
+	char away[300];
+	json_t *job;
+	char *id;
+
+	make_tools(f);
+	write_tool(f, "alpha", 1, 0, "");
+	start_with_tools(f);
+	snprintf(away, sizeof away, "%s.away", f->tools);
+	assert_int_equal(rename(f->tools, away), 0);
+	reload(f, 1, "0 added, 0 changed, 0 removed, 0 unchanged, 1 failed "
+		     "to load; 4 tools");
+	assert_true(log_has(f, ": No such file or directory; the tools of "
+			       "this folder keep the definitions they had"));
+	assert_int_equal(rename(away, f->tools), 0);
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "alpha", "input"));
+	job = wait_status(f, id, "completed");
+	assert_int_equal(output_v(job), 1);
+	json_decref(job);
+	free(id);
+}
+
+static void a_removed_tools_jobs__wait_across_a_restart(void **state)
+{
+	struct fixture *f = *state;
+	json_t *job, *retry;
+	char *id, *types;
+
+	make_tools(f);
+	write_tool(f, "alpha", 1, 0, "");
+	write_tool(f, "beta", 1, 0, "");
+	start_with_tools(f);
+	id = submit(f, json_pack("{s:s, s:{}, s:i}", "tool", "beta", "input",
+				 "delayMs", 1000));
+	remove_tool(f, "beta");
+	disconnect(f);
+	assert_int_equal(harness_restart(&f->h), 0);
+	reconnect(f);
+	/* Claimed once it is due, and put back: berthd has no beta. */
+	wait_log(f, "(beta): no tool of that name is registered here; the "
+		    "job waits for one");
+	json_decref(wait_status(f, id, "pending"));
+	job = get(f, id);
+	assert_string_equal(jstr(job, "status"), "pending");
+	assert_int_equal(json_integer_value(json_object_get(job, "attempt")), 1);
+	assert_true(json_is_true(json_object_get(job, "toolMissing")));
+	json_decref(job);
+	types = events_of(f, id, &retry);
+	assert_string_equal(types, "created started retrying ");
+	assert_string_equal(jstr(retry, "reason"), "tool_missing");
+	json_decref(retry);
+	free(types);
+
+	write_tool(f, "beta", 2, 0, "");
+	reload(f, 1, "1 added");
+	job = wait_status(f, id, "completed");
+	assert_int_equal(output_v(job), 2);
+	json_decref(job);
+	free(id);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -636,6 +965,10 @@ int main(void)
 		T(logs__a_restart_after_a_crash_says_what_it_recovered),
 		T(logs__at_debug_level_every_transition_gets_a_line),
 		T(logs__a_client_that_does_not_read_is_dropped_with_a_warning),
+		T(sighup__adds_changes_and_removes_tools_and_keeps_serving),
+		T(sighup__a_changed_tools_running_job_finishes_under_the_old_one),
+		T(sighup__a_folder_that_cannot_be_read_keeps_its_tools),
+		T(a_removed_tools_jobs__wait_across_a_restart),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))
