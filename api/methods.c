@@ -10,6 +10,7 @@
  */
 #include "api/methods.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,8 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 		.tool = api_params_str(params, "tool"),
 		.run_id = api_params_str(params, "runId"),
 	};
+	const char *prefix = api_params_str(params, "idPrefix");
+	char lower[40];
 	const char *cursor = api_params_str(params, "cursor");
 	struct store_job **jobs = NULL;
 	size_t n = 0;
@@ -421,6 +424,16 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 	if (cursor && !(position = api_cursor_open(API_CURSOR_JOBS, cursor))) {
 		reply_bad_cursor(r);
 		return;
+	}
+	/* Ids are written in lower case; a prefix in either case finds
+	 * them (the params check bounds its length). */
+	if (prefix) {
+		size_t i = 0;
+
+		for (; prefix[i] && i < sizeof lower - 1; i++)
+			lower[i] = (char)tolower((unsigned char)prefix[i]);
+		lower[i] = '\0';
+		f.id_prefix = lower;
 	}
 	rc = store_list(a->store, &f, (int)api_params_int(params, "limit", 50),
 			position, &jobs, &n, &next);
@@ -579,6 +592,8 @@ static const struct api_param p_list[] = {
 	{"status", API_P_STATUSES, 0, 0, 0, NULL, NULL},
 	{"tool", API_P_STRING, 0, 0, 128, NULL, NULL},
 	STR("runId", 0),
+	/* A berth extension (docs/API.md): what `berth get 01a2` uses. */
+	{"idPrefix", API_P_ID_PREFIX, 0, 0, 36, NULL, NULL},
 	INT("limit", 1, 1000),
 	STR("cursor", 0),
 	END,

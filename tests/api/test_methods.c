@@ -546,6 +546,60 @@ static void list__refuses_a_forged_cut_or_foreign_cursor(void **state)
 	berth_client_close(c);
 }
 
+static void list__by_id_prefix__finds_the_jobs_whose_id_begins_so(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "noop", "{}"), *page, *err;
+	char id[40], prefix[40], upper[40];
+	size_t i;
+
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(submit(c, "noop", "{}"));
+	/* The whole id, its first 30 characters, in upper case too. */
+	snprintf(prefix, sizeof prefix, "%.30s", id);
+	for (i = 0; prefix[i]; i++)
+		upper[i] = (char)(prefix[i] >= 'a' && prefix[i] <= 'f'
+					  ? prefix[i] - 'a' + 'A'
+					  : prefix[i]);
+	upper[i] = '\0';
+	const char *const finds[] = {id, prefix, upper};
+	for (i = 0; i < 3; i++) {
+		page = call_ok(c, "jobs/list", json_pack("{s:s}", "idPrefix",
+							 finds[i]));
+		assert_int_equal(json_array_size(json_object_get(page, "jobs")), 1);
+		assert_string_equal(jstr(json_array_get(json_object_get(page,
+									"jobs"),
+							0), "id"), id);
+		json_decref(page);
+	}
+	/* Every id begins with its first digit; pages work as without. */
+	snprintf(prefix, sizeof prefix, "%.1s", id);
+	page = call_ok(c, "jobs/list", json_pack("{s:s, s:i}", "idPrefix",
+						 prefix, "limit", 1));
+	assert_int_equal(json_array_size(json_object_get(page, "jobs")), 1);
+	assert_true(strlen(jstr(page, "nextCursor")) > 0);
+	json_decref(page);
+	/* Nothing begins with f (UUIDv7 times of this century do not). */
+	page = call_ok(c, "jobs/list", json_pack("{s:s}", "idPrefix", "ffff"));
+	assert_int_equal(json_array_size(json_object_get(page, "jobs")), 0);
+	json_decref(page);
+	/* What cannot begin an id is refused, and says so. */
+	const char *const bad[] = {"", "0193zz", "0193 ",
+				   "0123456789abcdef0123456789abcdef01234"};
+	for (i = 0; i < 4; i++) {
+		err = call_err(c, "jobs/list", json_pack("{s:s}", "idPrefix",
+							 bad[i]), -32602);
+		assert_string_equal(jstr(json_array_get(json_object_get(
+						 json_object_get(err, "data"),
+						 "errors"), 0),
+					 "instancePath"),
+				    "/idPrefix");
+		json_decref(err);
+	}
+	berth_client_close(c);
+}
+
 static void tools_list__pages_with_a_signed_cursor(void **state)
 {
 	char dir[] = "/tmp/berth-many-tools-XXXXXX", path[300], cmd[320];
@@ -1022,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(list__filters_and_pages_with_an_opaque_cursor),
 		cmocka_unit_test(list__refuses_a_forged_cut_or_foreign_cursor),
 		cmocka_unit_test(tools_list__pages_with_a_signed_cursor),
+		cmocka_unit_test(list__by_id_prefix__finds_the_jobs_whose_id_begins_so),
 		cmocka_unit_test(wait__returns_at_once_when_already_there),
 		cmocka_unit_test(wait__after_its_timeout__returns_the_job_as_it_is),
 		cmocka_unit_test(wait__wakes_on_the_transition_itself),
