@@ -123,7 +123,8 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	char msg[300];
 
 	if (!t) {
-		snprintf(msg, sizeof(msg), "no tool named %s", p->tool);
+		snprintf(msg, sizeof(msg), "not found: no tool %.128s",
+			 p->tool);
 		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", p->tool));
 		return 0;
@@ -284,7 +285,8 @@ static struct store_job *read_job(struct worker__op *op, const char *id)
 	char msg[160];
 
 	if (rc == STORE_ENOTFOUND) {
-		worker__op_defer(op, WORKER_ENOTFOUND, "no such job",
+		snprintf(msg, sizeof(msg), "not found: no job %.64s", id);
+		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", id));
 		return NULL;
 	}
@@ -504,7 +506,7 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 		return -ENOMEM;
 	t = worker__tool_find(w, tool);
 	if (!t) {
-		snprintf(msg, sizeof(msg), "no tool named %s", tool);
+		snprintf(msg, sizeof(msg), "not found: no tool %.128s", tool);
 		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", tool));
 		return 0;

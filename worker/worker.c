@@ -134,8 +134,10 @@ void worker__op_reply_store(struct worker__op *op, int rc)
 		json_t *data = json_pack("{s:s}", "id",
 					 op->req.u.transition.job_id);
 
-		worker__op_reply(op, WORKER_ENOTFOUND, "no such job", data,
-				 NULL, false);
+		/* The phrase of every missing job (api/methods.c). */
+		snprintf(msg, sizeof(msg), "not found: no job %.64s",
+			 op->req.u.transition.job_id);
+		worker__op_reply(op, WORKER_ENOTFOUND, msg, data, NULL, false);
 		json_decref(data);
 	} else if (rc == STORE_ECONFLICT) {
 		const char *s = j ? store_status_name(j->status) : "unknown";

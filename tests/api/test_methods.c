@@ -272,8 +272,15 @@ static void approve__runs_the_job_and_twice_is_a_conflict(void **state)
 	assert_string_equal(jstr(job, "status"), "awaiting_approval");
 	r = call_ok(c, "jobs/approve", json_pack("{s:s, s:s}", "id", id, "note", "ok"));
 	assert_string_equal(jstr(r, "status"), "pending");
+	/* The approver's note is a note, not a decline's reason. */
+	assert_string_equal(jstr(json_object_get(r, "approval"), "note"), "ok");
+	assert_null(json_object_get(json_object_get(r, "approval"), "reason"));
 	json_decref(r);
 	json_decref(wait_for(c, id, "completed"));
+	r = call_ok(c, "jobs/get", json_pack("{s:s}", "id", id));
+	assert_string_equal(jstr(json_object_get(r, "approval"), "note"), "ok");
+	assert_null(json_object_get(json_object_get(r, "approval"), "reason"));
+	json_decref(r);
 	err = call_err(c, "jobs/approve", json_pack("{s:s}", "id", id), -32012);
 	assert_string_equal(jstr(json_object_get(err, "data"), "status"), "completed");
 	json_decref(err);
@@ -649,6 +656,36 @@ static void tools_list__pages_with_a_signed_cursor(void **state)
 	harness_cleanup(&many);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
+}
+
+static void a_missing_job__is_named_the_same_way_by_every_method(void **state)
+{
+	static const char *const methods[] = {
+		"jobs/get", "jobs/wait", "jobs/logs", "jobs/approve",
+		"jobs/decline", "jobs/cancel", "jobs/retry", "jobs/resume",
+	};
+	static const char id[] = "01890000-0000-7000-8000-00000000abcd";
+	struct berth_client *c = support_connect(&h);
+
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		json_t *params = json_pack("{s:s, s:i}", "id", id, "timeoutMs", 0);
+		json_t *err;
+
+		if (strcmp(methods[i], "jobs/resume") == 0)
+			json_object_set_new(params, "resumeData", json_object());
+		if (strcmp(methods[i], "jobs/logs") == 0)
+			json_object_del(params, "timeoutMs");
+		err = call_err(c, methods[i], params, -32011);
+		if (strcmp(jstr(err, "message"),
+			   "not found: no job 01890000-0000-7000-8000-00000000abcd"))
+			print_error("%s: %s\n", methods[i], jstr(err, "message"));
+		assert_string_equal(jstr(err, "message"),
+				    "not found: no job "
+				    "01890000-0000-7000-8000-00000000abcd");
+		assert_string_equal(jstr(json_object_get(err, "data"), "id"), id);
+		json_decref(err);
+	}
+	berth_client_close(c);
 }
 
 static void wait__returns_at_once_when_already_there(void **state)
@@ -1073,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(cancel__stops_a_running_job),
 		cmocka_unit_test(retry__makes_a_new_job_of_a_failed_one),
 		cmocka_unit_test(get__in_each_view__and_of_an_unknown_job),
+		cmocka_unit_test(a_missing_job__is_named_the_same_way_by_every_method),
 		cmocka_unit_test(list__filters_and_pages_with_an_opaque_cursor),
 		cmocka_unit_test(list__refuses_a_forged_cut_or_foreign_cursor),
 		cmocka_unit_test(tools_list__pages_with_a_signed_cursor),
