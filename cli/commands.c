@@ -105,6 +105,71 @@ static int positional(const char *cmd, int argc, int min, int max)
 	return CLI_OK;
 }
 
+/* ---- job ids ----------------------------------------------------------- */
+
+/* A job id: a UUID, 36 characters. */
+#define ID_LEN 36
+
+/*
+ * resolve_id writes into id (ID_LEN + 1 bytes) the job that arg names:
+ * arg itself when it is a whole id (or cannot begin one, for berthd to
+ * answer), else the one job whose id begins with it, found by jobs/list's
+ * idPrefix (docs/API.md), as git and docker take a unique prefix. Returns
+ * CLI_OK, or an exit status after saying why: CLI_REFUSED with berthd's
+ * phrase for a missing job when no id begins so, CLI_USAGE when several
+ * do.
+ */
+static int resolve_id(struct cli *cli, const char *cmd, const char *arg,
+		      char id[ID_LEN + 1])
+{
+	json_t *page, *jobs;
+	size_t n, len = strlen(arg);
+	char list[200] = "";
+	int rc;
+
+	if (len == 0 || len >= ID_LEN ||
+	    strspn(arg, "0123456789abcdefABCDEF-") != len) {
+		snprintf(id, ID_LEN + 1, "%s", arg);
+		return len > ID_LEN ? cli_usage_error(cmd, "'%s' is longer than "
+						      "a job id", arg)
+				    : CLI_OK;
+	}
+	/* Five ids are enough to show that a prefix is ambiguous. */
+	rc = cli_call(cli, "jobs/list", json_pack("{s:s, s:i}", "idPrefix", arg,
+						  "limit", 5), -1, &page);
+	if (rc)
+		return rc;
+	jobs = json_object_get(page, "jobs");
+	n = json_array_size(jobs);
+	if (n == 1)
+		snprintf(id, ID_LEN + 1, "%s",
+			 json_string_value(json_object_get(
+				 json_array_get(jobs, 0), "id")));
+	for (size_t i = 0; n > 1 && i < n && i < 4; i++) {
+		strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+		strncat(list, json_string_value(json_object_get(
+				      json_array_get(jobs, i), "id")),
+			sizeof list - strlen(list) - 1);
+	}
+	json_decref(page);
+	if (n == 1)
+		return CLI_OK;
+	if (n == 0) {
+		json_t *err = json_pack("{s:i, s:s+, s:{s:s}}", "code", -32011,
+					"message", "not found: no job ", arg,
+					"data", "id", arg);
+
+		/* Said as berthd says it of a whole id. */
+		rc = cli_refusal(NULL, err);
+		json_decref(err);
+		return rc;
+	}
+	return cli_usage_error(cmd, "%s is ambiguous: it begins %s%zu job ids "
+			       "(%s%s); give more of the id", arg,
+			       n > 4 ? "at least " : "", n > 4 ? 5 : n, list,
+			       n > 4 ? ", ..." : "");
+}
+
 /* ---- printing answers -------------------------------------------------- */
 
 static int show_job(struct cli *cli, json_t *job)
@@ -184,11 +249,10 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 		if (!note) {
 			if (errno != ETIMEDOUT) {
 				cli_progress_done(stdout);
-				fprintf(stderr, "berth: berthd closed the "
-					"connection\n");
 				json_decref(job);
 				json_decref(progress);
-				return CLI_NOCONN;
+				return cli_error(CLI_NOCONN, NULL, "berthd closed "
+						 "the connection");
 			}
 			waited += slice;
 			continue;
@@ -218,12 +282,57 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 	return cli_call(cli, "jobs/get", json_pack("{s:s}", "id", id), -1, out);
 }
 
+/* until_names is true when until (an array, or NULL) names status s. */
+static bool until_names(const json_t *until, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(until, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * job_exit returns the exit status of a wait for job that ended it in
+ * status s (cli.h): CLI_WAIT_TIMEOUT when the wait's timeout passed
+ * before s was one it waited for, the status's own code when the job
+ * ended other than completed (unless until names that status), else
+ * CLI_OK.
+ */
+static int job_exit(const char *cmd, const char *s, const json_t *until)
+{
+	static const struct {
+		const char *status;
+		int code;
+	} ends[] = {
+		{"failed", CLI_JOB_FAILED},	  {"timed_out", CLI_JOB_TIMED_OUT},
+		{"declined", CLI_JOB_DECLINED},	  {"cancelled", CLI_JOB_CANCELLED},
+		{"expired", CLI_JOB_EXPIRED},
+	};
+
+	/* The job is printed as it is, on stdout; the word on it goes to
+	 * stderr. */
+	if (!until_has(until, s))
+		return cli_error(CLI_WAIT_TIMEOUT, cmd, "--timeout passed first: "
+				 "the job is %s", s);
+	if (until_names(until, s))
+		return CLI_OK;
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (strcmp(s, ends[i].status) == 0)
+			return ends[i].code;
+	return CLI_OK;
+}
+
 /* wait_job waits for job id to reach until (NULL: the default) or for
- * timeout_ms (< 0: none) and prints it. until is borrowed. */
-static int wait_job(struct cli *cli, const char *id, json_t *until,
-		    int64_t timeout_ms)
+ * timeout_ms (< 0: none), prints it, and returns job_exit's status. until
+ * is borrowed. */
+static int wait_job(struct cli *cli, const char *cmd, const char *id,
+		    json_t *until, int64_t timeout_ms)
 {
 	json_t *params, *job;
+	char status[32];
 	int rc;
 
 	if (cli->tty) {
@@ -239,7 +348,13 @@ static int wait_job(struct cli *cli, const char *id, json_t *until,
 	}
 	if (rc)
 		return rc;
-	return show_job(cli, job);
+	snprintf(status, sizeof status, "%s",
+		 json_string_value(json_object_get(job, "status"))
+			 ? json_string_value(json_object_get(job, "status"))
+			 : "");
+	show_job(cli, job);
+	fflush(stdout);
+	return job_exit(cmd, status, until);
 }
 
 /* status_list turns "a,b,c" into a new array of strings. */
@@ -291,11 +406,16 @@ int cmd_info(struct cli *cli, int argc, char **argv)
 int cmd_tools(struct cli *cli, int argc, char **argv)
 {
 	static const char text[] =
-		"Usage: berth tools\n"
+		"Usage: berth tools [NAME]\n"
 		"List the tools berthd runs: name, whether a job needs approval, "
-		"whether the\ntool is paused, and its description. --json prints "
+		"whether the\ntool is paused, and its description. With NAME, "
+		"show that tool: its\ndescription, the fields of its input (and "
+		"of its resume data) with their\ntypes, defaults and required "
+		"marks, and its approval and background\nsettings. --json prints "
 		"the whole Tool objects.\n";
-	json_t *all = json_array(), *page, *cursor = NULL;
+	json_t *all = json_array(), *page, *cursor = NULL, *tool = NULL, *t;
+	const char *name;
+	size_t i;
 	int c, rc;
 
 	opts_reset();
@@ -303,10 +423,11 @@ int cmd_tools(struct cli *cli, int argc, char **argv)
 		json_decref(all);
 		return c == 'h' ? help(text) : CLI_USAGE;
 	}
-	if ((rc = positional("tools", argc, 0, 0))) {
+	if ((rc = positional("tools", argc, 0, 1))) {
 		json_decref(all);
 		return rc;
 	}
+	name = optind < argc ? argv[optind] : NULL;
 	do {
 		json_t *params = json_object();
 
@@ -323,6 +444,32 @@ int cmd_tools(struct cli *cli, int argc, char **argv)
 		cursor = json_incref(json_object_get(page, "nextCursor"));
 		json_decref(page);
 	} while (cursor);
+	if (name) {
+		/* tools/list is the one way to a Tool; one is picked here. */
+		json_array_foreach(all, i, t) {
+			const char *n = json_string_value(json_object_get(t, "name"));
+
+			if (!tool && n && strcmp(name, n) == 0)
+				tool = json_incref(t);
+		}
+		json_decref(all);
+		if (!tool) {
+			json_t *err = json_pack("{s:i, s:s+, s:{s:s}}", "code",
+						-32011, "message",
+						"not found: no tool ", name,
+						"data", "id", name);
+
+			rc = cli_refusal(NULL, err);
+			json_decref(err);
+			return rc;
+		}
+		if (cli->json)
+			cli_print_json(stdout, tool, false);
+		else
+			cli_print_tool(stdout, tool);
+		json_decref(tool);
+		return CLI_OK;
+	}
 	if (cli->json) {
 		json_t *out = json_pack("{s:o}", "tools", all);
 
@@ -478,7 +625,7 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		snprintf(id, sizeof id, "%s",
 			 json_string_value(json_object_get(job, "id")));
 		json_decref(job);
-		return wait_job(cli, id, NULL, -1);
+		return wait_job(cli, "submit", id, NULL, -1);
 	}
 	return show_job(cli, job);
 }
@@ -496,6 +643,7 @@ int cmd_get(struct cli *cli, int argc, char **argv)
 	};
 	const char *view = NULL;
 	json_t *params, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -506,9 +654,10 @@ int cmd_get(struct cli *cli, int argc, char **argv)
 			return CLI_USAGE;
 		view = optarg;
 	}
-	if ((rc = positional("get", argc, 1, 1)))
+	if ((rc = positional("get", argc, 1, 1)) ||
+	    (rc = resolve_id(cli, "get", argv[optind], id)))
 		return rc;
-	params = json_pack("{s:s}", "id", argv[optind]);
+	params = json_pack("{s:s}", "id", id);
 	if (view)
 		json_object_set_new(params, "view", json_string(view));
 	if ((rc = cli_call(cli, "jobs/get", params, -1, &job)))
@@ -633,6 +782,7 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 	};
 	json_t *until = NULL;
 	int64_t timeout = -1;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -654,7 +804,9 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 	}
 	rc = positional("wait", argc, 1, 1);
 	if (rc == CLI_OK)
-		rc = wait_job(cli, argv[optind], until, timeout);
+		rc = resolve_id(cli, "wait", argv[optind], id);
+	if (rc == CLI_OK)
+		rc = wait_job(cli, "wait", id, until, timeout);
 	json_decref(until);
 	return rc;
 }
@@ -673,6 +825,7 @@ static int job_action(struct cli *cli, int argc, char **argv,
 	};
 	const char *value = NULL;
 	json_t *params, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -683,9 +836,10 @@ static int job_action(struct cli *cli, int argc, char **argv,
 			return CLI_USAGE;
 		value = optarg;
 	}
-	if ((rc = positional(argv[0], argc, 1, 1)))
+	if ((rc = positional(argv[0], argc, 1, 1)) ||
+	    (rc = resolve_id(cli, argv[0], argv[optind], id)))
 		return rc;
-	params = json_pack("{s:s}", "id", argv[optind]);
+	params = json_pack("{s:s}", "id", id);
 	if (value)
 		json_object_set_new(params, param, json_string(value));
 	if ((rc = cli_call(cli, method, params, -1, &job)))
@@ -737,6 +891,7 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 		"it from\nstandard input; default {}). The tool runs again from "
 		"the top with it.\n";
 	json_t *data, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -748,9 +903,13 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 				 : json_object();
 	if (!data)
 		return CLI_USAGE;
+	if ((rc = resolve_id(cli, "resume", argv[optind], id))) {
+		json_decref(data);
+		return rc;
+	}
 	rc = cli_call(cli, "jobs/resume",
-		      json_pack("{s:s, s:o}", "id", argv[optind], "resumeData",
-				data), -1, &job);
+		      json_pack("{s:s, s:o}", "id", id, "resumeData", data), -1,
+		      &job);
 	if (rc)
 		return rc;
 	return show_job(cli, job);
@@ -805,6 +964,7 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int64_t after = 0, limit = -1, shown = 0;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -820,7 +980,8 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 						  "take a number, not '%s'",
 						  optarg);
 	}
-	if ((rc = positional("logs", argc, 1, 1)))
+	if ((rc = positional("logs", argc, 1, 1)) ||
+	    (rc = resolve_id(cli, "logs", argv[optind], id)))
 		return rc;
 	for (;;) {
 		int64_t page = limit < 0 || limit - shown > 1000 ? 1000
@@ -829,7 +990,7 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		size_t i;
 
 		rc = cli_call(cli, "jobs/logs",
-			      json_pack("{s:s, s:I, s:I}", "id", argv[optind],
+			      json_pack("{s:s, s:I, s:I}", "id", id,
 					"after", (json_int_t)after, "limit",
 					(json_int_t)page), -1, &res);
 		if (rc)
@@ -868,6 +1029,7 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	const char *job = NULL;
 	int64_t since = -1;
 	bool follow = false;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -888,6 +1050,10 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	}
 	if ((rc = positional("events", argc, 0, 0)))
 		return rc;
+	if (job && (rc = resolve_id(cli, "events", job, id)))
+		return rc;
+	if (job)
+		job = id;
 	if (follow) {
 		json_t *params = json_object(), *res;
 
@@ -902,11 +1068,9 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 			json_t *note = berth_client_next_notification(cli->client, -1);
 			json_t *ev;
 
-			if (!note) {
-				fprintf(stderr, "berth: berthd closed the "
-					"connection\n");
-				return CLI_NOCONN;
-			}
+			if (!note)
+				return cli_error(CLI_NOCONN, NULL, "berthd "
+						 "closed the connection");
 			ev = json_object_get(note, "params");
 			if (cli->json)
 				cli_print_json(stdout, ev, true);

@@ -5,6 +5,8 @@
 #include "cli/validate.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,58 @@
 #include "schema/schema.h"
 
 static const char usage[] =
-	"usage: berth validate [--assert-formats] SCHEMA_FILE [INSTANCE_FILE|-]\n"
+	"usage: berth validate [--assert-formats] [--json] SCHEMA_FILE [INSTANCE_FILE|-]\n"
 	"Checks SCHEMA_FILE, then INSTANCE_FILE (or standard input for \"-\") "
 	"against it.\n"
+	"--json prints {\"valid\": true} or {\"valid\": false, \"errors\": [...]} "
+	"on stdout,\nand an error as {\"error\": {\"message\"}, \"exitStatus\": 2} "
+	"on stderr.\n"
 	"Exit status: 0 valid, 1 invalid (one line per error), 2 cannot read "
 	"a file or the schema is invalid.\n";
+
+/* --json: results and errors as JSON (the berth command's --json). */
+static bool json_out;
+
+/* fail says why validate stops with status 2: "berth validate: why" (and
+ * the usage when with_usage), or {"error": ...} with --json. */
+static int fail(bool with_usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int fail(bool with_usage, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (json_out) {
+		json_t *o = json_pack("{s:{s:s}, s:i}", "error", "message", msg,
+				      "exitStatus", 2);
+		char *text = json_dumps(o, JSON_COMPACT);
+
+		if (text)
+			fprintf(stderr, "%s\n", text);
+		free(text);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "berth validate: %s\n%s", msg,
+			with_usage ? usage : "");
+	}
+	return 2;
+}
+
+/* print_valid prints the --json verdict: valid, or the errors (borrowed). */
+static void print_valid(const json_t *errors)
+{
+	json_t *o = errors ? json_pack("{s:b, s:O}", "valid", 0, "errors", errors)
+			   : json_pack("{s:b}", "valid", 1);
+	char *text = json_dumps(o, JSON_COMPACT);
+
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
 
 /* load reads a JSON document from path ("-" is standard input); returns a
  * new reference, or NULL after printing why on standard error.  Any JSON
@@ -33,16 +82,16 @@ static json_t *load(const char *path, const char *what)
 	} else {
 		f = fopen(path, "rb");
 		if (!f) {
-			fprintf(stderr, "berth validate: cannot read %s %s: %s\n", what,
-				path, strerror(errno));
+			fail(false, "cannot read %s %s: %s", what, path,
+			     strerror(errno));
 			return NULL;
 		}
 		doc = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 		fclose(f);
 	}
 	if (!doc)
-		fprintf(stderr, "berth validate: %s %s is not valid JSON: %s (line %d, "
-			"column %d)\n", what, path, jerr.text, jerr.line, jerr.column);
+		fail(false, "%s %s is not valid JSON: %s (line %d, column %d)", what,
+		     path, jerr.text, jerr.line, jerr.column);
 	return doc;
 }
 
@@ -73,27 +122,29 @@ int cli_validate_main(int argc, char **argv)
 	struct schema *s;
 	char *err = NULL;
 
+	json_out = false;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			json_out = true;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--assert-formats") == 0) {
 			opt.format_assert = true;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			continue;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "berth validate: unknown option %s\n%s", argv[i], usage);
-			return 2;
+			return fail(true, "unknown option %s", argv[i]);
 		} else if (nfiles == 2) {
-			fprintf(stderr, "berth validate: too many arguments\n%s", usage);
-			return 2;
+			return fail(true, "too many arguments");
 		} else {
 			files[nfiles++] = argv[i];
 		}
 	}
-	if (nfiles == 0 || (files[0] && strcmp(files[0], "-") == 0)) {
-		fprintf(stderr, "berth validate: %s\n%s", nfiles ? "the schema must be "
-			"a file, not standard input" : "missing SCHEMA_FILE", usage);
-		return 2;
-	}
+	if (nfiles == 0 || (files[0] && strcmp(files[0], "-") == 0))
+		return fail(true, "%s", nfiles ? "the schema must be a file, not "
+			    "standard input" : "missing SCHEMA_FILE");
 
 	doc = load(files[0], "schema");
 	if (!doc)
@@ -101,12 +152,14 @@ int cli_validate_main(int argc, char **argv)
 	s = schema_compile(doc, &opt, NULL, &err);
 	json_decref(doc);
 	if (!s) {
-		fprintf(stderr, "berth validate: schema %s is invalid: %s\n", files[0],
-			err ? err : "out of memory");
+		fail(false, "schema %s is invalid: %s", files[0],
+		     err ? err : "out of memory");
 		free(err);
 		return 2;
 	}
 	if (!files[1]) {
+		if (json_out)
+			print_valid(NULL);
 		schema_free(s);
 		return 0;
 	}
@@ -117,10 +170,14 @@ int cli_validate_main(int argc, char **argv)
 		return 2;
 	}
 	rc = schema_validate(s, instance, &errors);
-	if (rc == -EINVAL)
+	if (rc == -EINVAL && json_out)
+		print_valid(errors);
+	else if (rc == -EINVAL)
 		print_errors(errors);
+	else if (rc == 0 && json_out)
+		print_valid(NULL);
 	else if (rc != 0)
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 	json_decref(errors);
 	json_decref(instance);
 	schema_free(s);
