@@ -58,6 +58,25 @@ static void conn_dropped(const struct api_conn *c, const char *why)
 		 why);
 }
 
+/* log_refused logs the connections refused past the connection limit, at
+ * most one line a second with the count since the last one, so that a
+ * flood of connections cannot flood the log too. */
+static void log_refused(struct api *a)
+{
+	static uint64_t last_ms, count;
+	uint64_t now = uv_now(a->loop);
+
+	count++;
+	if (last_ms && now - last_ms < 1000)
+		return;
+	log_warn("connections dropped: %llu refused past the limit of %d "
+		 "connections%s", (unsigned long long)count,
+		 a->cfg.max_connections, last_ms ? " since the last such line"
+						 : "");
+	last_ms = now;
+	count = 0;
+}
+
 static void conn_unref(struct api_conn *c)
 {
 	if (--c->refs == 0) {
@@ -835,7 +854,7 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		c->authed = true;
 	}
 	if (a->nconns > (size_t)a->cfg.max_connections) {
-		conn_dropped(c, "too many connections");
+		log_refused(a);
 		refuse(c, API_OVERLOADED, "overloaded: too many connections",
 		       api_rpc_limit(a->cfg.max_connections));
 		return;
