@@ -491,7 +491,10 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		"\n"
 		"  --wait                 wait until the job stops running, "
 		"then print it\n"
-		"                         (with a progress bar on a terminal)\n"
+		"                         (with a progress bar on a terminal); "
+		"exit as\n"
+		"                         berth wait does (5 failed, 6 timed_out, "
+		"...)\n"
 		"  --idempotency-key KEY  the same key again returns the first "
 		"job\n"
 		"  --priority N           higher runs first (default 0)\n"
@@ -773,7 +776,13 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 		"Wait until the job is in one of the statuses of --until "
 		"(default: any but\npending and running), or until the timeout "
 		"passes, then print it as it is.\nOn a terminal a progress bar "
-		"shows while the job runs.\n";
+		"shows while the job runs. ID may be a unique\nprefix of the "
+		"job's id.\n"
+		"\n"
+		"Exit status: 0 when the job completed, waits for approval or "
+		"resume data, or\nreached a status --until names; 4 when the "
+		"timeout passed first; 5 failed,\n6 timed_out, 7 declined, 8 "
+		"cancelled, 9 expired.\n";
 	static const struct option opts[] = {
 		{"timeout", required_argument, NULL, 't'},
 		{"until", required_argument, NULL, 'u'},

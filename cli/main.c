@@ -102,7 +102,7 @@ static int cmd_mcp(struct cli *cli, int argc, char **argv)
 /* The subcommands; each parses its own arguments (argv[0] is its name). */
 static const struct cli_command commands[] = {
 	{"info", cmd_info, "show the daemon's version, database and job counts"},
-	{"tools", cmd_tools, "list the tools berthd runs"},
+	{"tools", cmd_tools, "list the tools berthd runs, or show one: tools [NAME]"},
 	{"submit", cmd_submit, "submit a job: submit TOOL [JSON|-]"},
 	{"get", cmd_get, "show a job: get ID"},
 	{"ls", cmd_ls, "list jobs, newest first"},
