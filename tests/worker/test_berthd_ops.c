@@ -837,12 +837,21 @@ static void sighup__adds_changes_and_removes_tools_and_keeps_serving(
 	write_file(f, "alpha.json", "{\"id\": \"alpha\", \"command\": ");
 	write_file(f, "gamma.json", "{\"id\": \"gamma\", \"bogus\": 1, "
 		   "\"command\": [\"true\"]}");
-	reload(f, 4, "0 added, 0 changed, 0 removed, 1 unchanged, 2 failed "
+	/* A manifest cannot take a built-in tool's id, nor another's. */
+	write_file(f, "delta.json", "{\"id\": \"noop\", \"command\": "
+		   "[\"true\"]}");
+	write_file(f, "epsilon.json", "{\"id\": \"beta\", \"command\": "
+		   "[\"true\"]}");
+	reload(f, 4, "0 added, 0 changed, 0 removed, 1 unchanged, 4 failed "
 		     "to load; 5 tools");
 	assert_true(log_has(f, "alpha.json: not a JSON file"));
 	assert_true(log_has(f, "; tool alpha keeps the definition it had"));
 	assert_true(log_has(f, "gamma.json: bogus is not a known field; it "
 			       "is not loaded"));
+	assert_true(log_has(f, "delta.json: tool noop: id is already "
+			       "registered; it is not loaded"));
+	assert_true(log_has(f, "epsilon.json: tool beta: id is already "
+			       "registered; it is not loaded"));
 	id = submit(f, json_pack("{s:s, s:{}}", "tool", "alpha", "input"));
 	job = wait_status(f, id, "completed");
 	assert_int_equal(output_v(job), 2);
@@ -885,6 +894,10 @@ static void sighup__a_changed_tools_running_job_finishes_under_the_old_one(
 	json_decref(new_job);
 	free(old_id);
 	free(new_id);
+	/* The old definition went with its last run: nothing leaked (the
+	 * sanitizers' exit status says so). */
+	disconnect(f);
+	assert_int_equal(harness_stop(&f->h), 0);
 }
 
 static void sighup__a_folder_that_cannot_be_read_keeps_its_tools(
@@ -949,6 +962,8 @@ static void a_removed_tools_jobs__wait_across_a_restart(void **state)
 	assert_int_equal(output_v(job), 2);
 	json_decref(job);
 	free(id);
+	disconnect(f);
+	assert_int_equal(harness_stop(&f->h), 0);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
