@@ -517,7 +517,6 @@ struct reload {
 	size_t nold;
 	struct worker_tool **tools; /* the new registry, sorted */
 	size_t ntools, captools;
-	bool *dir_failed;           /* by index of w->dirs */
 	int added, changed, removed, kept, failed;
 };
 
@@ -571,8 +570,14 @@ static void load_one(struct reload *rl, const char *path)
 	int rc;
 
 	rc = worker__manifest_load(path, &t, &why);
-	if (rc == 0 && (rc = worker__tool_check(t, &why)) != 0)
-		why = why ? why : worker__errmsg("%s: invalid", path);
+	if (rc == 0 && (rc = worker__tool_check(t, &why)) != 0) {
+		char *named = worker__errmsg("%s: %s", path, why ? why : "invalid");
+
+		free(why);
+		why = named;
+		worker__tool_free(t);
+		t = NULL;
+	}
 	if (rc == 0) {
 		same = old_by_id(rl, t->id);
 		/* The same text from the same file: the tool as it was. */
@@ -708,11 +713,6 @@ int worker_reload(struct worker *w)
 		log_info("reload: no --tools folder to read again");
 		return 0;
 	}
-	rl.dir_failed = calloc(w->ndirs, sizeof(*rl.dir_failed));
-	if (!rl.dir_failed) {
-		log_error("reload: out of memory; the tools stay as they were");
-		return -ENOMEM;
-	}
 	/* The C tools stay; a manifest cannot take their ids. */
 	for (size_t i = 0; i < rl.nold && !oom; i++)
 		if (!rl.old[i]->cmd)
@@ -726,7 +726,6 @@ int worker_reload(struct worker *w)
 			log_warn("reload: %s; the tools of this folder keep "
 				 "the definitions they had", why);
 			free(why);
-			rl.dir_failed[d] = true;
 			rl.failed++;
 			for (size_t i = 0; i < rl.nold; i++)
 				if (rl.old[i]->cmd &&
@@ -745,7 +744,6 @@ int worker_reload(struct worker *w)
 			if (old_by_id(&rl, rl.tools[i]->id) != rl.tools[i])
 				worker__tool_free(rl.tools[i]);
 		free(rl.tools);
-		free(rl.dir_failed);
 		return -ENOMEM;
 	}
 
@@ -802,7 +800,6 @@ int worker_reload(struct worker *w)
 		 "unchanged, %d failed to load; %zu tool%s",
 		 rl.added, rl.changed, rl.removed, rl.kept, rl.failed,
 		 w->ntools, w->ntools == 1 ? "" : "s");
-	free(rl.dir_failed);
 	/* A changed limit or a returned tool may let waiting jobs start. */
 	w->backlog = true;
 	worker__sched_kick(w);

@@ -870,7 +870,7 @@ static void sighup__a_changed_tools_running_job_finishes_under_the_old_one(
 	char *old_id, *new_id;
 
 	make_tools(f);
-	write_tool(f, "slow", 1, 2, "\"background\": {\"concurrency\": 1}");
+	write_tool(f, "slow", 1, 5, "\"background\": {\"concurrency\": 1}");
 	start_with_tools(f);
 	old_id = submit(f, json_pack("{s:s, s:{}}", "tool", "slow", "input"));
 	wait_lock(f, "slow");
