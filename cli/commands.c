@@ -3,6 +3,7 @@
  * wrapper over one method of PROTOCOL.md: it reads its arguments, calls
  * berthd, and prints the answer as a table (or JSON with --json).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -127,13 +128,15 @@ static int resolve_id(struct cli *cli, const char *cmd, const char *arg,
 	char list[200] = "";
 	int rc;
 
-	if (len == 0 || len >= ID_LEN ||
-	    strspn(arg, "0123456789abcdefABCDEF-") != len) {
-		snprintf(id, ID_LEN + 1, "%s", arg);
-		return len > ID_LEN ? cli_usage_error(cmd, "'%s' is longer than "
-						      "a job id", arg)
-				    : CLI_OK;
-	}
+	bool hex = len > 0 && strspn(arg, "0123456789abcdefABCDEF-") == len;
+
+	if (len > ID_LEN)
+		return cli_usage_error(cmd, "'%s' is longer than a job id", arg);
+	/* Ids are written in lower case; berthd reads a prefix in either. */
+	for (size_t i = 0; i <= len; i++)
+		id[i] = hex ? (char)tolower((unsigned char)arg[i]) : arg[i];
+	if (!hex || len == ID_LEN)
+		return CLI_OK;
 	/* Five ids are enough to show that a prefix is ambiguous. */
 	rc = cli_call(cli, "jobs/list", json_pack("{s:s, s:i}", "idPrefix", arg,
 						  "limit", 5), -1, &page);

@@ -416,6 +416,8 @@ int main(int argc, char **argv)
 	cli.tty = isatty(STDOUT_FILENO) && !cli.json;
 
 	if (argc < 2) {
+		if (cli.json)
+			return cli_usage_error(NULL, "no command given");
 		print_usage(stderr);
 		return CLI_USAGE;
 	}

@@ -3,6 +3,7 @@
  * would, against a real berthd.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -668,7 +669,7 @@ static void ids__may_be_given_by_a_unique_prefix(void **state)
 	json_t *a = berth_json(NULL, "submit", "api-approve", "{\"action\":\"p\"}");
 	json_t *b = berth_json(NULL, "submit", "api-approve", "{\"action\":\"q\"}");
 	json_t *r;
-	char prefix[40], common[40], *out, *err;
+	char prefix[40], common[40], upper[40], *out, *err;
 	size_t n = 0;
 
 	/* Ids begin with their time: 30 characters reach into the random
@@ -678,6 +679,17 @@ static void ids__may_be_given_by_a_unique_prefix(void **state)
 	snprintf(prefix, sizeof prefix, "%.30s", jstr(a, "id"));
 	snprintf(common, sizeof common, "%.*s", (int)n, jstr(a, "id"));
 	assert_int_equal(berth(NULL, &out, NULL, "get", prefix, NULL), 0);
+	assert_non_null(strstr(out, jstr(a, "id")));
+	free(out);
+	/* In upper case too, a prefix or the whole id. */
+	snprintf(upper, sizeof upper, "%s", jstr(a, "id"));
+	for (char *p = upper; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	assert_int_equal(berth(NULL, &out, NULL, "get", upper, NULL), 0);
+	assert_non_null(strstr(out, jstr(a, "id")));
+	free(out);
+	upper[30] = '\0';
+	assert_int_equal(berth(NULL, &out, NULL, "get", upper, NULL), 0);
 	assert_non_null(strstr(out, jstr(a, "id")));
 	free(out);
 	r = berth_json(NULL, "approve", prefix, "--note", "by prefix");
