@@ -20,6 +20,9 @@
 #include "tests/api/support.h"
 
 static struct harness h;
+/* The TCP test's berthd; the group's teardown stops it when the test
+ * failed before it could. */
+static struct harness tcp;
 
 static int start(void **state)
 {
@@ -33,6 +36,7 @@ static int stop(void **state)
 	int rc = harness_stop(&h);
 
 	harness_cleanup(&h);
+	harness_cleanup(&tcp);
 	return rc == 0 ? 0 : -1;
 }
 
@@ -861,7 +865,6 @@ static void tcp__with_a_token_file_or_berth_token__works_end_to_end(void **state
 	char bad_file[] = "/tmp/berth-cli-bad-XXXXXX";
 	const char *extra[] = {"--listen", listen_at, "--token-file", token_file,
 			       NULL};
-	struct harness tcp;
 	char *out, *err;
 	json_t *job;
 	int fd, port = free_port();
