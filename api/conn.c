@@ -50,6 +50,33 @@ static void conn_log(const struct api_conn *c, const char *what)
 		(unsigned long long)c->id, what);
 }
 
+/* conn_dropped logs a connection berthd itself cuts off, at warn: a client
+ * lost its connection and may not know why. */
+static void conn_dropped(const struct api_conn *c, const char *why)
+{
+	log_warn("connection %llu: dropped: %s", (unsigned long long)c->id,
+		 why);
+}
+
+/* log_refused logs the connections refused past the connection limit, at
+ * most one line a second with the count since the last one, so that a
+ * flood of connections cannot flood the log too. */
+static void log_refused(struct api *a)
+{
+	static uint64_t last_ms, count;
+	uint64_t now = uv_now(a->loop);
+
+	count++;
+	if (last_ms && now - last_ms < 1000)
+		return;
+	log_warn("connections dropped: %llu refused past the limit of %d "
+		 "connections%s", (unsigned long long)count,
+		 a->cfg.max_connections, last_ms ? " since the last such line"
+						 : "");
+	last_ms = now;
+	count = 0;
+}
+
 static void conn_unref(struct api_conn *c)
 {
 	if (--c->refs == 0) {
@@ -79,6 +106,7 @@ static void on_close(uv_handle_t *h)
 	struct api *a = c->api;
 
 	c->state = API_CONN_CLOSED;
+	log_debug("connection %llu: closed", (unsigned long long)c->id);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -198,7 +226,7 @@ static int conn_over_cap(struct api_conn *c)
 	/* The client does not read what it asked for. It is cut off here,
 	 * so that it costs at most max_outbuf and nobody else waits for
 	 * it. */
-	conn_log(c, "closed: it does not read its replies");
+	conn_dropped(c, "it does not read its replies");
 	api_conn_close(c);
 	return -ENOBUFS;
 }
@@ -826,6 +854,7 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		c->authed = true;
 	}
 	if (a->nconns > (size_t)a->cfg.max_connections) {
+		log_refused(a);
 		refuse(c, API_OVERLOADED, "overloaded: too many connections",
 		       api_rpc_limit(a->cfg.max_connections));
 		return;

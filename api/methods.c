@@ -10,11 +10,13 @@
  */
 #include "api/methods.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/cursor.h"
 #include "api/rpc.h"
 #include "api/server.h"
 #include "api/sub.h"
@@ -294,28 +296,34 @@ static void m_tools_list(struct api_req *r, json_t *params)
 	struct api *a = api_of(r);
 	const char *cursor = api_params_str(params, "cursor");
 	size_t n = worker_tool_count(a->worker), i = 0;
-	json_t *tools = json_array(), *result;
+	char *after = NULL, *next;
+	json_t *tools, *result;
 
-	/* A cursor is the name of the last tool of the page before; any
-	 * other string was not given out by this server (docs/API.md). */
-	if (cursor && !worker_tool_find(a->worker, cursor)) {
+	/* A cursor holds the name of the last tool of the page before,
+	 * signed (api/cursor.h); the page goes on after that name even if
+	 * a reload removed its tool since. */
+	if (cursor && !(after = api_cursor_open(API_CURSOR_TOOLS, cursor))) {
 		reply_bad_cursor(r);
-		json_decref(tools);
 		return;
 	}
-	if (cursor)
+	if (after)
 		while (i < n &&
 		       strcmp(worker_tool_name(worker_tool_at(a->worker, i)),
-			      cursor) <= 0)
+			      after) <= 0)
 			i++;
+	free(after);
+	tools = json_array();
 	for (; i < n && json_array_size(tools) < TOOLS_PAGE; i++)
 		json_array_append_new(tools, tool_json(
 			r, worker_tool_at(a->worker, i)));
 	result = json_pack("{s:o}", "tools", tools);
-	if (result && i < n)
-		json_object_set_new(result, "nextCursor",
-				    json_string(worker_tool_name(
-					    worker_tool_at(a->worker, i - 1))));
+	if (result && i < n) {
+		next = api_cursor_make(API_CURSOR_TOOLS,
+				       worker_tool_name(worker_tool_at(
+					       a->worker, i - 1)));
+		json_object_set_new(result, "nextCursor", json_string(next));
+		free(next);
+	}
 	api_reply(r, result);
 }
 
@@ -413,14 +421,34 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 		.tool = api_params_str(params, "tool"),
 		.run_id = api_params_str(params, "runId"),
 	};
+	const char *prefix = api_params_str(params, "idPrefix");
+	char lower[40];
+	const char *cursor = api_params_str(params, "cursor");
 	struct store_job **jobs = NULL;
 	size_t n = 0;
-	char *next = NULL;
+	char *next = NULL, *position = NULL, *signed_next;
 	json_t *arr, *result;
 	int rc;
 
+	/* The store's cursor, signed (api/cursor.h): the store's own check
+	 * tells only a well-formed id from garbage. */
+	if (cursor && !(position = api_cursor_open(API_CURSOR_JOBS, cursor))) {
+		reply_bad_cursor(r);
+		return;
+	}
+	/* Ids are written in lower case; a prefix in either case finds
+	 * them (the params check bounds its length). */
+	if (prefix) {
+		size_t i = 0;
+
+		for (; prefix[i] && i < sizeof lower - 1; i++)
+			lower[i] = (char)tolower((unsigned char)prefix[i]);
+		lower[i] = '\0';
+		f.id_prefix = lower;
+	}
 	rc = store_list(a->store, &f, (int)api_params_int(params, "limit", 50),
-			api_params_str(params, "cursor"), &jobs, &n, &next);
+			position, &jobs, &n, &next);
+	free(position);
 	if (rc == -EINVAL) {
 		reply_bad_cursor(r);
 		return;
@@ -437,8 +465,12 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 	}
 	free(jobs);
 	result = json_pack("{s:o}", "jobs", arr);
-	if (result && next)
-		json_object_set_new(result, "nextCursor", json_string(next));
+	if (result && next) {
+		signed_next = api_cursor_make(API_CURSOR_JOBS, next);
+		json_object_set_new(result, "nextCursor",
+				    json_string(signed_next));
+		free(signed_next);
+	}
 	free(next);
 	api_reply(r, result);
 }
@@ -571,6 +603,8 @@ static const struct api_param p_list[] = {
 	{"status", API_P_STATUSES, 0, 0, 0, NULL, NULL},
 	{"tool", API_P_STRING, 0, 0, 128, NULL, NULL},
 	STR("runId", 0),
+	/* A berth extension (docs/API.md): what `berth get 01a2` uses. */
+	{"idPrefix", API_P_ID_PREFIX, 0, 0, 36, NULL, NULL},
 	INT("limit", 1, 1000),
 	STR("cursor", 0),
 	END,

@@ -133,6 +133,19 @@ static void check_one(const struct api_param *p, const json_t *v,
 				  "of them", p->name);
 		break;
 	}
+	case API_P_ID_PREFIX: {
+		size_t max = p->max ? (size_t)p->max : 36;
+		const char *id = json_string_value(v);
+
+		if (!id || !*id || strlen(id) > max ||
+		    strspn(id, "0123456789abcdefABCDEF-") != strlen(id)) {
+			snprintf(detail, sizeof detail, "%zu", max);
+			add_error(errors, p->name, "pattern",
+				  "%s must be the start of a job id: 1 to %s "
+				  "hex digits and '-'", p->name, detail);
+		}
+		break;
+	}
 	default:
 		break;
 	}

@@ -21,6 +21,8 @@ enum api_param_type {
 	API_P_TIME,     /* an ISO 8601 time, as store_parse_time reads it */
 	API_P_ENUM,     /* one of choices */
 	API_P_STATUSES, /* a status name, or a non-empty array of them */
+	API_P_ID_PREFIX, /* the start of a job id: 1 to max (0: 36) hex
+			    digits, either case, and '-' */
 };
 
 #define API_P_REQUIRED 1u

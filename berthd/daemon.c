@@ -26,6 +26,7 @@
 #include "http/http.h"
 #endif
 #include "berth/berth.h"
+#include "common/duration.h"
 #include "log/log.h"
 #include "store/store.h"
 #include "worker/worker.h"
@@ -33,15 +34,30 @@
 #define MAX_TOOL_DIRS 64
 #define MAX_ALLOW_UIDS 64
 
+/*
+ * How long running jobs may go on finishing after SIGTERM, unless
+ * --shutdown-grace says otherwise. It is why a stop with jobs running took
+ * 10 s before the option existed: the worker waited this long for them
+ * before stopping them. Enough for most tool calls to end and commit their
+ * result rather than run again after the restart, and, with the 5 s that
+ * a tool ignoring SIGTERM is given before SIGKILL, well inside systemd's
+ * 90 s stop timeout.
+ */
+#define SHUTDOWN_GRACE_MS 10000
+
 struct daemon {
 	uv_loop_t loop;
 	uv_signal_t sigterm;
 	uv_signal_t sigint;
+	uv_signal_t sighup;
 	struct store *store;
 	struct worker *worker;
 	struct api *api;
 	struct http *http; /* --http, or NULL */
 	bool stopping;
+	bool stopping_now;   /* a second SIGTERM or SIGINT came */
+	bool worker_stopped; /* no job runs any more: the rest is quick */
+	int64_t shutdown_grace_ms;
 	int status; /* exit status */
 };
 
@@ -62,6 +78,7 @@ struct options {
 	int64_t retention_ms;
 	const char *node;
 	int64_t lease_ms;
+	int64_t shutdown_grace_ms;
 	const char *migrate_from;
 	bool quiet;
 	int log_level;
@@ -74,7 +91,8 @@ static const char usage_text[] =
 	"  --db PATH              the SQLite database (default ./berth.db)\n"
 	"  --socket PATH          the Unix socket (default\n"
 	"                         $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
-	"  --tools DIR            load every *.json tool manifest in DIR (repeatable)\n"
+	"  --tools DIR            load every *.json tool manifest in DIR (repeatable;\n"
+	"                         SIGHUP reads them again)\n"
 	"  --workers N            jobs that may run at once (default 4)\n"
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
@@ -82,15 +100,19 @@ static const char usage_text[] =
 	"                         needs --token-file\n"
 	"  --token-file FILE      the token TCP clients send with server/auth\n"
 	"  --allow-uid UID        let this user use the Unix socket too (repeatable)\n"
-	"  --default-timeout MS   timeout of a job whose tool and submit name none\n"
-	"                         (default 300000)\n"
-	"  --retention MS         keep finished jobs and their events this long\n"
-	"                         (default 604800000, 7 days)\n"
+	"  --default-timeout DURATION\n"
+	"                         timeout of a job whose tool and submit name none\n"
+	"                         (default 5m)\n"
+	"  --retention DURATION   keep finished jobs and their events this long\n"
+	"                         (default 7d)\n"
 	"  --node NAME            this node's name among the berthd nodes sharing a\n"
 	"                         PostgreSQL database (default $BERTH_NODE, else the\n"
 	"                         host name)\n"
-	"  --lease-ms MS          how long a node vouches for its running jobs\n"
-	"                         without renewing (PostgreSQL; default 15000)\n"
+	"  --lease-ms DURATION    how long a node vouches for its running jobs\n"
+	"                         without renewing (PostgreSQL; default 15s)\n"
+	"  --shutdown-grace DURATION\n"
+	"                         how long running jobs may go on finishing after\n"
+	"                         SIGTERM or SIGINT (default 10s; 0: none)\n"
 	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
 	"                         database of --db, then exit\n"
 	"  --http HOST:PORT       also serve HTTP: REST, events, /metrics and the\n"
@@ -103,6 +125,7 @@ static const char usage_text[] =
 	"  -h, --help             show this help and exit\n"
 	"  -V, --version          show the version and exit\n"
 	"\n"
+	"DURATION is milliseconds, or a number with a unit: 500ms, 30s, 5m, 1h, 7d.\n"
 	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
 	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
 	"\n"
@@ -110,8 +133,18 @@ static const char usage_text[] =
 	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
 	"the three options' own; see berthd(8).\n"
 	"\n"
-	"SIGTERM or SIGINT stops taking work, puts running jobs back to pending\n"
-	"without using up a retry, and exits 0.\n";
+	"SIGTERM or SIGINT stops taking work and lets running jobs finish for the\n"
+	"--shutdown-grace; the jobs still running then are stopped (their tools get\n"
+	"SIGTERM, and SIGKILL 5 s later) and put back to pending without using up a\n"
+	"retry, and berthd exits 0. A second SIGTERM or SIGINT stops at once: the\n"
+	"tools get SIGKILL and their jobs go back to pending as after a crash (the\n"
+	"attempt counts; a tool with onInterrupt \"fail\" fails).\n"
+	"\n"
+	"SIGHUP reads the --tools folders again: new, changed and removed manifests\n"
+	"take effect, and a manifest that does not load keeps its old definition\n"
+	"(the log says why). Running jobs of a changed tool finish under the\n"
+	"definition they started with; the jobs of a removed tool wait, and run if\n"
+	"it comes back.\n";
 
 enum {
 	OPT_DB = 256,
@@ -126,6 +159,7 @@ enum {
 	OPT_RETENTION,
 	OPT_NODE,
 	OPT_LEASE_MS,
+	OPT_SHUTDOWN_GRACE,
 	OPT_MIGRATE_FROM,
 	OPT_HTTP,
 	OPT_HTTP_OPEN,
@@ -146,6 +180,7 @@ static const struct option long_options[] = {
 	{"retention", required_argument, NULL, OPT_RETENTION},
 	{"node", required_argument, NULL, OPT_NODE},
 	{"lease-ms", required_argument, NULL, OPT_LEASE_MS},
+	{"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
 	{"migrate-from", required_argument, NULL, OPT_MIGRATE_FROM},
 	{"http", required_argument, NULL, OPT_HTTP},
 	{"http-open", no_argument, NULL, OPT_HTTP_OPEN},
@@ -171,6 +206,29 @@ static int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
+/* parse_duration reads the duration arg of option name into *out, at least
+ * min milliseconds. Returns 0, or -1 after printing a usage error. */
+static int parse_duration(const char *name, const char *arg, int64_t min,
+			  int64_t *out)
+{
+	int64_t v;
+
+	if (berth_parse_duration(arg, &v) == 0 && v >= min) {
+		*out = v;
+		return 0;
+	}
+	if (min > 1)
+		fprintf(stderr, "berthd: --%s takes a duration of at least %lld "
+			"ms (milliseconds, or a number with a unit: 500ms, "
+			"30s, 5m, 1h, 7d), not '%s'\n", name, (long long)min,
+			arg);
+	else
+		fprintf(stderr, "berthd: --%s takes a duration (milliseconds, "
+			"or a number with a unit: 500ms, 30s, 5m, 1h, 7d), "
+			"not '%s'\n", name, arg);
+	return -1;
+}
+
 /* parse_options fills o from argv. Returns 0 to run, 1 when it printed the
  * help or version (exit 0), or 2 after a usage error was printed. */
 static int parse_options(int argc, char **argv, struct options *o)
@@ -182,6 +240,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	o->db = "./berth.db";
 	o->durability = STORE_DURABILITY_FULL;
 	o->log_level = LOG_LEVEL_INFO;
+	o->shutdown_grace_ms = SHUTDOWN_GRACE_MS;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
 		switch (c) {
@@ -236,32 +295,26 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->allow_uids[o->nallow_uids++] = (uid_t)v;
 			break;
 		case OPT_DEFAULT_TIMEOUT:
-			if (parse_int64(optarg, 1, INT64_MAX / 2, &v)) {
-				fprintf(stderr, "berthd: --default-timeout takes "
-					"milliseconds, not '%s'\n", optarg);
+			if (parse_duration("default-timeout", optarg, 1,
+					   &o->default_timeout_ms))
 				return 2;
-			}
-			o->default_timeout_ms = v;
 			break;
 		case OPT_RETENTION:
-			if (parse_int64(optarg, 1, INT64_MAX / 2, &v)) {
-				fprintf(stderr, "berthd: --retention takes "
-					"milliseconds, not '%s'\n", optarg);
+			if (parse_duration("retention", optarg, 1,
+					   &o->retention_ms))
 				return 2;
-			}
-			o->retention_ms = v;
 			break;
 		case OPT_NODE:
 			o->node = optarg;
 			break;
 		case OPT_LEASE_MS:
-			if (parse_int64(optarg, 100, INT64_MAX / 2, &v)) {
-				fprintf(stderr, "berthd: --lease-ms takes "
-					"milliseconds (at least 100), not "
-					"'%s'\n", optarg);
+			if (parse_duration("lease-ms", optarg, 100, &o->lease_ms))
 				return 2;
-			}
-			o->lease_ms = v;
+			break;
+		case OPT_SHUTDOWN_GRACE:
+			if (parse_duration("shutdown-grace", optarg, 0,
+					   &o->shutdown_grace_ms))
+				return 2;
 			break;
 		case OPT_MIGRATE_FROM:
 			o->migrate_from = optarg;
@@ -327,6 +380,7 @@ static void on_store_closed(void *arg)
 	d->store = NULL;
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void on_api_stopped(void *arg)
@@ -355,6 +409,7 @@ static void on_worker_stopped(void *arg)
 {
 	struct daemon *d = arg;
 
+	d->worker_stopped = true;
 #ifdef BERTH_HAVE_HTTP
 	/* The gateway's requests run on the api: it goes first. */
 	if (d->http) {
@@ -368,17 +423,90 @@ static void on_worker_stopped(void *arg)
 		on_api_stopped(d);
 }
 
+static const char *signal_name(int signum)
+{
+	switch (signum) {
+	case SIGTERM:
+		return "SIGTERM";
+	case SIGINT:
+		return "SIGINT";
+	case SIGHUP:
+		return "SIGHUP";
+	default:
+		return strsignal(signum);
+	}
+}
+
+/* format_ms writes ms for a person ("10s", "1.5s", "250ms") into buf. */
+static const char *format_ms(char buf[32], int64_t ms)
+{
+	if (ms >= 1000 && ms % 1000 == 0)
+		snprintf(buf, 32, "%llds", (long long)(ms / 1000));
+	else if (ms >= 1000)
+		snprintf(buf, 32, "%.1fs", (double)ms / 1000);
+	else
+		snprintf(buf, 32, "%lldms", (long long)ms);
+	return buf;
+}
+
+/*
+ * on_signal stops berthd. The first SIGTERM or SIGINT lets running jobs
+ * finish for the shutdown grace (worker_shutdown); a second one while they
+ * are still running stops them at once (worker_shutdown_now). Once no job
+ * runs, what is left (closing connections, the last commit) takes
+ * milliseconds and is not cut short.
+ */
 static void on_signal(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+	struct worker_stats ws;
+	char grace[32];
+	int n;
+
+	if (d->stopping) {
+		if (d->stopping_now || d->worker_stopped || !d->worker) {
+			log_info("%s again: already stopping", signal_name(signum));
+			return;
+		}
+		d->stopping_now = true;
+		n = worker_shutdown_now(d->worker);
+		log_info("%s again: stopping now; %d running job%s stopped, "
+			 "back to pending as after a crash",
+			 signal_name(signum), n, n == 1 ? "" : "s");
+		return;
+	}
+	d->stopping = true;
+	worker_stats(d->worker, &ws);
+	if (ws.running == 0)
+		log_info("%s: stopping", signal_name(signum));
+	else if (d->shutdown_grace_ms == 0)
+		log_info("%s: stopping; %d running job%s stopped now and put "
+			 "back to pending (--shutdown-grace 0)",
+			 signal_name(signum), ws.running,
+			 ws.running == 1 ? "" : "s");
+	else
+		log_info("%s: stopping; %d running job%s may finish within "
+			 "%s (--shutdown-grace), then %s stopped and put back "
+			 "to pending; a second SIGTERM or SIGINT stops at once",
+			 signal_name(signum), ws.running,
+			 ws.running == 1 ? "" : "s",
+			 format_ms(grace, d->shutdown_grace_ms),
+			 ws.running == 1 ? "it is" : "they are");
+	worker_shutdown(d->worker, on_worker_stopped, d);
+}
+
+/* on_sighup reloads the --tools folders (worker_reload logs what
+ * changed). */
+static void on_sighup(uv_signal_t *h, int signum)
 {
 	struct daemon *d = h->data;
 
 	if (d->stopping) {
-		log_info("already stopping (%s again)", strsignal(signum));
+		log_info("SIGHUP: berthd is stopping; nothing is reloaded");
 		return;
 	}
-	d->stopping = true;
-	log_info("%s: stopping", strsignal(signum));
-	worker_shutdown(d->worker, on_worker_stopped, d);
+	log_info("SIGHUP: reading the --tools folders again");
+	worker_reload(d->worker);
 }
 
 /* start builds the daemon's components in dependency order. Returns 0, or
@@ -396,6 +524,11 @@ static int start(struct daemon *d, const struct options *o,
 		.workers = o->workers,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
+		/* The worker reads 0 as its default and a negative grace as
+		 * none. */
+		.shutdown_grace_ms = o->shutdown_grace_ms > 0
+					     ? o->shutdown_grace_ms
+					     : -1,
 	};
 	struct api_config acfg = {
 		.socket_path = o->socket,
@@ -407,6 +540,7 @@ static int start(struct daemon *d, const struct options *o,
 	char *err = NULL;
 	int rc;
 
+	d->shutdown_grace_ms = o->shutdown_grace_ms;
 	rc = store_open(&d->loop, &scfg, &d->store, &err);
 	if (rc < 0) {
 		log_error("%s", err ? err : strerror(-rc));
@@ -464,9 +598,10 @@ static int start(struct daemon *d, const struct options *o,
 #endif
 	if (!o->quiet)
 		log_info("berthd %s: serving %s (database %s, durability %s, "
-			 "%zu tools)", BERTH_VERSION, api_socket_path(d->api),
+			 "%zu tool%s)", BERTH_VERSION, api_socket_path(d->api),
 			 store_path(d->store), store_durability_name(d->store),
-			 worker_tool_count(d->worker));
+			 worker_tool_count(d->worker),
+			 worker_tool_count(d->worker) == 1 ? "" : "s");
 	api_activation_notify("READY=1");
 	return 0;
 }
@@ -546,8 +681,10 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	uv_loop_init(&d.loop);
 	uv_signal_init(&d.loop, &d.sigterm);
 	uv_signal_init(&d.loop, &d.sigint);
+	uv_signal_init(&d.loop, &d.sighup);
 	d.sigterm.data = &d;
 	d.sigint.data = &d;
+	d.sighup.data = &d;
 
 	if (start(&d, &o, tools, ntools)) {
 		d.status = 1;
@@ -556,6 +693,7 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	} else {
 		uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 		uv_signal_start(&d.sigint, on_signal, SIGINT);
+		uv_signal_start(&d.sighup, on_sighup, SIGHUP);
 	}
 	uv_run(&d.loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d.loop) != 0)

@@ -13,17 +13,27 @@
 
 #include "berth/client.h"
 
-/* Exit codes of berth, as `berth --help` documents them. */
+/* Exit codes of berth, as `berth --help` documents them. The job codes
+ * are those of `wait` and `submit --wait`: the job ended other than
+ * completed. */
 enum {
 	CLI_OK = 0,
 	CLI_REFUSED = 1, /* berthd answered with an error */
-	CLI_USAGE = 2,
+	CLI_USAGE = 2,   /* the command line, or params berthd found invalid */
 	CLI_NOCONN = 3,  /* cannot connect, or the connection failed */
+	CLI_WAIT_TIMEOUT = 4, /* --timeout passed before the job got there */
+	CLI_JOB_FAILED = 5,
+	CLI_JOB_TIMED_OUT = 6,
+	CLI_JOB_DECLINED = 7,
+	CLI_JOB_CANCELLED = 8,
+	CLI_JOB_EXPIRED = 9,
 };
 
 struct cli {
 	const char *socket;      /* --socket, $BERTH_SOCKET or the default */
 	char socket_buf[512];
+	bool socket_given;       /* --socket was on the command line */
+	const char *token_file;  /* --token-file, or NULL: $BERTH_TOKEN */
 	bool json;               /* --json: machine output */
 	bool tty;                /* stdout is a terminal */
 	struct berth_client *client; /* connected on first use */
@@ -31,22 +41,34 @@ struct cli {
 
 /* cli_call calls method with params (stolen, may be NULL), waiting up to
  * timeout_ms (< 0: forever). Returns CLI_OK with *result (new reference),
- * or CLI_REFUSED / CLI_NOCONN after printing why on stderr. */
+ * or after printing why (cli_error's way): CLI_REFUSED, CLI_USAGE for
+ * params berthd found invalid (-32602), CLI_NOCONN. */
 int cli_call(struct cli *cli, const char *method, json_t *params,
 	     int timeout_ms, json_t **result);
 
-/* cli_connect connects if not yet connected; CLI_OK or CLI_NOCONN after
- * printing why. */
+/* cli_connect connects if not yet connected, and on TCP authenticates with
+ * the token of --token-file or $BERTH_TOKEN. Returns CLI_OK, or an exit
+ * status after printing why. */
 int cli_connect(struct cli *cli);
+
+/* cli_set_json_errors makes every error from now on print as one JSON
+ * object on stderr, {"error": {"message", "code"?, "data"?},
+ * "exitStatus"} (--json), instead of a line for a person. */
+void cli_set_json_errors(bool on);
 
 /* cli_usage_error prints "berth CMD: message" and a hint to stderr and
  * returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* cli_parse_duration reads "250", "250ms", "5s", "2m", "1h" or "1d" as
- * milliseconds; returns 0 or -1. */
-int cli_parse_duration(const char *s, int64_t *ms);
+/* cli_error prints "berth CMD: message" (cmd may be NULL) to stderr and
+ * returns status. */
+int cli_error(int status, const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* cli_refusal prints berthd's error object err (borrowed) and returns its
+ * exit status: CLI_USAGE for invalid params, else CLI_REFUSED. */
+int cli_refusal(const char *cmd, const json_t *err);
 
 /* cli_parse_int reads a whole decimal number in [min, max]. */
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
@@ -69,6 +91,17 @@ void cli_print_jobs(FILE *out, const json_t *jobs);
 
 /* cli_print_tools prints Tools as a table. */
 void cli_print_tools(FILE *out, const json_t *tools);
+
+/* cli_print_tool prints one Tool for a person: its description, the
+ * fields of its input (and of its resume data) with their types,
+ * defaults and required marks, and its approval and background
+ * settings. */
+void cli_print_tool(FILE *out, const json_t *tool);
+
+/* cli_progress_text returns a job's progress for a person (malloc'd):
+ * "100%" once it completed, "40% (2 of 5) message", "2 message", or ""
+ * when it has none. */
+char *cli_progress_text(const json_t *job);
 
 /* cli_print_event prints one Event as a line of a table. */
 void cli_print_event(FILE *out, const json_t *ev);

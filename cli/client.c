@@ -8,6 +8,7 @@
 #include "berth/client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -149,6 +150,57 @@ void berth_client_close(struct berth_client *c)
 	free(c->notes);
 	free(c->buf);
 	free(c);
+}
+
+char *berth_client_read_token(const char *path)
+{
+	char buf[4097], *nl, *token;
+	size_t n = 0;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	while (n < sizeof buf - 1 &&
+	       (got = read(fd, buf + n, sizeof buf - 1 - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int e = errno;
+
+			close(fd);
+			explicit_bzero(buf, sizeof buf);
+			errno = e;
+			return NULL;
+		}
+		n += (size_t)got;
+	}
+	close(fd);
+	buf[n] = '\0';
+	if ((nl = strpbrk(buf, "\r\n")))
+		*nl = '\0';
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+	token = n ? strdup(buf) : NULL;
+	explicit_bzero(buf, sizeof buf);
+	if (!token)
+		errno = n ? ENOMEM : EINVAL;
+	return token;
+}
+
+int berth_client_auth(struct berth_client *c, const char *token,
+		      json_t **error)
+{
+	json_t *params = json_pack("{s:s}", "token", token), *result = NULL;
+	int rc;
+
+	if (!params)
+		return -ENOMEM;
+	rc = berth_client_call(c, "server/auth", params, -1, &result, error);
+	json_decref(params);
+	json_decref(result);
+	return rc;
 }
 
 int berth_client_fd(const struct berth_client *c)

@@ -3,12 +3,14 @@
  * wrapper over one method of PROTOCOL.md: it reads its arguments, calls
  * berthd, and prints the answer as a table (or JSON with --json).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/duration.h"
 
 /* Statuses a job leaves by itself; `wait` waits for any other. */
 static bool status_moving(const char *s)
@@ -39,33 +41,6 @@ int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-int cli_parse_duration(const char *s, int64_t *ms)
-{
-	static const struct {
-		const char *unit;
-		int64_t ms;
-	} units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000},
-		     {"h", 3600000}, {"d", 86400000}};
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(end, units[i].unit) == 0) {
-			double total = v * (double)units[i].ms;
-
-			if (total > 4e12)
-				return -1;
-			*ms = (int64_t)total;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 json_t *cli_read_json(const char *cmd, const char *arg)
@@ -129,6 +104,73 @@ static int positional(const char *cmd, int argc, int min, int max)
 	if (n > max)
 		return cli_usage_error(cmd, "too many arguments");
 	return CLI_OK;
+}
+
+/* ---- job ids ----------------------------------------------------------- */
+
+/* A job id: a UUID, 36 characters. */
+#define ID_LEN 36
+
+/*
+ * resolve_id writes into id (ID_LEN + 1 bytes) the job that arg names:
+ * arg itself when it is a whole id (or cannot begin one, for berthd to
+ * answer), else the one job whose id begins with it, found by jobs/list's
+ * idPrefix (docs/API.md), as git and docker take a unique prefix. Returns
+ * CLI_OK, or an exit status after saying why: CLI_REFUSED with berthd's
+ * phrase for a missing job when no id begins so, CLI_USAGE when several
+ * do.
+ */
+static int resolve_id(struct cli *cli, const char *cmd, const char *arg,
+		      char id[ID_LEN + 1])
+{
+	json_t *page, *jobs;
+	size_t n, len = strlen(arg);
+	char list[200] = "";
+	int rc;
+
+	bool hex = len > 0 && strspn(arg, "0123456789abcdefABCDEF-") == len;
+
+	if (len > ID_LEN)
+		return cli_usage_error(cmd, "'%s' is longer than a job id", arg);
+	/* Ids are written in lower case; berthd reads a prefix in either. */
+	for (size_t i = 0; i <= len; i++)
+		id[i] = hex ? (char)tolower((unsigned char)arg[i]) : arg[i];
+	if (!hex || len == ID_LEN)
+		return CLI_OK;
+	/* Five ids are enough to show that a prefix is ambiguous. */
+	rc = cli_call(cli, "jobs/list", json_pack("{s:s, s:i}", "idPrefix", arg,
+						  "limit", 5), -1, &page);
+	if (rc)
+		return rc;
+	jobs = json_object_get(page, "jobs");
+	n = json_array_size(jobs);
+	if (n == 1)
+		snprintf(id, ID_LEN + 1, "%s",
+			 json_string_value(json_object_get(
+				 json_array_get(jobs, 0), "id")));
+	for (size_t i = 0; n > 1 && i < n && i < 4; i++) {
+		strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+		strncat(list, json_string_value(json_object_get(
+				      json_array_get(jobs, i), "id")),
+			sizeof list - strlen(list) - 1);
+	}
+	json_decref(page);
+	if (n == 1)
+		return CLI_OK;
+	if (n == 0) {
+		json_t *err = json_pack("{s:i, s:s+, s:{s:s}}", "code", -32011,
+					"message", "not found: no job ", arg,
+					"data", "id", arg);
+
+		/* Said as berthd says it of a whole id. */
+		rc = cli_refusal(NULL, err);
+		json_decref(err);
+		return rc;
+	}
+	return cli_usage_error(cmd, "%s is ambiguous: it begins %s%zu job ids "
+			       "(%s%s); give more of the id", arg,
+			       n > 4 ? "at least " : "", n > 4 ? 5 : n, list,
+			       n > 4 ? ", ..." : "");
 }
 
 /* ---- printing answers -------------------------------------------------- */
@@ -210,11 +252,10 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 		if (!note) {
 			if (errno != ETIMEDOUT) {
 				cli_progress_done(stdout);
-				fprintf(stderr, "berth: berthd closed the "
-					"connection\n");
 				json_decref(job);
 				json_decref(progress);
-				return CLI_NOCONN;
+				return cli_error(CLI_NOCONN, NULL, "berthd closed "
+						 "the connection");
 			}
 			waited += slice;
 			continue;
@@ -244,12 +285,57 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 	return cli_call(cli, "jobs/get", json_pack("{s:s}", "id", id), -1, out);
 }
 
+/* until_names is true when until (an array, or NULL) names status s. */
+static bool until_names(const json_t *until, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(until, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * job_exit returns the exit status of a wait for job that ended it in
+ * status s (cli.h): CLI_WAIT_TIMEOUT when the wait's timeout passed
+ * before s was one it waited for, the status's own code when the job
+ * ended other than completed (unless until names that status), else
+ * CLI_OK.
+ */
+static int job_exit(const char *cmd, const char *s, const json_t *until)
+{
+	static const struct {
+		const char *status;
+		int code;
+	} ends[] = {
+		{"failed", CLI_JOB_FAILED},	  {"timed_out", CLI_JOB_TIMED_OUT},
+		{"declined", CLI_JOB_DECLINED},	  {"cancelled", CLI_JOB_CANCELLED},
+		{"expired", CLI_JOB_EXPIRED},
+	};
+
+	/* The job is printed as it is, on stdout; the word on it goes to
+	 * stderr. */
+	if (!until_has(until, s))
+		return cli_error(CLI_WAIT_TIMEOUT, cmd, "--timeout passed first: "
+				 "the job is %s", s);
+	if (until_names(until, s))
+		return CLI_OK;
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (strcmp(s, ends[i].status) == 0)
+			return ends[i].code;
+	return CLI_OK;
+}
+
 /* wait_job waits for job id to reach until (NULL: the default) or for
- * timeout_ms (< 0: none) and prints it. until is borrowed. */
-static int wait_job(struct cli *cli, const char *id, json_t *until,
-		    int64_t timeout_ms)
+ * timeout_ms (< 0: none), prints it, and returns job_exit's status. until
+ * is borrowed. */
+static int wait_job(struct cli *cli, const char *cmd, const char *id,
+		    json_t *until, int64_t timeout_ms)
 {
 	json_t *params, *job;
+	char status[32];
 	int rc;
 
 	if (cli->tty) {
@@ -265,7 +351,13 @@ static int wait_job(struct cli *cli, const char *id, json_t *until,
 	}
 	if (rc)
 		return rc;
-	return show_job(cli, job);
+	snprintf(status, sizeof status, "%s",
+		 json_string_value(json_object_get(job, "status"))
+			 ? json_string_value(json_object_get(job, "status"))
+			 : "");
+	show_job(cli, job);
+	fflush(stdout);
+	return job_exit(cmd, status, until);
 }
 
 /* status_list turns "a,b,c" into a new array of strings. */
@@ -317,11 +409,16 @@ int cmd_info(struct cli *cli, int argc, char **argv)
 int cmd_tools(struct cli *cli, int argc, char **argv)
 {
 	static const char text[] =
-		"Usage: berth tools\n"
+		"Usage: berth tools [NAME]\n"
 		"List the tools berthd runs: name, whether a job needs approval, "
-		"whether the\ntool is paused, and its description. --json prints "
+		"whether the\ntool is paused, and its description. With NAME, "
+		"show that tool: its\ndescription, the fields of its input (and "
+		"of its resume data) with their\ntypes, defaults and required "
+		"marks, and its approval and background\nsettings. --json prints "
 		"the whole Tool objects.\n";
-	json_t *all = json_array(), *page, *cursor = NULL;
+	json_t *all = json_array(), *page, *cursor = NULL, *tool = NULL, *t;
+	const char *name;
+	size_t i;
 	int c, rc;
 
 	opts_reset();
@@ -329,10 +426,11 @@ int cmd_tools(struct cli *cli, int argc, char **argv)
 		json_decref(all);
 		return c == 'h' ? help(text) : CLI_USAGE;
 	}
-	if ((rc = positional("tools", argc, 0, 0))) {
+	if ((rc = positional("tools", argc, 0, 1))) {
 		json_decref(all);
 		return rc;
 	}
+	name = optind < argc ? argv[optind] : NULL;
 	do {
 		json_t *params = json_object();
 
@@ -349,6 +447,32 @@ int cmd_tools(struct cli *cli, int argc, char **argv)
 		cursor = json_incref(json_object_get(page, "nextCursor"));
 		json_decref(page);
 	} while (cursor);
+	if (name) {
+		/* tools/list is the one way to a Tool; one is picked here. */
+		json_array_foreach(all, i, t) {
+			const char *n = json_string_value(json_object_get(t, "name"));
+
+			if (!tool && n && strcmp(name, n) == 0)
+				tool = json_incref(t);
+		}
+		json_decref(all);
+		if (!tool) {
+			json_t *err = json_pack("{s:i, s:s+, s:{s:s}}", "code",
+						-32011, "message",
+						"not found: no tool ", name,
+						"data", "id", name);
+
+			rc = cli_refusal(NULL, err);
+			json_decref(err);
+			return rc;
+		}
+		if (cli->json)
+			cli_print_json(stdout, tool, false);
+		else
+			cli_print_tool(stdout, tool);
+		json_decref(tool);
+		return CLI_OK;
+	}
 	if (cli->json) {
 		json_t *out = json_pack("{s:o}", "tools", all);
 
@@ -370,7 +494,10 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		"\n"
 		"  --wait                 wait until the job stops running, "
 		"then print it\n"
-		"                         (with a progress bar on a terminal)\n"
+		"                         (with a progress bar on a terminal); "
+		"exit as\n"
+		"                         berth wait does (5 failed, 6 timed_out, "
+		"...)\n"
 		"  --idempotency-key KEY  the same key again returns the first "
 		"job\n"
 		"  --priority N           higher runs first (default 0)\n"
@@ -454,7 +581,7 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		case O_DELAY:
 		case O_TIMEOUT:
 		case O_TTL:
-			if (cli_parse_duration(optarg, &n)) {
+			if (berth_parse_duration(optarg, &n)) {
 				bad = "a duration is milliseconds or a number "
 				      "with a unit (500ms, 5s, 2m, 1h, 1d)";
 			} else {
@@ -504,7 +631,7 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		snprintf(id, sizeof id, "%s",
 			 json_string_value(json_object_get(job, "id")));
 		json_decref(job);
-		return wait_job(cli, id, NULL, -1);
+		return wait_job(cli, "submit", id, NULL, -1);
 	}
 	return show_job(cli, job);
 }
@@ -522,6 +649,7 @@ int cmd_get(struct cli *cli, int argc, char **argv)
 	};
 	const char *view = NULL;
 	json_t *params, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -532,9 +660,10 @@ int cmd_get(struct cli *cli, int argc, char **argv)
 			return CLI_USAGE;
 		view = optarg;
 	}
-	if ((rc = positional("get", argc, 1, 1)))
+	if ((rc = positional("get", argc, 1, 1)) ||
+	    (rc = resolve_id(cli, "get", argv[optind], id)))
 		return rc;
-	params = json_pack("{s:s}", "id", argv[optind]);
+	params = json_pack("{s:s}", "id", id);
 	if (view)
 		json_object_set_new(params, "view", json_string(view));
 	if ((rc = cli_call(cli, "jobs/get", params, -1, &job)))
@@ -650,7 +779,13 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 		"Wait until the job is in one of the statuses of --until "
 		"(default: any but\npending and running), or until the timeout "
 		"passes, then print it as it is.\nOn a terminal a progress bar "
-		"shows while the job runs.\n";
+		"shows while the job runs. ID may be a unique\nprefix of the "
+		"job's id.\n"
+		"\n"
+		"Exit status: 0 when the job completed, waits for approval or "
+		"resume data, or\nreached a status --until names; 4 when the "
+		"timeout passed first; 5 failed,\n6 timed_out, 7 declined, 8 "
+		"cancelled, 9 expired.\n";
 	static const struct option opts[] = {
 		{"timeout", required_argument, NULL, 't'},
 		{"until", required_argument, NULL, 'u'},
@@ -659,6 +794,7 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 	};
 	json_t *until = NULL;
 	int64_t timeout = -1;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -666,7 +802,7 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 		if (c == 'h') {
 			json_decref(until);
 			return help(text);
-		} else if (c == 't' && cli_parse_duration(optarg, &timeout) == 0) {
+		} else if (c == 't' && berth_parse_duration(optarg, &timeout) == 0) {
 			continue;
 		} else if (c == 'u') {
 			json_decref(until);
@@ -680,7 +816,9 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 	}
 	rc = positional("wait", argc, 1, 1);
 	if (rc == CLI_OK)
-		rc = wait_job(cli, argv[optind], until, timeout);
+		rc = resolve_id(cli, "wait", argv[optind], id);
+	if (rc == CLI_OK)
+		rc = wait_job(cli, "wait", id, until, timeout);
 	json_decref(until);
 	return rc;
 }
@@ -699,6 +837,7 @@ static int job_action(struct cli *cli, int argc, char **argv,
 	};
 	const char *value = NULL;
 	json_t *params, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -709,9 +848,10 @@ static int job_action(struct cli *cli, int argc, char **argv,
 			return CLI_USAGE;
 		value = optarg;
 	}
-	if ((rc = positional(argv[0], argc, 1, 1)))
+	if ((rc = positional(argv[0], argc, 1, 1)) ||
+	    (rc = resolve_id(cli, argv[0], argv[optind], id)))
 		return rc;
-	params = json_pack("{s:s}", "id", argv[optind]);
+	params = json_pack("{s:s}", "id", id);
 	if (value)
 		json_object_set_new(params, param, json_string(value));
 	if ((rc = cli_call(cli, method, params, -1, &job)))
@@ -763,6 +903,7 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 		"it from\nstandard input; default {}). The tool runs again from "
 		"the top with it.\n";
 	json_t *data, *job;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -774,9 +915,13 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 				 : json_object();
 	if (!data)
 		return CLI_USAGE;
+	if ((rc = resolve_id(cli, "resume", argv[optind], id))) {
+		json_decref(data);
+		return rc;
+	}
 	rc = cli_call(cli, "jobs/resume",
-		      json_pack("{s:s, s:o}", "id", argv[optind], "resumeData",
-				data), -1, &job);
+		      json_pack("{s:s, s:o}", "id", id, "resumeData", data), -1,
+		      &job);
 	if (rc)
 		return rc;
 	return show_job(cli, job);
@@ -831,6 +976,7 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int64_t after = 0, limit = -1, shown = 0;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -846,7 +992,8 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 						  "take a number, not '%s'",
 						  optarg);
 	}
-	if ((rc = positional("logs", argc, 1, 1)))
+	if ((rc = positional("logs", argc, 1, 1)) ||
+	    (rc = resolve_id(cli, "logs", argv[optind], id)))
 		return rc;
 	for (;;) {
 		int64_t page = limit < 0 || limit - shown > 1000 ? 1000
@@ -855,7 +1002,7 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		size_t i;
 
 		rc = cli_call(cli, "jobs/logs",
-			      json_pack("{s:s, s:I, s:I}", "id", argv[optind],
+			      json_pack("{s:s, s:I, s:I}", "id", id,
 					"after", (json_int_t)after, "limit",
 					(json_int_t)page), -1, &res);
 		if (rc)
@@ -894,6 +1041,7 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	const char *job = NULL;
 	int64_t since = -1;
 	bool follow = false;
+	char id[ID_LEN + 1];
 	int c, rc;
 
 	opts_reset();
@@ -914,6 +1062,10 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	}
 	if ((rc = positional("events", argc, 0, 0)))
 		return rc;
+	if (job && (rc = resolve_id(cli, "events", job, id)))
+		return rc;
+	if (job)
+		job = id;
 	if (follow) {
 		json_t *params = json_object(), *res;
 
@@ -928,11 +1080,9 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 			json_t *note = berth_client_next_notification(cli->client, -1);
 			json_t *ev;
 
-			if (!note) {
-				fprintf(stderr, "berth: berthd closed the "
-					"connection\n");
-				return CLI_NOCONN;
-			}
+			if (!note)
+				return cli_error(CLI_NOCONN, NULL, "berthd "
+						 "closed the connection");
 			ev = json_object_get(note, "params");
 			if (cli->json)
 				cli_print_json(stdout, ev, true);

@@ -20,42 +20,89 @@
 #endif
 
 static const char usage_text[] =
-	"Usage: berth [--socket PATH] [--json] COMMAND [ARGS]\n"
+	"Usage: berth [--socket PATH] [--token-file FILE] [--json] COMMAND [ARGS]\n"
 	"Talk to berthd, which runs agent tools as durable background jobs.\n"
 	"\n"
 	"Commands:\n"
 	"%s"
 	"\n"
 	"Options (before or after the command):\n"
-	"  --socket PATH   berthd's socket, or tcp:HOST:PORT (default\n"
-	"                  $BERTH_SOCKET, else $XDG_RUNTIME_DIR/berth/berth.sock,\n"
-	"                  else ./berth.sock)\n"
-	"  --json          print JSON for scripts instead of tables\n"
-	"  -h, --help      show help (berth COMMAND --help for a command)\n"
-	"  -V, --version   show the version\n"
+	"  --socket PATH      berthd's socket, or tcp:HOST:PORT (default\n"
+	"                     $BERTH_SOCKET, else $XDG_RUNTIME_DIR/berth/berth.sock,\n"
+	"                     else ./berth.sock)\n"
+	"  --token-file FILE  the token for tcp:HOST:PORT (berthd's --token-file;\n"
+	"                     default $BERTH_TOKEN, the token itself)\n"
+	"  --json             print JSON for scripts instead of tables; an error is\n"
+	"                     one JSON object on stderr: {\"error\": {\"message\",\n"
+	"                     \"code\"?, \"data\"?}, \"exitStatus\"}\n"
+	"  -h, --help         show help (berth COMMAND --help for a command)\n"
+	"  -V, --version      show the version\n"
 	"\n"
-	"Exit status: 0 ok, 1 berthd refused the request (its message is shown),\n"
-	"2 usage error, 3 cannot connect to berthd.\n";
+	"A job ID may be given by a unique prefix of it (berth get 01a2314c).\n"
+	"\n"
+	"Exit status: 0 ok; 1 berthd refused the request (its message is shown);\n"
+	"2 usage error, also when berthd finds params invalid (a JSON input that\n"
+	"fails the tool's schema) or an ID prefix is ambiguous; 3 cannot connect\n"
+	"to berthd, or the connection broke. wait and submit --wait: 4 --timeout\n"
+	"passed first; and for a job that ended other than completed, 5 failed,\n"
+	"6 timed_out, 7 declined, 8 cancelled, 9 expired (0 when --until names\n"
+	"that status).\n";
 
 /* validate and mcp own all of their arguments: main hands them argv as
  * it came, from the subcommand's name on. */
 #ifdef BERTH_HAVE_VALIDATE
+/* cmd_validate hands berth validate a global --json ("berth --json
+ * validate ..."), which take_global took. */
 static int cmd_validate(struct cli *cli, int argc, char **argv)
 {
-	return cli_validate_main(argc, argv);
+	char **args = calloc((size_t)argc + 2, sizeof(*args));
+	int n = 0, rc;
+
+	if (!args)
+		return cli_error(CLI_USAGE, "validate", "out of memory");
+	args[n++] = argv[0];
+	if (cli->json)
+		args[n++] = (char *)"--json";
+	for (int i = 1; i < argc; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	rc = cli_validate_main(n, args);
+	free(args);
+	return rc;
 }
 #endif
 #ifdef BERTH_HAVE_MCP_RELAY
+/* cmd_mcp hands berth mcp the global --socket and --token-file given
+ * before it ("berth --socket tcp:H:P mcp"), which take_global took. */
 static int cmd_mcp(struct cli *cli, int argc, char **argv)
 {
-	return cli_mcp_main(argc, argv);
+	char **args = calloc((size_t)argc + 5, sizeof(*args));
+	int n = 0, rc;
+
+	if (!args)
+		return cli_error(CLI_NOCONN, "mcp", "out of memory");
+	args[n++] = argv[0];
+	if (cli->socket_given) {
+		args[n++] = (char *)"--socket";
+		args[n++] = (char *)cli->socket;
+	}
+	if (cli->token_file) {
+		args[n++] = (char *)"--token-file";
+		args[n++] = (char *)cli->token_file;
+	}
+	for (int i = 1; i < argc; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	rc = cli_mcp_main(n, args);
+	free(args);
+	return rc;
 }
 #endif
 
 /* The subcommands; each parses its own arguments (argv[0] is its name). */
 static const struct cli_command commands[] = {
 	{"info", cmd_info, "show the daemon's version, database and job counts"},
-	{"tools", cmd_tools, "list the tools berthd runs"},
+	{"tools", cmd_tools, "list the tools berthd runs, or show one: tools [NAME]"},
 	{"submit", cmd_submit, "submit a job: submit TOOL [JSON|-]"},
 	{"get", cmd_get, "show a job: get ID"},
 	{"ls", cmd_ls, "list jobs, newest first"},
@@ -93,52 +140,182 @@ static void print_usage(FILE *out)
 	fprintf(out, usage_text, list);
 }
 
+/* With --json, errors are JSON objects on stderr (cli_set_json_errors). */
+static bool json_errors;
+
+void cli_set_json_errors(bool on)
+{
+	json_errors = on;
+}
+
+/* print_json_error writes {"error": err + {"message"}, "exitStatus"} as
+ * one line on stderr; err (stolen) may be NULL. */
+static void print_json_error(json_t *err, const char *message, int status)
+{
+	json_t *o;
+	char *text;
+
+	if (!err)
+		err = json_object();
+	if (message)
+		json_object_set_new(err, "message", json_string(message));
+	o = json_pack("{s:o, s:i}", "error", err, "exitStatus", status);
+	text = json_dumps(o, JSON_COMPACT);
+	if (text)
+		fprintf(stderr, "%s\n", text);
+	free(text);
+	json_decref(o);
+}
+
+/* verror prints an error of status for cmd: "berth CMD: message" and, for
+ * a usage error, a hint; or the JSON object. */
+static int verror(int status, const char *cmd, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (json_errors) {
+		print_json_error(NULL, msg, status);
+		return status;
+	}
+	fprintf(stderr, "berth%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+		msg);
+	if (status == CLI_USAGE)
+		fprintf(stderr, "Try 'berth %s%s--help'.\n", cmd ? cmd : "",
+			cmd ? " " : "");
+	return status;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	int rc;
 
-	fprintf(stderr, "berth%s%s: ", cmd ? " " : "", cmd ? cmd : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = verror(CLI_USAGE, cmd, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'berth %s%s--help'.\n", cmd ? cmd : "",
-		cmd ? " " : "");
-	return CLI_USAGE;
+	return rc;
+}
+
+int cli_error(int status, const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = verror(status, cmd, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* read_token returns the token for a TCP connection (malloc'd), or NULL
+ * after printing why, with *status the exit status. */
+static char *read_token(const struct cli *cli, int *status)
+{
+	const char *env = getenv("BERTH_TOKEN");
+	char *token;
+
+	*status = CLI_USAGE;
+	if (cli->token_file) {
+		token = berth_client_read_token(cli->token_file);
+		if (!token)
+			cli_usage_error(NULL, "cannot read the token file %s: "
+					"%s", cli->token_file,
+					errno == EINVAL ? "it is empty"
+							: strerror(errno));
+		return token;
+	}
+	if (env && *env) {
+		token = strdup(env);
+		if (!token)
+			*status = cli_error(CLI_NOCONN, NULL, "out of memory");
+		return token;
+	}
+	cli_usage_error(NULL, "%s is a TCP listener: it takes a token (give "
+			"--token-file FILE, or the token in $BERTH_TOKEN)",
+			cli->socket);
+	return NULL;
 }
 
 int cli_connect(struct cli *cli)
 {
+	bool tcp = strncmp(cli->socket, "tcp:", 4) == 0;
+	char *token = NULL;
+	json_t *err = NULL;
+	int rc;
+
 	if (cli->client)
 		return CLI_OK;
+	/* The token first: without one, there is nothing to connect for. */
+	if (tcp && !(token = read_token(cli, &rc)))
+		return rc;
 	cli->client = berth_client_connect(cli->socket);
 	if (!cli->client) {
-		fprintf(stderr, "berth: cannot connect to %s: %s (is berthd "
-			"running? see --socket)\n", cli->socket,
-			strerror(errno));
-		return CLI_NOCONN;
+		rc = cli_error(CLI_NOCONN, NULL, "cannot connect to %s: %s (is "
+			       "berthd running? see --socket)", cli->socket,
+			       strerror(errno));
+		free(token);
+		return rc;
 	}
-	return CLI_OK;
+	if (!tcp)
+		return CLI_OK;
+	rc = berth_client_auth(cli->client, token, &err);
+	explicit_bzero(token, strlen(token));
+	free(token);
+	if (rc == 0)
+		return CLI_OK;
+	berth_client_close(cli->client);
+	cli->client = NULL;
+	if (rc == 1) {
+		rc = cli_refusal(NULL, err);
+		json_decref(err);
+		return rc;
+	}
+	return cli_error(CLI_NOCONN, NULL, "%s: the connection failed while "
+			 "authenticating: %s", cli->socket, strerror(-rc));
 }
 
-/* print_refusal shows berthd's error: its message, and the failures of a
- * schema one per line. */
-static void print_refusal(const json_t *err)
+/* already_said is true when the message of a refusal holds the one schema
+ * error's message ("invalid params: limit must be ..."): it is printed
+ * once. */
+static bool already_said(const char *msg, const char *m)
+{
+	return msg && m && *m && strstr(msg, m) != NULL;
+}
+
+int cli_refusal(const char *cmd, const json_t *err)
 {
 	const json_t *errors = json_object_get(json_object_get(err, "data"),
 					       "errors");
 	const char *msg = json_string_value(json_object_get(err, "message"));
+	int status = json_integer_value(json_object_get(err, "code")) ==
+				     -32602
+			     ? CLI_USAGE
+			     : CLI_REFUSED;
 	size_t i;
 	json_t *e;
 
-	fprintf(stderr, "berth: %s\n", msg ? msg : "the request was refused");
+	if (json_errors) {
+		print_json_error(json_deep_copy(err),
+				 msg ? NULL : "the request was refused",
+				 status);
+		return status;
+	}
+	fprintf(stderr, "berth%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
+		msg ? msg : "the request was refused");
+	/* Each schema error on a line of its own, the root of a document
+	 * written "(root)" as berth validate writes it. */
 	json_array_foreach(errors, i, e) {
 		const char *path = json_string_value(
 			json_object_get(e, "instancePath"));
 		const char *m = json_string_value(json_object_get(e, "message"));
 
-		fprintf(stderr, "  %s: %s\n", path && *path ? path : "/",
+		if (json_array_size(errors) == 1 && already_said(msg, m))
+			continue;
+		fprintf(stderr, "  %s: %s\n", path && *path ? path : "(root)",
 			m ? m : "");
 	}
+	return status;
 }
 
 int cli_call(struct cli *cli, const char *method, json_t *params,
@@ -156,17 +333,16 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
 			       &err);
 	json_decref(params);
 	if (rc == 1) {
-		print_refusal(err);
+		rc = cli_refusal(NULL, err);
 		json_decref(err);
-		return CLI_REFUSED;
+		return rc;
 	}
-	if (rc < 0) {
-		fprintf(stderr, "berth: %s: %s\n", method,
-			rc == -ETIMEDOUT ? "no answer in time"
-			: rc == -ECONNRESET ? "berthd closed the connection"
-					    : strerror(-rc));
-		return CLI_NOCONN;
-	}
+	if (rc < 0)
+		return cli_error(CLI_NOCONN, NULL, "%s: %s", method,
+				 rc == -ETIMEDOUT    ? "no answer in time"
+				 : rc == -ECONNRESET ? "berthd closed the "
+						       "connection"
+						     : strerror(-rc));
 	return CLI_OK;
 }
 
@@ -193,8 +369,19 @@ static int take_global(struct cli *cli, int argc, char **argv)
 				return -1;
 			}
 			cli->socket = argv[++i];
+			cli->socket_given = true;
 		} else if (strncmp(a, "--socket=", 9) == 0) {
 			cli->socket = a + 9;
+			cli->socket_given = true;
+		} else if (strcmp(a, "--token-file") == 0) {
+			if (i + 1 >= argc) {
+				cli_usage_error(NULL, "--token-file needs a "
+						"file");
+				return -1;
+			}
+			cli->token_file = argv[++i];
+		} else if (strncmp(a, "--token-file=", 13) == 0) {
+			cli->token_file = a + 13;
 		} else {
 			argv[out++] = argv[i];
 		}
@@ -216,6 +403,10 @@ int main(int argc, char **argv)
 		return cli_usage_error(NULL, "%s is not built into this berth",
 				       argv[1]);
 	}
+	/* --json anywhere before "--" makes even the first error JSON. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			cli_set_json_errors(true);
 	argc = take_global(&cli, argc, argv);
 	if (argc < 0)
 		return CLI_USAGE;
@@ -225,6 +416,8 @@ int main(int argc, char **argv)
 	cli.tty = isatty(STDOUT_FILENO) && !cli.json;
 
 	if (argc < 2) {
+		if (cli.json)
+			return cli_usage_error(NULL, "no command given");
 		print_usage(stderr);
 		return CLI_USAGE;
 	}

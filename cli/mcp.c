@@ -59,14 +59,16 @@ struct relay_dir {
 };
 
 static const char usage_text[] =
-	"Usage: berth mcp [--socket PATH]\n"
+	"Usage: berth mcp [--socket PATH] [--token-file FILE]\n"
 	"Serve berth's tools to an MCP client over stdio: relay MCP messages\n"
 	"between stdin/stdout and berthd's socket, line for line.\n"
 	"\n"
 	"  --socket PATH   berthd's socket (default $BERTH_SOCKET, else\n"
 	"                  $XDG_RUNTIME_DIR/berth/berth.sock, else\n"
 	"                  /run/user/UID/berth/berth.sock when it exists, else\n"
-	"                  ./berth.sock)\n"
+	"                  ./berth.sock), or tcp:HOST:PORT\n"
+	"  --token-file FILE  the token for tcp:HOST:PORT (default $BERTH_TOKEN,\n"
+	"                  the token itself)\n"
 	"  -h, --help      show this help and exit\n"
 	"\n"
 	"Put it in an MCP client's configuration as the server command, for\n"
@@ -312,8 +314,48 @@ static char *default_socket(char *buf, size_t size)
 	return berth_client_default_socket(buf, size);
 }
 
+/* authenticate sends server/auth with the token of token_file (NULL:
+ * $BERTH_TOKEN) on a TCP connection, before the relay starts: the MCP
+ * client knows nothing of berth's tokens. Returns 0 or an exit status
+ * after saying why. */
+static int authenticate(struct berth_client *c, const char *where,
+			const char *token_file)
+{
+	const char *env = getenv("BERTH_TOKEN");
+	char *token = NULL;
+	json_t *err = NULL;
+	int rc;
+
+	if (token_file)
+		token = berth_client_read_token(token_file);
+	else if (env && *env)
+		token = strdup(env);
+	if (!token) {
+		if (token_file)
+			say("cannot read the token file %s: %s", token_file,
+			    errno == EINVAL ? "it is empty" : strerror(errno));
+		else
+			say("%s is a TCP listener: it takes a token (give "
+			    "--token-file FILE, or the token in $BERTH_TOKEN)",
+			    where);
+		return 2;
+	}
+	rc = berth_client_auth(c, token, &err);
+	explicit_bzero(token, strlen(token));
+	free(token);
+	if (rc == 1)
+		say("berthd refused the token: %s",
+		    json_string_value(json_object_get(err, "message")));
+	else if (rc < 0)
+		say("%s: the connection failed while authenticating: %s",
+		    where, strerror(-rc));
+	json_decref(err);
+	return rc == 0 ? 0 : rc == 1 ? 1 : 3;
+}
+
 static const struct option long_options[] = {
 	{"socket", required_argument, NULL, 's'},
+	{"token-file", required_argument, NULL, 't'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -321,7 +363,7 @@ static const struct option long_options[] = {
 int cli_mcp_main(int argc, char **argv)
 {
 	char defpath[PATH_MAX];
-	const char *where = NULL;
+	const char *where = NULL, *token_file = NULL;
 	struct berth_client *c;
 	int sock, flags, c_opt, status;
 
@@ -332,13 +374,18 @@ int cli_mcp_main(int argc, char **argv)
 		case 's':
 			where = optarg;
 			break;
+		case 't':
+			token_file = optarg;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
 		default:
-			if (optopt == 's')
-				fputs("berth mcp: --socket needs a path\n",
-				      stderr);
+			if (optopt == 's' || optopt == 't')
+				fprintf(stderr, "berth mcp: %s needs a %s\n",
+					optopt == 's' ? "--socket"
+						      : "--token-file",
+					optopt == 's' ? "path" : "file");
 			else
 				fprintf(stderr, "berth mcp: unknown option "
 					"'%s'\n", argv[optind - 1]);
@@ -363,6 +410,11 @@ int cli_mcp_main(int argc, char **argv)
 		fprintf(stderr, "berth mcp: cannot connect to %s: %s (is berthd "
 			"running?)\n", where, strerror(errno));
 		return 3;
+	}
+	if (strncmp(where, "tcp:", 4) == 0 &&
+	    (status = authenticate(c, where, token_file)) != 0) {
+		berth_client_close(c);
+		return status;
 	}
 	sock = berth_client_fd(c);
 	flags = fcntl(sock, F_GETFL);

@@ -11,8 +11,9 @@
 #define BERTH_CLI_MCP_H
 
 /*
- * cli_mcp_main runs `berth mcp [--socket PATH]`; argv[0] is the subcommand
- * name. It returns the exit status, as the other commands do: 0 when
+ * cli_mcp_main runs `berth mcp [--socket PATH] [--token-file FILE]`;
+ * argv[0] is the subcommand name. On tcp:HOST:PORT it authenticates with
+ * the token of FILE or $BERTH_TOKEN before it relays. It returns the exit status, as the other commands do: 0 when
  * either side closed (stdin at its end, or berthd went away), 1 when a
  * relay error ends it, 2 for a usage error, 3 when berthd's socket cannot
  * be reached.

@@ -87,8 +87,24 @@ void cli_print_job(FILE *out, const json_t *job)
 	};
 	const json_t *err = json_object_get(job, "error");
 
-	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-		field(out, fields[i].label, json_object_get(job, fields[i].key));
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		char *text;
+
+		if (strcmp(fields[i].key, "progress") != 0) {
+			field(out, fields[i].label,
+			      json_object_get(job, fields[i].key));
+			continue;
+		}
+		text = json_object_get(job, "progress") ? cli_progress_text(job)
+							: NULL;
+		if (text && *text)
+			fprintf(out, "%-16s %s\n", fields[i].label, text);
+		free(text);
+	}
+	if (json_is_true(json_object_get(job, "toolMissing")))
+		fprintf(out, "%-16s %s\n", "waits for",
+			"its tool, which berthd does not have now (it runs "
+			"when the tool comes back)");
 	if (json_is_object(err)) {
 		fprintf(out, "%-16s %s", "error", str(err, "message"));
 		if (json_object_get(err, "code")) {
@@ -145,10 +161,16 @@ static void table_print(FILE *out, struct table *t)
 				width[c] = n;
 		}
 	for (size_t r = 0; r < t->nrows; r++) {
-		for (size_t c = 0; c < t->ncols; c++) {
+		size_t last = t->ncols;
+
+		/* Empty cells at the end of a row leave no blanks behind. */
+		while (last > 1 && !(t->cells[r * t->ncols + last - 1] &&
+				     *t->cells[r * t->ncols + last - 1]))
+			last--;
+		for (size_t c = 0; c < last; c++) {
 			const char *s = t->cells[r * t->ncols + c];
 
-			if (c + 1 == t->ncols)
+			if (c + 1 == last)
 				fprintf(out, "%s", s ? s : "");
 			else
 				fprintf(out, "%-*s  ", (int)width[c], s ? s : "");
@@ -169,14 +191,18 @@ static char *dup_str(const json_t *o, const char *key)
 	return v ? value_text(v) : strdup("");
 }
 
-/* progress_text returns "NN%" for a job's progress, or "". */
-static char *progress_text(const json_t *job)
+/* progress_percent returns "NN%" (malloc'd) for a job's progress, "100%"
+ * once it completed (a tool need not report its last step), "N" without a
+ * total, or "". */
+static char *progress_percent(const json_t *job)
 {
 	const json_t *p = json_object_get(job, "progress");
 	double done = json_number_value(json_object_get(p, "progress"));
 	double total = json_number_value(json_object_get(p, "total"));
 	char buf[32];
 
+	if (strcmp(str(job, "status"), "completed") == 0)
+		return strdup(p ? "100%" : "");
 	if (!p)
 		return strdup("");
 	if (total > 0)
@@ -184,6 +210,26 @@ static char *progress_text(const json_t *job)
 	else
 		snprintf(buf, sizeof buf, "%g", done);
 	return strdup(buf);
+}
+
+char *cli_progress_text(const json_t *job)
+{
+	const json_t *p = json_object_get(job, "progress");
+	double done = json_number_value(json_object_get(p, "progress"));
+	double total = json_number_value(json_object_get(p, "total"));
+	const char *msg = str(p, "message");
+	char *pct = progress_percent(job), *out = NULL;
+
+	if (!pct || !p)
+		return pct;
+	if (total > 0 && asprintf(&out, "%s (%g of %g)%s%s", pct, done, total,
+				  *msg ? " " : "", msg) < 0)
+		out = NULL;
+	if (total <= 0 && asprintf(&out, "%s%s%s", pct, *msg ? " " : "",
+				   msg) < 0)
+		out = NULL;
+	free(pct);
+	return out;
 }
 
 void cli_print_jobs(FILE *out, const json_t *jobs)
@@ -198,7 +244,7 @@ void cli_print_jobs(FILE *out, const json_t *jobs)
 	json_array_foreach(jobs, i, j)
 		table_add(&t, (char *[]){dup_str(j, "id"), dup_str(j, "tool"),
 					 dup_str(j, "status"),
-					 dup_str(j, "attempt"), progress_text(j),
+					 dup_str(j, "attempt"), progress_percent(j),
 					 dup_str(j, "createdAt")});
 	table_print(out, &t);
 }
@@ -220,6 +266,259 @@ void cli_print_tools(FILE *out, const json_t *tools)
 				       ? "yes" : "no"),
 			dup_str(tool, "description")});
 	table_print(out, &t);
+}
+
+/* ---- one tool ---------------------------------------------------------- */
+
+/* duration_text writes ms for a person ("30s", "5m", "1500ms"). */
+static const char *duration_text(json_int_t ms, char buf[32])
+{
+	static const struct {
+		const char *unit;
+		json_int_t ms;
+	} units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (ms >= units[i].ms && ms % units[i].ms == 0) {
+			snprintf(buf, 32, "%lld%s", (long long)(ms / units[i].ms),
+				 units[i].unit);
+			return buf;
+		}
+	snprintf(buf, 32, "%lldms", (long long)ms);
+	return buf;
+}
+
+/* type_text returns the type of a schema for a person (malloc'd):
+ * "string", "integer or null", "array of string", "object", "any". */
+static char *type_text(const json_t *schema)
+{
+	const json_t *type = json_object_get(schema, "type");
+	const json_t *items = json_object_get(schema, "items");
+	char *out = NULL, *inner;
+	size_t i;
+	json_t *t;
+
+	if (json_is_string(type) && strcmp(json_string_value(type), "array") == 0 &&
+	    json_is_object(items)) {
+		inner = type_text(items);
+		if (asprintf(&out, "array of %s", inner ? inner : "any") < 0)
+			out = NULL;
+		free(inner);
+		return out;
+	}
+	if (json_is_string(type))
+		return strdup(json_string_value(type));
+	if (json_is_array(type)) {
+		char buf[160] = "";
+
+		json_array_foreach(type, i, t) {
+			strncat(buf, i ? " or " : "", sizeof buf - strlen(buf) - 1);
+			strncat(buf, json_string_value(t) ? json_string_value(t) : "?",
+				sizeof buf - strlen(buf) - 1);
+		}
+		return strdup(buf);
+	}
+	if (json_object_get(schema, "enum") || json_object_get(schema, "const"))
+		return strdup("value");
+	if (json_object_get(schema, "properties"))
+		return strdup("object");
+	return strdup("any");
+}
+
+/* rules_text returns what a schema asks beyond its type (malloc'd): its
+ * allowed values, bounds, format and pattern, then its description. */
+static char *rules_text(const json_t *schema)
+{
+	static const struct {
+		const char *lo, *hi, *one, *many;
+	} ranges[] = {
+		{"minimum", "maximum", "", ""},
+		{"minLength", "maxLength", " character", " characters"},
+		{"minItems", "maxItems", " item", " items"},
+	};
+	char buf[512] = "", part[256];
+	const json_t *v;
+	size_t i;
+	json_t *e;
+
+#define ADD(...)                                                               \
+	do {                                                                   \
+		snprintf(part, sizeof part, __VA_ARGS__);                      \
+		strncat(buf, *buf ? "; " : "", sizeof buf - strlen(buf) - 1); \
+		strncat(buf, part, sizeof buf - strlen(buf) - 1);              \
+	} while (0)
+	if (json_is_array(v = json_object_get(schema, "enum"))) {
+		char vals[200] = "";
+
+		json_array_foreach(v, i, e) {
+			char *t = json_dumps(e, JSON_ENCODE_ANY | JSON_COMPACT);
+
+			strncat(vals, i ? ", " : "", sizeof vals - strlen(vals) - 1);
+			strncat(vals, t ? t : "?", sizeof vals - strlen(vals) - 1);
+			free(t);
+		}
+		ADD("one of %s", vals);
+	}
+	if ((v = json_object_get(schema, "const"))) {
+		char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		ADD("exactly %s", t ? t : "?");
+		free(t);
+	}
+	for (i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+		const json_t *lo = json_object_get(schema, ranges[i].lo);
+		const json_t *hi = json_object_get(schema, ranges[i].hi);
+
+		double last = json_number_value(json_is_number(hi) ? hi : lo);
+		const char *noun = last == 1 ? ranges[i].one : ranges[i].many;
+
+		if (json_is_number(lo) && json_is_number(hi))
+			ADD("%g to %g%s", json_number_value(lo),
+			    json_number_value(hi), noun);
+		else if (json_is_number(lo))
+			ADD("at least %g%s", json_number_value(lo), noun);
+		else if (json_is_number(hi))
+			ADD("at most %g%s", json_number_value(hi), noun);
+	}
+	if (json_is_string(v = json_object_get(schema, "format")))
+		ADD("format %s", json_string_value(v));
+	if (json_is_string(v = json_object_get(schema, "pattern")))
+		ADD("pattern %s", json_string_value(v));
+	if (json_is_string(v = json_object_get(schema, "description")))
+		ADD("%s", json_string_value(v));
+#undef ADD
+	return strdup(buf);
+}
+
+static bool required_in(const json_t *schema, const char *name)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(json_object_get(schema, "required"), i, r)
+		if (json_is_string(r) && strcmp(json_string_value(r), name) == 0)
+			return true;
+	return false;
+}
+
+/* add_fields adds a row per property of an object schema to t, the
+ * properties of an object (or of an array's objects) under their own
+ * path, down to depth 3. */
+static void add_fields(struct table *t, const json_t *schema,
+		       const char *prefix, int depth)
+{
+	const json_t *props = json_object_get(schema, "properties");
+	const char *key;
+	json_t *p;
+
+	json_object_foreach((json_t *)props, key, p) {
+		const json_t *d = json_object_get(p, "default");
+		const json_t *items = json_object_get(p, "items");
+		char *name, *mark;
+
+		if (asprintf(&name, "  %s%s", prefix, key) < 0)
+			continue;
+		if (required_in(schema, key))
+			mark = strdup("required");
+		else if (d) {
+			char *v = json_dumps(d, JSON_ENCODE_ANY | JSON_COMPACT);
+
+			if (asprintf(&mark, "default %s", v ? v : "?") < 0)
+				mark = NULL;
+			free(v);
+		} else {
+			mark = strdup("optional");
+		}
+		table_add(t, (char *[]){name, type_text(p), mark, rules_text(p)});
+		if (depth >= 3)
+			continue;
+		if (json_object_get(p, "properties")) {
+			char *sub;
+
+			if (asprintf(&sub, "%s%s.", prefix, key) >= 0)
+				add_fields(t, p, sub, depth + 1);
+			free(sub);
+		} else if (json_object_get(items, "properties")) {
+			char *sub;
+
+			if (asprintf(&sub, "%s%s[].", prefix, key) >= 0)
+				add_fields(t, items, sub, depth + 1);
+			free(sub);
+		}
+	}
+}
+
+/* print_schema prints a section of a tool's fields: a heading and a table,
+ * or a line that says there are none to show. */
+static void print_schema(FILE *out, const char *heading, const json_t *schema)
+{
+	struct table t = {.ncols = 4};
+
+	if (!schema)
+		return;
+	fprintf(out, "\n%s\n", heading);
+	if (!json_object_size(json_object_get(schema, "properties"))) {
+		char *type = type_text(schema), *rules = rules_text(schema);
+
+		fprintf(out, "  (%s%s%s)\n",
+			json_is_true(schema) ? "anything" : type,
+			*rules ? "; " : "", rules);
+		free(type);
+		free(rules);
+		return;
+	}
+	add_fields(&t, schema, "", 1);
+	table_print(out, &t);
+}
+
+void cli_print_tool(FILE *out, const json_t *tool)
+{
+	const json_t *bg = json_object_get(tool, "background");
+	const json_t *ann = json_object_get(tool, "annotations");
+	json_int_t retries = json_integer_value(json_object_get(bg, "maxRetries"));
+	json_int_t conc = json_integer_value(json_object_get(bg, "concurrency"));
+	char d[32], at_once[64];
+
+	fprintf(out, "%s", str(tool, "name"));
+	if (*str(tool, "title"))
+		fprintf(out, " (%s)", str(tool, "title"));
+	fputc('\n', out);
+	if (*str(tool, "description"))
+		fprintf(out, "%s\n", str(tool, "description"));
+	print_schema(out, "input", json_object_get(tool, "inputSchema"));
+	print_schema(out, "resume data", json_object_get(tool, "resumeSchema"));
+	print_schema(out, "request context",
+		     json_object_get(tool, "requestContextSchema"));
+	print_schema(out, "output", json_object_get(tool, "outputSchema"));
+	fputc('\n', out);
+	fprintf(out, "%-11s %s\n", "approval",
+		json_is_true(json_object_get(tool, "requireApproval"))
+			? "required: a job waits for berth approve or decline"
+			: "not required");
+	if (conc > 0)
+		snprintf(at_once, sizeof at_once, "at most %lld at once",
+			 (long long)conc);
+	fprintf(out, "%-11s timeout %s; %lld retr%s; %s; %s\n", "background",
+		duration_text(json_integer_value(json_object_get(bg, "timeoutMs")),
+			      d),
+		(long long)retries, retries == 1 ? "y" : "ies",
+		conc > 0 ? at_once : "any number at once",
+		json_is_false(json_object_get(bg, "enabled"))
+			? "not as an MCP task"
+			: "MCP clients may run it as a task");
+	fprintf(out, "%-11s %s\n", "paused",
+		json_is_true(json_object_get(tool, "paused")) ? "yes: no job "
+		"starts until berth unpause" : "no");
+	if (json_is_object(ann))
+		fprintf(out, "%-11s %s, %s, %s, %s\n", "hints",
+			json_is_true(json_object_get(ann, "readOnlyHint"))
+				? "read-only" : "may change things",
+			json_is_true(json_object_get(ann, "destructiveHint"))
+				? "may destroy" : "not destructive",
+			json_is_true(json_object_get(ann, "idempotentHint"))
+				? "idempotent" : "not idempotent",
+			json_is_true(json_object_get(ann, "openWorldHint"))
+				? "open world" : "closed world");
 }
 
 void cli_print_event(FILE *out, const json_t *ev)

@@ -15,6 +15,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,8 @@
 #include "schema/schema.h"
 
 static const char usage[] =
-	"usage: berth validate [--assert-formats] [-r FILE|DIR]... SCHEMA_FILE "
-	"[INSTANCE_FILE|-]\n"
+	"usage: berth validate [--assert-formats] [--json] [-r FILE|DIR]... "
+	"SCHEMA_FILE [INSTANCE_FILE|-]\n"
 	"Checks SCHEMA_FILE, then INSTANCE_FILE (or standard input for \"-\") "
 	"against it.\n"
 	"\n"
@@ -33,6 +35,9 @@ static const char usage[] =
 	"                      \"$id\" and by its path: \"$ref\": \"address.json\" in a\n"
 	"                      schema without an \"$id\" is the address.json beside it\n"
 	"  --assert-formats    make \"format\" an assertion, not an annotation\n"
+	"  --json              print {\"valid\": true} or {\"valid\": false, \"errors\":\n"
+	"                      [...]} on stdout, and an error as {\"error\":\n"
+	"                      {\"message\"}, \"exitStatus\": 2} on stderr\n"
 	"\n"
 	"Exit status: 0 valid, 1 invalid (one line per error), 2 cannot read "
 	"a file or the schema is invalid.\n";
@@ -42,6 +47,50 @@ struct refs {
 	char **paths; /* malloc'd, each malloc'd */
 	size_t n, cap;
 };
+
+/* --json: results and errors as JSON (the berth command's --json). */
+static bool json_out;
+
+/* fail says why validate stops with status 2: "berth validate: why" (and
+ * the usage when with_usage), or {"error": ...} with --json. */
+static int fail(bool with_usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int fail(bool with_usage, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (json_out) {
+		json_t *o = json_pack("{s:{s:s}, s:i}", "error", "message", msg,
+				      "exitStatus", 2);
+		char *text = json_dumps(o, JSON_COMPACT);
+
+		if (text)
+			fprintf(stderr, "%s\n", text);
+		free(text);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "berth validate: %s\n%s", msg,
+			with_usage ? usage : "");
+	}
+	return 2;
+}
+
+/* print_valid prints the --json verdict: valid, or the errors (borrowed). */
+static void print_valid(const json_t *errors)
+{
+	json_t *o = errors ? json_pack("{s:b, s:O}", "valid", 0, "errors", errors)
+			   : json_pack("{s:b}", "valid", 1);
+	char *text = json_dumps(o, JSON_COMPACT);
+
+	if (text)
+		printf("%s\n", text);
+	free(text);
+	json_decref(o);
+}
 
 /* load reads a JSON document from path ("-" is standard input); returns a
  * new reference, or NULL after printing why on standard error.  Any JSON
@@ -58,16 +107,16 @@ static json_t *load(const char *path, const char *what)
 	} else {
 		f = fopen(path, "rb");
 		if (!f) {
-			fprintf(stderr, "berth validate: cannot read %s %s: %s\n", what,
-				path, strerror(errno));
+			fail(false, "cannot read %s %s: %s", what, path,
+			     strerror(errno));
 			return NULL;
 		}
 		doc = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 		fclose(f);
 	}
 	if (!doc)
-		fprintf(stderr, "berth validate: %s %s is not valid JSON: %s (line %d, "
-			"column %d)\n", what, path, jerr.text, jerr.line, jerr.column);
+		fail(false, "%s %s is not valid JSON: %s (line %d, column %d)", what,
+		     path, jerr.text, jerr.line, jerr.column);
 	return doc;
 }
 
@@ -82,14 +131,14 @@ static char *file_uri(const char *path)
 	char *real = realpath(path, NULL), *uri, *o;
 
 	if (!real) {
-		fprintf(stderr, "berth validate: cannot read %s: %s\n", path,
+		fail(false, "cannot read %s: %s", path,
 			strerror(errno));
 		return NULL;
 	}
 	uri = malloc(strlen("file://") + 3 * strlen(real) + 1);
 	if (!uri) {
 		free(real);
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 		return NULL;
 	}
 	o = uri + sprintf(uri, "file://");
@@ -151,7 +200,7 @@ static int refs_add_dir(struct refs *r, const char *dir)
 	int rc = 0;
 
 	if (!d) {
-		fprintf(stderr, "berth validate: cannot read the folder %s: %s\n",
+		fail(false, "cannot read the folder %s: %s",
 			dir, strerror(errno));
 		return 2;
 	}
@@ -174,8 +223,8 @@ static int refs_add_dir(struct refs *r, const char *dir)
 	}
 	closedir(d);
 	if (rc == 0 && names.n == 0) {
-		fprintf(stderr, "berth validate: the folder %s holds no *.json "
-			"file\n", dir);
+		fail(false, "the folder %s holds no *.json "
+			"file", dir);
 		rc = 2;
 	}
 	if (rc == 0)
@@ -184,7 +233,7 @@ static int refs_add_dir(struct refs *r, const char *dir)
 		rc = refs_add(r, names.paths[i]);
 	refs_finish(&names);
 	if (rc == -ENOMEM)
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 	return rc ? 2 : 0;
 }
 
@@ -195,19 +244,18 @@ static int refs_add_arg(struct refs *r, const char *arg)
 	struct stat st;
 
 	if (strcmp(arg, "-") == 0) {
-		fprintf(stderr, "berth validate: -r takes a file or a folder, not "
-			"standard input\n%s", usage);
+		fail(true, "-r takes a file or a folder, not standard input");
 		return 2;
 	}
 	if (stat(arg, &st) < 0) {
-		fprintf(stderr, "berth validate: cannot read referenced schema %s: "
-			"%s\n", arg, strerror(errno));
+		fail(false, "cannot read referenced schema %s: "
+			"%s", arg, strerror(errno));
 		return 2;
 	}
 	if (S_ISDIR(st.st_mode))
 		return refs_add_dir(r, arg);
 	if (refs_add(r, arg) < 0) {
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 		return 2;
 	}
 	return 0;
@@ -242,7 +290,7 @@ static int load_refs(const struct refs *r, const char *schema_path,
 	    (top_id(schema_doc) &&
 	     json_object_set_new(ids, top_id(schema_doc),
 				 json_string(schema_path)) < 0)) {
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 		rc = 2;
 	}
 	for (size_t i = 0; rc == 0 && i < r->n; i++) {
@@ -263,20 +311,20 @@ static int load_refs(const struct refs *r, const char *schema_path,
 		if (!doc) {
 			rc = 2;
 		} else if (!json_is_object(doc) && !json_is_boolean(doc)) {
-			fprintf(stderr, "berth validate: referenced schema %s is not "
-				"a schema (an object or a boolean)\n", path);
+			fail(false, "referenced schema %s is not "
+				"a schema (an object or a boolean)", path);
 			rc = 2;
 		} else if ((id = top_id(doc)) &&
 			   (other = json_string_value(json_object_get(ids, id)))) {
-			fprintf(stderr, "berth validate: %s and %s both have \"$id\": "
-				"\"%s\"\n", other, path, id);
+			fail(false, "%s and %s both have \"$id\": "
+				"\"%s\"", other, path, id);
 			rc = 2;
 		} else if (json_object_set_new(seen, uri, json_true()) < 0 ||
 			   (id && json_object_set_new(ids, id, json_string(path)) < 0)) {
-			fprintf(stderr, "berth validate: out of memory\n");
+			fail(false, "out of memory");
 			rc = 2;
 		} else if ((added = schema_registry_add(reg, uri, doc, &err)) < 0) {
-			fprintf(stderr, "berth validate: referenced schema %s: %s\n",
+			fail(false, "referenced schema %s: %s",
 				path, err ? err : strerror(-added));
 			rc = 2;
 		}
@@ -361,21 +409,21 @@ static struct schema *compile(const char *path, const struct refs *refs,
 		goto out;
 	root = with_base(doc, uri, &by_ref);
 	if (!root) {
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 		goto out;
 	}
 	if (by_ref && (rc = schema_registry_add(reg, uri, doc, &err)) < 0) {
-		fprintf(stderr, "berth validate: schema %s: %s\n", path,
+		fail(false, "schema %s: %s", path,
 			err ? err : strerror(-rc));
 		goto out;
 	}
 	s = schema_compile(root, opt, reg, &err);
 	if (!s) {
-		fprintf(stderr, "berth validate: schema %s is invalid: %s\n", path,
-			err ? err : "out of memory");
-		if (err && strstr(err, "cannot resolve reference"))
-			fprintf(stderr, "berth validate: give the schema that holds "
-				"it with -r FILE or -r DIR\n");
+		fail(false, "schema %s is invalid: %s%s", path,
+		     err ? err : "out of memory",
+		     err && strstr(err, "cannot resolve reference")
+			     ? "; give the schema that holds it with -r FILE "
+			       "or -r DIR" : "");
 	}
 out:
 	free(err);
@@ -395,40 +443,39 @@ int cli_validate_main(int argc, char **argv)
 	json_t *instance, *errors = NULL;
 	struct schema *s;
 
+	json_out = false;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			json_out = true;
 	for (int i = 1; i < argc && rc == 0; i++) {
 		const char *a = argv[i];
 
 		if (strcmp(a, "--assert-formats") == 0) {
 			opt.format_assert = true;
+		} else if (strcmp(a, "--json") == 0) {
+			continue;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			fputs(usage, stdout);
 			refs_finish(&refs);
 			return 0;
 		} else if (strcmp(a, "-r") == 0 || strcmp(a, "--ref") == 0) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "berth validate: %s needs a file or a "
-					"folder\n%s", a, usage);
-				rc = 2;
-			} else {
+			if (i + 1 == argc)
+				rc = fail(true, "%s needs a file or a folder", a);
+			else
 				rc = refs_add_arg(&refs, argv[++i]);
-			}
 		} else if (strncmp(a, "--ref=", 6) == 0) {
 			rc = refs_add_arg(&refs, a + 6);
 		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "berth validate: unknown option %s\n%s", a, usage);
-			rc = 2;
+			rc = fail(true, "unknown option %s", a);
 		} else if (nfiles == 2) {
-			fprintf(stderr, "berth validate: too many arguments\n%s", usage);
-			rc = 2;
+			rc = fail(true, "too many arguments");
 		} else {
 			files[nfiles++] = a;
 		}
 	}
-	if (rc == 0 && (nfiles == 0 || strcmp(files[0], "-") == 0)) {
-		fprintf(stderr, "berth validate: %s\n%s", nfiles ? "the schema must be "
-			"a file, not standard input" : "missing SCHEMA_FILE", usage);
-		rc = 2;
-	}
+	if (rc == 0 && (nfiles == 0 || strcmp(files[0], "-") == 0))
+		rc = fail(true, "%s", nfiles ? "the schema must be a file, not "
+			  "standard input" : "missing SCHEMA_FILE");
 	if (rc) {
 		refs_finish(&refs);
 		return rc;
@@ -439,6 +486,8 @@ int cli_validate_main(int argc, char **argv)
 	if (!s)
 		return 2;
 	if (!files[1]) {
+		if (json_out)
+			print_valid(NULL);
 		schema_free(s);
 		return 0;
 	}
@@ -449,10 +498,14 @@ int cli_validate_main(int argc, char **argv)
 		return 2;
 	}
 	rc = schema_validate(s, instance, &errors);
-	if (rc == -EINVAL)
+	if (rc == -EINVAL && json_out)
+		print_valid(errors);
+	else if (rc == -EINVAL)
 		print_errors(errors);
+	else if (rc == 0 && json_out)
+		print_valid(NULL);
 	else if (rc != 0)
-		fprintf(stderr, "berth validate: out of memory\n");
+		fail(false, "out of memory");
 	json_decref(errors);
 	json_decref(instance);
 	schema_free(s);

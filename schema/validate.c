@@ -561,14 +561,14 @@ static bool string(struct vctx *v, const struct schema__node *n, const json_t *i
 		size_t chars = utf8_length(s, len);
 
 		if (n->max_length >= 0 && chars > (size_t)n->max_length) {
-			report(v, path, n, "maxLength", "must not have more than %lld characters",
-			       n->max_length);
+			report(v, path, n, "maxLength", "must not have more than %lld %s",
+			       n->max_length, n->max_length == 1 ? "character" : "characters");
 			ok = false;
 			STOP_EARLY(ok);
 		}
 		if (n->min_length >= 0 && chars < (size_t)n->min_length) {
-			report(v, path, n, "minLength", "must have at least %lld characters",
-			       n->min_length);
+			report(v, path, n, "minLength", "must have at least %lld %s",
+			       n->min_length, n->min_length == 1 ? "character" : "characters");
 			ok = false;
 			STOP_EARLY(ok);
 		}
@@ -592,12 +592,14 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 	bool ok = true;
 
 	if (n->max_items >= 0 && size > (size_t)n->max_items) {
-		report(v, path, n, "maxItems", "must not have more than %lld items", n->max_items);
+		report(v, path, n, "maxItems", "must not have more than %lld %s", n->max_items,
+		       n->max_items == 1 ? "item" : "items");
 		ok = false;
 		STOP_EARLY(ok);
 	}
 	if (n->min_items >= 0 && size < (size_t)n->min_items) {
-		report(v, path, n, "minItems", "must have at least %lld items", n->min_items);
+		report(v, path, n, "minItems", "must have at least %lld %s", n->min_items,
+		       n->min_items == 1 ? "item" : "items");
 		ok = false;
 		STOP_EARLY(ok);
 	}
@@ -616,8 +618,9 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 	}
 	if (n->items && size > n->nprefix_items) {
 		if (n->items->is_bool && !n->items->bool_value) {
-			report(v, path, n, "items", "must not have more than %zu items",
-			       n->nprefix_items);
+			report(v, path, n, "items", "must not have more than %zu %s",
+			       n->nprefix_items,
+			       n->nprefix_items == 1 ? "item" : "items");
 			ok = false;
 			STOP_EARLY(ok);
 		} else {
@@ -648,7 +651,8 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 		if (count < min) {
 			if (n->min_contains >= 0)
 				report(v, path, n, "minContains", "must contain at least %lld "
-				       "items that match the \"contains\" schema", min);
+				       "%s the \"contains\" schema", min,
+				       min == 1 ? "item that matches" : "items that match");
 			else
 				report(v, path, n, "contains", "must contain at least one item "
 				       "that matches the \"contains\" schema");
@@ -656,8 +660,10 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 			STOP_EARLY(ok);
 		}
 		if (n->max_contains >= 0 && count > n->max_contains) {
-			report(v, path, n, "maxContains", "must contain at most %lld items "
-			       "that match the \"contains\" schema", n->max_contains);
+			report(v, path, n, "maxContains", "must contain at most %lld %s "
+			       "the \"contains\" schema", n->max_contains,
+			       n->max_contains == 1 ? "item that matches"
+						    : "items that match");
 			ok = false;
 		}
 	}
@@ -673,14 +679,16 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 	bool ok = true;
 
 	if (n->max_properties >= 0 && size > (size_t)n->max_properties) {
-		report(v, path, n, "maxProperties", "must not have more than %lld properties",
-		       n->max_properties);
+		report(v, path, n, "maxProperties", "must not have more than %lld %s",
+		       n->max_properties,
+		       n->max_properties == 1 ? "property" : "properties");
 		ok = false;
 		STOP_EARLY(ok);
 	}
 	if (n->min_properties >= 0 && size < (size_t)n->min_properties) {
-		report(v, path, n, "minProperties", "must have at least %lld properties",
-		       n->min_properties);
+		report(v, path, n, "minProperties", "must have at least %lld %s",
+		       n->min_properties,
+		       n->min_properties == 1 ? "property" : "properties");
 		ok = false;
 		STOP_EARLY(ok);
 	}

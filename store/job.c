@@ -435,10 +435,14 @@ static json_t *approval_to_json(const struct store_job *j)
 	json_t *decision = j->decision == STORE_DECISION_APPROVED ? json_string("approved")
 			   : j->decision == STORE_DECISION_DECLINED ? json_string("declined")
 								    : json_null();
+	/* The one column of the decider's words is the note of an approval
+	 * and the reason of a decline (docs/API.md). */
 	bool ok = json_object_set_new(a, "required",
 				      json_boolean(j->approval_required)) == 0 &&
 		  json_object_set_new(a, "decision", decision) == 0 &&
-		  set_str(a, "reason", j->reason) &&
+		  set_str(a, j->decision == STORE_DECISION_APPROVED ? "note"
+								   : "reason",
+			  j->reason) &&
 		  set_time(a, "decidedAt", j->decided_at);
 	if (!ok) {
 		json_decref(a);
@@ -814,7 +818,9 @@ char *store_job_text(const struct store_job *j)
 		tb_put(&b, "\"declined\"", 10);
 	else
 		tb_put(&b, "null", 4);
-	tb_str_member(&b, "reason", j->reason);
+	tb_str_member(&b, j->decision == STORE_DECISION_APPROVED ? "note"
+								 : "reason",
+		      j->reason);
 	tb_time_member(&b, "decidedAt", j->decided_at);
 	tb_put(&b, "}", 1);
 	tb_json_member(&b, "progress", j->progress);

@@ -73,6 +73,7 @@ enum stmt_id {
 	S_LIST_STATUS,
 	S_LIST_TOOL,
 	S_LIST_RUN,
+	S_LIST_PREFIX,
 	S_RUNNING,
 	S_EVENTS,
 	S_EVENTS_JOB,
@@ -207,6 +208,12 @@ static const char *const sql_text[S_NSTMT] = {
 			LIST_REST,
 	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = $3::text AND"
 		       LIST_REST,
+	/* The primary key's range from $6, the prefix, to $7, its end (NULL:
+	 * none), and the exact test on each row of it. */
+	[S_LIST_PREFIX] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id >= $6::text"
+			  " AND ($7::text IS NULL OR id < $7::text)"
+			  " AND left(id, length($6::text)) = $6::text AND"
+			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " AND lease_owner = $1 ORDER BY id",
 	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
@@ -1499,8 +1506,17 @@ static int pg_list(void *be, const struct store_filter *f, int limit,
 	unsigned mask = f != NULL ? f->status_mask : 0;
 	const char *tool = f != NULL ? f->tool : NULL;
 	const char *run_id = f != NULL ? f->run_id : NULL;
+	const char *prefix = f != NULL ? f->id_prefix : NULL;
+	char end[64];
 	enum stmt_id id = S_LIST_ALL;
-	if (run_id != NULL)
+	if (prefix != NULL && strlen(prefix) >= sizeof(end)) {
+		*jobs = NULL; /* longer than any id: no job matches */
+		*n = 0;
+		return 0;
+	}
+	if (prefix != NULL)
+		id = S_LIST_PREFIX;
+	else if (run_id != NULL)
 		id = S_LIST_RUN;
 	else if (tool != NULL)
 		id = S_LIST_TOOL;
@@ -1514,6 +1530,11 @@ static int pg_list(void *be, const struct store_filter *f, int limit,
 	p_int(&p, limit);
 	if (id == S_LIST_STATUS)
 		p_int(&p, __builtin_ctz(mask));
+	if (id == S_LIST_PREFIX) {
+		store__prefix_end(prefix, end);
+		p_str(&p, prefix);
+		p_str(&p, end[0] ? end : NULL);
+	}
 	int rc;
 	PGresult *r = query(be, id, &p, &rc);
 	return r != NULL ? read_jobs(r, jobs, n) : rc;

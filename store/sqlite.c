@@ -48,6 +48,7 @@ enum stmt_id {
 	S_LIST_STATUS,
 	S_LIST_TOOL,
 	S_LIST_RUN,
+	S_LIST_PREFIX,
 	S_RUNNING,
 	S_EVENTS,
 	S_EVENTS_JOB,
@@ -162,6 +163,11 @@ static const char *const sql_text[S_NSTMT] = {
 			LIST_REST, /* by id: jobs has no index by tool */
 	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
 		       LIST_REST,
+	/* The primary key's range from ?6, the prefix, to ?7, its end, and
+	 * the exact test on each row of it. */
+	[S_LIST_PREFIX] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id >= ?6"
+			  " AND id < ?7 AND substr(id, 1, length(?6)) = ?6 AND"
+			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " ORDER BY id",
 	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
@@ -1262,9 +1268,17 @@ static int sq_list(void *be, const struct store_filter *f, int limit,
 	const char *run_id = f != NULL ? f->run_id : NULL;
 	enum stmt_id id = S_LIST_ALL;
 
-	/* Lead with the index that narrows the most: a run, one status;
-	 * the other filters are checked on the rows it yields. */
-	if (run_id != NULL)
+	const char *prefix = f != NULL ? f->id_prefix : NULL;
+	char end[64];
+
+	/* Lead with the index that narrows the most: a prefix of ids, a
+	 * run, one status; the other filters are checked on the rows it
+	 * yields. */
+	if (prefix != NULL && strlen(prefix) < sizeof(end))
+		id = S_LIST_PREFIX;
+	else if (prefix != NULL)
+		return 0; /* longer than any id: no job matches */
+	else if (run_id != NULL)
 		id = S_LIST_RUN;
 	else if (mask != 0 && (mask & (mask - 1)) == 0)
 		id = S_LIST_STATUS;
@@ -1283,6 +1297,15 @@ static int sq_list(void *be, const struct store_filter *f, int limit,
 	sqlite3_bind_int(s, 5, limit);
 	if (id == S_LIST_STATUS)
 		sqlite3_bind_int(s, 6, __builtin_ctz(mask));
+	if (id == S_LIST_PREFIX) {
+		store__prefix_end(prefix, end);
+		sqlite3_bind_text(s, 6, prefix, -1, SQLITE_STATIC);
+		if (end[0])
+			sqlite3_bind_text(s, 7, end, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_blob(s, 7, list_top, sizeof(list_top),
+					  SQLITE_STATIC);
+	}
 	return read_jobs(s, (size_t)limit, jobs, n);
 }
 

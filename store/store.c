@@ -1270,6 +1270,23 @@ static int cursor_read(const char *c, char id[40])
 	return 0;
 }
 
+void store__prefix_end(const char *prefix, char *end)
+{
+	size_t n = strlen(prefix);
+
+	memcpy(end, prefix, n + 1);
+	while (n > 0) {
+		char c = end[n - 1];
+
+		if (c == '-' || c == 'f') {
+			end[--n] = '\0'; /* nothing to raise, or a carry */
+			continue;
+		}
+		end[n - 1] = c == '9' ? 'a' : (char)(c + 1);
+		return;
+	}
+}
+
 int store_list(struct store *st, const struct store_filter *f, int limit,
 	       const char *cursor, struct store_job ***jobs, size_t *n,
 	       char **next)

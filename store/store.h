@@ -502,6 +502,10 @@ struct store_filter {
 	unsigned status_mask; /* 0: any */
 	const char *tool;     /* NULL: any */
 	const char *run_id;   /* NULL: any */
+	/* NULL: any; else only the jobs whose id begins with it (lower-case
+	 * hex digits and '-': what an id is made of; anything else matches
+	 * no job). Read as a range of the primary key. */
+	const char *id_prefix;
 };
 
 /*

@@ -122,6 +122,10 @@ struct store__backend {
 	void (*rollback)(void *be);
 
 	int (*get)(void *be, const char *id, struct store_job **out);
+	/* list reads as store_list does, before before_id (NULL: from the
+	 * newest). With f->id_prefix it reads the range of ids from the
+	 * prefix to prefix_end (store__prefix_end; "" for none) and keeps
+	 * the ids that begin with the prefix. */
 	int (*list)(void *be, const struct store_filter *f, int limit,
 		    const char *before_id, struct store_job ***jobs, size_t *n);
 	int (*running)(void *be, struct store_job ***jobs, size_t *n);
@@ -236,5 +240,15 @@ struct store_job *store__job_copy(const struct store_job *src);
  * shared). Returns 0 or -ENOMEM, with j unchanged. */
 int store__job_apply(struct store_job *j, const struct store_transition *tr,
 		     int64_t now);
+
+/* store__prefix_end writes into end (at least as long as prefix, plus one)
+ * the least string that sorts after every id beginning with prefix: the
+ * prefix without its trailing '-', its last hex digit raised by one ('9'
+ * to 'a'), a carry past 'f'. Byte order and any collation that orders the
+ * hex digits as bytes do agree on it, whatever they do with '-', so the
+ * range [prefix, end) holds every match on either backend; the exact test
+ * of the prefix is made on each row of it. "" when nothing sorts after
+ * (a prefix of 'f's): the range has no end. */
+void store__prefix_end(const char *prefix, char *end);
 
 #endif

@@ -75,8 +75,20 @@ struct worker_tool {
 
 	const struct berth_tool *c; /* NULL for an external tool */
 	struct worker__cmd *cmd;    /* NULL for a C tool */
+	json_t *source; /* an external tool's manifest as read: a reload
+			   tells a changed manifest from the same one by it */
 
-	int running; /* runs holding a slot */
+	/* References: the registry's, one per run started under this
+	 * definition, one per operation that uses it after its request
+	 * returned (a submission's reply, a pause). A reload that changes
+	 * or removes the tool drops the registry's; the runs of the old
+	 * definition finish under it. Loop thread only. */
+	int refs;
+	/* Runs holding a slot, of every definition of this id (a reload
+	 * counts them again for the new one, and a run gives its slot back
+	 * to whichever definition holds the id then), so that a changed
+	 * tool's concurrency counts the runs of the old one. */
+	int running;
 	/* The durable paused flag as this node last knew it, for starting
 	 * jobs at submission (single node only): unknown until read. A
 	 * pause counts from its request, an unpause from its commit. */
@@ -204,7 +216,7 @@ struct worker__op {
 	void (*then)(struct worker__op *op, int rc);
 	struct worker__run *run;   /* holds a reference */
 	struct worker__wait *wait; /* a C tool's checkpoint */
-	const struct worker_tool *tool;
+	struct worker_tool *tool;  /* holds a reference */
 	json_t *own[6];            /* references dropped at the end */
 	char *sown[2];
 	struct store_job *job;     /* a job the op owns */
@@ -234,6 +246,14 @@ struct worker {
 
 	struct worker_tool **tools; /* sorted by id */
 	size_t ntools, captools;
+	char **dirs;                /* the --tools folders, for reloads */
+	size_t ndirs;
+	/* Tools whose jobs wait, left out of claims: removed by a reload,
+	 * or unknown when a claim brought one of their jobs (gone after a
+	 * restart; on a shared database, another node's). Registering a
+	 * tool of the name takes it out and wakes its jobs. */
+	char **missing;
+	size_t nmissing, capmissing;
 
 	struct worker__run *runs; /* every run still holding a reference */
 	struct worker__run **by_id; /* the same runs, hashed by job id */
@@ -279,6 +299,7 @@ struct worker {
 	/* Shutdown. */
 	bool stopping;
 	bool aborting;
+	bool now;     /* worker_shutdown_now: no grace for anything left */
 	bool closing;
 	int open_handles;
 	uv_timer_t grace_timer;
@@ -290,14 +311,26 @@ struct worker {
 
 /* worker__tool_new returns an empty tool with id (copied), or NULL. */
 struct worker_tool *worker__tool_new(const char *id);
+/* worker__tool_free frees a tool nobody references (one that was never
+ * registered); a registered one goes with its last worker__tool_unref. */
 void worker__tool_free(struct worker_tool *t);
+void worker__tool_ref(struct worker_tool *t);
+void worker__tool_unref(struct worker_tool *t);
+/* worker__tool_check checks what a registration checks beyond a unique
+ * id: a valid id, no negative number, input examples that pass the
+ * inputSchema. Returns 0 or -EINVAL with *errmsg. */
+int worker__tool_check(const struct worker_tool *t, char **errmsg);
+/* worker__tools_insert puts t into the sorted array *tools; -EEXIST when
+ * its id is there, -ENOMEM. */
+int worker__tools_insert(struct worker_tool ***tools, size_t *n,
+			 size_t *cap, struct worker_tool *t);
 /* worker__tool_set_schema compiles doc (stolen) as t's schema of kind.
  * Returns 0 or -EINVAL with *errmsg naming the tool and field. */
 int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
 			    char **errmsg);
 /* worker__tool_register checks what is left to check (a valid and unique
- * id, the input examples) and adds t, which the worker then owns; on an
- * error the caller still owns t. */
+ * id, the input examples) and adds t, which the worker then owns (its
+ * reference); on an error the caller still owns t. */
 int worker__tool_register(struct worker *w, struct worker_tool *t,
 			  char **errmsg);
 /* worker__valid_tool_name returns true for [A-Za-z0-9_.-]{1,128}. */
@@ -418,6 +451,13 @@ void worker__hub_drain(struct worker *w);
 
 /* ---- sched.c ---------------------------------------------------------- */
 
+/* worker__tool_missing leaves the jobs of tool name out of claims from
+ * now on; worker__tool_present takes them back (and wakes the
+ * scheduler) once a tool of that name is registered. */
+void worker__tool_missing(struct worker *w, const char *name);
+void worker__tool_present(struct worker *w, const char *name);
+bool worker__tool_is_missing(const struct worker *w, const char *name);
+
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
@@ -513,5 +553,8 @@ int worker__proc_start(struct worker__run *r, char **errmsg);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when
  * reap is true) and SIGKILL after the kill grace. */
 void worker__proc_kill(struct worker__proc *p, bool reap);
+/* worker__proc_kill_now sends SIGKILL to the group now (a shutdown that
+ * cannot wait: worker_shutdown_now). */
+void worker__proc_kill_now(struct worker__proc *p);
 
 #endif

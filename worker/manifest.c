@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "log/log.h"
 #include "worker/internal.h"
 
 static const char *const definition_fields[] = {
@@ -566,11 +567,12 @@ int worker__manifest_load(const char *path, struct worker_tool **out,
 		*errmsg = worker__errmsg("%s: out of memory", path);
 done:
 	free(dirbuf);
-	json_decref(m);
 	if (rc) {
+		json_decref(m);
 		worker__tool_free(t);
 		return rc;
 	}
+	t->source = m;
 	*out = t;
 	return 0;
 }
@@ -580,17 +582,28 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int worker_load_dir(struct worker *w, const char *dir, char **errmsg)
+static void free_names(char **names, size_t n)
 {
-	DIR *d;
-	struct dirent *e;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0, loaded = 0;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
 
-	if (errmsg)
-		*errmsg = NULL;
-	d = opendir(dir);
+/* list_manifests sets *names to the paths of the *.json files directly in
+ * dir that are regular files, sorted (malloc'd, each and the array), so
+ * that the first error reported is the same every time. Returns 0, or
+ * -EINVAL with *errmsg naming dir. */
+static int list_manifests(const char *dir, char ***names, size_t *n,
+			  char **errmsg)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t cap = 0, k = 0;
+	char **v = NULL;
+	int rc = 0;
+
+	*names = NULL;
+	*n = 0;
 	if (!d) {
 		if (errmsg)
 			*errmsg = worker__errmsg("--tools %s: %s", dir,
@@ -599,36 +612,78 @@ int worker_load_dir(struct worker *w, const char *dir, char **errmsg)
 	}
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
+		struct stat sb;
+		char *path;
+
 		if (len < 6 || e->d_name[0] == '.' ||
 		    strcmp(e->d_name + len - 5, ".json"))
 			continue;
-		if (n == cap) {
-			char **p;
-			cap = cap ? 2 * cap : 16;
-			p = realloc(names, cap * sizeof(*p));
-			if (!p) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = p;
-		}
-		if (!(names[n] = worker__errmsg("%s/%s", dir, e->d_name))) {
+		if (!(path = worker__errmsg("%s/%s", dir, e->d_name))) {
 			rc = -ENOMEM;
 			break;
 		}
-		n++;
+		if (stat(path, &sb) || !S_ISREG(sb.st_mode)) {
+			free(path);
+			continue;
+		}
+		if (k == cap) {
+			char **p;
+
+			cap = cap ? 2 * cap : 16;
+			p = realloc(v, cap * sizeof(*p));
+			if (!p) {
+				free(path);
+				rc = -ENOMEM;
+				break;
+			}
+			v = p;
+		}
+		v[k++] = path;
 	}
 	closedir(d);
-	/* Sorted, so that the first error reported is the same every time. */
-	if (names)
-		qsort(names, n, sizeof(*names), by_name);
+	if (rc) {
+		free_names(v, k);
+		if (errmsg)
+			*errmsg = worker__errmsg("--tools %s: out of memory",
+						 dir);
+		return -EINVAL;
+	}
+	if (v)
+		qsort(v, k, sizeof(*v), by_name);
+	*names = v;
+	*n = k;
+	return 0;
+}
+
+/* remember_dir keeps dir for the reloads. */
+static int remember_dir(struct worker *w, const char *dir)
+{
+	char **p = realloc(w->dirs, (w->ndirs + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	w->dirs = p;
+	if (!(w->dirs[w->ndirs] = strdup(dir)))
+		return -ENOMEM;
+	w->ndirs++;
+	return 0;
+}
+
+int worker_load_dir(struct worker *w, const char *dir, char **errmsg)
+{
+	char **names;
+	size_t n;
+	int rc, loaded = 0;
+
+	if (errmsg)
+		*errmsg = NULL;
+	if (list_manifests(dir, &names, &n, errmsg))
+		return -EINVAL;
+	rc = remember_dir(w, dir);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct stat sb;
 		struct worker_tool *t;
 		char *why = NULL;
 
-		if (stat(names[i], &sb) || !S_ISREG(sb.st_mode))
-			continue;
 		rc = worker__manifest_load(names[i], &t, errmsg);
 		if (rc)
 			break;
@@ -643,10 +698,318 @@ int worker_load_dir(struct worker *w, const char *dir, char **errmsg)
 		}
 		loaded++;
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	free_names(names, n);
 	if (rc == -ENOMEM && errmsg && !*errmsg)
 		*errmsg = worker__errmsg("--tools %s: out of memory", dir);
 	return rc ? -EINVAL : loaded;
+}
+
+/* ---- reload ----------------------------------------------------------- */
+
+/*
+ * A reload reads every --tools folder again and builds a new registry from
+ * the built-in and C tools, the manifests that load, and, for a manifest
+ * that does not (or a folder that cannot be read), the definition it had.
+ * A manifest whose text is the same keeps its tool as it was; a changed
+ * one gets a new definition, and the runs of the old one finish under it
+ * (they hold a reference). A removed tool's jobs stay in the database and
+ * wait: they are left out of claims until a tool of that name comes back.
+ */
+
+/* struct reload is one reload's state: the old registry, the new one, the
+ * manifests read, and what the log lines report. */
+struct reload {
+	struct worker *w;
+	struct worker_tool **old;
+	size_t nold;
+	struct worker_tool **tools; /* the new registry, sorted */
+	size_t ntools, captools;
+	int added, changed, removed, kept, failed;
+};
+
+/* old_at_path returns the external tool of the old registry loaded from
+ * path, or NULL. */
+static struct worker_tool *old_at_path(const struct reload *rl,
+				       const char *path)
+{
+	for (size_t i = 0; i < rl->nold; i++)
+		if (rl->old[i]->cmd && strcmp(rl->old[i]->cmd->path, path) == 0)
+			return rl->old[i];
+	return NULL;
+}
+
+static struct worker_tool *old_by_id(const struct reload *rl, const char *id)
+{
+	for (size_t i = 0; i < rl->nold; i++)
+		if (strcmp(rl->old[i]->id, id) == 0)
+			return rl->old[i];
+	return NULL;
+}
+
+/* in_dir is true when path is a file directly in dir (as list_manifests
+ * built it: dir, a slash, the name). */
+static bool in_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && path[n] == '/' &&
+	       !strchr(path + n + 1, '/');
+}
+
+/* keep_old puts the old definition t into the new registry, for a manifest
+ * that failed to load now; false when another tool took its id. */
+static bool keep_old(struct reload *rl, struct worker_tool *t)
+{
+	if (worker__tools_insert(&rl->tools, &rl->ntools, &rl->captools, t)) {
+		log_warn("reload: tool %s (%s) is removed: its manifest did "
+			 "not load, and another manifest now defines %s",
+			 t->id, t->cmd->path, t->id);
+		return false;
+	}
+	return true;
+}
+
+/* load_one reads manifest path into the new registry. */
+static void load_one(struct reload *rl, const char *path)
+{
+	struct worker_tool *t = NULL, *old = old_at_path(rl, path), *same;
+	char *why = NULL;
+	int rc;
+
+	rc = worker__manifest_load(path, &t, &why);
+	if (rc == 0 && (rc = worker__tool_check(t, &why)) != 0) {
+		char *named = worker__errmsg("%s: %s", path, why ? why : "invalid");
+
+		free(why);
+		why = named;
+		worker__tool_free(t);
+		t = NULL;
+	}
+	if (rc == 0) {
+		same = old_by_id(rl, t->id);
+		/* The same text from the same file: the tool as it was. */
+		if (same && same->cmd && strcmp(same->cmd->path, path) == 0 &&
+		    json_equal(same->source, t->source)) {
+			worker__tool_free(t);
+			t = same;
+		}
+		rc = worker__tools_insert(&rl->tools, &rl->ntools,
+					  &rl->captools, t);
+		if (rc == 0) {
+			if (t == same)
+				rl->kept++;
+			return;
+		}
+		if (rc == -EEXIST)
+			why = worker__errmsg("%s: tool %s: id is already "
+					     "registered", path, t->id);
+		if (t != same)
+			worker__tool_free(t);
+	}
+	rl->failed++;
+	if (old && keep_old(rl, old))
+		log_warn("reload: %s; tool %s keeps the definition it had",
+			 why ? why : path, old->id);
+	else
+		log_warn("reload: %s; it is not loaded", why ? why : path);
+	free(why);
+}
+
+/* in_new returns the tool of id in the new registry, or NULL. */
+static struct worker_tool *in_new(const struct reload *rl, const char *id)
+{
+	size_t lo = 0, hi = rl->ntools;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(rl->tools[mid]->id, id);
+
+		if (c == 0)
+			return rl->tools[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* count_waiting counts the jobs of tool that wait for it to run (pending,
+ * awaiting approval or suspended), up to max; each status is read through
+ * its own index. Returns the count, or -1 when the store could not say. */
+static long count_waiting(struct worker *w, const char *tool, long max)
+{
+	static const int statuses[] = {STORE_PENDING, STORE_AWAITING_APPROVAL,
+				       STORE_SUSPENDED};
+	long count = 0;
+
+	for (size_t s = 0; s < 3 && count < max; s++) {
+		struct store_filter f = {.status_mask = STORE_MASK(statuses[s]),
+					 .tool = tool};
+		char *cursor = NULL, *next;
+
+		do {
+			struct store_job **jobs;
+			size_t n;
+
+			if (store_list(w->st, &f, 1000, cursor, &jobs, &n,
+				       &next) < 0) {
+				free(cursor);
+				return -1;
+			}
+			for (size_t i = 0; i < n; i++)
+				store_job_free(jobs[i]);
+			free(jobs);
+			free(cursor);
+			cursor = next;
+			count += (long)n;
+		} while (cursor && count < max);
+		free(cursor);
+	}
+	return count;
+}
+
+/* runs_of counts the runs of tool id that hold a slot. */
+static int runs_of(const struct worker *w, const char *id)
+{
+	int n = 0;
+
+	for (const struct worker__run *r = w->runs; r; r = r->next)
+		if (r->slot_held && strcmp(r->job->tool, id) == 0)
+			n++;
+	return n;
+}
+
+/* report_removed logs a tool the reload removed and leaves its jobs out of
+ * claims. */
+static void report_removed(struct reload *rl, const struct worker_tool *t)
+{
+	struct worker *w = rl->w;
+	long waiting = count_waiting(w, t->id, 100000);
+	int running = runs_of(w, t->id);
+	char count[96], runs[96] = "";
+
+	rl->removed++;
+	worker__tool_missing(w, t->id);
+	if (waiting < 0)
+		snprintf(count, sizeof count, "its waiting jobs (the store "
+			 "could not count them) stay");
+	else if (waiting == 0)
+		snprintf(count, sizeof count, "no job of it waits");
+	else
+		snprintf(count, sizeof count, "%s%ld waiting job%s (pending, "
+			 "awaiting approval or suspended) stay%s",
+			 waiting >= 100000 ? "at least " : "", waiting,
+			 waiting == 1 ? "" : "s", waiting == 1 ? "s" : "");
+	if (running)
+		snprintf(runs, sizeof runs, "; %d running job%s finish%s "
+			 "under its old definition", running,
+			 running == 1 ? "" : "s", running == 1 ? "es" : "");
+	log_info("reload: tool %s is removed (%s is gone); %s, and a job of "
+		 "it runs when a tool %s comes back%s",
+		 t->id, t->cmd ? t->cmd->path : "its manifest", count, t->id,
+		 runs);
+}
+
+int worker_reload(struct worker *w)
+{
+	struct reload rl = {.w = w, .old = w->tools, .nold = w->ntools};
+	bool oom = false;
+
+	if (w->ndirs == 0) {
+		log_info("reload: no --tools folder to read again");
+		return 0;
+	}
+	/* The C tools stay; a manifest cannot take their ids. */
+	for (size_t i = 0; i < rl.nold && !oom; i++)
+		if (!rl.old[i]->cmd)
+			oom = worker__tools_insert(&rl.tools, &rl.ntools,
+						   &rl.captools, rl.old[i]) != 0;
+	for (size_t d = 0; d < w->ndirs && !oom; d++) {
+		char **names, *why = NULL;
+		size_t n;
+
+		if (list_manifests(w->dirs[d], &names, &n, &why)) {
+			log_warn("reload: %s; the tools of this folder keep "
+				 "the definitions they had", why);
+			free(why);
+			rl.failed++;
+			for (size_t i = 0; i < rl.nold; i++)
+				if (rl.old[i]->cmd &&
+				    in_dir(rl.old[i]->cmd->path, w->dirs[d]) &&
+				    !in_new(&rl, rl.old[i]->id))
+					keep_old(&rl, rl.old[i]);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			load_one(&rl, names[i]);
+		free_names(names, n);
+	}
+	if (oom) {
+		log_error("reload: out of memory; the tools stay as they were");
+		for (size_t i = 0; i < rl.ntools; i++)
+			if (old_by_id(&rl, rl.tools[i]->id) != rl.tools[i])
+				worker__tool_free(rl.tools[i]);
+		free(rl.tools);
+		return -ENOMEM;
+	}
+
+	/* What changed, by id. A definition new to the registry takes the
+	 * old one's pause state and counts the runs of its id. */
+	for (size_t i = 0; i < rl.ntools; i++) {
+		struct worker_tool *t = rl.tools[i], *old = old_by_id(&rl, t->id);
+
+		if (t == old)
+			continue;
+		t->refs = 1;
+		t->running = runs_of(w, t->id);
+		t->pause = old ? old->pause : WORKER__PAUSE_UNKNOWN;
+		if (old && t->running) {
+			rl.changed++;
+			log_info("reload: tool %s is changed (%s); %d running "
+				 "job%s finish%s under the definition %s "
+				 "started with",
+				 t->id, t->cmd->path, t->running,
+				 t->running == 1 ? "" : "s",
+				 t->running == 1 ? "es" : "",
+				 t->running == 1 ? "it" : "they");
+		} else if (old) {
+			rl.changed++;
+			log_info("reload: tool %s is changed (%s)", t->id,
+				 t->cmd->path);
+		} else {
+			rl.added++;
+			log_info("reload: tool %s is added (%s)%s", t->id,
+				 t->cmd->path,
+				 worker__tool_is_missing(w, t->id)
+					 ? "; the jobs that waited for it "
+					   "can run"
+					 : "");
+		}
+	}
+	for (size_t i = 0; i < rl.nold; i++)
+		if (!in_new(&rl, rl.old[i]->id))
+			report_removed(&rl, rl.old[i]);
+
+	/* The swap. A definition that left the registry goes with its last
+	 * run or operation. */
+	w->tools = rl.tools;
+	w->ntools = rl.ntools;
+	w->captools = rl.captools;
+	for (size_t i = 0; i < rl.nold; i++)
+		if (in_new(&rl, rl.old[i]->id) != rl.old[i])
+			worker__tool_unref(rl.old[i]);
+	free(rl.old);
+	for (size_t i = 0; i < rl.ntools; i++)
+		worker__tool_present(w, rl.tools[i]->id);
+
+	log_info("reloaded --tools: %d added, %d changed, %d removed, %d "
+		 "unchanged, %d failed to load; %zu tool%s",
+		 rl.added, rl.changed, rl.removed, rl.kept, rl.failed,
+		 w->ntools, w->ntools == 1 ? "" : "s");
+	/* A changed limit or a returned tool may let waiting jobs start. */
+	w->backlog = true;
+	worker__sched_kick(w);
+	worker__sched_rearm(w);
+	return 0;
 }

@@ -127,12 +127,16 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	char msg[300];
 
 	if (!t) {
-		snprintf(msg, sizeof(msg), "no tool named %s", p->tool);
+		snprintf(msg, sizeof(msg), "not found: no tool %.128s",
+			 p->tool);
 		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", p->tool));
 		return 0;
 	}
+	/* The submission is judged and answered under this definition,
+	 * whatever a reload does meanwhile. */
 	op->tool = t;
+	worker__tool_ref(t);
 	if ((p->has_max_retries && p->max_retries < 0) || p->timeout_ms < 0 ||
 	    p->ttl_ms < 0 || p->run_at < 0) {
 		worker__op_defer(op, WORKER_EINVAL,
@@ -338,7 +342,8 @@ static struct store_job *read_job(struct worker__op *op, const char *id)
 	char msg[160];
 
 	if (rc == STORE_ENOTFOUND) {
-		worker__op_defer(op, WORKER_ENOTFOUND, "no such job",
+		snprintf(msg, sizeof(msg), "not found: no job %.64s", id);
+		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", id));
 		return NULL;
 	}
@@ -561,12 +566,14 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 		return -ENOMEM;
 	t = worker__tool_find(w, tool);
 	if (!t) {
-		snprintf(msg, sizeof(msg), "no tool named %s", tool);
+		snprintf(msg, sizeof(msg), "not found: no tool %.128s", tool);
 		worker__op_defer(op, WORKER_ENOTFOUND, msg,
 				 json_pack("{s:s}", "id", tool));
 		return 0;
 	}
 	op->req.op = STORE_OP_TOOL_PAUSE;
+	op->tool = t; /* keeps the name the store reads alive */
+	worker__tool_ref(t);
 	op->req.u.pause.tool = t->id;
 	op->req.u.pause.paused = paused;
 	if (paused)

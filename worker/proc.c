@@ -142,6 +142,15 @@ void worker__proc_kill(struct worker__proc *p, bool reap)
 	uv_timer_start(&p->kill_timer, kill_timer_cb, (uint64_t)p->grace, 0);
 }
 
+void worker__proc_kill_now(struct worker__proc *p)
+{
+	if (!p->spawned || p->exited)
+		return;
+	p->term_sent = true;
+	uv_timer_stop(&p->kill_timer);
+	kill_group(p, SIGKILL);
+}
+
 /* final hands an outcome to the run (once). */
 static void final(struct worker__proc *p, struct berth_outcome o)
 {

@@ -29,6 +29,7 @@ void worker__run_ref(struct worker__run *r)
 
 static void run_free(struct worker__run *r)
 {
+	worker__tool_unref(r->tool);
 	store_job_free(r->job);
 	json_decref(r->p_input);
 	json_decref(r->p_rc);
@@ -130,10 +131,14 @@ static void run_maybe_end(struct worker__run *r)
 	if (!w || r->state == WORKER__RUN_ACTIVE)
 		return;
 	if (r->slot_held && (!running || (done && r->c))) {
+		struct worker_tool *t = worker__tool_find(w, r->job->tool);
+
 		r->slot_held = false;
 		w->busy--;
-		if (r->tool)
-			r->tool->running--;
+		/* The definition that holds the id now counts the slot: a
+		 * reload counted this run for it (internal.h). */
+		if (t)
+			t->running--;
 		kick = true;
 	}
 	if (done && !running)
@@ -184,7 +189,9 @@ void worker__run_abort(struct worker__run *r, int reason)
 	    r->abort_reason == WORKER__ABORT_FINISHED)
 		r->abort_reason = reason;
 	atomic_store(&r->aborted, true);
-	if (r->proc)
+	if (r->proc && r->w && r->w->now)
+		worker__proc_kill_now(r->proc);
+	else if (r->proc)
 		worker__proc_kill(r->proc, reason == WORKER__ABORT_FINISHED);
 }
 
@@ -248,6 +255,54 @@ static void run_hooks(struct worker *w, const struct worker_tool *t,
 
 static void final_submit(struct worker__run *r);
 
+/* error_message returns the message of a job's error object, or "". */
+static const char *error_message(const json_t *error)
+{
+	const char *m = json_string_value(json_object_get(error, "message"));
+
+	return m ? m : "";
+}
+
+/*
+ * log_end logs how a run of this node ended, once its end is committed:
+ * a failure or a timeout is a warning (the job is over and did not do its
+ * work), a retry is information, and the rest is left to the debug line of
+ * each transition (on_store_event). The job's tool and its attempt come
+ * first, so that a grep by either finds the line.
+ */
+static void log_end(const struct worker__run *r, const struct store_job *j)
+{
+	const json_t *err = r->final->req.u.transition.error;
+	const char *code = json_string_value(json_object_get(err, "code"));
+	int64_t in;
+
+	if (!r->tool)
+		return; /* wait_for_tool said why */
+	switch (j->status) {
+	case STORE_FAILED:
+		log_warn("job %s (%s): failed on attempt %d of %d: %s", j->id,
+			 j->tool, r->job->attempt, r->job->max_retries + 1,
+			 error_message(err));
+		break;
+	case STORE_TIMED_OUT:
+		log_warn("job %s (%s): timed out on attempt %d of %d: %s",
+			 j->id, j->tool, r->job->attempt,
+			 r->job->max_retries + 1, error_message(err));
+		break;
+	case STORE_PENDING:
+		in = j->run_at - store_now();
+		log_info("job %s (%s): attempt %d of %d %s; retry in %lld ms: %s",
+			 j->id, j->tool, r->job->attempt,
+			 r->job->max_retries + 1,
+			 code && strcmp(code, "timeout") == 0 ? "timed out"
+							       : "failed",
+			 (long long)(in > 0 ? in : 0), error_message(err));
+		break;
+	default:
+		break;
+	}
+}
+
 static void final_done(struct worker__op *op, int rc)
 {
 	struct worker__run *r = op->run;
@@ -255,6 +310,7 @@ static void final_done(struct worker__op *op, int rc)
 	const struct store_job *j = op->req.job;
 
 	if (rc == 0 && j) {
+		log_end(r, j);
 		r->final = NULL;
 		run_hooks(w, r->tool, j);
 		/* A retry: the claim the released slot asked for may have
@@ -603,6 +659,39 @@ static int prepare(struct worker__run *r)
 	return r->p_input && (r->p_resume || !j->resume_data) ? 0 : -ENOMEM;
 }
 
+/*
+ * wait_for_tool puts back a claimed job whose tool this berthd does not
+ * have: removed by a reload of --tools (its jobs are left out of claims
+ * from then on, but one may have been claimed just before), gone after a
+ * restart, or, on a shared database, a tool of other nodes. Its job goes
+ * back to pending with its attempt unchanged (it did not run), and the
+ * tool's jobs are left out of this node's claims until a tool of that
+ * name is registered again; a node that has the tool takes them.
+ */
+static void wait_for_tool(struct worker__run *r)
+{
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+	struct store_transition *tr;
+
+	worker__tool_missing(r->w, r->job->tool);
+	if (!op) {
+		run_oom(r);
+		return;
+	}
+	log_info("job %s (%s): no tool of that name is registered here; the "
+		 "job waits for one (a reload of --tools that brings it back "
+		 "runs it)",
+		 r->job->id, r->job->tool);
+	tr = &op->req.u.transition;
+	op->own[0] = tr->event_data = json_pack("{s:s}", "reason",
+						"tool_missing");
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RETRYING;
+	tr->set = STORE_SET_RUN_AT;
+	tr->run_at = store_now();
+	run_finish(r, op);
+}
+
 void worker__run_start(struct worker *w, struct store_job *job)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
@@ -623,6 +712,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	r->w = w;
 	r->job = job;
 	r->tool = worker__tool_find(w, job->tool);
+	worker__tool_ref(r->tool);
 	r->ctx.run = r;
 	r->slot_held = true;
 	w->busy++;
@@ -633,10 +723,7 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	r->timer.data = r;
 
 	if (!r->tool) {
-		run_fail(r,
-			 error_json("unknown_tool", NULL,
-				    "no tool named %s is registered", job->tool),
-			 false, false);
+		wait_for_tool(r);
 		return;
 	}
 	/* Checked at submission (ops.c) and again here, before each run:

@@ -34,6 +34,96 @@ static void claim_done(struct worker__op *op, int rc);
 static void run_timer_cb(uv_timer_t *h);
 static void expiry_retry_cb(uv_timer_t *h);
 
+/* The longest tool name (worker__valid_tool_name), and its NUL. */
+#define CAP_NAME 129
+
+/*
+ * claim_caps returns the caps of a claim (calloc'd, one block that
+ * worker__op_free frees) and their number in *n: a cap of 0 for each
+ * missing tool, whose jobs wait for it, and one for each tool with a
+ * concurrency limit. The claim runs on the store's writer thread, and a
+ * reload may free a tool before it comes back, so each cap's name is a
+ * copy of its own, after the caps in the same block.
+ */
+static struct store_cap *claim_caps(struct worker *w, size_t *n)
+{
+	size_t want = w->nmissing, k = 0;
+	struct store_cap *caps;
+	char *names;
+
+	for (size_t i = 0; i < w->ntools; i++)
+		if (w->tools[i]->bg.concurrency > 0)
+			want++;
+	caps = calloc(want ? want : 1, sizeof(*caps) + CAP_NAME);
+	if (!caps)
+		return NULL;
+	names = (char *)(caps + want);
+	for (size_t i = 0; i < w->nmissing; i++, k++) {
+		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", w->missing[i]);
+		caps[k].tool = names + k * CAP_NAME;
+	}
+	for (size_t i = 0; i < w->ntools; i++) {
+		struct worker_tool *t = w->tools[i];
+		int left = t->bg.concurrency - t->running;
+
+		if (t->bg.concurrency <= 0)
+			continue;
+		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", t->id);
+		caps[k].tool = names + k * CAP_NAME;
+		caps[k].remaining = left > 0 ? left : 0;
+		/* A tool's concurrency holds for the whole cluster on a
+		 * shared database: the store counts the tool's running jobs
+		 * of every node under a lock. remaining alone would let
+		 * each node run that many. */
+		caps[k].limit = t->bg.concurrency;
+		k++;
+	}
+	*n = k;
+	return caps;
+}
+
+void worker__tool_missing(struct worker *w, const char *name)
+{
+	char *copy;
+
+	if (worker__tool_is_missing(w, name))
+		return;
+	if (w->nmissing == w->capmissing) {
+		size_t cap = w->capmissing ? 2 * w->capmissing : 8;
+		char **p = realloc(w->missing, cap * sizeof(*p));
+
+		if (!p)
+			return; /* its jobs are claimed and put back again */
+		w->missing = p;
+		w->capmissing = cap;
+	}
+	if ((copy = strdup(name)))
+		w->missing[w->nmissing++] = copy;
+}
+
+bool worker__tool_is_missing(const struct worker *w, const char *name)
+{
+	for (size_t i = 0; i < w->nmissing; i++)
+		if (strcmp(w->missing[i], name) == 0)
+			return true;
+	return false;
+}
+
+void worker__tool_present(struct worker *w, const char *name)
+{
+	for (size_t i = 0; i < w->nmissing; i++) {
+		if (strcmp(w->missing[i], name) != 0)
+			continue;
+		free(w->missing[i]);
+		w->missing[i] = w->missing[--w->nmissing];
+		/* Its jobs waited for it: claim them. */
+		w->backlog = true;
+		worker__sched_kick(w);
+		worker__sched_rearm(w);
+		return;
+	}
+}
+
 void worker__sched_kick(struct worker *w)
 {
 	struct worker__op *op;
@@ -52,26 +142,10 @@ void worker__sched_kick(struct worker *w)
 	op = worker__op_new(w, NULL, NULL);
 	if (!op)
 		return;
-	op->caps = calloc(w->ntools ? w->ntools : 1, sizeof(*op->caps));
+	op->caps = claim_caps(w, &ncaps);
 	if (!op->caps) {
 		worker__op_free(op);
 		return;
-	}
-	for (size_t i = 0; i < w->ntools; i++) {
-		struct worker_tool *t = w->tools[i];
-		int left;
-
-		if (t->bg.concurrency <= 0)
-			continue;
-		left = t->bg.concurrency - t->running;
-		op->caps[ncaps].tool = t->id;
-		op->caps[ncaps].remaining = left > 0 ? left : 0;
-		/* A tool's concurrency holds for the whole cluster on a
-		 * shared database: the store counts the tool's running jobs
-		 * of every node under a lock. remaining alone would let
-		 * each node run that many. */
-		op->caps[ncaps].limit = t->bg.concurrency;
-		ncaps++;
 	}
 	op->req.op = STORE_OP_CLAIM;
 	/* The pool is this node's: --workers sizes the processes and

@@ -94,10 +94,23 @@ static void cmd_free(struct worker__cmd *c)
 	free(c);
 }
 
+void worker__tool_ref(struct worker_tool *t)
+{
+	if (t)
+		t->refs++;
+}
+
+void worker__tool_unref(struct worker_tool *t)
+{
+	if (t && --t->refs <= 0)
+		worker__tool_free(t);
+}
+
 void worker__tool_free(struct worker_tool *t)
 {
 	if (!t)
 		return;
+	json_decref(t->source);
 	for (int i = 0; i < WORKER__NSCHEMA; i++) {
 		json_decref(t->schema_doc[i]);
 		schema_free(t->schema[i]);
@@ -300,21 +313,13 @@ struct worker_tool *worker__tool_find(const struct worker *w, const char *name)
 	return NULL;
 }
 
-int worker__tool_register(struct worker *w, struct worker_tool *t,
-			  char **errmsg)
+int worker__tool_check(const struct worker_tool *t, char **errmsg)
 {
-	size_t at;
-
 	if (!worker__valid_tool_name(t->id)) {
 		set_err(errmsg,
 			worker__errmsg("tool \"%s\": id is not a valid MCP tool "
 				       "name (1 to 128 of A-Z a-z 0-9 _ - .)",
 				       t->id));
-		return -EINVAL;
-	}
-	if (worker__tool_find(w, t->id)) {
-		set_err(errmsg, worker__errmsg("tool %s: id is already "
-					       "registered", t->id));
 		return -EINVAL;
 	}
 	if (t->bg.timeout_ms < 0 || t->bg.max_retries < 0 ||
@@ -360,24 +365,52 @@ int worker__tool_register(struct worker *w, struct worker_tool *t,
 			return -EINVAL;
 		}
 	}
-	if (w->ntools == w->captools) {
-		size_t cap = w->captools ? 2 * w->captools : 16;
-		struct worker_tool **p = realloc(w->tools, cap * sizeof(*p));
-		if (!p) {
-			set_err(errmsg, worker__errmsg("tool %s: out of memory",
-						       t->id));
-			return -ENOMEM;
-		}
-		w->tools = p;
-		w->captools = cap;
-	}
-	for (at = 0; at < w->ntools && strcmp(w->tools[at]->id, t->id) < 0;
-	     at++)
+	return 0;
+}
+
+int worker__tools_insert(struct worker_tool ***tools, size_t *n,
+			 size_t *cap, struct worker_tool *t)
+{
+	size_t at;
+
+	for (at = 0; at < *n && strcmp((*tools)[at]->id, t->id) < 0; at++)
 		;
-	memmove(&w->tools[at + 1], &w->tools[at],
-		(w->ntools - at) * sizeof(w->tools[0]));
-	w->tools[at] = t;
-	w->ntools++;
+	if (at < *n && strcmp((*tools)[at]->id, t->id) == 0)
+		return -EEXIST;
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct worker_tool **p = realloc(*tools, c * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		*tools = p;
+		*cap = c;
+	}
+	memmove(&(*tools)[at + 1], &(*tools)[at],
+		(*n - at) * sizeof((*tools)[0]));
+	(*tools)[at] = t;
+	(*n)++;
+	return 0;
+}
+
+int worker__tool_register(struct worker *w, struct worker_tool *t,
+			  char **errmsg)
+{
+	int rc = worker__tool_check(t, errmsg);
+
+	if (rc)
+		return rc;
+	rc = worker__tools_insert(&w->tools, &w->ntools, &w->captools, t);
+	if (rc == -EEXIST)
+		set_err(errmsg, worker__errmsg("tool %s: id is already "
+					       "registered", t->id));
+	else if (rc)
+		set_err(errmsg, worker__errmsg("tool %s: out of memory",
+					       t->id));
+	if (rc)
+		return rc == -EEXIST ? -EINVAL : rc;
+	t->refs = 1; /* the registry's */
+	worker__tool_present(w, t->id);
 	return 0;
 }
 

@@ -326,12 +326,16 @@ static void replace(json_t *o, const struct worker_tool *t, int view,
 json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
 			   int view)
 {
-	const struct worker_tool *t;
+	const struct worker_tool *t = worker__tool_find(w, j->tool);
 	json_t *o = store_job_to_json(j);
 
+	/* A job that may still run, whose tool this berthd does not have
+	 * (removed by a reload, gone since a restart): it waits for one,
+	 * and jobs/get says so (docs/API.md). */
+	if (o && !t && !store_status_terminal(j->status))
+		json_object_set_new(o, "toolMissing", json_true());
 	if (!o || view == WORKER_VIEW_RAW)
 		return o;
-	t = worker__tool_find(w, j->tool);
 	if (!t || (!t->transform &&
 		   !(t->c && (t->c->display || t->c->transcript))))
 		return o;

@@ -49,6 +49,7 @@ void worker__op_free(struct worker__op *op)
 	json_decref(op->data);
 	if (op->run)
 		worker__run_unref(op->run);
+	worker__tool_unref(op->tool);
 	free(op);
 	w->inflight--;
 	worker__check_shutdown(w);
@@ -133,8 +134,10 @@ void worker__op_reply_store(struct worker__op *op, int rc)
 		json_t *data = json_pack("{s:s}", "id",
 					 op->req.u.transition.job_id);
 
-		worker__op_reply(op, WORKER_ENOTFOUND, "no such job", data,
-				 NULL, false);
+		/* The phrase of every missing job (api/methods.c). */
+		snprintf(msg, sizeof(msg), "not found: no job %.64s",
+			 op->req.u.transition.job_id);
+		worker__op_reply(op, WORKER_ENOTFOUND, msg, data, NULL, false);
 		json_decref(data);
 	} else if (rc == STORE_ECONFLICT) {
 		const char *s = j ? store_status_name(j->status) : "unknown";
@@ -263,6 +266,10 @@ void worker__progress(struct worker *w, const struct store_job *job,
 void worker_stats(const struct worker *w, struct worker_stats *out)
 {
 	out->size = w->cfg.workers;
+	out->running = 0;
+	for (const struct worker__run *r = w->runs; r; r = r->next)
+		if (r->state == WORKER__RUN_ACTIVE)
+			out->running++;
 	/* A claimed job is running in the database from its commit on;
 	 * its slot is taken from then, not only once its run began. */
 	out->busy = w->busy + store_claimed_undelivered(w->st);
@@ -447,7 +454,7 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg.default_timeout_ms = WORKER__TIMEOUT_MS;
 	if (w->cfg.kill_grace_ms <= 0)
 		w->cfg.kill_grace_ms = WORKER__KILL_GRACE_MS;
-	if (w->cfg.shutdown_grace_ms <= 0)
+	if (w->cfg.shutdown_grace_ms == 0)
 		w->cfg.shutdown_grace_ms = WORKER__SHUTDOWN_GRACE_MS;
 	if (w->cfg.max_output_bytes <= 0)
 		w->cfg.max_output_bytes = WORKER__MAX_OUTPUT;
@@ -559,6 +566,10 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	struct worker *w = arg;
 	struct worker__run *r;
 
+	if (log_enabled(LOG_LEVEL_DEBUG))
+		log_debug("job %s (%s): %s, now %s (event %lld)", ev->job_id,
+			  ev->tool, store_event_name(ev->type),
+			  store_status_name(ev->status), (long long)ev->seq);
 	if (!w->started || w->stopping)
 		return;
 	r = worker__run_find(w, ev->job_id);
@@ -603,14 +614,74 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	}
 }
 
+/*
+ * count_interrupted counts, before the recovery at start-up, the jobs it
+ * will run again (*rerun) and fail (*fail), by store_recover's own rule: a
+ * job runs again when its tool allows it and a retry is left. On a
+ * database of its own every running job is this node's; on a shared one
+ * the store recovers this node's alone, which a listing cannot tell
+ * apart, and both counts are left at -1.
+ */
+static void count_interrupted(struct worker *w, int *rerun, int *fail)
+{
+	struct store_filter f = {.status_mask = STORE_MASK(STORE_RUNNING)};
+	struct store_job **jobs;
+	char *cursor = NULL, *next;
+	size_t n;
+
+	*rerun = *fail = store_shared(w->st) ? -1 : 0;
+	if (*rerun < 0)
+		return;
+	do {
+		if (store_list(w->st, &f, 1000, cursor, &jobs, &n, &next) < 0) {
+			*rerun = *fail = -1;
+			next = NULL;
+			n = 0;
+			jobs = NULL;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (*rerun >= 0 && may_rerun(w, jobs[i]->tool) &&
+			    jobs[i]->attempt <= jobs[i]->max_retries)
+				(*rerun)++;
+			else if (*fail >= 0)
+				(*fail)++;
+			store_job_free(jobs[i]);
+		}
+		free(jobs);
+		free(cursor);
+		cursor = next;
+	} while (cursor);
+}
+
+/* log_recovered reports the recovery at start-up: n jobs were found
+ * running, rerun of them run again and fail failed (-1: not counted). */
+static void log_recovered(struct worker *w, int n, int rerun, int fail)
+{
+	if (n == 0)
+		return;
+	if (rerun < 0 || rerun + fail != n)
+		log_info("recovered %d job%s interrupted by the last stop of "
+			 "berthd: back to pending, or failed where no retry "
+			 "was left or the tool must not run again",
+			 n, n == 1 ? "" : "s");
+	else
+		log_info("recovered %d job%s interrupted by the last stop of "
+			 "berthd: %d back to pending (attempt raised), %d "
+			 "failed (no retry left, or the tool must not run "
+			 "again after an interruption)",
+			 n, n == 1 ? "" : "s", rerun, fail);
+}
+
 int worker_start(struct worker *w, char **errmsg)
 {
+	int rerun, fail;
 	int rc;
 
 	if (errmsg)
 		*errmsg = NULL;
 	if (w->started || w->stopping)
 		return -EINVAL;
+	count_interrupted(w, &rerun, &fail);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
 		if (errmsg)
@@ -619,6 +690,7 @@ int worker_start(struct worker *w, char **errmsg)
 						 strerror(-rc));
 		return rc;
 	}
+	log_recovered(w, rc, rerun, fail);
 	rc = store_add_listener(w->st, on_store_event, w);
 	if (rc) {
 		if (errmsg)
@@ -755,8 +827,92 @@ void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
 	uv_timer_stop(&w->prune_timer);
 	if (w->runs)
 		uv_timer_start(&w->grace_timer, shutdown_timer_cb,
-			       (uint64_t)w->cfg.shutdown_grace_ms, 0);
+			       w->cfg.shutdown_grace_ms < 0
+				       ? 0
+				       : (uint64_t)w->cfg.shutdown_grace_ms,
+			       0);
 	worker__check_shutdown(w);
+}
+
+static void interrupted_done(struct worker__op *op, int rc)
+{
+	/* A conflict: the run's own end committed first. */
+	if (rc && rc != STORE_ECONFLICT && rc != STORE_ENOTFOUND)
+		log_error("job %s: putting it back after an immediate stop "
+			  "failed (%s); the next start recovers it",
+			  op->req.u.transition.job_id, strerror(-rc));
+	worker__op_free(op);
+}
+
+/* put_back_interrupted commits for r's job what the recovery after a crash
+ * would (store_recover): pending with its attempt raised, or failed when
+ * no retry is left or the tool it ran under must not run again after an
+ * interruption. On an error the job stays running, which the next start
+ * recovers the same way. */
+static void put_back_interrupted(struct worker *w, struct worker__run *r)
+{
+	const struct store_job *j = r->job;
+	struct worker__op *op = worker__op_new(w, NULL, NULL);
+	struct store_transition *tr;
+	char msg[160];
+
+	if (!op)
+		return;
+	tr = &op->req.u.transition;
+	op->req.op = STORE_OP_TRANSITION;
+	snprintf(tr->job_id, sizeof(tr->job_id), "%s", j->id);
+	tr->from_mask = STORE_MASK(STORE_RUNNING);
+	if (r->tool && r->tool->bg.on_interrupt == BERTH_INTERRUPT_RETRY &&
+	    j->attempt <= j->max_retries) {
+		tr->to = STORE_PENDING;
+		tr->event = STORE_EV_RETRYING;
+		op->own[0] = tr->event_data =
+			json_pack("{s:s}", "reason", "interrupted");
+		tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+		tr->run_at = store_now();
+		tr->attempt = j->attempt + 1;
+	} else {
+		snprintf(msg, sizeof(msg),
+			 "interrupted by an immediate stop of berthd "
+			 "(attempt %d of %d)",
+			 j->attempt, j->max_retries + 1);
+		op->own[0] = tr->error = tr->event_data = json_pack(
+			"{s:s, s:s}", "message", msg, "code", "interrupted");
+		tr->to = STORE_FAILED;
+		tr->event = STORE_EV_FAILED;
+		tr->set = STORE_SET_ERROR;
+	}
+	if (!op->own[0] || worker__op_submit(op, interrupted_done))
+		worker__op_free(op);
+}
+
+int worker_shutdown_now(struct worker *w)
+{
+	struct worker__run *r, *next;
+	int n = 0;
+
+	if (!w->stopping || w->now || w->closing)
+		return 0;
+	w->now = true;
+	w->aborting = true;
+	uv_timer_stop(&w->grace_timer);
+	for (r = w->runs; r; r = next) {
+		next = r->next;
+		/* A finished run's process may still be reaped: it goes too. */
+		if (r->proc)
+			worker__proc_kill_now(r->proc);
+		if (r->state != WORKER__RUN_ACTIVE)
+			continue;
+		n++;
+		put_back_interrupted(w, r);
+		worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
+		/* A C tool cannot be killed: its thread is left to return,
+		 * and what it returns is dropped. */
+		if (r->c)
+			worker__run_give_up(r);
+	}
+	worker__check_shutdown(w);
+	return n;
 }
 
 void worker_destroy(struct worker *w)
@@ -764,8 +920,14 @@ void worker_destroy(struct worker *w)
 	if (!w)
 		return;
 	for (size_t i = 0; i < w->ntools; i++)
-		worker__tool_free(w->tools[i]);
+		worker__tool_unref(w->tools[i]);
 	free(w->tools);
+	for (size_t i = 0; i < w->ndirs; i++)
+		free(w->dirs[i]);
+	free(w->dirs);
+	for (size_t i = 0; i < w->nmissing; i++)
+		free(w->missing[i]);
+	free(w->missing);
 	free(w->by_id);
 	free(w->wakeups);
 	free(w->listeners);

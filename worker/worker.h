@@ -59,7 +59,8 @@ struct worker_config {
 	int workers;                 /* pool size; 0: 4 */
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
-	int64_t shutdown_grace_ms;   /* running jobs at shutdown; 0: 10000 */
+	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
+				      * shutdown; 0: 10000; < 0: none */
 	int64_t max_output_bytes;    /* external tool stdout; 0: 64 MiB */
 	int64_t max_log_bytes;       /* captured stderr per run; 0: 1 MiB */
 	int64_t max_log_lines;       /* kept per job; 0: 10000 */
@@ -82,9 +83,25 @@ int worker_add_tool(struct worker *w, const struct berth_tool *tool,
 		    char **errmsg);
 
 /* worker_load_dir registers every *.json manifest directly in dir as an
- * external tool. Returns the number loaded, or -EINVAL with *errmsg naming
- * the file and the field. */
+ * external tool, and keeps dir for worker_reload. Returns the number
+ * loaded, or -EINVAL with *errmsg naming the file and the field. */
 int worker_load_dir(struct worker *w, const char *dir, char **errmsg);
+
+/*
+ * worker_reload reads the folders of worker_load_dir again (berthd's
+ * SIGHUP) and logs a line per tool added, changed or removed and per
+ * manifest that failed, then one line of totals. C tools stay as they
+ * are. A manifest that fails to load, or a folder that cannot be read,
+ * keeps the definitions it gave. A changed tool's running jobs finish
+ * under the definition they started with; its new one counts them
+ * against its concurrency, keeps its pause state, and serves every
+ * submission from now on (one under way keeps the definition it was
+ * checked against). A removed tool's jobs stay in the database, are left
+ * out of claims, and run when a tool of that name comes back; a job shows
+ * it ("toolMissing" in worker_job_to_json). Returns 0, or -ENOMEM when
+ * nothing was changed.
+ */
+int worker_reload(struct worker *w);
 
 /* worker_start runs the start-up recovery and starts scheduling. Returns 0
  * or a negative code with *errmsg. */
@@ -95,6 +112,17 @@ int worker_start(struct worker *w, char **errmsg);
  * back to pending without using up a retry, and calls done(arg) when no
  * job is running any more. The store stays open. */
 void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg);
+
+/* worker_shutdown_now hurries a shutdown under way (a second SIGTERM): it
+ * stops every running job now, without the grace periods (their process
+ * groups get SIGKILL; a C tool is left to return on its own, its result
+ * dropped), and puts each back as a crash would have left it to the next
+ * start: pending with its attempt raised, or failed when no retry is left
+ * or its tool must not run again after an interruption (onInterrupt
+ * "fail"). Returns the number of jobs it stopped; shutdown's done follows
+ * once the store has answered what is in flight. Nothing before
+ * worker_shutdown, and nothing a second time. */
+int worker_shutdown_now(struct worker *w);
 
 /* worker_destroy frees the worker; only after worker_shutdown's done. */
 void worker_destroy(struct worker *w);
@@ -217,6 +245,8 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 
 struct worker_stats {
 	int size; /* pool size */
+	int running; /* jobs this worker is running now (started, and not
+			yet ended or given up) */
 	int busy; /* slots taken: jobs running, and jobs a committed claim
 		     took that have not started yet */
 	/* Jobs started since the worker started: run at their submission

@@ -25,6 +25,19 @@ char *berth_client_default_socket(char *buf, size_t size);
 struct berth_client *berth_client_connect(const char *where);
 void berth_client_close(struct berth_client *c);
 
+/* berth_client_read_token reads a token file as berthd reads its
+ * --token-file: the first line, without its newline and trailing blanks.
+ * Returns a new string (free it; it is a secret, so clear it first), or
+ * NULL with errno set (EINVAL for an empty token). */
+char *berth_client_read_token(const char *path);
+
+/* berth_client_auth sends server/auth with token, the first request on a
+ * TCP connection (PROTOCOL.md). Returns 0; 1 when berthd refused it, with
+ * *error (new reference) when error is not NULL; or a negative code for a
+ * transport failure. */
+int berth_client_auth(struct berth_client *c, const char *token,
+		      json_t **error);
+
 /* berth_client_fd returns the socket, for poll(). */
 int berth_client_fd(const struct berth_client *c);
 

@@ -9,6 +9,9 @@
 #include "tests/api/support.h"
 
 static struct harness h;
+/* A second berthd some tests start; the group's teardown stops it when a
+ * failed test could not. */
+static struct harness other;
 
 static int start(void **state)
 {
@@ -21,6 +24,7 @@ static int stop(void **state)
 	int rc = harness_stop(&h);
 
 	harness_cleanup(&h);
+	harness_cleanup(&other);
 	return rc == 0 ? 0 : -1;
 }
 
@@ -345,8 +349,15 @@ static void approve__runs_the_job_and_twice_is_a_conflict(void **state)
 	assert_string_equal(jstr(job, "status"), "awaiting_approval");
 	r = call_ok(c, "jobs/approve", json_pack("{s:s, s:s}", "id", id, "note", "ok"));
 	assert_string_equal(jstr(r, "status"), "pending");
+	/* The approver's note is a note, not a decline's reason. */
+	assert_string_equal(jstr(json_object_get(r, "approval"), "note"), "ok");
+	assert_null(json_object_get(json_object_get(r, "approval"), "reason"));
 	json_decref(r);
 	json_decref(wait_for(c, id, "completed"));
+	r = call_ok(c, "jobs/get", json_pack("{s:s}", "id", id));
+	assert_string_equal(jstr(json_object_get(r, "approval"), "note"), "ok");
+	assert_null(json_object_get(json_object_get(r, "approval"), "reason"));
+	json_decref(r);
 	err = call_err(c, "jobs/approve", json_pack("{s:s}", "id", id), -32012);
 	assert_string_equal(jstr(json_object_get(err, "data"), "status"), "completed");
 	json_decref(err);
@@ -533,6 +544,223 @@ static void list__filters_and_pages_with_an_opaque_cursor(void **state)
 	json_decref(call_err(c, "jobs/list", json_pack("{s:s}", "cursor", "garbage!"),
 			     -32602));
 	json_decref(call_err(c, "jobs/list", json_pack("{s:i}", "limit", 0), -32602));
+	berth_client_close(c);
+}
+
+/* assert_bad_cursor calls method with cursor and asserts -32602 naming
+ * /cursor. */
+static void assert_bad_cursor(struct berth_client *c, const char *method,
+			      json_t *params, const char *cursor)
+{
+	json_t *err, *e;
+
+	json_object_set_new(params, "cursor", json_string(cursor));
+	err = call_err(c, method, params, -32602);
+	e = json_array_get(json_object_get(json_object_get(err, "data"),
+					   "errors"), 0);
+	assert_string_equal(jstr(e, "instancePath"), "/cursor");
+	assert_string_equal(jstr(err, "message"),
+			    "invalid params: cursor is not one this server "
+			    "gave out");
+	json_decref(err);
+}
+
+static void list__refuses_a_forged_cut_or_foreign_cursor(void **state)
+{
+	struct berth_client *c = support_connect(&h), *o;
+	json_t *page, *first, *job;
+	char *cursor, *cut, forged[128];
+	const char *id;
+	size_t n;
+
+	for (int k = 0; k < 3; k++)
+		json_decref(call_ok(c, "jobs/submit",
+				    json_pack("{s:s, s:{}, s:s}", "tool", "noop",
+					      "input", "runId", "cursor-run")));
+	page = call_ok(c, "jobs/list", json_pack("{s:s, s:i}", "runId",
+						 "cursor-run", "limit", 1));
+	cursor = strdup(jstr(page, "nextCursor"));
+	first = json_array_get(json_object_get(page, "jobs"), 0);
+	id = jstr(first, "id");
+	/* The form a cursor had before it was signed ("c1" and the hex of
+	 * an id) named any position a client liked; it is not one now. */
+	n = (size_t)snprintf(forged, sizeof forged, "c1");
+	for (const char *p = id; *p && n < sizeof forged - 3; p++)
+		n += (size_t)snprintf(forged + n, sizeof forged - n, "%02x",
+				      (unsigned char)*p);
+	assert_bad_cursor(c, "jobs/list", json_pack("{s:s}", "runId",
+						    "cursor-run"), forged);
+	cut = strndup(cursor, strlen(cursor) - 1);
+	assert_bad_cursor(c, "jobs/list", json_pack("{s:s}", "runId",
+						    "cursor-run"), cut);
+	free(cut);
+	/* The same cursor marked as a tools/list one. */
+	cut = strdup(cursor);
+	cut[0] = 't';
+	assert_bad_cursor(c, "tools/list", json_object(), cut);
+	assert_bad_cursor(c, "tools/list", json_object(), cursor);
+	free(cut);
+	/* A cursor another berthd gave out, for a job of its own. */
+	support_start(&other, NULL);
+	o = support_connect(&other);
+	job = call_ok(o, "jobs/submit", json_pack("{s:s, s:{}}", "tool", "noop",
+						  "input"));
+	json_decref(job);
+	job = call_ok(o, "jobs/submit", json_pack("{s:s, s:{}}", "tool", "noop",
+						  "input"));
+	json_decref(job);
+	json_decref(page);
+	page = call_ok(o, "jobs/list", json_pack("{s:i}", "limit", 1));
+	assert_true(strlen(jstr(page, "nextCursor")) > 0);
+	assert_bad_cursor(c, "jobs/list", json_object(),
+			  jstr(page, "nextCursor"));
+	json_decref(page);
+	berth_client_close(o);
+	assert_int_equal(harness_stop(&other), 0);
+	harness_cleanup(&other);
+	/* The real one still works. */
+	page = call_ok(c, "jobs/list", json_pack("{s:s, s:i, s:s}", "runId",
+						 "cursor-run", "limit", 5,
+						 "cursor", cursor));
+	assert_int_equal(json_array_size(json_object_get(page, "jobs")), 2);
+	assert_null(json_object_get(page, "nextCursor"));
+	json_decref(page);
+	free(cursor);
+	berth_client_close(c);
+}
+
+static void list__by_id_prefix__finds_the_jobs_whose_id_begins_so(void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *job = submit(c, "noop", "{}"), *page, *err;
+	char id[40], prefix[40], upper[40];
+	size_t i;
+
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(submit(c, "noop", "{}"));
+	/* The whole id, its first 30 characters, in upper case too. */
+	snprintf(prefix, sizeof prefix, "%.30s", id);
+	for (i = 0; prefix[i]; i++)
+		upper[i] = (char)(prefix[i] >= 'a' && prefix[i] <= 'f'
+					  ? prefix[i] - 'a' + 'A'
+					  : prefix[i]);
+	upper[i] = '\0';
+	const char *const finds[] = {id, prefix, upper};
+	for (i = 0; i < 3; i++) {
+		page = call_ok(c, "jobs/list", json_pack("{s:s}", "idPrefix",
+							 finds[i]));
+		assert_int_equal(json_array_size(json_object_get(page, "jobs")), 1);
+		assert_string_equal(jstr(json_array_get(json_object_get(page,
+									"jobs"),
+							0), "id"), id);
+		json_decref(page);
+	}
+	/* Every id begins with its first digit; pages work as without. */
+	snprintf(prefix, sizeof prefix, "%.1s", id);
+	page = call_ok(c, "jobs/list", json_pack("{s:s, s:i}", "idPrefix",
+						 prefix, "limit", 1));
+	assert_int_equal(json_array_size(json_object_get(page, "jobs")), 1);
+	assert_true(strlen(jstr(page, "nextCursor")) > 0);
+	json_decref(page);
+	/* Nothing begins with f (UUIDv7 times of this century do not). */
+	page = call_ok(c, "jobs/list", json_pack("{s:s}", "idPrefix", "ffff"));
+	assert_int_equal(json_array_size(json_object_get(page, "jobs")), 0);
+	json_decref(page);
+	/* What cannot begin an id is refused, and says so. */
+	const char *const bad[] = {"", "0193zz", "0193 ",
+				   "0123456789abcdef0123456789abcdef01234"};
+	for (i = 0; i < 4; i++) {
+		err = call_err(c, "jobs/list", json_pack("{s:s}", "idPrefix",
+							 bad[i]), -32602);
+		assert_string_equal(jstr(json_array_get(json_object_get(
+						 json_object_get(err, "data"),
+						 "errors"), 0),
+					 "instancePath"),
+				    "/idPrefix");
+		json_decref(err);
+	}
+	berth_client_close(c);
+}
+
+static void tools_list__pages_with_a_signed_cursor(void **state)
+{
+	char dir[] = "/tmp/berth-many-tools-XXXXXX", path[300], cmd[320];
+	const char *args[] = {"--tools", dir, NULL};
+	struct harness *many = &other;
+	struct berth_client *c;
+	json_t *page, *next;
+	char *cursor, *cut;
+	FILE *fp;
+
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 150; i++) {
+		snprintf(path, sizeof path, "%s/t%03d.json", dir, i);
+		fp = fopen(path, "w");
+		assert_non_null(fp);
+		fprintf(fp, "{\"id\": \"t%03d\", \"command\": [\"true\"]}\n",
+			i);
+		fclose(fp);
+	}
+	support_start(many, args);
+	c = support_connect(many);
+	page = call_ok(c, "tools/list", NULL);
+	assert_int_equal(json_array_size(json_object_get(page, "tools")), 100);
+	cursor = strdup(jstr(page, "nextCursor"));
+	json_decref(page);
+	next = call_ok(c, "tools/list", json_pack("{s:s}", "cursor", cursor));
+	/* The rest of the 150 manifests and the other tools, each once. */
+	assert_true(json_array_size(json_object_get(next, "tools")) >= 50);
+	assert_string_equal(jstr(json_array_get(json_object_get(next, "tools"),
+						0), "name"), "t092");
+	assert_null(json_object_get(next, "nextCursor"));
+	json_decref(next);
+	/* A tool's name was the cursor before it was signed. */
+	assert_bad_cursor(c, "tools/list", json_object(), "t050");
+	assert_bad_cursor(c, "tools/list", json_object(), "noop");
+	cut = strndup(cursor, strlen(cursor) / 2);
+	assert_bad_cursor(c, "tools/list", json_object(), cut);
+	free(cut);
+	cut = strdup(cursor);
+	cut[1] = cut[1] == '7' ? '6' : '7';
+	assert_bad_cursor(c, "tools/list", json_object(), cut);
+	assert_bad_cursor(c, "jobs/list", json_object(), cursor);
+	free(cut);
+	free(cursor);
+	berth_client_close(c);
+	assert_int_equal(harness_stop(many), 0);
+	harness_cleanup(many);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void a_missing_job__is_named_the_same_way_by_every_method(void **state)
+{
+	static const char *const methods[] = {
+		"jobs/get", "jobs/wait", "jobs/logs", "jobs/approve",
+		"jobs/decline", "jobs/cancel", "jobs/retry", "jobs/resume",
+	};
+	static const char id[] = "01890000-0000-7000-8000-00000000abcd";
+	struct berth_client *c = support_connect(&h);
+
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		json_t *params = json_pack("{s:s, s:i}", "id", id, "timeoutMs", 0);
+		json_t *err;
+
+		if (strcmp(methods[i], "jobs/resume") == 0)
+			json_object_set_new(params, "resumeData", json_object());
+		if (strcmp(methods[i], "jobs/logs") == 0)
+			json_object_del(params, "timeoutMs");
+		err = call_err(c, methods[i], params, -32011);
+		if (strcmp(jstr(err, "message"),
+			   "not found: no job 01890000-0000-7000-8000-00000000abcd"))
+			print_error("%s: %s\n", methods[i], jstr(err, "message"));
+		assert_string_equal(jstr(err, "message"),
+				    "not found: no job "
+				    "01890000-0000-7000-8000-00000000abcd");
+		assert_string_equal(jstr(json_object_get(err, "data"), "id"), id);
+		json_decref(err);
+	}
 	berth_client_close(c);
 }
 
@@ -960,7 +1188,11 @@ int main(void)
 		cmocka_unit_test(cancel__stops_a_running_job),
 		cmocka_unit_test(retry__makes_a_new_job_of_a_failed_one),
 		cmocka_unit_test(get__in_each_view__and_of_an_unknown_job),
+		cmocka_unit_test(a_missing_job__is_named_the_same_way_by_every_method),
 		cmocka_unit_test(list__filters_and_pages_with_an_opaque_cursor),
+		cmocka_unit_test(list__refuses_a_forged_cut_or_foreign_cursor),
+		cmocka_unit_test(tools_list__pages_with_a_signed_cursor),
+		cmocka_unit_test(list__by_id_prefix__finds_the_jobs_whose_id_begins_so),
 		cmocka_unit_test(wait__returns_at_once_when_already_there),
 		cmocka_unit_test(wait__after_its_timeout__returns_the_job_as_it_is),
 		cmocka_unit_test(wait__wakes_on_the_transition_itself),

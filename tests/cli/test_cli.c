@@ -2,20 +2,27 @@
  * test_cli.c: the berth command ($BERTH), run as a person or a script
  * would, against a real berthd.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/api/support.h"
 
 static struct harness h;
+/* The TCP test's berthd; the group's teardown stops it when the test
+ * failed before it could. */
+static struct harness tcp;
 
 static int start(void **state)
 {
@@ -29,6 +36,7 @@ static int stop(void **state)
 	int rc = harness_stop(&h);
 
 	harness_cleanup(&h);
+	harness_cleanup(&tcp);
 	return rc == 0 ? 0 : -1;
 }
 
@@ -181,6 +189,11 @@ static void usage_errors__exit_2_and_say_why(void **state)
 			       "noop", NULL), 2);
 	assert_int_equal(berth(NULL, NULL, NULL, "submit", "--delay", "soon",
 			       "noop", NULL), 2);
+	/* The old parser took these (nan: undefined behaviour). */
+	assert_int_equal(berth(NULL, NULL, NULL, "submit", "--timeout", "nan",
+			       "noop", NULL), 2);
+	assert_int_equal(berth(NULL, NULL, NULL, "submit", "--timeout", "1e3",
+			       "noop", NULL), 2);
 	assert_int_equal(berth(NULL, NULL, NULL, "ls", "--limit", "0", NULL), 2);
 	assert_int_equal(berth(NULL, NULL, &err, "ls", "--bogus", NULL), 2);
 	assert_non_null(strstr(err, "--bogus"));
@@ -201,18 +214,94 @@ static void no_daemon__exits_3(void **state)
 	setenv("BERTH_SOCKET", h.socket, 1);
 }
 
+/* count counts the times needle is in s. */
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 static void a_refusal__exits_1_with_the_message(void **state)
 {
 	char *err;
 
 	assert_int_equal(berth(NULL, NULL, &err, "get", "nope", NULL), 1);
-	assert_non_null(strstr(err, "not found"));
-	free(err);
-	assert_int_equal(berth(NULL, NULL, &err, "submit", "api-ask",
-			       "{\"question\":5}", NULL), 1);
-	assert_non_null(strstr(err, "/question"));
+	assert_string_equal(err, "berth: not found: no job nope\n");
 	free(err);
 	assert_int_equal(berth(NULL, NULL, &err, "submit", "no-such-tool", NULL), 1);
+	assert_string_equal(err, "berth: not found: no tool no-such-tool\n");
+	free(err);
+}
+
+static void params_berthd_finds_invalid__are_usage_errors_said_once(void **state)
+{
+	char *err;
+
+	/* A JSON input that fails the tool's schema, each error once. */
+	assert_int_equal(berth(NULL, NULL, &err, "submit", "api-ask",
+			       "{\"question\":5}", NULL), 2);
+	assert_non_null(strstr(err, "the input does not match the inputSchema"));
+	assert_int_equal(count(err, "/question: must be string"), 1);
+	free(err);
+	/* The root of a document is "(root)", as berth validate says. */
+	assert_int_equal(berth(NULL, NULL, &err, "submit", "api-ask", "[]", NULL),
+			 2);
+	assert_non_null(strstr(err, "  (root): must be object"));
+	assert_null(strstr(err, "  /:"));
+	free(err);
+	/* A params error is in berthd's message already: said once. */
+	assert_int_equal(berth(NULL, NULL, &err, "ls", "--cursor", "made-up", NULL),
+			 2);
+	assert_int_equal(count(err, "cursor is not one this server gave out"), 1);
+	free(err);
+}
+
+static void json__makes_every_error_one_json_object_on_stderr(void **state)
+{
+	char *out, *err;
+	json_t *e;
+
+	assert_int_equal(berth(NULL, &out, &err, "--json", "get", "nope", NULL), 1);
+	assert_string_equal(out, "");
+	e = json_loads(err, 0, NULL);
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "exitStatus")), 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(e,
+			 "error"), "code")), -32011);
+	assert_string_equal(jstr(json_object_get(e, "error"), "message"),
+			    "not found: no job nope");
+	json_decref(e);
+	free(out);
+	free(err);
+
+	assert_int_equal(berth(NULL, NULL, &err, "--json", "submit", "api-ask",
+			       "{}", NULL), 2);
+	e = json_loads(err, 0, NULL);
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "exitStatus")), 2);
+	assert_true(json_array_size(json_object_get(json_object_get(
+			json_object_get(e, "error"), "data"), "errors")) >= 1);
+	json_decref(e);
+	free(err);
+
+	assert_int_equal(berth(NULL, NULL, &err, "--json", "frobnicate", NULL), 2);
+	e = json_loads(err, 0, NULL);
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "exitStatus")), 2);
+	assert_non_null(strstr(jstr(json_object_get(e, "error"), "message"),
+			       "unknown command"));
+	json_decref(e);
+	free(err);
+
+	assert_int_equal(berth(NULL, NULL, &err, "--json", "--socket",
+			       "/nonexistent/berth.sock", "info", NULL), 3);
+	e = json_loads(err, 0, NULL);
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "exitStatus")), 3);
+	json_decref(e);
 	free(err);
 }
 
@@ -281,10 +370,6 @@ static void submit__reads_stdin_and_takes_every_option(void **state)
 	again = berth_json(NULL, "submit", "noop", "{}", "--idempotency-key", "cli-key");
 	assert_string_equal(jstr(again, "id"), jstr(job, "id"));
 	json_decref(again);
-	/* wait --timeout gives the job back as it is. */
-	again = berth_json(NULL, "wait", jstr(job, "id"), "--timeout", "200ms");
-	assert_string_equal(jstr(again, "status"), "pending");
-	json_decref(again);
 	again = berth_json(NULL, "cancel", jstr(job, "id"), "--reason", "test");
 	assert_string_equal(jstr(again, "status"), "cancelled");
 	json_decref(again);
@@ -296,9 +381,8 @@ static void approve_decline_resume_retry__answer_jobs(void **state)
 	json_t *a = berth_json(NULL, "submit", "api-approve", "{\"action\":\"go\"}");
 	json_t *d = berth_json(NULL, "submit", "api-approve", "{\"action\":\"no\"}");
 	json_t *q = berth_json(NULL, "submit", "api-ask", "{\"question\":\"q?\"}");
-	json_t *f = berth_json(NULL, "submit", "fail", "{\"message\":\"bad\"}", "--wait");
-	json_t *r;
-	char *err;
+	json_t *f, *r;
+	char *err, *out;
 
 	assert_string_equal(jstr(a, "status"), "awaiting_approval");
 	r = berth_json(NULL, "approve", jstr(a, "id"), "--note", "fine");
@@ -321,6 +405,10 @@ static void approve_decline_resume_retry__answer_jobs(void **state)
 	assert_string_equal(jstr(json_object_get(r, "output"), "answer"), "A");
 	json_decref(r);
 
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "submit", "fail",
+			       "{\"message\":\"bad\"}", "--wait", NULL), 5);
+	f = json_loads(out, 0, NULL);
+	free(out);
 	assert_string_equal(jstr(f, "status"), "failed");
 	r = berth_json(NULL, "retry", jstr(f, "id"));
 	assert_string_equal(jstr(r, "retryOf"), jstr(f, "id"));
@@ -468,6 +556,372 @@ static void wait_on_a_terminal__draws_a_progress_bar(void **state)
 	json_decref(job);
 }
 
+/* wait_exit runs `berth --json ARGS...` and returns its exit status, the
+ * job it printed in *job (when job is not NULL) and stderr in *err (when
+ * err is not NULL). */
+#define wait_exit(job, err, ...) wait_exit_(job, err, __VA_ARGS__, NULL)
+static int wait_exit_(json_t **job, char **err, ...)
+{
+	const char *a[12] = {0};
+	char *out;
+	va_list ap;
+	size_t n = 0;
+	int rc;
+
+	va_start(ap, err);
+	while (n < 11 && (a[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	rc = berth(NULL, &out, err, "--json", a[0], a[1], a[2], a[3], a[4],
+		   a[5], a[6], a[7], a[8], a[9], NULL);
+	if (job) {
+		*job = json_loads(out, 0, NULL);
+		if (!*job)
+			print_message("not JSON: %s\n", out);
+		assert_non_null(*job);
+	}
+	free(out);
+	return rc;
+}
+
+static void exit_status__of_a_wait__says_how_the_job_ended(void **state)
+{
+	json_t *job, *d, *c, *x, *p;
+	char *err;
+
+	assert_int_equal(wait_exit(&job, NULL, "submit", "noop", "{}", "--wait"), 0);
+	assert_string_equal(jstr(job, "status"), "completed");
+	json_decref(job);
+	assert_int_equal(wait_exit(&job, NULL, "submit", "fail",
+				   "{\"message\":\"no\"}", "--wait"), 5);
+	assert_string_equal(jstr(job, "status"), "failed");
+	json_decref(job);
+	assert_int_equal(wait_exit(&job, NULL, "submit", "sleep",
+				   "{\"ms\":60000}", "--timeout", "200ms",
+				   "--wait"), 6);
+	assert_string_equal(jstr(job, "status"), "timed_out");
+	json_decref(job);
+
+	d = berth_json(NULL, "submit", "api-approve", "{\"action\":\"d\"}");
+	json_decref(berth_json(NULL, "decline", jstr(d, "id")));
+	assert_int_equal(wait_exit(NULL, NULL, "wait", jstr(d, "id")), 7);
+	/* Unless --until names the status: then it is what was waited for. */
+	assert_int_equal(wait_exit(NULL, NULL, "wait", jstr(d, "id"), "--until",
+				   "declined"), 0);
+	c = berth_json(NULL, "submit", "noop", "{}", "--delay", "1h");
+	json_decref(berth_json(NULL, "cancel", jstr(c, "id")));
+	assert_int_equal(wait_exit(NULL, NULL, "wait", jstr(c, "id")), 8);
+	x = berth_json(NULL, "submit", "api-approve", "{\"action\":\"x\"}",
+		       "--ttl", "200ms");
+	assert_int_equal(wait_exit(&job, NULL, "wait", jstr(x, "id"), "--until",
+				   "expired,completed"), 0);
+	json_decref(job);
+	assert_int_equal(wait_exit(NULL, NULL, "wait", jstr(x, "id")), 9);
+
+	/* The wait's own --timeout ran out first: 4, the job as it is. */
+	p = berth_json(NULL, "submit", "noop", "{}", "--delay", "1h");
+	assert_int_equal(wait_exit(&job, &err, "wait", jstr(p, "id"), "--timeout",
+				   "200ms"), 4);
+	assert_string_equal(jstr(job, "status"), "pending");
+	assert_non_null(strstr(err, "--timeout passed first: the job is pending"));
+	free(err);
+	json_decref(job);
+	/* A job that waits for approval stopped running: 0. */
+	assert_int_equal(wait_exit(&job, NULL, "submit", "api-approve",
+				   "{\"action\":\"w\"}", "--wait"), 0);
+	assert_string_equal(jstr(job, "status"), "awaiting_approval");
+	json_decref(job);
+	json_decref(d);
+	json_decref(c);
+	json_decref(x);
+	json_decref(p);
+}
+
+static void tools_name__shows_one_tool_readably(void **state)
+{
+	char *out, *err;
+	json_t *tool;
+
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "api-ask", NULL), 0);
+	assert_non_null(strstr(out, "api-ask\nAsk a question and return the "
+				   "answer.\n"));
+	assert_non_null(strstr(out, "\ninput\n  question  string  required"));
+	assert_non_null(strstr(out, "\nresume data\n  answer  string  required  "
+				   "at least 1 character\n"));
+	assert_non_null(strstr(out, "\napproval    not required\n"));
+	assert_non_null(strstr(out, "\nbackground  timeout 5m; 0 retries; any "
+				   "number at once"));
+	assert_non_null(strstr(out, "\npaused      no\n"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "api-approve", NULL), 0);
+	assert_non_null(strstr(out, "approval    required"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "count-to", NULL), 0);
+	assert_non_null(strstr(out, "  delayMs  integer  default 100  0 to 60000"));
+	free(out);
+	tool = berth_json(NULL, "tools", "api-ask");
+	assert_string_equal(jstr(tool, "name"), "api-ask");
+	assert_non_null(json_object_get(tool, "inputSchema"));
+	json_decref(tool);
+	assert_int_equal(berth(NULL, NULL, &err, "tools", "nope", NULL), 1);
+	assert_string_equal(err, "berth: not found: no tool nope\n");
+	free(err);
+}
+
+static void ids__may_be_given_by_a_unique_prefix(void **state)
+{
+	json_t *a = berth_json(NULL, "submit", "api-approve", "{\"action\":\"p\"}");
+	json_t *b = berth_json(NULL, "submit", "api-approve", "{\"action\":\"q\"}");
+	json_t *r;
+	char prefix[40], common[40], upper[40], *out, *err;
+	size_t n = 0;
+
+	/* Ids begin with their time: 30 characters reach into the random
+	 * part, and what a and b share begins both. */
+	while (jstr(a, "id")[n] == jstr(b, "id")[n])
+		n++;
+	snprintf(prefix, sizeof prefix, "%.30s", jstr(a, "id"));
+	snprintf(common, sizeof common, "%.*s", (int)n, jstr(a, "id"));
+	assert_int_equal(berth(NULL, &out, NULL, "get", prefix, NULL), 0);
+	assert_non_null(strstr(out, jstr(a, "id")));
+	free(out);
+	/* In upper case too, a prefix or the whole id. */
+	snprintf(upper, sizeof upper, "%s", jstr(a, "id"));
+	for (char *p = upper; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	assert_int_equal(berth(NULL, &out, NULL, "get", upper, NULL), 0);
+	assert_non_null(strstr(out, jstr(a, "id")));
+	free(out);
+	upper[30] = '\0';
+	assert_int_equal(berth(NULL, &out, NULL, "get", upper, NULL), 0);
+	assert_non_null(strstr(out, jstr(a, "id")));
+	free(out);
+	r = berth_json(NULL, "approve", prefix, "--note", "by prefix");
+	assert_string_equal(jstr(r, "id"), jstr(a, "id"));
+	assert_string_equal(jstr(r, "status"), "pending");
+	json_decref(r);
+	/* Ambiguous: a usage error naming the jobs. */
+	if (n > 0) {
+		assert_int_equal(berth(NULL, NULL, &err, "cancel", common, NULL), 2);
+		assert_non_null(strstr(err, " is ambiguous: it begins "));
+		assert_non_null(strstr(err, "; give more of the id"));
+		free(err);
+	}
+	/* No job begins so: the phrase of a missing job. */
+	assert_int_equal(berth(NULL, NULL, &err, "get", "ffff", NULL), 1);
+	assert_string_equal(err, "berth: not found: no job ffff\n");
+	free(err);
+	r = berth_json(NULL, "decline", jstr(b, "id"));
+	json_decref(r);
+	json_decref(a);
+	json_decref(b);
+}
+
+static void wording__progress_is_100_percent_once_completed(void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "sleep", "{\"ms\":350}", "--wait");
+	json_t *a;
+	char *out;
+
+	/* sleep reports every 100 ms: the last report was not 350 of 350. */
+	assert_true(json_number_value(json_object_get(json_object_get(job,
+			"progress"), "progress")) < 350);
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(job, "id"), NULL), 0);
+	assert_non_null(strstr(out, "\nprogress         100% ("));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "ls", "--limit", "1", NULL), 0);
+	assert_non_null(strstr(out, "  100%  "));
+	free(out);
+	json_decref(job);
+	/* approve --note is kept as the approval's note. */
+	job = berth_json(NULL, "submit", "api-approve", "{\"action\":\"n\"}");
+	a = berth_json(NULL, "approve", jstr(job, "id"), "--note", "looks fine");
+	assert_string_equal(jstr(json_object_get(a, "approval"), "note"), "looks fine");
+	assert_null(json_object_get(json_object_get(a, "approval"), "reason"));
+	json_decref(a);
+	json_decref(job);
+}
+
+/* write_temp writes text to a new temporary file and returns its path
+ * (malloc'd). */
+static char *write_temp(const char *text)
+{
+	char *path = strdup("/tmp/berth-cli-doc-XXXXXX");
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void validate__with_json__prints_its_verdict_and_errors_as_json(
+	void **state)
+{
+	char *schema = write_temp("{\"type\":\"object\",\"properties\":"
+				  "{\"a\":{\"type\":\"string\",\"minLength\":1}}}");
+	char *bad = write_temp("{\"a\":\"\"}"), *good = write_temp("{\"a\":\"x\"}");
+	char *out, *err;
+	json_t *v;
+
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "validate", schema, bad,
+			       NULL), 1);
+	v = json_loads(out, 0, NULL);
+	assert_non_null(v);
+	assert_true(json_is_false(json_object_get(v, "valid")));
+	assert_string_equal(jstr(json_array_get(json_object_get(v, "errors"), 0),
+				 "message"), "must have at least 1 character");
+	json_decref(v);
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "validate", "--json", schema, good,
+			       NULL), 0);
+	assert_string_equal(out, "{\"valid\":true}\n");
+	free(out);
+	assert_int_equal(berth(NULL, &out, &err, "--json", "validate",
+			       "/nonexistent/schema.json", NULL), 2);
+	assert_string_equal(out, "");
+	v = json_loads(err, 0, NULL);
+	assert_non_null(v);
+	assert_int_equal(json_integer_value(json_object_get(v, "exitStatus")), 2);
+	assert_non_null(strstr(jstr(json_object_get(v, "error"), "message"),
+			       "cannot read schema /nonexistent/schema.json"));
+	json_decref(v);
+	free(out);
+	free(err);
+	unlink(schema);
+	unlink(bad);
+	unlink(good);
+	free(schema);
+	free(bad);
+	free(good);
+}
+
+/* free_port returns a TCP port on 127.0.0.1 that was free a moment ago. */
+static int free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof sin;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+/* mcp_ping runs `berth --socket where mcp`, sends a ping and returns what
+ * it wrote (malloc'd) once the answer is there; berth mcp ends at the end
+ * of its stdin without waiting for answers, so stdin stays open until
+ * then. */
+static char *mcp_ping(const char *where)
+{
+	static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n";
+	int in[2], out[2], status;
+	char *buf = calloc(1, 65536);
+	size_t len = 0;
+	pid_t pid;
+
+	assert_non_null(buf);
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(getenv("BERTH"), "berth", "--socket", where, "mcp",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	assert_int_equal(write(in[1], ping, strlen(ping)), (ssize_t)strlen(ping));
+	while (!strstr(buf, "\n") && len < 65535) {
+		struct pollfd pfd = {.fd = out[0], .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 30000) != 1)
+			break;
+		n = read(out[0], buf + len, 65535 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(in[1]);
+	waitpid(pid, &status, 0);
+	close(out[0]);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return buf;
+}
+
+static void tcp__with_a_token_file_or_berth_token__works_end_to_end(void **state)
+{
+	char listen_at[64], where[80], token_file[] = "/tmp/berth-cli-token-XXXXXX";
+	char bad_file[] = "/tmp/berth-cli-bad-XXXXXX";
+	const char *extra[] = {"--listen", listen_at, "--token-file", token_file,
+			       NULL};
+	char *out, *err;
+	json_t *job;
+	int fd, port = free_port();
+
+	fd = mkstemp(token_file);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "s3cret-cli-token\n", 17), 17);
+	close(fd);
+	fd = mkstemp(bad_file);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "wrong\n", 6), 6);
+	close(fd);
+	snprintf(listen_at, sizeof listen_at, "127.0.0.1:%d", port);
+	snprintf(where, sizeof where, "tcp:127.0.0.1:%d", port);
+	support_start(&tcp, extra);
+
+	assert_int_equal(berth(NULL, &out, NULL, "--socket", where, "--token-file",
+			       token_file, "info", NULL), 0);
+	assert_non_null(strstr(out, tcp.db));
+	free(out);
+	setenv("BERTH_TOKEN", "s3cret-cli-token", 1);
+	assert_int_equal(berth(NULL, &out, NULL, "--socket", where, "--json",
+			       "submit", "noop", "{\"over\":\"tcp\"}", "--wait",
+			       NULL), 0);
+	job = json_loads(out, 0, NULL);
+	assert_string_equal(jstr(job, "status"), "completed");
+	free(out);
+	/* A prefix resolves over TCP too, and get finds the job. */
+	assert_int_equal(berth(NULL, &out, NULL, "--socket", where, "get",
+			       jstr(job, "id"), NULL), 0);
+	free(out);
+	json_decref(job);
+	/* berth mcp relays over TCP once it has authenticated. */
+	out = mcp_ping(where);
+	assert_non_null(strstr(out, "\"id\":7"));
+	assert_non_null(strstr(out, "\"result\""));
+	free(out);
+	/* A wrong token is refused (1); none at all is a usage error (2). */
+	assert_int_equal(berth(NULL, NULL, &err, "--socket", where, "--token-file",
+			       bad_file, "info", NULL), 1);
+	assert_non_null(strstr(err, "unauthorized"));
+	free(err);
+	unsetenv("BERTH_TOKEN");
+	assert_int_equal(berth(NULL, NULL, &err, "--socket", where, "info", NULL), 2);
+	assert_non_null(strstr(err, "it takes a token (give --token-file FILE, or "
+				    "the token in $BERTH_TOKEN)"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "--socket", where, "--token-file",
+			       "/nonexistent/token", "info", NULL), 2);
+	assert_non_null(strstr(err, "cannot read the token file /nonexistent/token"));
+	free(err);
+	assert_int_equal(harness_stop(&tcp), 0);
+	harness_cleanup(&tcp);
+	unlink(token_file);
+	unlink(bad_file);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +929,8 @@ int main(void)
 		cmocka_unit_test(usage_errors__exit_2_and_say_why),
 		cmocka_unit_test(no_daemon__exits_3),
 		cmocka_unit_test(a_refusal__exits_1_with_the_message),
+		cmocka_unit_test(params_berthd_finds_invalid__are_usage_errors_said_once),
+		cmocka_unit_test(json__makes_every_error_one_json_object_on_stderr),
 		cmocka_unit_test(info__for_people_and_for_scripts),
 		cmocka_unit_test(tools__lists_the_tools),
 		cmocka_unit_test(submit_wait__prints_the_finished_job),
@@ -484,6 +940,12 @@ int main(void)
 		cmocka_unit_test(pause_and_logs__work),
 		cmocka_unit_test(events__prints_the_log_and_follows_it),
 		cmocka_unit_test(wait_on_a_terminal__draws_a_progress_bar),
+		cmocka_unit_test(exit_status__of_a_wait__says_how_the_job_ended),
+		cmocka_unit_test(tools_name__shows_one_tool_readably),
+		cmocka_unit_test(ids__may_be_given_by_a_unique_prefix),
+		cmocka_unit_test(wording__progress_is_100_percent_once_completed),
+		cmocka_unit_test(tcp__with_a_token_file_or_berth_token__works_end_to_end),
+		cmocka_unit_test(validate__with_json__prints_its_verdict_and_errors_as_json),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))

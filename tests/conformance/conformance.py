@@ -179,6 +179,8 @@ JOB_FIELDS = {
     "checkpoint": None, "approval": dict, "progress": dict,
     "retryOf": str, "createdAt": "time", "updatedAt": "time",
     "startedAt": "time", "finishedAt": "time",
+    # A berth extension (docs/API.md): the job's tool is not registered.
+    "toolMissing": bool,
 }
 
 
@@ -230,7 +232,10 @@ def check_job(j, what="job"):
                     what + ".error.message is a string", e)
     if isinstance(j.get("approval"), dict):
         a = j["approval"]
-        ok &= check(set(a) <= {"required", "decision", "reason", "decidedAt"},
+        # "note" is a berth extension (docs/API.md): an approval's note,
+        # where a decline has its reason.
+        ok &= check(set(a) <= {"required", "decision", "reason", "note",
+                               "decidedAt"},
                     what + ".approval has only its fields", a)
         ok &= check(isinstance(a.get("required"), bool),
                     what + ".approval.required is a boolean", a)
@@ -242,6 +247,10 @@ def check_job(j, what="job"):
         if "reason" in a:
             ok &= check(isinstance(a["reason"], str),
                         what + ".approval.reason is a string", a)
+        if "note" in a:
+            ok &= check(isinstance(a["note"], str)
+                        and a.get("decision") == "approved",
+                        what + ".approval.note is an approval's string", a)
     if isinstance(j.get("progress"), dict):
         p = j["progress"]
         ok &= check(set(p) <= {"progress", "total", "message"},

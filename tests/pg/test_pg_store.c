@@ -323,6 +323,60 @@ static void lifecycle__on_postgres__matches_the_store_contract(void **state)
 	assert_int_equal(counts[STORE_COMPLETED], 1);
 }
 
+/* Listing by a prefix of ids reads a range of the primary key and keeps
+ * the rows that begin with the prefix, on PostgreSQL as on SQLite; the
+ * ends that carry past 'f' and a prefix of 'f's (no end) included. */
+static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **state)
+{
+	struct fx *f = *state;
+	static const char *const ids[] = {
+		"0aaa-0001", "0aaa-0002", "0aab-0001", "0a9f-0001",
+		"0b00-0000", "0aff-ffff", "ffff-0001",
+	};
+	static const struct {
+		const char *prefix;
+		int expect;
+	} cases[] = {
+		{"0aaa", 2}, {"0aaa-", 2}, {"0aaa-0002", 1}, {"0aa", 3},
+		{"0a9", 1}, {"0a9f", 1}, {"0aff", 1}, {"ffff", 1}, {"f", 1},
+		{"0", 6}, {"1", 0}, {"-", 0},
+	};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct store_job j = {0};
+		j.tool = "echo";
+		j.status = STORE_PENDING;
+		snprintf(j.id, sizeof(j.id), "%s", ids[i]);
+		struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+		w.req.u.create.job = &j;
+		assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+		store_req_finish(&w.req);
+	}
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct store_filter flt = {.id_prefix = cases[c].prefix};
+		char *cursor = NULL;
+		int seen = 0;
+		do {
+			struct store_job **jobs;
+			size_t n;
+			char *next;
+			assert_int_equal(store_list(f->n[0].st, &flt, 2, cursor, &jobs, &n,
+						    &next), 0);
+			for (size_t i = 0; i < n; i++) {
+				assert_memory_equal(jobs[i]->id, flt.id_prefix,
+						    strlen(flt.id_prefix));
+				store_job_free(jobs[i]);
+			}
+			free(jobs);
+			seen += (int)n;
+			free(cursor);
+			cursor = next;
+		} while (cursor != NULL);
+		if (seen != cases[c].expect)
+			print_error("prefix %s\n", flt.id_prefix);
+		assert_int_equal(seen, cases[c].expect);
+	}
+}
+
 /* approval_requested carries approval_event_data when it is given, on
  * PostgreSQL as on SQLite; created keeps event_data. */
 static void create__awaiting_approval__approval_requested_carries_its_own_data(void **state)
@@ -625,6 +679,8 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(list__by_id_prefix__reads_the_range_of_ids_that_begin_so,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(create__awaiting_approval__approval_requested_carries_its_own_data,
 						setup_one, teardown),

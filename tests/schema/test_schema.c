@@ -267,7 +267,17 @@ static void keywords__each_failure__reads_as_a_sentence(void **state)
 		{ "{\"multipleOf\":3}", "7", "", "multipleOf", "must be a multiple of 3" },
 		{ "{\"minLength\":2}", "\"\\u00e9\"", "", "minLength",
 		  "must have at least 2 characters" },
-		{ "{\"maxItems\":1}", "[1,2]", "", "maxItems", "must not have more than 1 items" },
+		{ "{\"maxItems\":1}", "[1,2]", "", "maxItems", "must not have more than 1 item" },
+		{ "{\"maxItems\":2}", "[1,2,3]", "", "maxItems", "must not have more than 2 items" },
+		{ "{\"minLength\":1}", "\"\"", "", "minLength", "must have at least 1 character" },
+		{ "{\"minProperties\":1}", "{}", "", "minProperties",
+		  "must have at least 1 property" },
+		{ "{\"maxProperties\":2}", "{\"a\":1,\"b\":2,\"c\":3}", "", "maxProperties",
+		  "must not have more than 2 properties" },
+		{ "{\"contains\":{\"const\":1},\"minContains\":1}", "[2]", "", "minContains",
+		  "must contain at least 1 item that matches the \"contains\" schema" },
+		{ "{\"contains\":{\"const\":1},\"maxContains\":1}", "[1,1]", "", "maxContains",
+		  "must contain at most 1 item that matches the \"contains\" schema" },
 		{ "{\"uniqueItems\":true}", "[1,2,1.0]", "", "uniqueItems",
 		  "must not have duplicate items (items 0 and 2 are equal)" },
 		{ "{\"type\":[\"string\",\"null\"]}", "1", "", "type",
@@ -293,7 +303,7 @@ static void keywords__each_failure__reads_as_a_sentence(void **state)
 		  "{\"a\":1,\"b\":2}", "", "unevaluatedProperties",
 		  "must not have unevaluated property 'b'" },
 		{ "{\"prefixItems\":[true],\"items\":false}", "[1,2]", "", "items",
-		  "must not have more than 1 items" },
+		  "must not have more than 1 item" },
 		{ "false", "1", "", "false", "is not allowed here (the schema is false)" },
 		{ "{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":3}}", "\"ab\"", "", "if",
 		  "must match the \"then\" schema" },
@@ -675,7 +685,7 @@ static void zod__bad_fields__are_each_reported_where_they_are(void **state)
 	check(f, "{\"location\":\"\",\"units\":\"kelvin\",\"days\":20,\"contact\":\"nope\","
 		 "\"stops\":[{\"name\":\"A\",\"lat\":1,\"lon\":2},{\"name\":\"B\",\"lat\":\"x\"}],"
 		 "\"mode\":{\"kind\":\"bus\"}}");
-	assert_error(f, "/location", "minLength", "must have at least 1 characters");
+	assert_error(f, "/location", "minLength", "must have at least 1 character");
 	assert_error(f, "/units", "enum",
 		     "must be equal to one of the allowed values: \"celsius\", \"fahrenheit\"");
 	assert_error(f, "/days", "maximum", "must be <= 14");
@@ -701,7 +711,7 @@ static void zod__draft07_ref_siblings__are_ignored_as_draft07_says(void **state)
 	assert_int_equal(check(&f, "{\"a\":\"x\"}"), 1);
 	assert_error(&f, "", "dependentRequired", "must have property 't' when property 'a' is present");
 	assert_true(check(&f, "{\"t\":[1,2]}") >= 1);
-	assert_error(&f, "/t", "items", "must not have more than 1 items");
+	assert_error(&f, "/t", "items", "must not have more than 1 item");
 	schema_free(f.schema);
 	json_decref(f.errors);
 }

@@ -876,6 +876,73 @@ static void list__with_a_cursor_it_did_not_make__is_invalid(void **state)
 		assert_int_equal(store_list(f->st, NULL, 5, bad[i], &jobs, &n, &next), -EINVAL);
 }
 
+/* The ids of the prefix tests: neighbours of each prefix's range, ends
+ * that carry past 'f', and a prefix of 'f's, whose range has no end. */
+static const char *const prefix_ids[] = {
+	"0aaa-0001", "0aaa-0002", "0aab-0001", "0a9f-0001",
+	"0b00-0000", "0aff-ffff", "ffff-0001",
+};
+
+static const struct {
+	const char *prefix;
+	int expect;
+} prefix_cases[] = {
+	{"0aaa", 2}, {"0aaa-", 2}, {"0aaa-0002", 1}, {"0aa", 3}, {"0a9", 1},
+	{"0a9f", 1}, {"0aff", 1}, {"0aff-ffff", 1}, {"ffff", 1}, {"f", 1},
+	{"0", 6}, {"1", 0}, {"-", 0}, {"0aaa-00021", 0},
+	{"0aaa-0001-0000-0000-0000-0000-0000-0000-0000-0000-0000-0000-000000", 0},
+};
+
+static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **state)
+{
+	struct fx *f = *state;
+	size_t nids = sizeof(prefix_ids) / sizeof(prefix_ids[0]);
+
+	for (size_t i = 0; i < nids; i++) {
+		struct store_job job = {.tool = "t", .status = STORE_PENDING};
+		struct store_req req = {.op = STORE_OP_CREATE};
+
+		snprintf(job.id, 40, "%s", prefix_ids[i]);
+		req.u.create.job = &job;
+		assert_int_equal(fx_run(f, &req), 0);
+		store_req_finish(&req);
+	}
+	for (size_t c = 0; c < sizeof(prefix_cases) / sizeof(prefix_cases[0]); c++) {
+		struct store_filter flt = {.id_prefix = prefix_cases[c].prefix};
+		char *cursor = NULL;
+		int seen = 0;
+
+		/* Pages of 2, so that the cursor and the range meet. */
+		do {
+			struct store_job **jobs;
+			size_t n;
+			char *next;
+
+			assert_int_equal(store_list(f->st, &flt, 2, cursor, &jobs, &n, &next), 0);
+			for (size_t i = 0; i < n; i++) {
+				assert_memory_equal(jobs[i]->id, flt.id_prefix,
+						    strlen(flt.id_prefix));
+				store_job_free(jobs[i]);
+			}
+			free(jobs);
+			seen += (int)n;
+			free(cursor);
+			cursor = next;
+		} while (cursor != NULL);
+		if (seen != prefix_cases[c].expect)
+			print_error("prefix %s\n", flt.id_prefix);
+		assert_int_equal(seen, prefix_cases[c].expect);
+	}
+	/* With another filter. */
+	struct store_filter flt = {.id_prefix = "0a", .status_mask = STORE_MASK(STORE_RUNNING)};
+	struct store_job **jobs;
+	size_t n;
+	char *next;
+	assert_int_equal(store_list(f->st, &flt, 10, NULL, &jobs, &n, &next), 0);
+	assert_int_equal(n, 0);
+	free(jobs);
+}
+
 /* ---- the event log ----------------------------------------------------- */
 
 static void event_seq__grows_by_one_across_reopen_and_is_never_reused_after_pruning(void **state)
@@ -1102,6 +1169,7 @@ int main(void)
 		T(expire__moves_overdue_suspended_and_awaiting_jobs_to_expired),
 		T(list__pages_through_every_match_once_newest_first),
 		T(list__with_a_cursor_it_did_not_make__is_invalid),
+		T(list__by_id_prefix__reads_the_range_of_ids_that_begin_so),
 		T(event_seq__grows_by_one_across_reopen_and_is_never_reused_after_pruning),
 		T(prune__deletes_old_terminal_jobs_with_their_events_and_logs_only),
 		T(listeners__see_each_event_in_seq_order_before_the_done_callback),
