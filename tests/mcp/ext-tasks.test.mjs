@@ -101,7 +101,7 @@ describe('ext-tasks', () => {
     assert.equal(context.taskId, execution.handle.taskId);
     assert.match(request.params.message, /mcp-approve/);
     const job = await rawCall(daemon, 'jobs/get', { id: execution.handle.taskId });
-    assert.equal(job.approval.reason, 'fine');
+    assert.equal(job.approval.note, 'fine');
     assert.deepEqual(s.errors, []);
   });
 
