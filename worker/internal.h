@@ -395,7 +395,8 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o);
 /* worker__run_abort sets the abort flag and stops the executor. */
 void worker__run_abort(struct worker__run *r, int reason);
 /* worker__run_cancelled: a cancel of r's job was committed (on any node),
- * or another node took the job over: r is stopped and its result dropped. */
+ * another node took the job over, or the creation of a job run at its
+ * submission failed: r is stopped and its result dropped. */
 void worker__run_cancelled(struct worker__run *r);
 /* worker__run_give_up ends a run whose C tool does not return. */
 void worker__run_give_up(struct worker__run *r);

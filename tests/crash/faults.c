@@ -5,6 +5,7 @@
  *
  *   poison_tool__crashing_the_daemon__is_failed_after_its_retries
  *   disk_full__answers_storage_error__and_recovers_when_space_returns
+ *   disk_full__a_refused_nonblocking_submission__leaves_no_run_behind
  *   locked_database__answers_storage_error__and_recovers
  *   second_daemon__on_the_same_database__refuses_to_start
  *   misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on
@@ -350,6 +351,157 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 	umount(mnt);
 	rmdir(mnt);
 	(void)err;
+}
+
+/* read_log returns berthd's log so far (malloc'd, NUL-terminated). */
+static char *read_log(const struct harness *h)
+{
+	FILE *f = fopen(h->log, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	assert_non_null(buf);
+	while (f && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	if (f)
+		fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* retried_results_exist checks every "job ID: storing its result failed"
+ * line of berthd's log: a result is stored again only for a job that
+ * exists. Returns the number of such lines. */
+static int retried_results_exist(struct harness *h, struct berth_client *c)
+{
+	static const char mark[] = ": storing its result failed";
+	char *log = read_log(h), *p = log;
+	int n = 0;
+
+	while ((p = strstr(p, mark))) {
+		char *start = p;
+		char id[40];
+		json_t *err = NULL, *j;
+
+		while (start > log && start[-1] != ' ')
+			start--;
+		assert_true(p - start < (ptrdiff_t)sizeof id);
+		memcpy(id, start, (size_t)(p - start));
+		id[p - start] = '\0';
+		j = harness_call(c, "jobs/get", json_pack("{s:s}", "id", id),
+				 &err);
+		if (err)
+			fprintf(stderr, "the result of job %s, which does not "
+				"exist, is being stored again\n", id);
+		assert_null(err);
+		json_decref(j);
+		n++;
+		p += sizeof mark - 1;
+	}
+	free(log);
+	return n;
+}
+
+/* A nonblocking tool's job runs at its submission, before its creation
+ * commits (docs/API.md). When that commit fails (a full disk), the
+ * submission is refused with -32014 and nothing was changed: the run's
+ * result must be dropped with it, not stored again every second for a
+ * job that does not exist. */
+static void disk_full__a_refused_nonblocking_submission__leaves_no_run_behind(
+	void **state)
+{
+	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
+	char db[128], filler[128], cmd[512];
+	const char *args[] = {"--db", db, "--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	json_t *big, *res;
+	int acked = 0, refused = 0, lines;
+	char *id;
+	char **ids = calloc(4000, sizeof *ids);
+
+	assert_non_null(mkdtemp(mnt));
+	if (mount("berth-diskfull", mnt, "tmpfs", 0, "size=2m") != 0) {
+		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
+			"skipped\n", mnt, strerror(errno));
+		rmdir(mnt);
+		free(ids);
+		skip();
+	}
+	snprintf(db, sizeof db, "%s/berth.db", mnt);
+	snprintf(filler, sizeof filler, "%s/filler", mnt);
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	snprintf(cmd, sizeof cmd,
+		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", filler);
+	assert_int_equal(system(cmd), 0);
+	{
+		char *pad = malloc(16385);
+
+		memset(pad, 'x', 16384);
+		pad[16384] = '\0';
+		big = json_pack("{s:s}", "pad", pad);
+		free(pad);
+	}
+	/* No idempotency key and one submission at a time: each job of
+	 * crash-pure (nonblocking) runs at its submission. Even inputs
+	 * complete on the first try. */
+	for (int i = 0; i < 4000 && refused < 5; i++) {
+		json_int_t code;
+
+		code = submit(c, json_pack("{s:s, s:{s:i, s:O}}", "tool",
+					   "crash-pure", "input", "n", 2 * i,
+					   "meta", big),
+			      &id);
+		if (code == 0) {
+			ids[acked++] = id;
+		} else {
+			assert_int_equal(code, -32014);
+			refused++;
+		}
+	}
+	fprintf(stderr, "disk full: %d nonblocking submissions answered, then "
+		"%d refused with -32014\n", acked, refused);
+	assert_true(refused > 0);
+	/* The old daemon tried the refused jobs' results again every
+	 * second: give it a few seconds, with the disk still full, then
+	 * with space back. */
+	sleep_ms(2500);
+	lines = retried_results_exist(&h, c);
+	assert_int_equal(unlink(filler), 0);
+	sleep_ms(2500);
+	lines = retried_results_exist(&h, c);
+	fprintf(stderr, "disk full: %d results stored again, all of jobs "
+		"that exist\n", lines);
+	/* Every answered job completed; the refused ones made none. */
+	for (int i = 0; i < acked; i++) {
+		res = wait_terminal(c, ids[i], 30000);
+		assert_string_equal(status_of(res), "completed");
+		json_decref(res);
+		free(ids[i]);
+	}
+	res = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 1000),
+			   NULL);
+	assert_int_equal(json_array_size(json_object_get(res, "jobs")),
+			 (size_t)acked);
+	json_decref(res);
+	berth_client_close(c);
+	json_decref(big);
+	free(ids);
+	assert_int_equal(harness_stop(&h), 0);
+	assert_true(integrity_ok(db));
+	harness_cleanup(&h);
+	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", mnt);
+	(void)system(cmd);
+	umount(mnt);
+	rmdir(mnt);
 }
 
 /* ---- a locked database ------------------------------------------------- */
@@ -740,6 +892,8 @@ int main(void)
 			poison_tool__crashing_the_daemon__is_failed_after_its_retries),
 		cmocka_unit_test(
 			disk_full__answers_storage_error__and_recovers_when_space_returns),
+		cmocka_unit_test(
+			disk_full__a_refused_nonblocking_submission__leaves_no_run_behind),
 		cmocka_unit_test(
 			locked_database__answers_storage_error__and_recovers),
 		cmocka_unit_test(
