@@ -226,17 +226,39 @@ struct store_config {
 	 * jobs without renewing; 0: $BERTH_LEASE_MS, else 15000. */
 	const char *node;
 	int64_t lease_ms;
+	/* SQLite only. The integrity check at open (PRAGMA quick_check,
+	 * which reads the whole file) runs before store_open returns for a
+	 * database of up to check_inline_max bytes (0:
+	 * STORE_CHECK_INLINE_MAX; -1: never, for tests), or one about to be
+	 * migrated. A larger database is checked by the writer thread
+	 * before it writes anything, while reads are served and requests
+	 * wait. When that check fails, the failure is logged, every request
+	 * fails with -EIO (nothing is written), and on_fatal(fatal_arg,
+	 * message) is called once on the loop thread, from a callback of the
+	 * loop (never from inside a store function): the caller stops. */
+	int64_t check_inline_max;
+	void (*on_fatal)(void *arg, const char *message);
+	void *fatal_arg;
 };
+
+/* A database up to this size is checked at open before store_open
+ * returns: about 0.1 s of PRAGMA quick_check (docs/RELIABILITY.md). */
+#define STORE_CHECK_INLINE_MAX (32 * 1024 * 1024)
 
 struct store;
 
 /*
  * store_open opens (creating if needed) and migrates the database, takes
- * the one-daemon lock (a lock file PATH.lock holding the holder's pid) and
- * starts the writer thread. Returns 0 and sets *out, or a negative code
- * and sets *errmsg to a malloc'd sentence for a person (for example "the
- * database ./berth.db is in use by berthd pid 4242", "the database was
- * written by a newer berth (schema version 7, this binary knows 3)").
+ * the one-daemon lock (a flock on the database file, whatever path names
+ * it, and a lock file beside its resolved path holding the holder's pid:
+ * store/lock.h) and starts the writer thread. A SQLite database is created
+ * mode 0600 (its -wal and -shm files take the same mode), must be
+ * writable, and must pass an integrity check (check_inline_max above).
+ * Returns 0 and sets *out, or a negative code and sets *errmsg to a
+ * malloc'd sentence for a person (for example "the database ./berth.db is
+ * in use by berthd pid 4242", "the database was written by a newer berth
+ * (schema version 7, this binary knows 3)", "cannot write the database
+ * ...", "the database ... fails its integrity check ...").
  */
 int store_open(uv_loop_t *loop, const struct store_config *cfg,
 	       struct store **out, char **errmsg);

@@ -8,11 +8,13 @@
  *   disk_full__a_refused_nonblocking_submission__leaves_no_run_behind
  *   locked_database__answers_storage_error__and_recovers
  *   second_daemon__on_the_same_database__refuses_to_start
+ *   damaged_database__berthd_refuses_to_start_and_says_why
  *   misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on
  *   client_disconnects__mid_request_and_mid_batch__harm_no_one
  *   security__socket_tools_limits_tcp_and_ids
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -563,20 +565,98 @@ static void locked_database__answers_storage_error__and_recovers(void **state)
 	stop_cleanly(&h);
 }
 
+/* second_start runs a second berthd on db and returns its exit status
+ * (-1 when it did not exit); its log is DIR/second.log. */
+static int second_start(const struct harness *h, const char *db)
+{
+	char sock[400], cmd[2048];
+	int status;
+
+	snprintf(sock, sizeof sock, "%s/second.sock", h->dir);
+	snprintf(cmd, sizeof cmd,
+		 "timeout 60 %s --db %s --socket %s --quiet >%s/second.log 2>&1",
+		 getenv("BERTHD"), db, sock, h->dir);
+	status = system(cmd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* second_log_has tells whether the second berthd's log holds s. */
+static bool second_log_has(const struct harness *h, const char *s)
+{
+	struct harness second = *h;
+	char *log;
+	bool has;
+
+	snprintf(second.log, sizeof second.log, "%s/second.log", h->dir);
+	log = read_log(&second);
+	has = strstr(log, s) != NULL;
+	if (!has)
+		fprintf(stderr, "the second berthd's log: %s\n", log);
+	free(log);
+	return has;
+}
+
 static void second_daemon__on_the_same_database__refuses_to_start(void **state)
 {
 	static const char *const args[] = {"--quiet", NULL};
 	struct harness h = {.no_examples = true};
-	char sock[400], cmd[2048];
-	int status;
+	char link[400], dotdot[400], sub[400];
 
 	assert_int_equal(harness_start(&h, args), 0);
-	snprintf(sock, sizeof sock, "%s/second.sock", h.dir);
-	snprintf(cmd, sizeof cmd, "%s --db %s --socket %s --quiet >%s/second.log 2>&1",
-		 getenv("BERTHD"), h.db, sock, h.dir);
-	status = system(cmd);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	assert_int_equal(second_start(&h, h.db), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	/* The lock follows the file, not the spelling of its path: a
+	 * symlink and a path through ".." name the same database. */
+	snprintf(link, sizeof link, "%s/link.db", h.dir);
+	snprintf(sub, sizeof sub, "%s/sub", h.dir);
+	snprintf(dotdot, sizeof dotdot, "%s/sub/../berth.db", h.dir);
+	assert_int_equal(symlink(h.db, link), 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(second_start(&h, link), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	assert_int_equal(second_start(&h, dotdot), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	unlink(link);
+	rmdir(sub);
 	stop_cleanly(&h);
+}
+
+/* A damaged database: berthd refuses to start on it, and says why, rather
+ * than acknowledge submissions into it. */
+static void damaged_database__berthd_refuses_to_start_and_says_why(void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char junk[4096];
+	struct stat st;
+	char *id;
+	int fd;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	for (int i = 0; i < 300; i++) {
+		assert_int_equal(submit(c, json_pack("{s:s, s:{s:i}}", "tool",
+						     "crash-echo", "input", "n", i),
+					&id), 0);
+		free(id);
+	}
+	berth_client_close(c);
+	assert_int_equal(harness_stop(&h), 0);
+	/* A page in the middle of the file is overwritten. */
+	assert_int_equal(stat(h.db, &st), 0);
+	assert_true(st.st_size >= 8 * 4096);
+	memset(junk, 0x5a, sizeof junk);
+	fd = open(h.db, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof junk,
+				(st.st_size / 4096 / 2) * 4096),
+			 (ssize_t)sizeof junk);
+	close(fd);
+	assert_int_equal(second_start(&h, h.db), 1);
+	assert_true(second_log_has(&h, "fails its integrity check"));
+	harness_cleanup(&h);
 }
 
 /* ---- misbehaving external tools ---------------------------------------- */
@@ -898,6 +978,8 @@ int main(void)
 			locked_database__answers_storage_error__and_recovers),
 		cmocka_unit_test(
 			second_daemon__on_the_same_database__refuses_to_start),
+		cmocka_unit_test(
+			damaged_database__berthd_refuses_to_start_and_says_why),
 		cmocka_unit_test(
 			misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on),
 		cmocka_unit_test(
