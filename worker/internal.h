@@ -28,6 +28,10 @@
 #define WORKER__WORKERS 4
 #define WORKER__TIMEOUT_MS 300000
 #define WORKER__KILL_GRACE_MS 5000
+/* An external tool's process has exited, and its stdout or stderr is still
+ * open, held by a process it left behind: after this long, its group is
+ * SIGKILLed and the pipes are no longer read (proc.c). */
+#define WORKER__REAP_GRACE_MS 1000
 #define WORKER__SHUTDOWN_GRACE_MS 10000
 #define WORKER__MAX_OUTPUT (64 * 1024 * 1024)
 #define WORKER__MAX_LOG (1024 * 1024)
@@ -456,6 +460,62 @@ void worker__exec_inline(struct worker *w);
  * before it). */
 void worker__idle_kick(struct worker *w);
 int worker__proc_start(struct worker__run *r, char **errmsg);
+
+/* ---- spawn.c ---------------------------------------------------------- */
+
+/* What worker__spawn_start starts; everything is borrowed for the call. */
+struct worker__spawn {
+	char *const *argv; /* argv[0]: a path, or a name looked up in PATH */
+	char *const *env;  /* the whole environment (PATH from it) */
+	const char *cwd;   /* or NULL */
+	int stdio[3];      /* the child's 0, 1, 2: descriptors above 2 */
+};
+
+/* The step of the child that failed (worker__spawn_start's *step). */
+enum worker__spawn_step {
+	WORKER__SPAWN_SIGNALS = 1,
+	WORKER__SPAWN_SESSION,
+	WORKER__SPAWN_PDEATHSIG,
+	WORKER__SPAWN_STDIO,
+	WORKER__SPAWN_DESCRIPTORS,
+	WORKER__SPAWN_CWD,
+	WORKER__SPAWN_EXEC,
+};
+
+/*
+ * worker__spawn_start starts s's program (spawn.c's header): in a session
+ * and process group of its own, SIGKILLed when the calling thread ends
+ * (call it from the loop thread), with every signal at its default and
+ * none blocked, and nothing open above 2. Returns 0 with *pid and *pidfd
+ * (close-on-exec, readable once the process has exited; the caller closes
+ * it, and reaps the process with worker__spawn_reap). Otherwise a negative
+ * errno and nothing is left running: from clone, -ENOSYS on a kernel
+ * without pidfds (before 5.3), or what the child met before its exec
+ * (-ENOENT for a missing program), with the step that failed in *step
+ * (when not NULL; 0 when the child never ran).
+ */
+int worker__spawn_start(const struct worker__spawn *s, pid_t *pid, int *pidfd,
+			int *step);
+/* worker__spawn_step_name returns a phrase for a step ("changing to its
+ * folder"). */
+const char *worker__spawn_step_name(int step);
+/* worker__spawn_pipes makes the three pipes of a child: parent[0] writes
+ * to its stdin, parent[1] and parent[2] read its stdout and stderr;
+ * child[] are their other ends, for worker__spawn's stdio, to be closed
+ * once it started. All are close-on-exec and above 2. Returns 0 or
+ * -errno, with nothing left open. */
+int worker__spawn_pipes(int parent[3], int child[3]);
+/* worker__spawn_close closes the descriptors of fds that are open (>= 0)
+ * and sets them to -1. */
+void worker__spawn_close(int fds[3]);
+/* worker__spawn_exited tells whether pid has exited: 1 with its exit
+ * status or the signal that killed it, 0 while it runs, or -errno. It is
+ * not reaped: a zombie keeps its pid, and so its process group id, from
+ * being used again, so that the group can still be killed safely. A
+ * process someone else reaped (ECHILD) counts as exited, status 0. */
+int worker__spawn_exited(pid_t pid, int64_t *status, int *sig);
+/* worker__spawn_reap reaps pid, waiting for it to exit. */
+void worker__spawn_reap(pid_t pid);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when
  * reap is true) and SIGKILL after the kill grace. */
 void worker__proc_kill(struct worker__proc *p, bool reap);

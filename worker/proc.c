@@ -14,15 +14,19 @@
  * (the child is killed); exiting without a final line is a retryable error
  * quoting the exit status and the end of stderr.
  *
- * The child leads its own process group (UV_PROCESS_DETACHED), so that a
- * cancel or a timeout reaches the shell script and everything it started:
- * SIGTERM to the group, SIGKILL after the kill grace.
+ * The child is started by spawn.c: it leads its own session and process
+ * group, so that a cancel or a timeout reaches the shell script and
+ * everything it started (SIGTERM to the group, SIGKILL after the kill
+ * grace); it dies with berthd; it has nothing open above 2. Its exit is
+ * learnt through a pidfd, polled on the loop.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "worker/internal.h"
 
@@ -38,11 +42,13 @@ static const char *const inherited_env[] = {
 
 struct worker__proc {
 	struct worker__run *run; /* holds a reference */
-	uv_process_t proc;
+	pid_t pid;               /* the process, and its group */
+	int pidfd;               /* readable once it exited; closed last */
+	uv_poll_t exit_poll;     /* on pidfd */
 	uv_pipe_t in, out, err;
 	uv_timer_t kill_timer;
 	int open; /* handles not yet closed */
-	bool spawned, in_closed, exited, out_eof, err_eof, ended;
+	bool spawned, polled, reaped, in_closed, exited, out_eof, err_eof, ended;
 	bool has_final, term_sent;
 	int64_t exit_status;
 	int term_signal;
@@ -66,6 +72,8 @@ struct worker__proc {
 
 static void proc_free(struct worker__proc *p)
 {
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p->inbuf);
 	free(p->line);
 	free(p->eline);
@@ -85,23 +93,35 @@ static void handle_closed(uv_handle_t *h)
 	worker__run_unref(r);
 }
 
+static void kill_group(struct worker__proc *p, int sig);
+
+/* close_all ends the process's part in the run: whatever is left in its
+ * group is SIGKILLed, the process is reaped, and the handles are closed
+ * (the last close ends the executor). Only once the process has exited:
+ * its zombie kept the group id from being used again until now. */
 static void close_all(struct worker__proc *p)
 {
 	uv_handle_t *hs[] = {
-		(uv_handle_t *)&p->proc, (uv_handle_t *)&p->in,
-		(uv_handle_t *)&p->out,  (uv_handle_t *)&p->err,
+		(uv_handle_t *)&p->exit_poll, (uv_handle_t *)&p->in,
+		(uv_handle_t *)&p->out,	      (uv_handle_t *)&p->err,
 		(uv_handle_t *)&p->kill_timer,
 	};
 
-	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+	if (p->spawned && !p->reaped) {
+		kill_group(p, SIGKILL);
+		worker__spawn_reap(p->pid);
+		p->reaped = true;
+	}
+	/* The poll exists unless its init failed (worker__proc_start). */
+	for (size_t i = p->polled ? 0 : 1; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (!uv_is_closing(hs[i]))
 			uv_close(hs[i], handle_closed);
 }
 
 static void kill_group(struct worker__proc *p, int sig)
 {
-	if (p->spawned && p->proc.pid > 0)
-		kill(-p->proc.pid, sig);
+	if (p->spawned && p->pid > 0)
+		kill(-p->pid, sig);
 }
 
 static void kill_timer_cb(uv_timer_t *h)
@@ -166,6 +186,7 @@ static void protocol_error(struct worker__proc *p, const char *what,
 }
 
 static void handle_line(struct worker__proc *p, const char *s, size_t len);
+static void err_line(struct worker__proc *p, const char *s, size_t len);
 
 static void maybe_end(struct worker__proc *p)
 {
@@ -201,18 +222,60 @@ static void maybe_end(struct worker__proc *p)
 	close_all(p);
 }
 
-static void exit_cb(uv_process_t *h, int64_t status, int sig)
+/* reap_grace_cb: the process exited a while ago, and its pipes are still
+ * open: a process it left behind holds them, in its group or out of it.
+ * The group is killed (close_all) and the pipes are no longer read, so
+ * that nothing but the tool's own process holds a slot. */
+static void reap_grace_cb(uv_timer_t *h)
 {
 	struct worker__proc *p = h->data;
 
+	if (!p->out_eof) {
+		uv_read_stop((uv_stream_t *)&p->out);
+		p->out_eof = true;
+	}
+	if (!p->err_eof) {
+		uv_read_stop((uv_stream_t *)&p->err);
+		if (p->elen && p->err_total <= p->max_log)
+			err_line(p, p->eline, p->elen);
+		p->elen = 0;
+		p->err_eof = true;
+	}
+	maybe_end(p);
+}
+
+/* exit_cb: the pidfd is readable: the process has exited (or the poll
+ * failed, and it is killed). It is reaped by close_all, once the run is
+ * over. */
+static void exit_cb(uv_poll_t *h, int pstatus, int events)
+{
+	struct worker__proc *p = h->data;
+	int64_t status = 0;
+	int sig = 0;
+	int rc = worker__spawn_exited(p->pid, &status, &sig);
+
+	if (rc == 0 && pstatus == 0)
+		return; /* not yet: a spurious wake-up */
+	if (rc <= 0) {
+		/* The poll failed: the process cannot be watched, so it is
+		 * not left running unwatched. */
+		kill_group(p, SIGKILL);
+		worker__spawn_reap(p->pid);
+		p->reaped = true;
+		status = 0;
+		sig = SIGKILL;
+	}
+	uv_poll_stop(h);
 	p->exited = true;
 	p->exit_status = status;
 	p->term_signal = sig;
 	uv_timer_stop(&p->kill_timer);
-	/* Whatever the tool left behind in its group (a background child
-	 * holding stdout) goes with it; the job is over. */
+	/* Its output still in the pipes is read; a process it left behind
+	 * holding them gets the reap grace, then its group is killed and
+	 * the slot freed (docs/RELIABILITY.md). */
 	if (!p->out_eof || !p->err_eof)
-		kill_group(p, SIGKILL);
+		uv_timer_start(&p->kill_timer, reap_grace_cb,
+			       WORKER__REAP_GRACE_MS, 0);
 	maybe_end(p);
 }
 
@@ -579,8 +642,8 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	const struct worker__cmd *cmd = r->tool->cmd;
 	struct worker *w = r->w;
 	struct worker__proc *p = calloc(1, sizeof(*p));
-	uv_process_options_t opt = {0};
-	uv_stdio_container_t stdio[3];
+	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd};
+	int parent[3], child[3], step = 0;
 	char **env = NULL;
 	uv_buf_t b;
 	int rc;
@@ -588,6 +651,7 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	*errmsg = NULL;
 	if (!p)
 		return -ENOMEM;
+	p->pidfd = -1;
 	p->run = r;
 	p->max_out = w->cfg.max_output_bytes;
 	p->max_log = w->cfg.max_log_bytes;
@@ -599,49 +663,63 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 		proc_free(p);
 		return -ENOMEM;
 	}
+	rc = worker__spawn_pipes(parent, child);
+	if (rc == 0) {
+		sp.env = env;
+		memcpy(sp.stdio, child, sizeof(sp.stdio));
+		rc = worker__spawn_start(&sp, &p->pid, &p->pidfd, &step);
+		worker__spawn_close(child);
+	}
+	free_env(env);
+	if (rc) {
+		/* Nothing runs; the run fails with the reason. */
+		worker__spawn_close(parent);
+		*errmsg = worker__errmsg("%s: %s (%s)", cmd->argv[0],
+					 strerror(-rc),
+					 worker__spawn_step_name(step));
+		proc_free(p);
+		return rc;
+	}
+	p->spawned = true;
 	uv_pipe_init(w->loop, &p->in, 0);
 	uv_pipe_init(w->loop, &p->out, 0);
 	uv_pipe_init(w->loop, &p->err, 0);
 	uv_timer_init(w->loop, &p->kill_timer);
 	p->in.data = p->out.data = p->err.data = p->kill_timer.data = p;
-	p->proc.data = p;
-	p->open = 5;
-
-	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-	stdio[0].data.stream = (uv_stream_t *)&p->in;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&p->out;
-	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[2].data.stream = (uv_stream_t *)&p->err;
-	opt.file = cmd->argv[0];
-	opt.args = cmd->argv;
-	opt.env = env;
-	opt.cwd = cmd->cwd;
-	opt.flags = UV_PROCESS_DETACHED;
-	opt.stdio = stdio;
-	opt.stdio_count = 3;
-	opt.exit_cb = exit_cb;
-
+	p->exit_poll.data = p;
+	rc = uv_poll_init(w->loop, &p->exit_poll, p->pidfd);
+	p->polled = rc == 0;
+	p->open = p->polled ? 5 : 4;
 	/* The run is the process's from here: handle_closed ends it. */
 	worker__run_ref(r);
 	r->proc = p;
 	r->exec_started = true;
-	rc = uv_spawn(w->loop, &p->proc, &opt);
-	free_env(env);
+	if (rc == 0 && (rc = uv_pipe_open(&p->in, parent[0])) == 0)
+		parent[0] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->out, parent[1])) == 0)
+		parent[1] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->err, parent[2])) == 0)
+		parent[2] = -1;
+	if (rc == 0)
+		rc = uv_poll_start(&p->exit_poll, UV_READABLE, exit_cb);
 	if (rc) {
-		/* The handles are closed; the run fails with the reason when
-		 * they are (as an outcome, so it is the same path). */
-		*errmsg = NULL;
+		/* The process runs but cannot be watched: it is killed and
+		 * reaped, and the run fails with the reason (as an outcome,
+		 * the path of a process that exited). */
+		int st;
+
+		worker__spawn_close(parent);
+		kill_group(p, SIGKILL);
+		while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+			;
 		p->exited = p->out_eof = p->err_eof = true;
 		p->ended = true;
 		final(p, berth_error(false, NULL,
-				     "tool %s could not be started: %s: %s",
-				     r->job->tool, cmd->argv[0],
-				     uv_strerror(rc)));
+				     "tool %s could not be watched: %s",
+				     r->job->tool, uv_strerror(rc)));
 		close_all(p);
 		return 0;
 	}
-	p->spawned = true;
 	uv_read_start((uv_stream_t *)&p->out, alloc_out, read_out);
 	uv_read_start((uv_stream_t *)&p->err, alloc_err, read_err);
 	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));

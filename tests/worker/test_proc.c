@@ -1,8 +1,8 @@
 /*
  * test_proc.c: external tools as real child processes: output, suspend and
  * resume, error, garbage, a silent exit quoting stderr, a tool ignoring
- * SIGTERM killed on timeout, cancel, checkpoints, and the scrubbed
- * environment. The tools are small sh -c scripts (jq is allowed).
+ * SIGTERM killed on timeout, cancel, checkpoints, the scrubbed
+ * environment, and the processes a tool leaves behind. The tools are small sh -c scripts (jq is allowed).
  */
 #include <errno.h>
 #include <signal.h>
@@ -70,6 +70,26 @@ static const char *const manifests[][2] = {
 	 "echo\"]}"},
 	{"missing.json",
 	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
+	/* Leaves a process in another session holding its stdout, and
+	 * exits after its final line. */
+	{"escaped.json",
+	 "{\"id\":\"p-escaped\",\"env\":{\"PIDFILE\":\"@DIR@/escaped.pid\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; setsid sh -c "
+	 "'echo $$ > \\\"$PIDFILE.tmp\\\"; mv \\\"$PIDFILE.tmp\\\" "
+	 "\\\"$PIDFILE\\\"; exec sleep 60' & "
+	 "while [ ! -s \\\"$PIDFILE\\\" ]; do sleep 0.05; done; "
+	 "echo '{\\\"output\\\":{}}'\"]}"},
+	/* Leaves two processes in its group, one holding its stdout, one
+	 * not, and exits after its final line. */
+	{"leftovers.json",
+	 "{\"id\":\"p-leftovers\",\"env\":{\"DIR\":\"@DIR@\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; "
+	 "sh -c 'echo $$ > \\\"$DIR/holder.tmp\\\"; mv \\\"$DIR/holder.tmp\\\" "
+	 "\\\"$DIR/holder.pid\\\"; exec sleep 60' & "
+	 "sh -c 'echo $$ > \\\"$DIR/quiet.tmp\\\"; mv \\\"$DIR/quiet.tmp\\\" "
+	 "\\\"$DIR/quiet.pid\\\"; exec sleep 60' >/dev/null 2>&1 & "
+	 "while [ ! -s \\\"$DIR/holder.pid\\\" ] || [ ! -s \\\"$DIR/quiet.pid\\\" ]; "
+	 "do sleep 0.05; done; echo '{\\\"output\\\":{}}'\"]}"},
 };
 
 /* subst copies text into out with @DIR@ replaced by dir. */
@@ -256,6 +276,91 @@ static pid_t read_pid(struct fx *f)
 	assert_int_equal(fscanf(fp, "%d", &pid), 1);
 	fclose(fp);
 	return pid;
+}
+
+/* alive tells whether pid runs: neither gone nor a zombie (a reparented
+ * process is reaped by whatever pid 1 is, maybe late). */
+static bool alive(pid_t pid)
+{
+	char path[64], line[512];
+	char *paren;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return false;
+	if (!fgets(line, sizeof(line), fp))
+		line[0] = '\0';
+	fclose(fp);
+	paren = strrchr(line, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z';
+}
+
+static bool dead(void *arg)
+{
+	return !alive(*(pid_t *)arg);
+}
+
+static pid_t pid_in(struct fx *f, const char *name)
+{
+	char path[320];
+	FILE *fp;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &pid), 1);
+	fclose(fp);
+	return pid;
+}
+
+static bool idle(void *arg)
+{
+	struct worker_stats st;
+
+	worker_stats(arg, &st);
+	return st.busy == 0;
+}
+
+/* A tool that exits after its final line, but leaves a process outside its
+ * group holding its stdout: the slot is free after the reap grace, not
+ * once that process ends (60 s; it held slots for as long before). */
+static void external_tool__escaped_grandchild_holding_stdout__frees_the_slot(
+	void **state)
+{
+	struct fx *f = *state;
+	pid_t pid;
+	char id[40];
+
+	fx_submit_ok(f, "p-escaped", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 10000);
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	pid = pid_in(f, "escaped.pid");
+	/* It still runs, out of berth's reach (another session), and no
+	 * longer holds anything of berth's. */
+	assert_true(alive(pid));
+	kill(pid, SIGKILL);
+}
+
+/* A tool that exits after its final line and leaves processes in its
+ * group: they get the reap grace, then the group is killed, whether they
+ * hold its stdout or not. */
+static void external_tool__exited__the_rest_of_its_group_is_killed(
+	void **state)
+{
+	struct fx *f = *state;
+	pid_t holder, quiet;
+	char id[40];
+
+	fx_submit_ok(f, "p-leftovers", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 10000);
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	holder = pid_in(f, "holder.pid");
+	quiet = pid_in(f, "quiet.pid");
+	assert_true(fx_run_until(f, dead, &holder, 5000));
+	assert_true(fx_run_until(f, dead, &quiet, 5000));
 }
 
 static void external_tool__ignoring_sigterm__is_killed_on_timeout(
@@ -455,6 +560,8 @@ int main(void)
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
 		T(external_tool__flooding_stdout__fails_at_the_cap),
+		T(external_tool__escaped_grandchild_holding_stdout__frees_the_slot),
+		T(external_tool__exited__the_rest_of_its_group_is_killed),
 		cmocka_unit_test(parse_line__reads_every_kind_a_line_may_carry),
 		cmocka_unit_test(parse_line__refuses_what_is_not_a_json_object),
 	};
