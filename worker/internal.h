@@ -171,6 +171,12 @@ struct worker__run {
 	/* External tools. */
 	struct worker__proc *proc;
 
+	/* The log this run wrote (worker__run_log): message and data
+	 * bytes, and lines. Once full, one line says so and the rest is
+	 * dropped. */
+	int64_t log_bytes, log_lines;
+	bool log_capped;
+
 	/* Progress writes: at most one in flight, the newest kept. */
 	bool progress_writing;
 	json_t *progress_next;
@@ -408,8 +414,17 @@ void worker__run_give_up(struct worker__run *r);
 void worker__run_exec_ended(struct worker__run *r);
 /* Messages of a running tool, on the loop thread. */
 void worker__run_progress(struct worker__run *r, json_t *progress);
+/* worker__run_log appends a line to the job's log for r: a structured log
+ * line of the tool, a line of its stderr, or a note of berth's. Each run
+ * may write max_log_bytes bytes (message and data, as JSON) and
+ * max_log_lines lines (worker_config); the line that would pass either
+ * is dropped, and so is every one after it, in place of which one "warn"
+ * line says that the rest was dropped (the last of the max_log_lines). */
 void worker__run_log(struct worker__run *r, const char *level,
 		     const char *message, const json_t *data);
+/* worker__run_log_full fills r's log at once: the marker line is written
+ * (once) and every line after it dropped. */
+void worker__run_log_full(struct worker__run *r);
 void worker__run_checkpoint(struct worker__run *r, json_t *value,
 			    struct worker__wait *wait);
 

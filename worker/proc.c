@@ -236,7 +236,7 @@ static void reap_grace_cb(uv_timer_t *h)
 	}
 	if (!p->err_eof) {
 		uv_read_stop((uv_stream_t *)&p->err);
-		if (p->elen && p->err_total <= p->max_log)
+		if (p->elen)
 			err_line(p, p->eline, p->elen);
 		p->elen = 0;
 		p->err_eof = true;
@@ -486,7 +486,7 @@ static void err_line(struct worker__proc *p, const char *s, size_t len)
 
 	if (len && s[len - 1] == '\r')
 		len--;
-	if (p->err_total > p->max_log)
+	if (p->run->log_capped)
 		return;
 	line = strndup(s, len);
 	if (line)
@@ -510,15 +510,17 @@ static void keep_tail(struct worker__proc *p, const char *d, size_t n)
 	p->tail_len += n;
 }
 
+/* read_err makes log lines of stderr, until the run's log is full
+ * (worker__run_log); its end is kept for error messages whatever the
+ * cap. */
 static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct worker__proc *p = s->data;
 	const char *d = buf->base, *end, *nl;
-	bool was_capped = p->err_total > p->max_log;
 
 	if (n < 0) {
 		uv_read_stop(s);
-		if (p->elen && !was_capped)
+		if (p->elen)
 			err_line(p, p->eline, p->elen);
 		p->elen = 0;
 		p->err_eof = true;
@@ -527,12 +529,7 @@ static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	keep_tail(p, d, (size_t)n);
 	p->err_total += n;
-	if (p->err_total > p->max_log && !was_capped)
-		worker__run_log(p->run, "warn",
-				"stderr is longer than the log keeps; the rest "
-				"is dropped",
-				NULL);
-	if (was_capped)
+	if (p->run->log_capped)
 		return;
 	end = d + n;
 	while (d < end && (nl = memchr(d, '\n', (size_t)(end - d)))) {
@@ -546,8 +543,16 @@ static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		d = nl + 1;
 	}
-	if (d < end)
-		append(&p->eline, &p->elen, &p->ecap, d, (size_t)(end - d));
+	if (d < end) {
+		/* A line longer than the whole log is not kept for it. */
+		if (p->elen + (size_t)(end - d) > (size_t)p->max_log) {
+			p->elen = 0;
+			worker__run_log_full(p->run);
+		} else {
+			append(&p->eline, &p->elen, &p->ecap, d,
+			       (size_t)(end - d));
+		}
+	}
 }
 
 /* ---- stdin ------------------------------------------------------------ */

@@ -70,6 +70,10 @@ static const char *const manifests[][2] = {
 	 "echo\"]}"},
 	{"missing.json",
 	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
+	{"chatty.json",
+	 "{\"id\":\"p-chatty\",\"command\":[\"/bin/sh\",\"@DIR@/chatty.sh\"]}"},
+	{"wordy.json",
+	 "{\"id\":\"p-wordy\",\"command\":[\"/bin/sh\",\"@DIR@/wordy.sh\"]}"},
 	/* Leaves a process in another session holding its stdout, and
 	 * exits after its final line. */
 	{"escaped.json",
@@ -92,6 +96,30 @@ static const char *const manifests[][2] = {
 	 "do sleep 0.05; done; echo '{\\\"output\\\":{}}'\"]}"},
 };
 
+/* Scripts the manifests above run, written beside them. */
+static const char *const scripts[][2] = {
+	/* 60 structured log lines of 1,000 bytes, three times what the
+	 * tests' log keeps (20,000 bytes). */
+	{"chatty.sh",
+	 "cat >/dev/null\n"
+	 "awk 'BEGIN {\n"
+	 "  s = sprintf(\"%1000s\", \"\"); gsub(/ /, \"x\", s)\n"
+	 "  for (i = 0; i < 60; i++) printf(\"{\\\"log\\\":{\\\"message\\\":\\\"%s\\\"}}\\n\", s)\n"
+	 "  print \"{\\\"output\\\":{}}\"\n"
+	 "}'\n"},
+	/* 2,000 short log lines, half of them on stderr, twice what the
+	 * tests' log keeps (1,000 lines). */
+	{"wordy.sh",
+	 "cat >/dev/null\n"
+	 "awk 'BEGIN {\n"
+	 "  for (i = 0; i < 1000; i++) {\n"
+	 "    printf(\"{\\\"log\\\":\\\"%d\\\"}\\n\", i)\n"
+	 "    print i > \"/dev/stderr\"\n"
+	 "  }\n"
+	 "  print \"{\\\"output\\\":{}}\"\n"
+	 "}'\n"},
+};
+
 /* subst copies text into out with @DIR@ replaced by dir. */
 static void subst(char *out, size_t size, const char *text, const char *dir)
 {
@@ -108,7 +136,9 @@ static int setup(void **state)
 {
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200,
-				    .max_output_bytes = 100000};
+				    .max_output_bytes = 100000,
+				    .max_log_bytes = 20000,
+				    .max_log_lines = 1000};
 	struct fx *f = fx_new(&cfg);
 	char *err = NULL;
 	char dir[300], text[4096];
@@ -123,6 +153,8 @@ static int setup(void **state)
 		snprintf(name, sizeof(name), "tools/%s", manifests[i][0]);
 		fx_write(f, name, text);
 	}
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+		fx_write(f, scripts[i][0], scripts[i][1]);
 	n = worker_load_dir(f->w, dir, &err);
 	if (n < 0)
 		fprintf(stderr, "%s\n", err);
@@ -276,6 +308,79 @@ static pid_t read_pid(struct fx *f)
 	assert_int_equal(fscanf(fp, "%d", &pid), 1);
 	fclose(fp);
 	return pid;
+}
+
+/* log_of reads every log line of job id; returns how many, with their
+ * message bytes in *bytes and the lines saying the rest was dropped in
+ * *markers. */
+static size_t log_of(struct fx *f, const char *id, int64_t *bytes,
+		     int *markers)
+{
+	int64_t after = 0;
+	size_t total = 0;
+
+	*bytes = 0;
+	*markers = 0;
+	for (;;) {
+		struct store_log_line *lines = NULL;
+		size_t n = 0;
+
+		assert_int_equal(store_logs(f->st, id, after, 1000, &lines, &n), 0);
+		for (size_t i = 0; i < n; i++) {
+			*bytes += (int64_t)strlen(lines[i].message);
+			if (strstr(lines[i].message, "the rest of it is dropped")) {
+				assert_string_equal(lines[i].level, "warn");
+				(*markers)++;
+			}
+			after = lines[i].n;
+			store_log_line_finish(&lines[i]);
+		}
+		free(lines);
+		total += n;
+		if (n == 0)
+			return total;
+	}
+}
+
+/* A tool's structured log lines count toward the log of its run: 60,000
+ * bytes of them keep the 20,000 of the tests' cap, then one line says the
+ * rest was dropped (before: all were stored, whatever the cap). */
+static void external_tool__log_lines_past_the_byte_cap__are_dropped_with_a_note(
+	void **state)
+{
+	struct fx *f = *state;
+	int64_t bytes;
+	int markers;
+	size_t n;
+	char id[40];
+
+	fx_submit_ok(f, "p-chatty", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 30000);
+	fx_run_for(f, 100);
+	n = log_of(f, id, &bytes, &markers);
+	fprintf(stderr, "chatty: %zu lines, %lld bytes kept\n", n,
+		(long long)bytes);
+	assert_int_equal(markers, 1);
+	assert_true(bytes <= 20000 + 200);
+	assert_true(bytes >= 20000 - 1000);
+}
+
+/* The same for the count of lines, structured and stderr together: 2,000
+ * keep the 1,000 of the tests' cap, the note being the last (before: the
+ * newest 1,000, no note). */
+static void external_tool__log_lines_past_the_line_cap__are_dropped_with_a_note(
+	void **state)
+{
+	struct fx *f = *state;
+	int64_t bytes;
+	int markers;
+	char id[40];
+
+	fx_submit_ok(f, "p-wordy", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 30000);
+	fx_run_for(f, 100);
+	assert_int_equal(log_of(f, id, &bytes, &markers), 1000);
+	assert_int_equal(markers, 1);
 }
 
 /* alive tells whether pid runs: neither gone nor a zombie (a reparented
@@ -560,6 +665,8 @@ int main(void)
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
 		T(external_tool__flooding_stdout__fails_at_the_cap),
+		T(external_tool__log_lines_past_the_byte_cap__are_dropped_with_a_note),
+		T(external_tool__log_lines_past_the_line_cap__are_dropped_with_a_note),
 		T(external_tool__escaped_grandchild_holding_stdout__frees_the_slot),
 		T(external_tool__exited__the_rest_of_its_group_is_killed),
 		cmocka_unit_test(parse_line__reads_every_kind_a_line_may_carry),
