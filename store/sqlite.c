@@ -61,6 +61,9 @@ enum stmt_id {
 	S_TOOL_PAUSED,
 	S_NEXT_RUN_AT,
 	S_NEXT_EXPIRY,
+	S_PROC_PUT,
+	S_PROC_DEL,
+	S_PROCS,
 	S_NSTMT
 };
 
@@ -187,6 +190,14 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs INDEXED BY jobs_expiry"
 			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
+	/* One daemon per database: its node is ''. */
+	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start, boot_id)"
+		       " VALUES ('', ?1, ?2, ?3, ?4) ON CONFLICT (node, pid) DO UPDATE"
+		       " SET job_id = excluded.job_id, start = excluded.start,"
+		       " boot_id = excluded.boot_id",
+	[S_PROC_DEL] = "DELETE FROM procs WHERE node = '' AND pid = ?1 AND start = ?2",
+	[S_PROCS] = "SELECT job_id, pid, start, boot_id FROM procs WHERE node = ''"
+		    " ORDER BY pid",
 };
 
 /* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
@@ -1117,6 +1128,24 @@ static int do_prune(struct conn *c, struct store__wreq *w)
 	return rc;
 }
 
+static int do_proc(struct conn *c, struct store__wreq *w)
+{
+	const struct store_proc *p = &w->req->u.proc.proc;
+	sqlite3_stmt *s = get(c, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, p->pid);
+	if (w->req->u.proc.remove) {
+		sqlite3_bind_int64(s, 2, p->start);
+	} else {
+		bind_str(s, 2, p->job_id);
+		sqlite3_bind_int64(s, 3, p->start);
+		bind_str(s, 4, p->boot_id);
+	}
+	w->rc = 0;
+	return run(s);
+}
+
 /* do_max_pages is a test hook: it caps the database's size, the way a
  * full disk would. The count is an integer, never a caller's string. */
 static int do_max_pages(struct conn *c, struct store__wreq *w)
@@ -1140,14 +1169,15 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	/* Held-back creations go in before any other request, which may
 	 * read them (and whose events must follow theirs). Creations,
 	 * transitions and claims only append events; anything else may read
-	 * or delete them, so the pending ones go in first. */
-	if (req->op != STORE_OP_CREATE && c->njobs > 0) {
+	 * or delete them, so the pending ones go in first. A process record
+	 * touches neither jobs nor events. */
+	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_PROC && c->njobs > 0) {
 		int rc = flush_jobs(c);
 		if (rc != 0)
 			return rc;
 	}
 	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_TRANSITION &&
-	    req->op != STORE_OP_CLAIM && c->npend > 0) {
+	    req->op != STORE_OP_CLAIM && req->op != STORE_OP_PROC && c->npend > 0) {
 		int rc = flush_events(c);
 		if (rc != 0)
 			return rc;
@@ -1173,6 +1203,8 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_pause(c, w);
 	case STORE_OP_PRUNE:
 		return do_prune(c, w);
+	case STORE_OP_PROC:
+		return do_proc(c, w);
 	case STORE__OP_MAX_PAGES:
 		return do_max_pages(c, w);
 	default:
@@ -1456,6 +1488,48 @@ static int sq_next_expiry(void *be, int64_t *at)
 	struct conn *c = &((struct sq *)be)->r;
 	sqlite3_stmt *s = get(c, S_NEXT_EXPIRY);
 	return s != NULL ? one_int64(s, 0, at) : prepare_error(c);
+}
+
+static int sq_procs(void *be, struct store_proc **out, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_PROCS);
+	struct store_proc *v = NULL;
+	size_t cap = 0;
+	int rc;
+
+	if (s == NULL)
+		return prepare_error(c);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_proc *x = realloc(v, ncap * sizeof(*v));
+			if (x == NULL) {
+				done(s);
+				free(v);
+				*n = 0;
+				return -ENOMEM;
+			}
+			v = x;
+			cap = ncap;
+		}
+		struct store_proc *p = &v[(*n)++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->job_id, sizeof(p->job_id), "%s",
+			 (const char *)sqlite3_column_text(s, 0));
+		p->pid = sqlite3_column_int64(s, 1);
+		p->start = sqlite3_column_int64(s, 2);
+		snprintf(p->boot_id, sizeof(p->boot_id), "%s",
+			 (const char *)sqlite3_column_text(s, 3));
+	}
+	done(s);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		*n = 0;
+		return err(rc);
+	}
+	*out = v;
+	return 0;
 }
 
 /* ---- open and close ---------------------------------------------------- */
@@ -1748,5 +1822,6 @@ const struct store__backend store__sqlite = {
 	.tool_paused = sq_tool_paused,
 	.next_run_at = sq_next_run_at,
 	.next_expiry = sq_next_expiry,
+	.procs = sq_procs,
 	.check = sq_check,
 };

@@ -867,6 +867,12 @@ static int check(const struct store_req *req)
 			       : -EINVAL;
 	case STORE_OP_TOOL_PAUSE:
 		return req->u.pause.tool != NULL ? 0 : -EINVAL;
+	case STORE_OP_PROC:
+		return req->u.proc.proc.pid > 0 &&
+			       valid_id(req->u.proc.proc.job_id) &&
+			       memchr(req->u.proc.proc.boot_id, '\0', 40) != NULL
+			       ? 0
+			       : -EINVAL;
 	case STORE_OP_EXPIRE:
 	case STORE_OP_PRUNE:
 	case STORE__OP_MAX_PAGES:
@@ -1384,6 +1390,13 @@ int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
 	if (limit == 0)
 		return 0;
 	return st->ops->logs(st->be, job_id, after, limit, out, n);
+}
+
+int store_procs(struct store *st, struct store_proc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	return st->ops->procs(st->be, out, n);
 }
 
 int store_tool_paused(struct store *st, const char *tool)

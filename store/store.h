@@ -321,6 +321,21 @@ enum store_op {
 	STORE_OP_EXPIRE,
 	STORE_OP_TOOL_PAUSE,
 	STORE_OP_PRUNE,
+	STORE_OP_PROC,
+};
+
+/*
+ * struct store_proc is a process group an external tool's run started, as
+ * the worker records it (worker/proc.c) so that a berthd restarted after a
+ * crash can kill what its predecessor left running (worker/orphans.c).
+ * The store keeps each node's records apart (PostgreSQL): a pid names a
+ * process on one machine only.
+ */
+struct store_proc {
+	char job_id[40];
+	int64_t pid;      /* the group's leader, whose pid is the group id */
+	int64_t start;    /* its start time, in clock ticks after boot */
+	char boot_id[40]; /* the boot it started in */
 };
 
 /* Which fields a transition writes (struct store_transition.set). */
@@ -482,6 +497,15 @@ struct store_req {
 		struct {
 			int64_t before;
 		} prune;
+
+		/* STORE_OP_PROC: records proc for this node, replacing its
+		 * record of the same pid; with remove, deletes this node's
+		 * record of the same pid and start (none is no error). No
+		 * event, and no job is read: the job may be gone. */
+		struct {
+			struct store_proc proc;
+			bool remove;
+		} proc;
 	} u;
 
 	/* Results, valid in done. */
@@ -553,6 +577,11 @@ int store_count_by_status(struct store *st, int64_t counts[STORE_NSTATUS]);
 /* store_logs reads up to limit log lines of a job with n > after. */
 int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
 	       struct store_log_line **out, size_t *n);
+
+/* store_procs reads this node's process records (STORE_OP_PROC) into a new
+ * array *out of *n, which the caller frees. Returns 0 or a storage
+ * error. */
+int store_procs(struct store *st, struct store_proc **out, size_t *n);
 
 /* store_tool_paused returns 1 when the tool is paused, 0 when not, or a
  * negative code. */

@@ -134,6 +134,7 @@ struct store__backend {
 	int (*tool_paused)(void *be, const char *tool);
 	int (*next_run_at)(void *be, int64_t *at);
 	int (*next_expiry)(void *be, int64_t *at);
+	int (*procs)(void *be, struct store_proc **out, size_t *n);
 
 	/* Writer thread, once, before the first batch: the integrity check
 	 * open left to it (SQLite, a large database; store_config's

@@ -476,6 +476,26 @@ void worker__exec_inline(struct worker *w);
 void worker__idle_kick(struct worker *w);
 int worker__proc_start(struct worker__run *r, char **errmsg);
 
+/* ---- orphans.c -------------------------------------------------------- */
+
+/* worker__boot_id returns this boot's id (/proc/sys/kernel/random/boot_id,
+ * read once; "" when unreadable). */
+const char *worker__boot_id(void);
+/* worker__proc_stat reads pid's process group, start time (clock ticks
+ * after boot) and state letter from /proc/PID/stat. Returns 0 or -errno
+ * (-ENOENT: no such process). */
+int worker__proc_stat(pid_t pid, int64_t *pgid, int64_t *start, char *state);
+/* worker__orphans_record records (or, with remove, forgets) the process
+ * group led by pid, started at start, for job_id (STORE_OP_PROC), so that
+ * the next berthd can kill it should this one die (orphans.c). */
+void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
+			    int64_t start, bool remove);
+/* worker__orphans_kill SIGKILLs the recorded process groups of this node
+ * that are still alive and still the ones recorded, waits for them to go,
+ * and forgets every record. Start-up only (it blocks, briefly). Returns
+ * the number of groups killed, or a negative code. */
+int worker__orphans_kill(struct worker *w);
+
 /* ---- spawn.c ---------------------------------------------------------- */
 
 /* What worker__spawn_start starts; everything is borrowed for the call. */

@@ -43,6 +43,8 @@ static const char *const inherited_env[] = {
 struct worker__proc {
 	struct worker__run *run; /* holds a reference */
 	pid_t pid;               /* the process, and its group */
+	int64_t start;           /* its start time (orphans.c) */
+	bool recorded;           /* its group is recorded in the store */
 	int pidfd;               /* readable once it exited; closed last */
 	uv_poll_t exit_poll;     /* on pidfd */
 	uv_pipe_t in, out, err;
@@ -111,6 +113,12 @@ static void close_all(struct worker__proc *p)
 		kill_group(p, SIGKILL);
 		worker__spawn_reap(p->pid);
 		p->reaped = true;
+	}
+	/* Reaped: nothing of the group is left for a restart to kill. */
+	if (p->recorded && p->run->w) {
+		worker__orphans_record(p->run->w, p->run->job->id, p->pid,
+				       p->start, true);
+		p->recorded = false;
 	}
 	/* The poll exists unless its init failed (worker__proc_start). */
 	for (size_t i = p->polled ? 0 : 1; i < sizeof(hs) / sizeof(hs[0]); i++)
@@ -686,6 +694,19 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 		return rc;
 	}
 	p->spawned = true;
+	/* Recorded, so that a berthd restarted after a crash can kill what
+	 * the process started (orphans.c). The record may commit after the
+	 * tool began: the leader is SIGKILLed with berthd in any case. */
+	{
+		int64_t pgid;
+		char state;
+
+		if (worker__proc_stat(p->pid, &pgid, &p->start, &state) == 0) {
+			worker__orphans_record(w, r->job->id, p->pid, p->start,
+					       false);
+			p->recorded = true;
+		}
+	}
 	uv_pipe_init(w->loop, &p->in, 0);
 	uv_pipe_init(w->loop, &p->out, 0);
 	uv_pipe_init(w->loop, &p->err, 0);

@@ -611,6 +611,9 @@ int worker_start(struct worker *w, char **errmsg)
 		*errmsg = NULL;
 	if (w->started || w->stopping)
 		return -EINVAL;
+	/* What a berthd that died left running goes before its jobs run
+	 * again (orphans.c). Its failure is logged; recovery goes on. */
+	worker__orphans_kill(w);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
 		if (errmsg)

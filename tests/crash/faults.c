@@ -10,6 +10,7 @@
  *   second_daemon__on_the_same_database__refuses_to_start
  *   damaged_database__berthd_refuses_to_start_and_says_why
  *   misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on
+ *   kill9__a_tool_left_running__is_killed_before_its_job_runs_again
  *   client_disconnects__mid_request_and_mid_batch__harm_no_one
  *   security__socket_tools_limits_tcp_and_ids
  */
@@ -711,6 +712,103 @@ static void misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on(
 	stop_cleanly(&h);
 }
 
+/* ---- tools left running by a berthd that died ---------------------------- */
+
+/* tick_pids reads the ticker's file from offset on: the number of lines,
+ * with the distinct pids they name in pids (up to 8) and their count in
+ * *npids. */
+static int tick_pids(const char *path, long offset, long pids[8], int *npids)
+{
+	FILE *f = fopen(path, "r");
+	long pid;
+	int lines = 0;
+
+	*npids = 0;
+	if (!f)
+		return 0;
+	fseek(f, offset, SEEK_SET);
+	while (fscanf(f, "%ld", &pid) == 1) {
+		bool seen = false;
+
+		lines++;
+		for (int i = 0; i < *npids; i++)
+			seen = seen || pids[i] == pid;
+		if (!seen && *npids < 8)
+			pids[(*npids)++] = pid;
+	}
+	fclose(f);
+	return lines;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* An external tool whose run a kill -9 of berthd interrupted: its own
+ * process dies with berthd, and what it left running in its group is
+ * killed by the restarted berthd before the job runs again. Exactly one
+ * run of the tool is seen working after the restart (before: the
+ * interrupted run went on ticking beside the new one). */
+static void kill9__a_tool_left_running__is_killed_before_its_job_runs_again(
+	void **state)
+{
+	const char *tools = getenv("CRASH_TOOLS");
+	const char *args[] = {"--tools", tools, "--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char ticks[400];
+	long pids[8], old, offset;
+	int npids = 0, lines = 0;
+	char *id;
+	json_t *j;
+
+	assert_non_null(tools);
+	assert_int_equal(harness_start(&h, args), 0);
+	snprintf(ticks, sizeof ticks, "%s/ticks", h.dir);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	assert_int_equal(submit(c, json_pack("{s:s, s:{s:s}}", "tool", "ticker",
+					     "input", "file", ticks),
+				&id), 0);
+	berth_client_close(c);
+	for (int waited = 0; lines < 5 && waited < 60000; waited += 50) {
+		sleep_ms(50);
+		lines = tick_pids(ticks, 0, pids, &npids);
+	}
+	assert_true(lines >= 5);
+	assert_int_equal(npids, 1);
+	old = pids[0];
+
+	assert_int_equal(harness_kill9(&h), 0);
+	assert_int_equal(harness_restart(&h), 0);
+	/* From here on, only the run the restart started may tick. */
+	sleep_ms(500);
+	offset = file_size(ticks);
+	sleep_ms(3000);
+	lines = tick_pids(ticks, offset, pids, &npids);
+	fprintf(stderr, "kill -9: %d ticks in 3 s after the restart, from %d "
+		"process(es); the interrupted run's ticker was %ld\n",
+		lines, npids, old);
+	assert_int_equal(npids, 1);
+	assert_true(pids[0] != old);
+	assert_true(lines >= 5);
+
+	c = harness_connect(&h);
+	assert_non_null(c);
+	j = harness_call(c, "jobs/cancel", json_pack("{s:s}", "id", id), NULL);
+	json_decref(j);
+	j = wait_terminal(c, id, 10000);
+	assert_string_equal(status_of(j), "cancelled");
+	assert_int_equal(json_integer_value(json_object_get(j, "attempt")), 2);
+	json_decref(j);
+	berth_client_close(c);
+	free(id);
+	stop_cleanly(&h);
+}
+
 /* ---- clients that go away ---------------------------------------------- */
 
 static int raw_connect(const char *path)
@@ -982,6 +1080,8 @@ int main(void)
 			damaged_database__berthd_refuses_to_start_and_says_why),
 		cmocka_unit_test(
 			misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on),
+		cmocka_unit_test(
+			kill9__a_tool_left_running__is_killed_before_its_job_runs_again),
 		cmocka_unit_test(
 			client_disconnects__mid_request_and_mid_batch__harm_no_one),
 		cmocka_unit_test(security__socket_tools_limits_tcp_and_ids),
