@@ -245,14 +245,15 @@ static const char *const sql_text[S_NSTMT] = {
 			" lease_owner = NULL, lease_until = NULL"
 			" WHERE id = $1 AND status = 2",
 	/* $1 this node: a node's process records are its own. */
-	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start, boot_id)"
-		       " VALUES ($1, $2::bigint, $3, $4::bigint, $5)"
+	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start_min, start_max,"
+		       " boot_id) VALUES ($1, $2::bigint, $3, $4::bigint, $5::bigint, $6)"
 		       " ON CONFLICT (node, pid) DO UPDATE SET job_id = excluded.job_id,"
-		       " start = excluded.start, boot_id = excluded.boot_id",
+		       " start_min = excluded.start_min, start_max = excluded.start_max,"
+		       " boot_id = excluded.boot_id",
 	[S_PROC_DEL] = "DELETE FROM procs WHERE node = $1 AND pid = $2::bigint"
-		       " AND start = $3::bigint",
-	[S_PROCS] = "SELECT job_id, pid, start, boot_id FROM procs WHERE node = $1"
-		    " ORDER BY pid",
+		       " AND start_min = $3::bigint",
+	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
+		    " WHERE node = $1 ORDER BY pid",
 };
 
 struct conn {
@@ -1398,10 +1399,11 @@ static int do_proc(struct pg *q, struct store__wreq *w)
 	p_str(&p, q->node);
 	p_int(&p, pr->pid);
 	if (w->req->u.proc.remove) {
-		p_int(&p, pr->start);
+		p_int(&p, pr->start_min);
 	} else {
 		p_str(&p, pr->job_id);
-		p_int(&p, pr->start);
+		p_int(&p, pr->start_min);
+		p_int(&p, pr->start_max);
 		p_str(&p, pr->boot_id);
 	}
 	w->rc = 0;
@@ -1687,8 +1689,9 @@ static int pg_procs(void *be, struct store_proc **out, size_t *n)
 	for (int i = 0; i < rows; i++) {
 		snprintf(v[i].job_id, sizeof(v[i].job_id), "%s", PQgetvalue(r, i, 0));
 		v[i].pid = get_int(r, i, 1);
-		v[i].start = get_int(r, i, 2);
-		snprintf(v[i].boot_id, sizeof(v[i].boot_id), "%s", PQgetvalue(r, i, 3));
+		v[i].start_min = get_int(r, i, 2);
+		v[i].start_max = get_int(r, i, 3);
+		snprintf(v[i].boot_id, sizeof(v[i].boot_id), "%s", PQgetvalue(r, i, 4));
 	}
 	PQclear(r);
 	*out = v;

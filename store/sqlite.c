@@ -191,13 +191,15 @@ static const char *const sql_text[S_NSTMT] = {
 			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
 	/* One daemon per database: its node is ''. */
-	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start, boot_id)"
-		       " VALUES ('', ?1, ?2, ?3, ?4) ON CONFLICT (node, pid) DO UPDATE"
-		       " SET job_id = excluded.job_id, start = excluded.start,"
+	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start_min, start_max,"
+		       " boot_id) VALUES ('', ?1, ?2, ?3, ?4, ?5)"
+		       " ON CONFLICT (node, pid) DO UPDATE SET job_id = excluded.job_id,"
+		       " start_min = excluded.start_min, start_max = excluded.start_max,"
 		       " boot_id = excluded.boot_id",
-	[S_PROC_DEL] = "DELETE FROM procs WHERE node = '' AND pid = ?1 AND start = ?2",
-	[S_PROCS] = "SELECT job_id, pid, start, boot_id FROM procs WHERE node = ''"
-		    " ORDER BY pid",
+	[S_PROC_DEL] = "DELETE FROM procs WHERE node = '' AND pid = ?1"
+		       " AND start_min = ?2",
+	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
+		    " WHERE node = '' ORDER BY pid",
 };
 
 /* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
@@ -1136,11 +1138,12 @@ static int do_proc(struct conn *c, struct store__wreq *w)
 		return prepare_error(c);
 	sqlite3_bind_int64(s, 1, p->pid);
 	if (w->req->u.proc.remove) {
-		sqlite3_bind_int64(s, 2, p->start);
+		sqlite3_bind_int64(s, 2, p->start_min);
 	} else {
 		bind_str(s, 2, p->job_id);
-		sqlite3_bind_int64(s, 3, p->start);
-		bind_str(s, 4, p->boot_id);
+		sqlite3_bind_int64(s, 3, p->start_min);
+		sqlite3_bind_int64(s, 4, p->start_max);
+		bind_str(s, 5, p->boot_id);
 	}
 	w->rc = 0;
 	return run(s);
@@ -1518,9 +1521,10 @@ static int sq_procs(void *be, struct store_proc **out, size_t *n)
 		snprintf(p->job_id, sizeof(p->job_id), "%s",
 			 (const char *)sqlite3_column_text(s, 0));
 		p->pid = sqlite3_column_int64(s, 1);
-		p->start = sqlite3_column_int64(s, 2);
+		p->start_min = sqlite3_column_int64(s, 2);
+		p->start_max = sqlite3_column_int64(s, 3);
 		snprintf(p->boot_id, sizeof(p->boot_id), "%s",
-			 (const char *)sqlite3_column_text(s, 3));
+			 (const char *)sqlite3_column_text(s, 4));
 	}
 	done(s);
 	if (rc != SQLITE_DONE) {

@@ -333,9 +333,10 @@ enum store_op {
  */
 struct store_proc {
 	char job_id[40];
-	int64_t pid;      /* the group's leader, whose pid is the group id */
-	int64_t start;    /* its start time, in clock ticks after boot */
-	char boot_id[40]; /* the boot it started in */
+	int64_t pid;       /* the group's leader, whose pid is the group id */
+	int64_t start_min; /* its start time lies between these, in clock */
+	int64_t start_max; /* ticks after boot (/proc/PID/stat's) */
+	char boot_id[40];  /* the boot it started in */
 };
 
 /* Which fields a transition writes (struct store_transition.set). */
@@ -500,7 +501,7 @@ struct store_req {
 
 		/* STORE_OP_PROC: records proc for this node, replacing its
 		 * record of the same pid; with remove, deletes this node's
-		 * record of the same pid and start (none is no error). No
+		 * record of the same pid and start_min (none is no error). No
 		 * event, and no job is read: the job may be gone. */
 		struct {
 			struct store_proc proc;

@@ -32,6 +32,8 @@
  * open, held by a process it left behind: after this long, its group is
  * SIGKILLed and the pipes are no longer read (proc.c). */
 #define WORKER__REAP_GRACE_MS 1000
+/* The size of the buffer external tools' pipes are read into (proc.c). */
+#define WORKER__PROC_BUF 65536
 #define WORKER__SHUTDOWN_GRACE_MS 10000
 #define WORKER__MAX_OUTPUT (64 * 1024 * 1024)
 #define WORKER__MAX_LOG (1024 * 1024)
@@ -267,6 +269,12 @@ struct worker {
 
 	int inflight; /* operations not yet freed */
 
+	/* External tools (proc.c): the one buffer their pipes are read
+	 * into, and the stack their children start on (spawn.c); both made
+	 * at the first run, freed by worker_destroy. */
+	char *proc_buf;
+	void *spawn_stack;
+
 	/* Shutdown. */
 	bool stopping;
 	bool aborting;
@@ -481,15 +489,19 @@ int worker__proc_start(struct worker__run *r, char **errmsg);
 /* worker__boot_id returns this boot's id (/proc/sys/kernel/random/boot_id,
  * read once; "" when unreadable). */
 const char *worker__boot_id(void);
+/* worker__boot_ticks returns the boot clock in the clock ticks of
+ * /proc/PID/stat's start times. */
+int64_t worker__boot_ticks(void);
 /* worker__proc_stat reads pid's process group, start time (clock ticks
  * after boot) and state letter from /proc/PID/stat. Returns 0 or -errno
  * (-ENOENT: no such process). */
 int worker__proc_stat(pid_t pid, int64_t *pgid, int64_t *start, char *state);
 /* worker__orphans_record records (or, with remove, forgets) the process
- * group led by pid, started at start, for job_id (STORE_OP_PROC), so that
- * the next berthd can kill it should this one die (orphans.c). */
+ * group led by pid, which started between the boot clock's start_min and
+ * start_max (worker__boot_ticks), for job_id (STORE_OP_PROC), so that the
+ * next berthd can kill it should this one die (orphans.c). */
 void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
-			    int64_t start, bool remove);
+			    int64_t start_min, int64_t start_max, bool remove);
 /* worker__orphans_kill SIGKILLs the recorded process groups of this node
  * that are still alive and still the ones recorded, waits for them to go,
  * and forgets every record. Start-up only (it blocks, briefly). Returns
@@ -504,7 +516,17 @@ struct worker__spawn {
 	char *const *env;  /* the whole environment (PATH from it) */
 	const char *cwd;   /* or NULL */
 	int stdio[3];      /* the child's 0, 1, 2: descriptors above 2 */
+	/* The stack the child runs on until its exec (worker__spawn_stack_new),
+	 * used by one start at a time; NULL: one is mapped for the call. */
+	void *stack;
 };
+
+/* worker__spawn_stack_new maps a stack for worker__spawn_start to reuse
+ * (mapping and unmapping one each time costs a TLB shootdown on every
+ * thread), or NULL; worker__spawn_stack_free unmaps it (NULL is
+ * ignored). */
+void *worker__spawn_stack_new(void);
+void worker__spawn_stack_free(void *stack);
 
 /* The step of the child that failed (worker__spawn_start's *step). */
 enum worker__spawn_step {

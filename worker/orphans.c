@@ -12,11 +12,17 @@
  * still the one recorded:
  *
  *   - the record is of this boot (/proc/sys/kernel/random/boot_id);
- *   - and the leader's pid is alive with the start time recorded
- *     (/proc/PID/stat, field 22, clock ticks after boot), which a pid
- *     given to another process since cannot have. The leader leads its
- *     session, so its group id is its pid for life, and its zombie keeps
- *     the id from being given out;
+ *   - and the leader's pid is alive with a start time (/proc/PID/stat,
+ *     field 22, clock ticks after boot) within the span recorded: the
+ *     boot clock read just before and just after it was started. Another
+ *     process of that pid would have had to start within that span,
+ *     while the leader lived (from its fork to the end of the span: the
+ *     clone returns after the exec), which no two processes of one pid
+ *     can. The leader leads its session, so its group id is its pid for
+ *     life, and its zombie keeps the id from being given out. (The span,
+ *     rather than the start time read from /proc/PID/stat at every start,
+ *     which cost 15 % of the loop thread's time under a load of trivial
+ *     tools, docs/BENCHMARKS.md.)
  *   - or the leader is gone, and processes of its group are left: a group
  *     id is not given out again while a member lives, but the whole group
  *     might have ended and a stranger have made a group of the same id
@@ -68,6 +74,21 @@ const char *worker__boot_id(void)
 	return boot;
 }
 
+int64_t worker__boot_ticks(void)
+{
+	static long tck;
+	struct timespec ts;
+
+	if (tck <= 0)
+		tck = sysconf(_SC_CLK_TCK);
+	if (tck <= 0)
+		tck = 100;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	/* As the kernel converts a task's start_boottime for /proc: the
+	 * nanoseconds divided by those of a tick, rounded down. */
+	return ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec) / (1000000000 / tck);
+}
+
 int worker__proc_stat(pid_t pid, int64_t *pgid, int64_t *start, char *state)
 {
 	char path[64], buf[1024];
@@ -113,7 +134,7 @@ static void record_done(struct worker__op *op, int rc)
 }
 
 void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
-			    int64_t start, bool remove)
+			    int64_t start_min, int64_t start_max, bool remove)
 {
 	struct worker__op *op = worker__op_new(w, NULL, NULL);
 	struct store_proc *p;
@@ -126,7 +147,8 @@ void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
 	snprintf(p->job_id, sizeof(p->job_id), "%s", job_id);
 	snprintf(p->boot_id, sizeof(p->boot_id), "%s", worker__boot_id());
 	p->pid = pid;
-	p->start = start;
+	p->start_min = start_min;
+	p->start_max = start_max;
 	if (worker__op_submit(op, record_done))
 		worker__op_free(op);
 }
@@ -219,7 +241,8 @@ static enum verdict decide(const struct store_proc *p)
 	if (worker__proc_stat((pid_t)p->pid, &pgid, &start, &state) == 0)
 		/* Another start time: the pid was given out again, which
 		 * it could not have been while the group lived. */
-		return start == p->start ? KILL : GONE;
+		return start >= p->start_min && start <= p->start_max ? KILL
+								      : GONE;
 	snprintf(entry, sizeof(entry), "BERTH_JOB_ID=%s", p->job_id);
 	if (scan_group(p->pid, entry, &marked) == 0)
 		return GONE;
@@ -269,8 +292,8 @@ int worker__orphans_kill(struct worker *w)
 				 "may be another program's",
 				 p->job_id, (long long)p->pid);
 		}
-		worker__orphans_record(w, p->job_id, (pid_t)p->pid, p->start,
-				       true);
+		worker__orphans_record(w, p->job_id, (pid_t)p->pid, p->start_min,
+				       p->start_max, true);
 	}
 	/* A SIGKILLed process may take a moment to go: the job it ran must
 	 * not start again beside it. */

@@ -43,7 +43,7 @@ static const char *const inherited_env[] = {
 struct worker__proc {
 	struct worker__run *run; /* holds a reference */
 	pid_t pid;               /* the process, and its group */
-	int64_t start;           /* its start time (orphans.c) */
+	int64_t start_min, start_max; /* around its start (orphans.c) */
 	bool recorded;           /* its group is recorded in the store */
 	int pidfd;               /* readable once it exited; closed last */
 	uv_poll_t exit_poll;     /* on pidfd */
@@ -67,9 +67,6 @@ struct worker__proc {
 	int64_t err_total;
 	char tail[STDERR_TAIL]; /* the end of stderr */
 	size_t tail_len;
-
-	char obuf[65536];
-	char ebuf[16384];
 };
 
 static void proc_free(struct worker__proc *p)
@@ -117,7 +114,7 @@ static void close_all(struct worker__proc *p)
 	/* Reaped: nothing of the group is left for a restart to kill. */
 	if (p->recorded && p->run->w) {
 		worker__orphans_record(p->run->w, p->run->job->id, p->pid,
-				       p->start, true);
+				       p->start_min, p->start_max, true);
 		p->recorded = false;
 	}
 	/* The poll exists unless its init failed (worker__proc_start). */
@@ -407,18 +404,16 @@ static void handle_line(struct worker__proc *p, const char *s, size_t len)
 	worker__line_finish(&l);
 }
 
-static void alloc_out(uv_handle_t *h, size_t size, uv_buf_t *buf)
+/* alloc_buf gives every read of every process the worker's one read
+ * buffer: a read callback consumes what it got before it returns (a line
+ * left unfinished is copied into the process's own line buffer), and the
+ * loop runs one callback at a time. A buffer per process, zeroed, cost
+ * more than the rest of starting it. */
+static void alloc_buf(uv_handle_t *h, size_t size, uv_buf_t *buf)
 {
 	struct worker__proc *p = h->data;
 
-	*buf = uv_buf_init(p->obuf, sizeof(p->obuf));
-}
-
-static void alloc_err(uv_handle_t *h, size_t size, uv_buf_t *buf)
-{
-	struct worker__proc *p = h->data;
-
-	*buf = uv_buf_init(p->ebuf, sizeof(p->ebuf));
+	*buf = uv_buf_init(p->run->w->proc_buf, WORKER__PROC_BUF);
 }
 
 /* append adds n bytes to a growing line buffer. */
@@ -655,15 +650,22 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	const struct worker__cmd *cmd = r->tool->cmd;
 	struct worker *w = r->w;
 	struct worker__proc *p = calloc(1, sizeof(*p));
-	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd};
+	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd,
+				   .stack = w->spawn_stack};
 	int parent[3], child[3], step = 0;
 	char **env = NULL;
 	uv_buf_t b;
 	int rc;
 
 	*errmsg = NULL;
-	if (!p)
+	if (!w->proc_buf)
+		w->proc_buf = malloc(WORKER__PROC_BUF);
+	if (!w->spawn_stack)
+		w->spawn_stack = worker__spawn_stack_new();
+	if (!p || !w->proc_buf || !w->spawn_stack) {
+		free(p);
 		return -ENOMEM;
+	}
 	p->pidfd = -1;
 	p->run = r;
 	p->max_out = w->cfg.max_output_bytes;
@@ -680,7 +682,11 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	if (rc == 0) {
 		sp.env = env;
 		memcpy(sp.stdio, child, sizeof(sp.stdio));
+		/* The boot clock around the start: the span its start time
+		 * lies in, for its record (orphans.c). */
+		p->start_min = worker__boot_ticks();
 		rc = worker__spawn_start(&sp, &p->pid, &p->pidfd, &step);
+		p->start_max = worker__boot_ticks();
 		worker__spawn_close(child);
 	}
 	free_env(env);
@@ -697,16 +703,9 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	/* Recorded, so that a berthd restarted after a crash can kill what
 	 * the process started (orphans.c). The record may commit after the
 	 * tool began: the leader is SIGKILLed with berthd in any case. */
-	{
-		int64_t pgid;
-		char state;
-
-		if (worker__proc_stat(p->pid, &pgid, &p->start, &state) == 0) {
-			worker__orphans_record(w, r->job->id, p->pid, p->start,
-					       false);
-			p->recorded = true;
-		}
-	}
+	worker__orphans_record(w, r->job->id, p->pid, p->start_min,
+			       p->start_max, false);
+	p->recorded = true;
 	uv_pipe_init(w->loop, &p->in, 0);
 	uv_pipe_init(w->loop, &p->out, 0);
 	uv_pipe_init(w->loop, &p->err, 0);
@@ -746,8 +745,8 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 		close_all(p);
 		return 0;
 	}
-	uv_read_start((uv_stream_t *)&p->out, alloc_out, read_out);
-	uv_read_start((uv_stream_t *)&p->err, alloc_err, read_err);
+	uv_read_start((uv_stream_t *)&p->out, alloc_buf, read_out);
+	uv_read_start((uv_stream_t *)&p->err, alloc_buf, read_err);
 	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));
 	p->wreq.data = p;
 	rc = uv_write(&p->wreq, (uv_stream_t *)&p->in, &b, 1, write_cb);

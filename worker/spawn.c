@@ -243,6 +243,20 @@ static const char *env_path(char *const *env)
 	return "/usr/local/bin:/usr/bin:/bin";
 }
 
+void *worker__spawn_stack_new(void)
+{
+	void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+	return stack == MAP_FAILED ? NULL : stack;
+}
+
+void worker__spawn_stack_free(void *stack)
+{
+	if (stack)
+		munmap(stack, CHILD_STACK);
+}
+
 const char *worker__spawn_step_name(int step)
 {
 	switch (step) {
@@ -294,9 +308,8 @@ int worker__spawn_start(const struct worker__spawn *s, pid_t *pid, int *pidfd,
 	for (size_t i = 1; i < c.argc; i++)
 		c.sh_argv[i + 1] = s->argv[i];
 
-	stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
+	stack = s->stack ? s->stack : worker__spawn_stack_new();
+	if (!stack) {
 		free(c.sh_argv);
 		return -ENOMEM;
 	}
@@ -314,7 +327,8 @@ int worker__spawn_start(const struct worker__spawn *s, pid_t *pid, int *pidfd,
 	}
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, CHILD_STACK);
+	if (stack != s->stack)
+		worker__spawn_stack_free(stack);
 	free(c.sh_argv);
 	if (p < 0)
 		return -e;

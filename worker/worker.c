@@ -772,6 +772,8 @@ void worker_destroy(struct worker *w)
 	free(w->by_id);
 	free(w->wakeups);
 	free(w->listeners);
+	free(w->proc_buf);
+	worker__spawn_stack_free(w->spawn_stack);
 	worker__hub_unref(w->hub);
 	free(w);
 }

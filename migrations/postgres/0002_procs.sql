@@ -7,7 +7,8 @@ CREATE TABLE procs (
 	node    TEXT NOT NULL,
 	pid     BIGINT NOT NULL,
 	job_id  TEXT NOT NULL,
-	start   BIGINT NOT NULL,
+	start_min BIGINT NOT NULL,
+	start_max BIGINT NOT NULL,
 	boot_id TEXT NOT NULL,
 	PRIMARY KEY (node, pid)
 );

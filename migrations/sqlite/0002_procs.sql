@@ -5,15 +5,17 @@
 -- still alive and still the same processes (worker/orphans.c).
 --
 -- node is '' here: a SQLite database has one daemon. pid is the group's
--- leader, whose pid is the group id; start is its start time in clock
--- ticks after boot (/proc/PID/stat, field 22), and boot_id the boot it
+-- leader, whose pid is the group id; its start time, in clock ticks after
+-- boot as /proc/PID/stat (field 22) shows it, lies between start_min and
+-- start_max (the clock read around its start), and boot_id is the boot it
 -- counts from (/proc/sys/kernel/random/boot_id): a pid given to another
 -- process, or a process of an earlier boot, never matches both.
 CREATE TABLE procs (
 	node    TEXT NOT NULL,
 	pid     INTEGER NOT NULL,
 	job_id  TEXT NOT NULL,
-	start   INTEGER NOT NULL,
+	start_min INTEGER NOT NULL,
+	start_max INTEGER NOT NULL,
 	boot_id TEXT NOT NULL,
 	PRIMARY KEY (node, pid)
 ) WITHOUT ROWID;

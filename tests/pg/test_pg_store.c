@@ -624,7 +624,8 @@ static int proc(struct fx *f, int node, int64_t pid, int64_t start, bool remove)
 	snprintf(w.req.u.proc.proc.job_id, 40, "job-of-%d", node);
 	snprintf(w.req.u.proc.proc.boot_id, 40, "boot");
 	w.req.u.proc.proc.pid = pid;
-	w.req.u.proc.proc.start = start;
+	w.req.u.proc.proc.start_min = start;
+	w.req.u.proc.proc.start_max = start + 1;
 	w.req.u.proc.remove = remove;
 	return run_req(f, f->n[node].st, &w);
 }
@@ -646,7 +647,8 @@ static void procs__are_each_nodes_own(void **state)
 	assert_int_equal(store_procs(f->n[0].st, &v, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].pid, 4242);
-	assert_int_equal(v[0].start, 150);
+	assert_int_equal(v[0].start_min, 150);
+	assert_int_equal(v[0].start_max, 151);
 	assert_string_equal(v[0].job_id, "job-of-0");
 	assert_string_equal(v[0].boot_id, "boot");
 	free(v);

@@ -94,7 +94,8 @@ static void record(struct fx *f, const struct group *g, int64_t start,
 		assert_int_equal(worker__proc_stat(g->leader, &pgid, &start, &state), 0);
 		assert_int_equal(pgid, g->leader);
 	}
-	req.u.proc.proc.start = start;
+	req.u.proc.proc.start_min = start;
+	req.u.proc.proc.start_max = start;
 	assert_int_equal(store_submit(f->st, &req), 0);
 	while (rc == 1)
 		uv_run(&f->loop, UV_RUN_ONCE);
@@ -155,7 +156,7 @@ static void orphans__a_pid_naming_another_process__is_left_alone(void **state)
 	assert_int_equal(worker__proc_stat(g.leader, &pgid, &start, &st), 0);
 	/* The record's process started at another time: the pid was given
 	 * to this one since. */
-	record(f, &g, start - 100, NULL);
+	record(f, &g, start - 2, NULL);
 	assert_int_equal(worker__orphans_kill(f->w), 0);
 	assert_true(running(g.leader));
 	assert_true(running(g.member));
@@ -230,6 +231,26 @@ static void orphans__a_group_that_ended__is_forgotten(void **state)
 	fx_free(f);
 }
 
+/* The span proc.c records, the boot clock read around a start, holds the
+ * start time /proc shows for the process, every time. */
+static void orphans__the_boot_clock_around_a_start__holds_its_start_time(
+	void **state)
+{
+	for (int i = 0; i < 50; i++) {
+		struct group g;
+		int64_t min = worker__boot_ticks(), max, start, pgid;
+		char st;
+
+		start_group(&g, script, true);
+		max = worker__boot_ticks();
+		assert_int_equal(worker__proc_stat(g.leader, &pgid, &start, &st), 0);
+		if (start < min || start > max)
+			fail_msg("started at %lld, outside [%lld, %lld]",
+				 (long long)start, (long long)min, (long long)max);
+		finish(&g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +262,8 @@ int main(void)
 		cmocka_unit_test(
 			orphans__a_leaderless_group_not_proved_the_jobs__is_left_alone),
 		cmocka_unit_test(orphans__a_group_that_ended__is_forgotten),
+		cmocka_unit_test(
+			orphans__the_boot_clock_around_a_start__holds_its_start_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
