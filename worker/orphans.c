@@ -76,11 +76,9 @@ const char *worker__boot_id(void)
 
 int64_t worker__boot_ticks(void)
 {
-	static long tck;
+	long tck = sysconf(_SC_CLK_TCK); /* a constant of glibc's: no call */
 	struct timespec ts;
 
-	if (tck <= 0)
-		tck = sysconf(_SC_CLK_TCK);
 	if (tck <= 0)
 		tck = 100;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
