@@ -650,8 +650,7 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	const struct worker__cmd *cmd = r->tool->cmd;
 	struct worker *w = r->w;
 	struct worker__proc *p = calloc(1, sizeof(*p));
-	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd,
-				   .stack = w->spawn_stack};
+	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd};
 	int parent[3], child[3], step = 0;
 	char **env = NULL;
 	uv_buf_t b;
@@ -666,6 +665,7 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 		free(p);
 		return -ENOMEM;
 	}
+	sp.stack = w->spawn_stack;
 	p->pidfd = -1;
 	p->run = r;
 	p->max_out = w->cfg.max_output_bytes;
