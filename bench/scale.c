@@ -3,8 +3,10 @@
  * 1,000, and --scale-jobs, by default 1,000,000) it starts berthd on a new
  * database, fills it with jobs that suspend, and measures what a large
  * backlog of waiting jobs costs: berthd's resident memory, the time from a
- * restart to the first answered request, and the latency of jobs/resume
- * on jobs spread evenly over the backlog.
+ * restart to the first answered request, the integrity check of the
+ * database after the restart (as berthd logs it; a large database is
+ * checked while reads are served, and writes wait for it), and the
+ * latency of jobs/resume on jobs spread evenly over the backlog.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +138,7 @@ struct scale_row {
 	double fill_rate;
 	long rss_fill, rss_restart, rss_resume, hwm; /* KiB */
 	double restart_ms;
+	long check_ms; /* the integrity check after the restart; -1 unknown */
 	struct stats_summary resume;
 	size_t failed;
 };
@@ -190,6 +193,28 @@ static int resume_sample(const struct daemon *d, const struct loadgen_run *r,
 	return 0;
 }
 
+/* check_ms returns the time of the integrity check berthd logged after
+ * offset of its log ("integrity check passed in N ms"), or -1. */
+static long check_ms(const struct daemon *d, long offset)
+{
+	static const char mark[] = "integrity check passed in ";
+	char line[1024];
+	long ms = -1;
+	FILE *f = fopen(d->log, "r");
+
+	if (!f)
+		return -1;
+	if (fseek(f, offset, SEEK_SET) == 0)
+		while (fgets(line, sizeof line, f)) {
+			char *p = strstr(line, mark);
+
+			if (p)
+				ms = strtol(p + sizeof mark - 1, NULL, 10);
+		}
+	fclose(f);
+	return ms;
+}
+
 /* scale_one measures one size. Returns 0 or -1. */
 static int scale_one(const struct loadgen_opts *base, long jobs,
 		     struct scale_row *row)
@@ -198,7 +223,7 @@ static int scale_one(const struct loadgen_opts *base, long jobs,
 	struct daemon d = { .o = base, .durability = base->fill_durability };
 	struct loadgen_run r;
 	double ms;
-	long hwm;
+	long hwm, log_offset = 0;
 	int rc = -1;
 
 	memset(row, 0, sizeof *row);
@@ -242,6 +267,11 @@ static int scale_one(const struct loadgen_opts *base, long jobs,
 
 	/* Restart: from the spawn to the first answer. */
 	daemon_stop(&d);
+	{
+		struct stat st;
+
+		log_offset = stat(d.log, &st) == 0 ? (long)st.st_size : 0;
+	}
 	d.durability = base->durability;
 	if (daemon_start(&d, &row->restart_ms) < 0) {
 		loadgen_run_free(&r);
@@ -249,6 +279,8 @@ static int scale_one(const struct loadgen_opts *base, long jobs,
 	}
 	stats_rss_kib(d.pid, &row->rss_restart, &hwm);
 	resume_sample(&d, &r, &row->resume, &row->failed);
+	/* The resumes waited for it, when the writer ran it. */
+	row->check_ms = check_ms(&d, log_offset);
 	usleep(200000); /* let the resumed jobs run before the last look */
 	stats_rss_kib(d.pid, &row->rss_resume, &hwm);
 	if (hwm > row->hwm)
@@ -277,15 +309,16 @@ int loadgen_scale(const struct loadgen_opts *o)
 	       "%s, restarted with %s, tool %s; RSS in MiB, times in ms\n",
 	       o->berthd, o->workers, o->fill_durability, o->durability,
 	       o->tool);
-	printf("%-9s %-8s %-9s %-11s %-12s %-11s %-8s %-10s %-10s %-10s "
-	       "%-8s\n", "suspended", "fill/s", "rss_fill", "restart_ms",
-	       "rss_restart", "rss_resume", "rss_peak", "resume_p50",
-	       "resume_p99", "resume_max", "failed");
+	printf("%-9s %-8s %-9s %-11s %-9s %-12s %-11s %-8s %-10s %-10s "
+	       "%-10s %-8s\n", "suspended", "fill/s", "rss_fill", "restart_ms",
+	       "check_ms", "rss_restart", "rss_resume", "rss_peak",
+	       "resume_p50", "resume_p99", "resume_max", "failed");
 	for (int i = 0; i < 2; i++)
-		printf("%-9ld %-8.0f %-9.1f %-11.1f %-12.1f %-11.1f %-8.1f "
-		       "%-10.3f %-10.3f %-10.3f %-8zu\n", rows[i].jobs,
+		printf("%-9ld %-8.0f %-9.1f %-11.1f %-9ld %-12.1f %-11.1f "
+		       "%-8.1f %-10.3f %-10.3f %-10.3f %-8zu\n", rows[i].jobs,
 		       rows[i].fill_rate, rows[i].rss_fill / 1024.0,
-		       rows[i].restart_ms, rows[i].rss_restart / 1024.0,
+		       rows[i].restart_ms, rows[i].check_ms,
+		       rows[i].rss_restart / 1024.0,
 		       rows[i].rss_resume / 1024.0, rows[i].hwm / 1024.0,
 		       rows[i].resume.p50, rows[i].resume.p99,
 		       rows[i].resume.max, rows[i].failed);

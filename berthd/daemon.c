@@ -509,6 +509,22 @@ static void on_sighup(uv_signal_t *h, int signum)
 	worker_reload(d->worker);
 }
 
+/* on_store_fatal: a database too large to check at open failed the
+ * integrity check the store ran before its first write (store.h). Nothing
+ * was written to it and every write was refused; berthd stops and exits
+ * 1. The store logged what is wrong. */
+static void on_store_fatal(void *arg, const char *message)
+{
+	struct daemon *d = arg;
+
+	d->status = 1;
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	log_error("stopping: the database fails its integrity check");
+	worker_shutdown(d->worker, on_worker_stopped, d);
+}
+
 /* start builds the daemon's components in dependency order. Returns 0, or
  * 1 after printing why start-up failed. */
 static int start(struct daemon *d, const struct options *o,
@@ -519,6 +535,8 @@ static int start(struct daemon *d, const struct options *o,
 		.durability = o->durability,
 		.node = o->node,
 		.lease_ms = o->lease_ms,
+		.on_fatal = on_store_fatal,
+		.fatal_arg = d,
 	};
 	struct worker_config wcfg = {
 		.workers = o->workers,

@@ -51,7 +51,7 @@ void store__set_msg(char **errmsg, const char *fmt, ...)
 	*errmsg = s;
 }
 
-static int user_version(sqlite3 *db, int *version)
+int store__user_version(sqlite3 *db, int *version)
 {
 	sqlite3_stmt *s;
 	int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
@@ -105,7 +105,7 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 	}
 
 	int version = 0;
-	int rc = user_version(db, &version);
+	int rc = store__user_version(db, &version);
 	if (rc != SQLITE_OK) {
 		store__set_msg(errmsg, "cannot read the database %s: %s", path,
 			sqlite3_errmsg(db));

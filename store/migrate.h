@@ -23,6 +23,10 @@
 int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 		   size_t n, char **errmsg);
 
+/* store__user_version reads db's PRAGMA user_version into *version.
+ * Returns a SQLite result code. */
+int store__user_version(sqlite3 *db, int *version);
+
 /* store__sqlite_error returns the negative errno code for a SQLite result
  * code: -ENOSPC for SQLITE_FULL, -EIO, -EBUSY, -ENOMEM, -EROFS, ... */
 int store__sqlite_error(int rc);

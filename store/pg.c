@@ -88,6 +88,9 @@ enum stmt_id {
 	S_REAP_SCAN,
 	S_REAP_RETRY,
 	S_REAP_FAIL,
+	S_PROC_PUT,
+	S_PROC_DEL,
+	S_PROCS,
 	S_NSTMT
 };
 
@@ -248,6 +251,16 @@ static const char *const sql_text[S_NSTMT] = {
 			" updated_at = $2::bigint, finished_at = $2::bigint,"
 			" lease_owner = NULL, lease_until = NULL"
 			" WHERE id = $1 AND status = 2",
+	/* $1 this node: a node's process records are its own. */
+	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start_min, start_max,"
+		       " boot_id) VALUES ($1, $2::bigint, $3, $4::bigint, $5::bigint, $6)"
+		       " ON CONFLICT (node, pid) DO UPDATE SET job_id = excluded.job_id,"
+		       " start_min = excluded.start_min, start_max = excluded.start_max,"
+		       " boot_id = excluded.boot_id",
+	[S_PROC_DEL] = "DELETE FROM procs WHERE node = $1 AND pid = $2::bigint"
+		       " AND start_min = $3::bigint",
+	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
+		    " WHERE node = $1 ORDER BY pid",
 };
 
 struct conn {
@@ -1386,6 +1399,24 @@ static int do_prune(struct pg *q, struct store__wreq *w)
 	return rc;
 }
 
+static int do_proc(struct pg *q, struct store__wreq *w)
+{
+	const struct store_proc *pr = &w->req->u.proc.proc;
+	struct params p = {0};
+	p_str(&p, q->node);
+	p_int(&p, pr->pid);
+	if (w->req->u.proc.remove) {
+		p_int(&p, pr->start_min);
+	} else {
+		p_str(&p, pr->job_id);
+		p_int(&p, pr->start_min);
+		p_int(&p, pr->start_max);
+		p_str(&p, pr->boot_id);
+	}
+	w->rc = 0;
+	return cmd(&q->w, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT, &p, NULL);
+}
+
 static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 {
 	struct pg *q = be;
@@ -1416,6 +1447,8 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_pause(q, w);
 	case STORE_OP_PRUNE:
 		return do_prune(q, w);
+	case STORE_OP_PROC:
+		return do_proc(q, w);
 	default: /* STORE__OP_MAX_PAGES is SQLite's */
 		w->rc = -ENOTSUP;
 		return 0;
@@ -1654,6 +1687,34 @@ static int pg_logs(void *be, const char *job_id, int64_t after, int limit,
 		free(v);
 		return -ENOMEM;
 	}
+	*out = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
+static int pg_procs(void *be, struct store_proc **out, size_t *n)
+{
+	struct pg *q = be;
+	struct params p = {0};
+	p_str(&p, q->node);
+	int rc;
+	PGresult *r = query(q, S_PROCS, &p, &rc);
+	if (r == NULL)
+		return rc;
+	int rows = PQntuples(r);
+	struct store_proc *v = calloc((size_t)rows + 1, sizeof(*v));
+	if (v == NULL) {
+		PQclear(r);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		snprintf(v[i].job_id, sizeof(v[i].job_id), "%s", PQgetvalue(r, i, 0));
+		v[i].pid = get_int(r, i, 1);
+		v[i].start_min = get_int(r, i, 2);
+		v[i].start_max = get_int(r, i, 3);
+		snprintf(v[i].boot_id, sizeof(v[i].boot_id), "%s", PQgetvalue(r, i, 4));
+	}
+	PQclear(r);
 	*out = v;
 	*n = (size_t)rows;
 	return 0;
@@ -1945,6 +2006,7 @@ const struct store__backend store__pg = {
 	.tool_paused = pg_tool_paused,
 	.next_run_at = pg_next_run_at,
 	.next_expiry = pg_next_expiry,
+	.procs = pg_procs,
 	.shared = true,
 	.watch_fd = pg_watch_fd,
 	.notified = pg_notified,

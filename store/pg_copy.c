@@ -141,10 +141,11 @@ int store_copy(const char *from, const char *to, char **errmsg)
 		free(msg);
 		return -EINVAL;
 	}
-	int lock = store__lock_acquire(from, errmsg);
-	if (lock < 0) {
+	struct store__lock lock;
+	rc = store__lock_acquire(from, false, &lock, errmsg);
+	if (rc < 0) {
 		free(msg);
-		return lock;
+		return rc;
 	}
 	if (sqlite3_open_v2(from, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		store__set_msg(errmsg, "cannot open the SQLite database %s: %s", from,
@@ -218,7 +219,7 @@ rollback:
 out:
 	PQfinish(pg);
 	sqlite3_close(db);
-	store__lock_release(lock);
+	store__lock_release(&lock);
 	free(msg);
 	return rc;
 }

@@ -8,13 +8,17 @@
  * indexed by enum stmt_id; no SQL is ever built from a caller's string.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "log/log.h"
 #include "migrations/migrations.h"
 #include "store/lock.h"
 #include "store/migrate.h"
@@ -58,6 +62,9 @@ enum stmt_id {
 	S_TOOL_PAUSED,
 	S_NEXT_RUN_AT,
 	S_NEXT_EXPIRY,
+	S_PROC_PUT,
+	S_PROC_DEL,
+	S_PROCS,
 	S_NSTMT
 };
 
@@ -189,6 +196,16 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_NEXT_EXPIRY] = "SELECT expires_at FROM jobs INDEXED BY jobs_expiry"
 			  " WHERE status IN (1, 3)"
 			  " AND expires_at IS NOT NULL ORDER BY expires_at LIMIT 1",
+	/* One daemon per database: its node is ''. */
+	[S_PROC_PUT] = "INSERT INTO procs (node, pid, job_id, start_min, start_max,"
+		       " boot_id) VALUES ('', ?1, ?2, ?3, ?4, ?5)"
+		       " ON CONFLICT (node, pid) DO UPDATE SET job_id = excluded.job_id,"
+		       " start_min = excluded.start_min, start_max = excluded.start_max,"
+		       " boot_id = excluded.boot_id",
+	[S_PROC_DEL] = "DELETE FROM procs WHERE node = '' AND pid = ?1"
+		       " AND start_min = ?2",
+	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
+		    " WHERE node = '' ORDER BY pid",
 };
 
 /* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
@@ -223,7 +240,11 @@ struct conn {
 struct sq {
 	struct conn w; /* the writer thread's */
 	struct conn r; /* the loop thread's, read only */
-	int lock_fd;   /* the one-daemon lock (lock.h) */
+	struct store__lock lock; /* the one-daemon lock (lock.h) */
+	/* The integrity check left to the writer thread (sq_check): the
+	 * database was too large to check at open. */
+	bool check_pending;
+	char *path;
 };
 
 /* The list before-bound when there is no cursor: a BLOB sorts after every
@@ -1115,6 +1136,25 @@ static int do_prune(struct conn *c, struct store__wreq *w)
 	return rc;
 }
 
+static int do_proc(struct conn *c, struct store__wreq *w)
+{
+	const struct store_proc *p = &w->req->u.proc.proc;
+	sqlite3_stmt *s = get(c, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, p->pid);
+	if (w->req->u.proc.remove) {
+		sqlite3_bind_int64(s, 2, p->start_min);
+	} else {
+		bind_str(s, 2, p->job_id);
+		sqlite3_bind_int64(s, 3, p->start_min);
+		sqlite3_bind_int64(s, 4, p->start_max);
+		bind_str(s, 5, p->boot_id);
+	}
+	w->rc = 0;
+	return run(s);
+}
+
 /* do_max_pages is a test hook: it caps the database's size, the way a
  * full disk would. The count is an integer, never a caller's string. */
 static int do_max_pages(struct conn *c, struct store__wreq *w)
@@ -1138,14 +1178,15 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	/* Held-back creations go in before any other request, which may
 	 * read them (and whose events must follow theirs). Creations,
 	 * transitions and claims only append events; anything else may read
-	 * or delete them, so the pending ones go in first. */
-	if (req->op != STORE_OP_CREATE && c->njobs > 0) {
+	 * or delete them, so the pending ones go in first. A process record
+	 * touches neither jobs nor events. */
+	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_PROC && c->njobs > 0) {
 		int rc = flush_jobs(c);
 		if (rc != 0)
 			return rc;
 	}
 	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_TRANSITION &&
-	    req->op != STORE_OP_CLAIM && c->npend > 0) {
+	    req->op != STORE_OP_CLAIM && req->op != STORE_OP_PROC && c->npend > 0) {
 		int rc = flush_events(c);
 		if (rc != 0)
 			return rc;
@@ -1171,6 +1212,8 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_pause(c, w);
 	case STORE_OP_PRUNE:
 		return do_prune(c, w);
+	case STORE_OP_PROC:
+		return do_proc(c, w);
 	case STORE__OP_MAX_PAGES:
 		return do_max_pages(c, w);
 	default:
@@ -1473,6 +1516,49 @@ static int sq_next_expiry(void *be, int64_t *at)
 	return s != NULL ? one_int64(s, 0, at) : prepare_error(c);
 }
 
+static int sq_procs(void *be, struct store_proc **out, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_PROCS);
+	struct store_proc *v = NULL;
+	size_t cap = 0;
+	int rc;
+
+	if (s == NULL)
+		return prepare_error(c);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_proc *x = realloc(v, ncap * sizeof(*v));
+			if (x == NULL) {
+				done(s);
+				free(v);
+				*n = 0;
+				return -ENOMEM;
+			}
+			v = x;
+			cap = ncap;
+		}
+		struct store_proc *p = &v[(*n)++];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->job_id, sizeof(p->job_id), "%s",
+			 (const char *)sqlite3_column_text(s, 0));
+		p->pid = sqlite3_column_int64(s, 1);
+		p->start_min = sqlite3_column_int64(s, 2);
+		p->start_max = sqlite3_column_int64(s, 3);
+		snprintf(p->boot_id, sizeof(p->boot_id), "%s",
+			 (const char *)sqlite3_column_text(s, 4));
+	}
+	done(s);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		*n = 0;
+		return err(rc);
+	}
+	*out = v;
+	return 0;
+}
+
 /* ---- open and close ---------------------------------------------------- */
 
 static void conn_close(struct conn *c)
@@ -1495,7 +1581,9 @@ static void sq_close(void *be)
 		return;
 	conn_close(&q->r);
 	conn_close(&q->w);
-	store__lock_release(q->lock_fd);
+	/* After SQLite's descriptors: see lock.h. */
+	store__lock_release(&q->lock);
+	free(q->path);
 	free(q);
 }
 
@@ -1525,6 +1613,100 @@ static void configure(void)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* quick_check runs PRAGMA quick_check on db: every page of every b-tree
+ * is read and its structure checked (not the agreement of indexes with
+ * their tables, which integrity_check adds at several times the cost).
+ * It stops at the first problem. Returns 0, or -EIO with *errmsg. */
+static int quick_check(sqlite3 *db, const char *path, char **errmsg)
+{
+	sqlite3_stmt *s;
+	const char *what = NULL;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &s, NULL);
+
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			what = (const char *)sqlite3_column_text(s, 0);
+			if (what != NULL && strcmp(what, "ok") == 0) {
+				sqlite3_finalize(s);
+				return 0;
+			}
+		}
+	}
+	if (what == NULL)
+		what = sqlite3_errmsg(db);
+	/* Its report starts with a line naming the schema. */
+	if (strncmp(what, "*** in database main ***\n", 25) == 0)
+		what += 25;
+	store__set_msg(errmsg,
+		       "the database %s fails its integrity check (PRAGMA "
+		       "quick_check: %s); berthd does not run on a damaged "
+		       "database: restore it from a backup, or save what is "
+		       "readable with `sqlite3 %s .recover`",
+		       path, what ? what : "no answer", path);
+	sqlite3_finalize(s);
+	return (rc & 0xff) == SQLITE_NOMEM ? -ENOMEM : -EIO;
+}
+
+/* sq_check runs the integrity check sq_open left for the writer thread,
+ * before its first batch: nothing has been written to the database yet. */
+static int sq_check(void *be, char **errmsg)
+{
+	struct sq *q = be;
+	int64_t t0 = store_now();
+	int rc;
+
+	if (!q->check_pending)
+		return 0;
+	q->check_pending = false;
+	rc = quick_check(q->w.db, q->path, errmsg);
+	if (rc == 0)
+		log_info("database %s: integrity check passed in %lld ms (writes "
+			 "waited for it)",
+			 q->path, (long long)(store_now() - t0));
+	return rc;
+}
+
+/* dir_writable tells whether SQLite may create the -wal and -shm files
+ * of path: they exist, or its folder is writable. Sets *errmsg when not. */
+static bool dir_writable(const char *path, char **errmsg)
+{
+	char *wal = NULL, *shm = NULL, *dir = NULL;
+	bool ok = true;
+
+	if (asprintf(&wal, "%s-wal", path) < 0 || asprintf(&shm, "%s-shm", path) < 0 ||
+	    (dir = strdup(path)) == NULL) {
+		free(wal);
+		free(shm);
+		return true; /* out of memory: SQLite says what it finds */
+	}
+	if (access(wal, F_OK) != 0 || access(shm, F_OK) != 0) {
+		char *slash = strrchr(dir, '/');
+		const char *d = dir;
+
+		if (slash == dir)
+			slash[1] = '\0';
+		else if (slash != NULL)
+			*slash = '\0';
+		else
+			d = ".";
+		if (faccessat(AT_FDCWD, d, W_OK | X_OK, AT_EACCESS) != 0) {
+			int e = errno;
+
+			store__set_msg(errmsg,
+				       "cannot create files in %s, the folder of "
+				       "the database %s: %s; SQLite keeps %s and "
+				       "%s beside the database",
+				       d, path, strerror(e), wal, shm);
+			ok = false;
+		}
+	}
+	free(wal);
+	free(shm);
+	free(dir);
+	return ok;
+}
+
 static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -1532,16 +1714,32 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 
 	const char *path = cfg->path;
 	int busy = cfg->busy_timeout_ms > 0 ? cfg->busy_timeout_ms : 5000;
+	int64_t inline_max = cfg->check_inline_max != 0 ? cfg->check_inline_max
+							: STORE_CHECK_INLINE_MAX;
 	struct sq *q = calloc(1, sizeof(*q));
-	if (q == NULL)
+	struct stat st = {0};
+	int version = 0;
+	if (q == NULL || (q->path = strdup(path)) == NULL) {
+		free(q);
 		return -ENOMEM;
+	}
 
-	/* The lock comes first: no second daemon may even migrate. */
-	int rc = q->lock_fd = store__lock_acquire(path, errmsg);
+	/* The lock comes first: no second daemon may even migrate. It also
+	 * creates a new database file, mode 0600, and fails for a database
+	 * berthd cannot write. */
+	int rc = dir_writable(path, errmsg) ? 0 : -EACCES;
+	if (rc == 0)
+		rc = store__lock_acquire(path, true, &q->lock, errmsg);
 	if (rc < 0) {
+		free(q->path);
 		free(q);
 		return rc;
 	}
+	if (fstat(q->lock.db_fd, &st) == 0 && (st.st_mode & 077) != 0)
+		log_warn("the database %s can be read by other users (mode %04o): "
+			 "`chmod 600 %s` keeps its jobs private (berthd creates "
+			 "its databases 0600)",
+			 path, (unsigned)(st.st_mode & 07777), path);
 
 	/* NOMUTEX: each connection is used by one thread at a time (the
 	 * writer's by the writer thread once open returns). */
@@ -1555,7 +1753,41 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 		rc = err(rc);
 		goto fail;
 	}
+	/* SQLite opens a file it may not write read-only, silently. */
+	if (sqlite3_db_readonly(q->w.db, "main") == 1) {
+		store__set_msg(errmsg, "cannot write the database %s: SQLite "
+			       "opened it read-only; berthd needs to write its "
+			       "database", path);
+		rc = -EROFS;
+		goto fail;
+	}
 	sqlite3_busy_timeout(q->w.db, busy);
+
+	/*
+	 * The integrity check comes before anything is written. It reads the
+	 * whole file (PRAGMA quick_check: 2.5 s for the 650 MB of 1,000,000
+	 * suspended jobs, docs/RELIABILITY.md), so only a database up to
+	 * inline_max bytes, or one about to be migrated, is checked here,
+	 * before start-up goes on; a larger one is checked by the writer
+	 * thread before its first write (sq_check), while reads are served,
+	 * and writes wait for it.
+	 */
+	if ((rc = store__user_version(q->w.db, &version)) != SQLITE_OK) {
+		store__set_msg(errmsg, "cannot read the database %s: %s", path,
+			       sqlite3_errmsg(q->w.db));
+		rc = err(rc);
+		goto fail;
+	}
+	if (inline_max > 0 &&
+	    (st.st_size <= inline_max || version < (int)migrations_sqlite_count)) {
+		int64_t t0 = store_now();
+		if ((rc = quick_check(q->w.db, path, errmsg)) != 0)
+			goto fail;
+		log_info("database %s: integrity check passed in %lld ms", path,
+			 (long long)(store_now() - t0));
+	} else {
+		q->check_pending = true;
+	}
 
 	/* The version check comes before anything that writes (such as
 	 * switching to WAL), so that a newer database is left untouched. */
@@ -1617,4 +1849,6 @@ const struct store__backend store__sqlite = {
 	.tool_paused = sq_tool_paused,
 	.next_run_at = sq_next_run_at,
 	.next_expiry = sq_next_expiry,
+	.procs = sq_procs,
+	.check = sq_check,
 };

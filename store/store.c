@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log/log.h"
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -71,6 +72,11 @@ struct store {
 	struct store__batch *dhead, *dtail;
 	bool stop;
 	bool writer_done;
+	/* The integrity check the writer ran first failed (store_config's
+	 * check_inline_max): every request fails with this code, and the
+	 * loop thread reports failed_msg once (on_fatal). */
+	int failed;
+	char *failed_msg;
 	/* The writer sleeps on work. The first request queued wakes it,
 	 * after unlocking mu; the others of the same burst find it awake.
 	 * A signal per request, under mu, made waking threads 27 % of the
@@ -104,6 +110,9 @@ struct store {
 	bool ticking;
 	int nclosing; /* handles whose close callbacks are still due */
 	bool recovering; /* store_recover ran, store_requeue_running not */
+	void (*on_fatal)(void *arg, const char *message);
+	void *fatal_arg;
+	bool fatal_told;
 	bool (*may_rerun)(void *arg, const char *tool);
 	void *may_rerun_arg;
 };
@@ -243,6 +252,20 @@ static void *writer_main(void *arg)
 	struct store *st = arg;
 
 	pthread_setname_np(pthread_self(), "berth-writer");
+	/* The check open left to the writer runs before anything is written;
+	 * requests queue behind it. */
+	if (st->ops->check != NULL) {
+		char *msg = NULL;
+		int rc = st->ops->check(st->be, &msg);
+		if (rc != 0) {
+			log_error("%s", msg != NULL ? msg : "the database fails its integrity check");
+			pthread_mutex_lock(&st->mu);
+			st->failed = rc;
+			st->failed_msg = msg;
+			pthread_mutex_unlock(&st->mu);
+			uv_async_send(&st->async);
+		}
+	}
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		while (st->qhead == NULL && !st->stop) {
@@ -310,7 +333,13 @@ static void *writer_main(void *arg)
 		b->head = first;
 		pthread_mutex_unlock(&st->mu);
 
-		run_batch(st, b);
+		if (st->failed != 0) {
+			/* The database failed its check: nothing touches it. */
+			for (struct store__wreq *w = b->head; w != NULL; w = w->next)
+				w->rc = st->failed;
+		} else {
+			run_batch(st, b);
+		}
 
 		pthread_mutex_lock(&st->mu);
 		for (struct store__wreq *w = b->head; w != NULL; w = w->next)
@@ -398,6 +427,7 @@ static void free_store(struct store *st)
 	pthread_cond_destroy(&st->settled);
 	free(st->listeners);
 	free(st->path);
+	free(st->failed_msg);
 	free(st);
 }
 
@@ -489,9 +519,29 @@ static void deliver(struct store *st)
 		finish_close(st);
 }
 
+/* report_failure tells on_fatal, once, that the database failed the
+ * check the writer ran first. From the loop's callback only: the caller
+ * may stop everything from there. */
+static void report_failure(struct store *st)
+{
+	pthread_mutex_lock(&st->mu);
+	int failed = st->failed;
+	pthread_mutex_unlock(&st->mu);
+	if (failed == 0 || st->fatal_told || st->closing)
+		return;
+	st->fatal_told = true;
+	if (st->on_fatal != NULL)
+		st->on_fatal(st->fatal_arg, st->failed_msg != NULL
+						    ? st->failed_msg
+						    : "the database fails its integrity check");
+}
+
 static void on_async(uv_async_t *h)
 {
-	deliver(h->data);
+	struct store *st = h->data;
+
+	report_failure(st);
+	deliver(st);
 }
 
 /* ---- opening and closing ----------------------------------------------- */
@@ -647,6 +697,8 @@ int store_open(uv_loop_t *loop, const struct store_config *cfg,
 				 ? STORE_DURABILITY_NORMAL
 				 : STORE_DURABILITY_FULL;
 	st->max_batch = cfg->max_batch > 0 ? cfg->max_batch : DEFAULT_MAX_BATCH;
+	st->on_fatal = cfg->on_fatal;
+	st->fatal_arg = cfg->fatal_arg;
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_cond_init(&st->work, NULL);
 	pthread_cond_init(&st->settled, NULL);
@@ -815,6 +867,12 @@ static int check(const struct store_req *req)
 			       : -EINVAL;
 	case STORE_OP_TOOL_PAUSE:
 		return req->u.pause.tool != NULL ? 0 : -EINVAL;
+	case STORE_OP_PROC:
+		return req->u.proc.proc.pid > 0 &&
+			       valid_id(req->u.proc.proc.job_id) &&
+			       memchr(req->u.proc.proc.boot_id, '\0', 40) != NULL
+			       ? 0
+			       : -EINVAL;
 	case STORE_OP_EXPIRE:
 	case STORE_OP_PRUNE:
 	case STORE__OP_MAX_PAGES:
@@ -1349,6 +1407,13 @@ int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
 	if (limit == 0)
 		return 0;
 	return st->ops->logs(st->be, job_id, after, limit, out, n);
+}
+
+int store_procs(struct store *st, struct store_proc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	return st->ops->procs(st->be, out, n);
 }
 
 int store_tool_paused(struct store *st, const char *tool)

@@ -226,17 +226,39 @@ struct store_config {
 	 * jobs without renewing; 0: $BERTH_LEASE_MS, else 15000. */
 	const char *node;
 	int64_t lease_ms;
+	/* SQLite only. The integrity check at open (PRAGMA quick_check,
+	 * which reads the whole file) runs before store_open returns for a
+	 * database of up to check_inline_max bytes (0:
+	 * STORE_CHECK_INLINE_MAX; -1: never, for tests), or one about to be
+	 * migrated. A larger database is checked by the writer thread
+	 * before it writes anything, while reads are served and requests
+	 * wait. When that check fails, the failure is logged, every request
+	 * fails with -EIO (nothing is written), and on_fatal(fatal_arg,
+	 * message) is called once on the loop thread, from a callback of the
+	 * loop (never from inside a store function): the caller stops. */
+	int64_t check_inline_max;
+	void (*on_fatal)(void *arg, const char *message);
+	void *fatal_arg;
 };
+
+/* A database up to this size is checked at open before store_open
+ * returns: about 0.1 s of PRAGMA quick_check (docs/RELIABILITY.md). */
+#define STORE_CHECK_INLINE_MAX (32 * 1024 * 1024)
 
 struct store;
 
 /*
  * store_open opens (creating if needed) and migrates the database, takes
- * the one-daemon lock (a lock file PATH.lock holding the holder's pid) and
- * starts the writer thread. Returns 0 and sets *out, or a negative code
- * and sets *errmsg to a malloc'd sentence for a person (for example "the
- * database ./berth.db is in use by berthd pid 4242", "the database was
- * written by a newer berth (schema version 7, this binary knows 3)").
+ * the one-daemon lock (a flock on the database file, whatever path names
+ * it, and a lock file beside its resolved path holding the holder's pid:
+ * store/lock.h) and starts the writer thread. A SQLite database is created
+ * mode 0600 (its -wal and -shm files take the same mode), must be
+ * writable, and must pass an integrity check (check_inline_max above).
+ * Returns 0 and sets *out, or a negative code and sets *errmsg to a
+ * malloc'd sentence for a person (for example "the database ./berth.db is
+ * in use by berthd pid 4242", "the database was written by a newer berth
+ * (schema version 7, this binary knows 3)", "cannot write the database
+ * ...", "the database ... fails its integrity check ...").
  */
 int store_open(uv_loop_t *loop, const struct store_config *cfg,
 	       struct store **out, char **errmsg);
@@ -299,6 +321,22 @@ enum store_op {
 	STORE_OP_EXPIRE,
 	STORE_OP_TOOL_PAUSE,
 	STORE_OP_PRUNE,
+	STORE_OP_PROC,
+};
+
+/*
+ * struct store_proc is a process group an external tool's run started, as
+ * the worker records it (worker/proc.c) so that a berthd restarted after a
+ * crash can kill what its predecessor left running (worker/orphans.c).
+ * The store keeps each node's records apart (PostgreSQL): a pid names a
+ * process on one machine only.
+ */
+struct store_proc {
+	char job_id[40];
+	int64_t pid;       /* the group's leader, whose pid is the group id */
+	int64_t start_min; /* its start time lies between these, in clock */
+	int64_t start_max; /* ticks after boot (/proc/PID/stat's) */
+	char boot_id[40];  /* the boot it started in */
 };
 
 /* Which fields a transition writes (struct store_transition.set). */
@@ -460,6 +498,15 @@ struct store_req {
 		struct {
 			int64_t before;
 		} prune;
+
+		/* STORE_OP_PROC: records proc for this node, replacing its
+		 * record of the same pid; with remove, deletes this node's
+		 * record of the same pid and start_min (none is no error). No
+		 * event, and no job is read: the job may be gone. */
+		struct {
+			struct store_proc proc;
+			bool remove;
+		} proc;
 	} u;
 
 	/* Results, valid in done. */
@@ -535,6 +582,11 @@ int store_count_by_status(struct store *st, int64_t counts[STORE_NSTATUS]);
 /* store_logs reads up to limit log lines of a job with n > after. */
 int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
 	       struct store_log_line **out, size_t *n);
+
+/* store_procs reads this node's process records (STORE_OP_PROC) into a new
+ * array *out of *n, which the caller frees. Returns 0 or a storage
+ * error. */
+int store_procs(struct store *st, struct store_proc **out, size_t *n);
 
 /* store_tool_paused returns 1 when the tool is paused, 0 when not, or a
  * negative code. */

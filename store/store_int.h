@@ -138,6 +138,13 @@ struct store__backend {
 	int (*tool_paused)(void *be, const char *tool);
 	int (*next_run_at)(void *be, int64_t *at);
 	int (*next_expiry)(void *be, int64_t *at);
+	int (*procs)(void *be, struct store_proc **out, size_t *n);
+
+	/* Writer thread, once, before the first batch: the integrity check
+	 * open left to it (SQLite, a large database; store_config's
+	 * check_inline_max). Returns 0, or a negative code with *errmsg
+	 * (malloc'd). NULL: nothing to check. */
+	int (*check)(void *be, char **errmsg);
 
 	/*
 	 * A database several nodes share (PostgreSQL) sets shared and the

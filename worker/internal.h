@@ -28,6 +28,12 @@
 #define WORKER__WORKERS 4
 #define WORKER__TIMEOUT_MS 300000
 #define WORKER__KILL_GRACE_MS 5000
+/* An external tool's process has exited, and its stdout or stderr is still
+ * open, held by a process it left behind: after this long, its group is
+ * SIGKILLed and the pipes are no longer read (proc.c). */
+#define WORKER__REAP_GRACE_MS 1000
+/* The size of the buffer external tools' pipes are read into (proc.c). */
+#define WORKER__PROC_BUF 65536
 #define WORKER__SHUTDOWN_GRACE_MS 10000
 #define WORKER__MAX_OUTPUT (64 * 1024 * 1024)
 #define WORKER__MAX_LOG (1024 * 1024)
@@ -198,6 +204,12 @@ struct worker__run {
 	/* External tools. */
 	struct worker__proc *proc;
 
+	/* The log this run wrote (worker__run_log): message and data
+	 * bytes, and lines. Once full, one line says so and the rest is
+	 * dropped. */
+	int64_t log_bytes, log_lines;
+	bool log_capped;
+
 	/* Progress writes: at most one in flight, the newest kept. */
 	bool progress_writing;
 	json_t *progress_next;
@@ -295,6 +307,12 @@ struct worker {
 	bool listeners_dirty; /* a listener was removed meanwhile */
 
 	int inflight; /* operations not yet freed */
+
+	/* External tools (proc.c): the one buffer their pipes are read
+	 * into, and the stack their children start on (spawn.c); both made
+	 * at the first run, freed by worker_destroy. */
+	char *proc_buf;
+	void *spawn_stack;
 
 	/* Shutdown. */
 	bool stopping;
@@ -490,7 +508,8 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o);
 /* worker__run_abort sets the abort flag and stops the executor. */
 void worker__run_abort(struct worker__run *r, int reason);
 /* worker__run_cancelled: a cancel of r's job was committed (on any node),
- * or another node took the job over: r is stopped and its result dropped. */
+ * another node took the job over, or the creation of a job run at its
+ * submission failed: r is stopped and its result dropped. */
 void worker__run_cancelled(struct worker__run *r);
 /* worker__run_give_up ends a run whose C tool does not return. */
 void worker__run_give_up(struct worker__run *r);
@@ -498,8 +517,17 @@ void worker__run_give_up(struct worker__run *r);
 void worker__run_exec_ended(struct worker__run *r);
 /* Messages of a running tool, on the loop thread. */
 void worker__run_progress(struct worker__run *r, json_t *progress);
+/* worker__run_log appends a line to the job's log for r: a structured log
+ * line of the tool, a line of its stderr, or a note of berth's. Each run
+ * may write max_log_bytes bytes (message and data, as JSON) and
+ * max_log_lines lines (worker_config); the line that would pass either
+ * is dropped, and so is every one after it, in place of which one "warn"
+ * line says that the rest was dropped (the last of the max_log_lines). */
 void worker__run_log(struct worker__run *r, const char *level,
 		     const char *message, const json_t *data);
+/* worker__run_log_full fills r's log at once: the marker line is written
+ * (once) and every line after it dropped. */
+void worker__run_log_full(struct worker__run *r);
 void worker__run_checkpoint(struct worker__run *r, json_t *value,
 			    struct worker__wait *wait);
 
@@ -550,6 +578,96 @@ void worker__exec_inline(struct worker *w);
  * before it). */
 void worker__idle_kick(struct worker *w);
 int worker__proc_start(struct worker__run *r, char **errmsg);
+
+/* ---- orphans.c -------------------------------------------------------- */
+
+/* worker__boot_id returns this boot's id (/proc/sys/kernel/random/boot_id,
+ * read once; "" when unreadable). */
+const char *worker__boot_id(void);
+/* worker__boot_ticks returns the boot clock in the clock ticks of
+ * /proc/PID/stat's start times. */
+int64_t worker__boot_ticks(void);
+/* worker__proc_stat reads pid's process group, start time (clock ticks
+ * after boot) and state letter from /proc/PID/stat. Returns 0 or -errno
+ * (-ENOENT: no such process). */
+int worker__proc_stat(pid_t pid, int64_t *pgid, int64_t *start, char *state);
+/* worker__orphans_record records (or, with remove, forgets) the process
+ * group led by pid, which started between the boot clock's start_min and
+ * start_max (worker__boot_ticks), for job_id (STORE_OP_PROC), so that the
+ * next berthd can kill it should this one die (orphans.c). */
+void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
+			    int64_t start_min, int64_t start_max, bool remove);
+/* worker__orphans_kill SIGKILLs the recorded process groups of this node
+ * that are still alive and still the ones recorded, waits for them to go,
+ * and forgets every record. Start-up only (it blocks, briefly). Returns
+ * the number of groups killed, or a negative code. */
+int worker__orphans_kill(struct worker *w);
+
+/* ---- spawn.c ---------------------------------------------------------- */
+
+/* What worker__spawn_start starts; everything is borrowed for the call. */
+struct worker__spawn {
+	char *const *argv; /* argv[0]: a path, or a name looked up in PATH */
+	char *const *env;  /* the whole environment (PATH from it) */
+	const char *cwd;   /* or NULL */
+	int stdio[3];      /* the child's 0, 1, 2: descriptors above 2 */
+	/* The stack the child runs on until its exec (worker__spawn_stack_new),
+	 * used by one start at a time; NULL: one is mapped for the call. */
+	void *stack;
+};
+
+/* worker__spawn_stack_new maps a stack for worker__spawn_start to reuse
+ * (mapping and unmapping one each time costs a TLB shootdown on every
+ * thread), or NULL; worker__spawn_stack_free unmaps it (NULL is
+ * ignored). */
+void *worker__spawn_stack_new(void);
+void worker__spawn_stack_free(void *stack);
+
+/* The step of the child that failed (worker__spawn_start's *step). */
+enum worker__spawn_step {
+	WORKER__SPAWN_SIGNALS = 1,
+	WORKER__SPAWN_SESSION,
+	WORKER__SPAWN_PDEATHSIG,
+	WORKER__SPAWN_STDIO,
+	WORKER__SPAWN_DESCRIPTORS,
+	WORKER__SPAWN_CWD,
+	WORKER__SPAWN_EXEC,
+};
+
+/*
+ * worker__spawn_start starts s's program (spawn.c's header): in a session
+ * and process group of its own, SIGKILLed when the calling thread ends
+ * (call it from the loop thread), with every signal at its default and
+ * none blocked, and nothing open above 2. Returns 0 with *pid and *pidfd
+ * (close-on-exec, readable once the process has exited; the caller closes
+ * it, and reaps the process with worker__spawn_reap). Otherwise a negative
+ * errno and nothing is left running: from clone, -ENOSYS on a kernel
+ * without pidfds (before 5.3), or what the child met before its exec
+ * (-ENOENT for a missing program), with the step that failed in *step
+ * (when not NULL; 0 when the child never ran).
+ */
+int worker__spawn_start(const struct worker__spawn *s, pid_t *pid, int *pidfd,
+			int *step);
+/* worker__spawn_step_name returns a phrase for a step ("changing to its
+ * folder"). */
+const char *worker__spawn_step_name(int step);
+/* worker__spawn_pipes makes the three pipes of a child: parent[0] writes
+ * to its stdin, parent[1] and parent[2] read its stdout and stderr;
+ * child[] are their other ends, for worker__spawn's stdio, to be closed
+ * once it started. All are close-on-exec and above 2. Returns 0 or
+ * -errno, with nothing left open. */
+int worker__spawn_pipes(int parent[3], int child[3]);
+/* worker__spawn_close closes the descriptors of fds that are open (>= 0)
+ * and sets them to -1. */
+void worker__spawn_close(int fds[3]);
+/* worker__spawn_exited tells whether pid has exited: 1 with its exit
+ * status or the signal that killed it, 0 while it runs, or -errno. It is
+ * not reaped: a zombie keeps its pid, and so its process group id, from
+ * being used again, so that the group can still be killed safely. A
+ * process someone else reaped (ECHILD) counts as exited, status 0. */
+int worker__spawn_exited(pid_t pid, int64_t *status, int *sig);
+/* worker__spawn_reap reaps pid, waiting for it to exit. */
+void worker__spawn_reap(pid_t pid);
 /* worker__proc_kill sends SIGTERM to the group now (or after a grace when
  * reap is true) and SIGKILL after the kill grace. */
 void worker__proc_kill(struct worker__proc *p, bool reap);

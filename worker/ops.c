@@ -22,14 +22,23 @@ static void reply_created(struct worker__op *op, int rc)
 	int hrc;
 
 	/* A run started at submission (submit_and_run) began before this
-	 * commit; had the creation failed, so did the final transition
-	 * behind it (not found, or the same storage error, retried until it
-	 * is not found), and the run is dropped. Any other new job that is
-	 * runnable waits for a claim, and so does every job after it. */
+	 * commit. Any other new job that is runnable waits for a claim, and
+	 * so does every job after it. */
 	if (!op->run_now && rc == 0 && !op->req.existed &&
 	    j->status == STORE_PENDING)
 		w->backlog = true;
 	if (rc) {
+		struct worker__run *r;
+
+		/* The submission is refused and nothing was changed, so a run
+		 * it started is dropped now, with its result: the final
+		 * transition queued behind the creation failed with it (the
+		 * same storage error) or finds no job, and must never be
+		 * stored again, nor its hooks run. Its callback comes after
+		 * this one (the store answers in order) and sees the run
+		 * done. */
+		if (op->run_now && (r = worker__run_find(w, op->job->id)))
+			worker__run_cancelled(r);
 		worker__op_reply_store(op, rc);
 		return;
 	}

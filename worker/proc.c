@@ -17,15 +17,19 @@
  * (the child is killed); exiting without a final line is a retryable error
  * quoting the exit status and the end of stderr.
  *
- * The child leads its own process group (UV_PROCESS_DETACHED), so that a
- * cancel or a timeout reaches the shell script and everything it started:
- * SIGTERM to the group, SIGKILL after the kill grace.
+ * The child is started by spawn.c: it leads its own session and process
+ * group, so that a cancel or a timeout reaches the shell script and
+ * everything it started (SIGTERM to the group, SIGKILL after the kill
+ * grace); it dies with berthd; it has nothing open above 2. Its exit is
+ * learnt through a pidfd, polled on the loop.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "worker/internal.h"
 
@@ -41,11 +45,15 @@ static const char *const inherited_env[] = {
 
 struct worker__proc {
 	struct worker__run *run; /* holds a reference */
-	uv_process_t proc;
+	pid_t pid;               /* the process, and its group */
+	int64_t start_min, start_max; /* around its start (orphans.c) */
+	bool recorded;           /* its group is recorded in the store */
+	int pidfd;               /* readable once it exited; closed last */
+	uv_poll_t exit_poll;     /* on pidfd */
 	uv_pipe_t in, out, err;
 	uv_timer_t kill_timer;
 	int open; /* handles not yet closed */
-	bool spawned, in_closed, exited, out_eof, err_eof, ended;
+	bool spawned, polled, reaped, in_closed, exited, out_eof, err_eof, ended;
 	bool has_final, term_sent;
 	int64_t exit_status;
 	int term_signal;
@@ -62,13 +70,12 @@ struct worker__proc {
 	int64_t err_total;
 	char tail[STDERR_TAIL]; /* the end of stderr */
 	size_t tail_len;
-
-	char obuf[65536];
-	char ebuf[16384];
 };
 
 static void proc_free(struct worker__proc *p)
 {
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	free(p->inbuf);
 	free(p->line);
 	free(p->eline);
@@ -88,23 +95,41 @@ static void handle_closed(uv_handle_t *h)
 	worker__run_unref(r);
 }
 
+static void kill_group(struct worker__proc *p, int sig);
+
+/* close_all ends the process's part in the run: whatever is left in its
+ * group is SIGKILLed, the process is reaped, and the handles are closed
+ * (the last close ends the executor). Only once the process has exited:
+ * its zombie kept the group id from being used again until now. */
 static void close_all(struct worker__proc *p)
 {
 	uv_handle_t *hs[] = {
-		(uv_handle_t *)&p->proc, (uv_handle_t *)&p->in,
-		(uv_handle_t *)&p->out,  (uv_handle_t *)&p->err,
+		(uv_handle_t *)&p->exit_poll, (uv_handle_t *)&p->in,
+		(uv_handle_t *)&p->out,	      (uv_handle_t *)&p->err,
 		(uv_handle_t *)&p->kill_timer,
 	};
 
-	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)
+	if (p->spawned && !p->reaped) {
+		kill_group(p, SIGKILL);
+		worker__spawn_reap(p->pid);
+		p->reaped = true;
+	}
+	/* Reaped: nothing of the group is left for a restart to kill. */
+	if (p->recorded && p->run->w) {
+		worker__orphans_record(p->run->w, p->run->job->id, p->pid,
+				       p->start_min, p->start_max, true);
+		p->recorded = false;
+	}
+	/* The poll exists unless its init failed (worker__proc_start). */
+	for (size_t i = p->polled ? 0 : 1; i < sizeof(hs) / sizeof(hs[0]); i++)
 		if (!uv_is_closing(hs[i]))
 			uv_close(hs[i], handle_closed);
 }
 
 static void kill_group(struct worker__proc *p, int sig)
 {
-	if (p->spawned && p->proc.pid > 0)
-		kill(-p->proc.pid, sig);
+	if (p->spawned && p->pid > 0)
+		kill(-p->pid, sig);
 }
 
 static void kill_timer_cb(uv_timer_t *h)
@@ -178,6 +203,7 @@ static void protocol_error(struct worker__proc *p, const char *what,
 }
 
 static void handle_line(struct worker__proc *p, const char *s, size_t len);
+static void err_line(struct worker__proc *p, const char *s, size_t len);
 
 static void maybe_end(struct worker__proc *p)
 {
@@ -213,18 +239,60 @@ static void maybe_end(struct worker__proc *p)
 	close_all(p);
 }
 
-static void exit_cb(uv_process_t *h, int64_t status, int sig)
+/* reap_grace_cb: the process exited a while ago, and its pipes are still
+ * open: a process it left behind holds them, in its group or out of it.
+ * The group is killed (close_all) and the pipes are no longer read, so
+ * that nothing but the tool's own process holds a slot. */
+static void reap_grace_cb(uv_timer_t *h)
 {
 	struct worker__proc *p = h->data;
 
+	if (!p->out_eof) {
+		uv_read_stop((uv_stream_t *)&p->out);
+		p->out_eof = true;
+	}
+	if (!p->err_eof) {
+		uv_read_stop((uv_stream_t *)&p->err);
+		if (p->elen)
+			err_line(p, p->eline, p->elen);
+		p->elen = 0;
+		p->err_eof = true;
+	}
+	maybe_end(p);
+}
+
+/* exit_cb: the pidfd is readable: the process has exited (or the poll
+ * failed, and it is killed). It is reaped by close_all, once the run is
+ * over. */
+static void exit_cb(uv_poll_t *h, int pstatus, int events)
+{
+	struct worker__proc *p = h->data;
+	int64_t status = 0;
+	int sig = 0;
+	int rc = worker__spawn_exited(p->pid, &status, &sig);
+
+	if (rc == 0 && pstatus == 0)
+		return; /* not yet: a spurious wake-up */
+	if (rc <= 0) {
+		/* The poll failed: the process cannot be watched, so it is
+		 * not left running unwatched. */
+		kill_group(p, SIGKILL);
+		worker__spawn_reap(p->pid);
+		p->reaped = true;
+		status = 0;
+		sig = SIGKILL;
+	}
+	uv_poll_stop(h);
 	p->exited = true;
 	p->exit_status = status;
 	p->term_signal = sig;
 	uv_timer_stop(&p->kill_timer);
-	/* Whatever the tool left behind in its group (a background child
-	 * holding stdout) goes with it; the job is over. */
+	/* Its output still in the pipes is read; a process it left behind
+	 * holding them gets the reap grace, then its group is killed and
+	 * the slot freed (docs/RELIABILITY.md). */
 	if (!p->out_eof || !p->err_eof)
-		kill_group(p, SIGKILL);
+		uv_timer_start(&p->kill_timer, reap_grace_cb,
+			       WORKER__REAP_GRACE_MS, 0);
 	maybe_end(p);
 }
 
@@ -348,18 +416,16 @@ static void handle_line(struct worker__proc *p, const char *s, size_t len)
 	worker__line_finish(&l);
 }
 
-static void alloc_out(uv_handle_t *h, size_t size, uv_buf_t *buf)
+/* alloc_buf gives every read of every process the worker's one read
+ * buffer: a read callback consumes what it got before it returns (a line
+ * left unfinished is copied into the process's own line buffer), and the
+ * loop runs one callback at a time. A buffer per process, zeroed, cost
+ * more than the rest of starting it. */
+static void alloc_buf(uv_handle_t *h, size_t size, uv_buf_t *buf)
 {
 	struct worker__proc *p = h->data;
 
-	*buf = uv_buf_init(p->obuf, sizeof(p->obuf));
-}
-
-static void alloc_err(uv_handle_t *h, size_t size, uv_buf_t *buf)
-{
-	struct worker__proc *p = h->data;
-
-	*buf = uv_buf_init(p->ebuf, sizeof(p->ebuf));
+	*buf = uv_buf_init(p->run->w->proc_buf, WORKER__PROC_BUF);
 }
 
 /* append adds n bytes to a growing line buffer. */
@@ -435,7 +501,7 @@ static void err_line(struct worker__proc *p, const char *s, size_t len)
 
 	if (len && s[len - 1] == '\r')
 		len--;
-	if (p->err_total > p->max_log)
+	if (p->run->log_capped)
 		return;
 	line = strndup(s, len);
 	if (line)
@@ -459,15 +525,17 @@ static void keep_tail(struct worker__proc *p, const char *d, size_t n)
 	p->tail_len += n;
 }
 
+/* read_err makes log lines of stderr, until the run's log is full
+ * (worker__run_log); its end is kept for error messages whatever the
+ * cap. */
 static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct worker__proc *p = s->data;
 	const char *d = buf->base, *end, *nl;
-	bool was_capped = p->err_total > p->max_log;
 
 	if (n < 0) {
 		uv_read_stop(s);
-		if (p->elen && !was_capped)
+		if (p->elen)
 			err_line(p, p->eline, p->elen);
 		p->elen = 0;
 		p->err_eof = true;
@@ -476,12 +544,7 @@ static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 	keep_tail(p, d, (size_t)n);
 	p->err_total += n;
-	if (p->err_total > p->max_log && !was_capped)
-		worker__run_log(p->run, "warn",
-				"stderr is longer than the log keeps; the rest "
-				"is dropped",
-				NULL);
-	if (was_capped)
+	if (p->run->log_capped)
 		return;
 	end = d + n;
 	while (d < end && (nl = memchr(d, '\n', (size_t)(end - d)))) {
@@ -495,8 +558,16 @@ static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		}
 		d = nl + 1;
 	}
-	if (d < end)
-		append(&p->eline, &p->elen, &p->ecap, d, (size_t)(end - d));
+	if (d < end) {
+		/* A line longer than the whole log is not kept for it. */
+		if (p->elen + (size_t)(end - d) > (size_t)p->max_log) {
+			p->elen = 0;
+			worker__run_log_full(p->run);
+		} else {
+			append(&p->eline, &p->elen, &p->ecap, d,
+			       (size_t)(end - d));
+		}
+	}
 }
 
 /* ---- stdin ------------------------------------------------------------ */
@@ -598,15 +669,23 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	const struct worker__cmd *cmd = r->tool->cmd;
 	struct worker *w = r->w;
 	struct worker__proc *p = calloc(1, sizeof(*p));
-	uv_process_options_t opt = {0};
-	uv_stdio_container_t stdio[3];
+	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd};
+	int parent[3], child[3], step = 0;
 	char **env = NULL;
 	uv_buf_t b;
 	int rc;
 
 	*errmsg = NULL;
-	if (!p)
+	if (!w->proc_buf)
+		w->proc_buf = malloc(WORKER__PROC_BUF);
+	if (!w->spawn_stack)
+		w->spawn_stack = worker__spawn_stack_new();
+	if (!p || !w->proc_buf || !w->spawn_stack) {
+		free(p);
 		return -ENOMEM;
+	}
+	sp.stack = w->spawn_stack;
+	p->pidfd = -1;
 	p->run = r;
 	p->max_out = w->cfg.max_output_bytes;
 	p->max_log = w->cfg.max_log_bytes;
@@ -618,51 +697,75 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 		proc_free(p);
 		return -ENOMEM;
 	}
+	rc = worker__spawn_pipes(parent, child);
+	if (rc == 0) {
+		sp.env = env;
+		memcpy(sp.stdio, child, sizeof(sp.stdio));
+		/* The boot clock around the start: the span its start time
+		 * lies in, for its record (orphans.c). */
+		p->start_min = worker__boot_ticks();
+		rc = worker__spawn_start(&sp, &p->pid, &p->pidfd, &step);
+		p->start_max = worker__boot_ticks();
+		worker__spawn_close(child);
+	}
+	free_env(env);
+	if (rc) {
+		/* Nothing runs; the run fails with the reason. */
+		worker__spawn_close(parent);
+		*errmsg = worker__errmsg("%s: %s (%s)", cmd->argv[0],
+					 strerror(-rc),
+					 worker__spawn_step_name(step));
+		proc_free(p);
+		return rc;
+	}
+	p->spawned = true;
+	/* Recorded, so that a berthd restarted after a crash can kill what
+	 * the process started (orphans.c). The record may commit after the
+	 * tool began: the leader is SIGKILLed with berthd in any case. */
+	worker__orphans_record(w, r->job->id, p->pid, p->start_min,
+			       p->start_max, false);
+	p->recorded = true;
 	uv_pipe_init(w->loop, &p->in, 0);
 	uv_pipe_init(w->loop, &p->out, 0);
 	uv_pipe_init(w->loop, &p->err, 0);
 	uv_timer_init(w->loop, &p->kill_timer);
 	p->in.data = p->out.data = p->err.data = p->kill_timer.data = p;
-	p->proc.data = p;
-	p->open = 5;
-
-	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-	stdio[0].data.stream = (uv_stream_t *)&p->in;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&p->out;
-	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[2].data.stream = (uv_stream_t *)&p->err;
-	opt.file = cmd->argv[0];
-	opt.args = cmd->argv;
-	opt.env = env;
-	opt.cwd = cmd->cwd;
-	opt.flags = UV_PROCESS_DETACHED;
-	opt.stdio = stdio;
-	opt.stdio_count = 3;
-	opt.exit_cb = exit_cb;
-
+	p->exit_poll.data = p;
+	rc = uv_poll_init(w->loop, &p->exit_poll, p->pidfd);
+	p->polled = rc == 0;
+	p->open = p->polled ? 5 : 4;
 	/* The run is the process's from here: handle_closed ends it. */
 	worker__run_ref(r);
 	r->proc = p;
 	r->exec_started = true;
-	rc = uv_spawn(w->loop, &p->proc, &opt);
-	free_env(env);
+	if (rc == 0 && (rc = uv_pipe_open(&p->in, parent[0])) == 0)
+		parent[0] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->out, parent[1])) == 0)
+		parent[1] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->err, parent[2])) == 0)
+		parent[2] = -1;
+	if (rc == 0)
+		rc = uv_poll_start(&p->exit_poll, UV_READABLE, exit_cb);
 	if (rc) {
-		/* The handles are closed; the run fails with the reason when
-		 * they are (as an outcome, so it is the same path). */
-		*errmsg = NULL;
+		/* The process runs but cannot be watched: it is killed and
+		 * reaped, and the run fails with the reason (as an outcome,
+		 * the path of a process that exited). */
+		int st;
+
+		worker__spawn_close(parent);
+		kill_group(p, SIGKILL);
+		while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+			;
 		p->exited = p->out_eof = p->err_eof = true;
 		p->ended = true;
 		final(p, berth_error(false, NULL,
-				     "tool %s could not be started: %s: %s",
-				     r->job->tool, cmd->argv[0],
-				     uv_strerror(rc)));
+				     "tool %s could not be watched: %s",
+				     r->job->tool, uv_strerror(rc)));
 		close_all(p);
 		return 0;
 	}
-	p->spawned = true;
-	uv_read_start((uv_stream_t *)&p->out, alloc_out, read_out);
-	uv_read_start((uv_stream_t *)&p->err, alloc_err, read_err);
+	uv_read_start((uv_stream_t *)&p->out, alloc_buf, read_out);
+	uv_read_start((uv_stream_t *)&p->err, alloc_buf, read_err);
 	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));
 	p->wreq.data = p;
 	rc = uv_write(&p->wreq, (uv_stream_t *)&p->in, &b, 1, write_cb);

@@ -834,13 +834,42 @@ void worker__run_progress(struct worker__run *r, json_t *progress)
 	progress_write(r, progress);
 }
 
+void worker__run_log_full(struct worker__run *r)
+{
+	const struct worker_config *cfg = &r->w->cfg;
+
+	if (r->log_capped)
+		return;
+	r->log_capped = true;
+	worker__job_log(r->w, r->job->id, "warn", NULL,
+			"the log of this run is full (it keeps %lld bytes and "
+			"%lld lines a run); the rest of it is dropped",
+			(long long)cfg->max_log_bytes,
+			(long long)cfg->max_log_lines);
+}
+
 void worker__run_log(struct worker__run *r, const char *level,
 		     const char *message, const json_t *data)
 {
-	if (!r->w)
+	int64_t n;
+
+	if (!r->w || r->log_capped)
 		return;
-	worker__job_log(r->w, r->job->id, level, data, "%s",
-			message ? message : "");
+	if (!message)
+		message = "";
+	n = (int64_t)strlen(message) +
+	    (data ? (int64_t)json_dumpb(data, NULL, 0, JSON_COMPACT) : 0);
+	/* The note is the last of max_log_lines lines: the store, which
+	 * keeps the newest max_log_lines of a job, drops none of this run's
+	 * for it. */
+	if (r->log_bytes + n > r->w->cfg.max_log_bytes ||
+	    r->log_lines >= r->w->cfg.max_log_lines - 1) {
+		worker__run_log_full(r);
+		return;
+	}
+	r->log_bytes += n;
+	r->log_lines++;
+	worker__job_log(r->w, r->job->id, level, data, "%s", message);
 }
 
 static void checkpoint_done(struct worker__op *op, int rc)

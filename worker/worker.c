@@ -681,6 +681,9 @@ int worker_start(struct worker *w, char **errmsg)
 		*errmsg = NULL;
 	if (w->started || w->stopping)
 		return -EINVAL;
+	/* What a berthd that died left running goes before its jobs run
+	 * again (orphans.c). Its failure is logged; recovery goes on. */
+	worker__orphans_kill(w);
 	count_interrupted(w, &rerun, &fail);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
@@ -931,6 +934,8 @@ void worker_destroy(struct worker *w)
 	free(w->by_id);
 	free(w->wakeups);
 	free(w->listeners);
+	free(w->proc_buf);
+	worker__spawn_stack_free(w->spawn_stack);
 	worker__hub_unref(w->hub);
 	free(w);
 }

@@ -62,8 +62,10 @@ struct worker_config {
 	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
 				      * shutdown; 0: 10000; < 0: none */
 	int64_t max_output_bytes;    /* external tool stdout; 0: 64 MiB */
-	int64_t max_log_bytes;       /* captured stderr per run; 0: 1 MiB */
-	int64_t max_log_lines;       /* kept per job; 0: 10000 */
+	int64_t max_log_bytes;       /* log per run (structured lines and
+				      * stderr); 0: 1 MiB */
+	int64_t max_log_lines;       /* log lines per run, and kept per job
+				      * (the newest); 0: 10000 */
 	int64_t retention_ms;        /* prune terminal jobs; 0: 7 days */
 };
 

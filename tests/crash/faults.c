@@ -5,13 +5,17 @@
  *
  *   poison_tool__crashing_the_daemon__is_failed_after_its_retries
  *   disk_full__answers_storage_error__and_recovers_when_space_returns
+ *   disk_full__a_refused_nonblocking_submission__leaves_no_run_behind
  *   locked_database__answers_storage_error__and_recovers
  *   second_daemon__on_the_same_database__refuses_to_start
+ *   damaged_database__berthd_refuses_to_start_and_says_why
  *   misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on
+ *   kill9__a_tool_left_running__is_killed_before_its_job_runs_again
  *   client_disconnects__mid_request_and_mid_batch__harm_no_one
  *   security__socket_tools_limits_tcp_and_ids
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -352,6 +356,157 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 	(void)err;
 }
 
+/* read_log returns berthd's log so far (malloc'd, NUL-terminated). */
+static char *read_log(const struct harness *h)
+{
+	FILE *f = fopen(h->log, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = malloc(cap);
+
+	assert_non_null(buf);
+	while (f && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	if (f)
+		fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* retried_results_exist checks every "job ID: storing its result failed"
+ * line of berthd's log: a result is stored again only for a job that
+ * exists. Returns the number of such lines. */
+static int retried_results_exist(struct harness *h, struct berth_client *c)
+{
+	static const char mark[] = ": storing its result failed";
+	char *log = read_log(h), *p = log;
+	int n = 0;
+
+	while ((p = strstr(p, mark))) {
+		char *start = p;
+		char id[40];
+		json_t *err = NULL, *j;
+
+		while (start > log && start[-1] != ' ')
+			start--;
+		assert_true(p - start < (ptrdiff_t)sizeof id);
+		memcpy(id, start, (size_t)(p - start));
+		id[p - start] = '\0';
+		j = harness_call(c, "jobs/get", json_pack("{s:s}", "id", id),
+				 &err);
+		if (err)
+			fprintf(stderr, "the result of job %s, which does not "
+				"exist, is being stored again\n", id);
+		assert_null(err);
+		json_decref(j);
+		n++;
+		p += sizeof mark - 1;
+	}
+	free(log);
+	return n;
+}
+
+/* A nonblocking tool's job runs at its submission, before its creation
+ * commits (docs/API.md). When that commit fails (a full disk), the
+ * submission is refused with -32014 and nothing was changed: the run's
+ * result must be dropped with it, not stored again every second for a
+ * job that does not exist. */
+static void disk_full__a_refused_nonblocking_submission__leaves_no_run_behind(
+	void **state)
+{
+	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
+	char db[128], filler[128], cmd[512];
+	const char *args[] = {"--db", db, "--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	json_t *big, *res;
+	int acked = 0, refused = 0, lines;
+	char *id;
+	char **ids = calloc(4000, sizeof *ids);
+
+	assert_non_null(mkdtemp(mnt));
+	if (mount("berth-diskfull", mnt, "tmpfs", 0, "size=2m") != 0) {
+		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
+			"skipped\n", mnt, strerror(errno));
+		rmdir(mnt);
+		free(ids);
+		skip();
+	}
+	snprintf(db, sizeof db, "%s/berth.db", mnt);
+	snprintf(filler, sizeof filler, "%s/filler", mnt);
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	snprintf(cmd, sizeof cmd,
+		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", filler);
+	assert_int_equal(system(cmd), 0);
+	{
+		char *pad = malloc(16385);
+
+		memset(pad, 'x', 16384);
+		pad[16384] = '\0';
+		big = json_pack("{s:s}", "pad", pad);
+		free(pad);
+	}
+	/* No idempotency key and one submission at a time: each job of
+	 * crash-pure (nonblocking) runs at its submission. Even inputs
+	 * complete on the first try. */
+	for (int i = 0; i < 4000 && refused < 5; i++) {
+		json_int_t code;
+
+		code = submit(c, json_pack("{s:s, s:{s:i, s:O}}", "tool",
+					   "crash-pure", "input", "n", 2 * i,
+					   "meta", big),
+			      &id);
+		if (code == 0) {
+			ids[acked++] = id;
+		} else {
+			assert_int_equal(code, -32014);
+			refused++;
+		}
+	}
+	fprintf(stderr, "disk full: %d nonblocking submissions answered, then "
+		"%d refused with -32014\n", acked, refused);
+	assert_true(refused > 0);
+	/* The old daemon tried the refused jobs' results again every
+	 * second: give it a few seconds, with the disk still full, then
+	 * with space back. */
+	sleep_ms(2500);
+	lines = retried_results_exist(&h, c);
+	assert_int_equal(unlink(filler), 0);
+	sleep_ms(2500);
+	lines = retried_results_exist(&h, c);
+	fprintf(stderr, "disk full: %d results stored again, all of jobs "
+		"that exist\n", lines);
+	/* Every answered job completed; the refused ones made none. */
+	for (int i = 0; i < acked; i++) {
+		res = wait_terminal(c, ids[i], 30000);
+		assert_string_equal(status_of(res), "completed");
+		json_decref(res);
+		free(ids[i]);
+	}
+	res = harness_call(c, "jobs/list", json_pack("{s:i}", "limit", 1000),
+			   NULL);
+	assert_int_equal(json_array_size(json_object_get(res, "jobs")),
+			 (size_t)acked);
+	json_decref(res);
+	berth_client_close(c);
+	json_decref(big);
+	free(ids);
+	assert_int_equal(harness_stop(&h), 0);
+	assert_true(integrity_ok(db));
+	harness_cleanup(&h);
+	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", mnt);
+	(void)system(cmd);
+	umount(mnt);
+	rmdir(mnt);
+}
+
 /* ---- a locked database ------------------------------------------------- */
 
 static void locked_database__answers_storage_error__and_recovers(void **state)
@@ -411,20 +566,98 @@ static void locked_database__answers_storage_error__and_recovers(void **state)
 	stop_cleanly(&h);
 }
 
+/* second_start runs a second berthd on db and returns its exit status
+ * (-1 when it did not exit); its log is DIR/second.log. */
+static int second_start(const struct harness *h, const char *db)
+{
+	char sock[400], cmd[2048];
+	int status;
+
+	snprintf(sock, sizeof sock, "%s/second.sock", h->dir);
+	snprintf(cmd, sizeof cmd,
+		 "timeout 60 %s --db %s --socket %s --quiet >%s/second.log 2>&1",
+		 getenv("BERTHD"), db, sock, h->dir);
+	status = system(cmd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* second_log_has tells whether the second berthd's log holds s. */
+static bool second_log_has(const struct harness *h, const char *s)
+{
+	struct harness second = *h;
+	char *log;
+	bool has;
+
+	snprintf(second.log, sizeof second.log, "%s/second.log", h->dir);
+	log = read_log(&second);
+	has = strstr(log, s) != NULL;
+	if (!has)
+		fprintf(stderr, "the second berthd's log: %s\n", log);
+	free(log);
+	return has;
+}
+
 static void second_daemon__on_the_same_database__refuses_to_start(void **state)
 {
 	static const char *const args[] = {"--quiet", NULL};
 	struct harness h = {.no_examples = true};
-	char sock[400], cmd[2048];
-	int status;
+	char link[400], dotdot[400], sub[400];
 
 	assert_int_equal(harness_start(&h, args), 0);
-	snprintf(sock, sizeof sock, "%s/second.sock", h.dir);
-	snprintf(cmd, sizeof cmd, "%s --db %s --socket %s --quiet >%s/second.log 2>&1",
-		 getenv("BERTHD"), h.db, sock, h.dir);
-	status = system(cmd);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	assert_int_equal(second_start(&h, h.db), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	/* The lock follows the file, not the spelling of its path: a
+	 * symlink and a path through ".." name the same database. */
+	snprintf(link, sizeof link, "%s/link.db", h.dir);
+	snprintf(sub, sizeof sub, "%s/sub", h.dir);
+	snprintf(dotdot, sizeof dotdot, "%s/sub/../berth.db", h.dir);
+	assert_int_equal(symlink(h.db, link), 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(second_start(&h, link), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	assert_int_equal(second_start(&h, dotdot), 1);
+	assert_true(second_log_has(&h, "is in use by berthd pid"));
+	unlink(link);
+	rmdir(sub);
 	stop_cleanly(&h);
+}
+
+/* A damaged database: berthd refuses to start on it, and says why, rather
+ * than acknowledge submissions into it. */
+static void damaged_database__berthd_refuses_to_start_and_says_why(void **state)
+{
+	static const char *const args[] = {"--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char junk[4096];
+	struct stat st;
+	char *id;
+	int fd;
+
+	assert_int_equal(harness_start(&h, args), 0);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	for (int i = 0; i < 300; i++) {
+		assert_int_equal(submit(c, json_pack("{s:s, s:{s:i}}", "tool",
+						     "crash-echo", "input", "n", i),
+					&id), 0);
+		free(id);
+	}
+	berth_client_close(c);
+	assert_int_equal(harness_stop(&h), 0);
+	/* A page in the middle of the file is overwritten. */
+	assert_int_equal(stat(h.db, &st), 0);
+	assert_true(st.st_size >= 8 * 4096);
+	memset(junk, 0x5a, sizeof junk);
+	fd = open(h.db, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof junk,
+				(st.st_size / 4096 / 2) * 4096),
+			 (ssize_t)sizeof junk);
+	close(fd);
+	assert_int_equal(second_start(&h, h.db), 1);
+	assert_true(second_log_has(&h, "fails its integrity check"));
+	harness_cleanup(&h);
 }
 
 /* ---- misbehaving external tools ---------------------------------------- */
@@ -476,6 +709,103 @@ static void misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on(
 		json_decref(info);
 	}
 	berth_client_close(c);
+	stop_cleanly(&h);
+}
+
+/* ---- tools left running by a berthd that died ---------------------------- */
+
+/* tick_pids reads the ticker's file from offset on: the number of lines,
+ * with the distinct pids they name in pids (up to 8) and their count in
+ * *npids. */
+static int tick_pids(const char *path, long offset, long pids[8], int *npids)
+{
+	FILE *f = fopen(path, "r");
+	long pid;
+	int lines = 0;
+
+	*npids = 0;
+	if (!f)
+		return 0;
+	fseek(f, offset, SEEK_SET);
+	while (fscanf(f, "%ld", &pid) == 1) {
+		bool seen = false;
+
+		lines++;
+		for (int i = 0; i < *npids; i++)
+			seen = seen || pids[i] == pid;
+		if (!seen && *npids < 8)
+			pids[(*npids)++] = pid;
+	}
+	fclose(f);
+	return lines;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* An external tool whose run a kill -9 of berthd interrupted: its own
+ * process dies with berthd, and what it left running in its group is
+ * killed by the restarted berthd before the job runs again. Exactly one
+ * run of the tool is seen working after the restart (before: the
+ * interrupted run went on ticking beside the new one). */
+static void kill9__a_tool_left_running__is_killed_before_its_job_runs_again(
+	void **state)
+{
+	const char *tools = getenv("CRASH_TOOLS");
+	const char *args[] = {"--tools", tools, "--quiet", NULL};
+	struct harness h = {.no_examples = true};
+	struct berth_client *c;
+	char ticks[400];
+	long pids[8], old, offset;
+	int npids = 0, lines = 0;
+	char *id;
+	json_t *j;
+
+	assert_non_null(tools);
+	assert_int_equal(harness_start(&h, args), 0);
+	snprintf(ticks, sizeof ticks, "%s/ticks", h.dir);
+	c = harness_connect(&h);
+	assert_non_null(c);
+	assert_int_equal(submit(c, json_pack("{s:s, s:{s:s}}", "tool", "ticker",
+					     "input", "file", ticks),
+				&id), 0);
+	berth_client_close(c);
+	for (int waited = 0; lines < 5 && waited < 60000; waited += 50) {
+		sleep_ms(50);
+		lines = tick_pids(ticks, 0, pids, &npids);
+	}
+	assert_true(lines >= 5);
+	assert_int_equal(npids, 1);
+	old = pids[0];
+
+	assert_int_equal(harness_kill9(&h), 0);
+	assert_int_equal(harness_restart(&h), 0);
+	/* From here on, only the run the restart started may tick. */
+	sleep_ms(500);
+	offset = file_size(ticks);
+	sleep_ms(3000);
+	lines = tick_pids(ticks, offset, pids, &npids);
+	fprintf(stderr, "kill -9: %d ticks in 3 s after the restart, from %d "
+		"process(es); the interrupted run's ticker was %ld\n",
+		lines, npids, old);
+	assert_int_equal(npids, 1);
+	assert_true(pids[0] != old);
+	assert_true(lines >= 5);
+
+	c = harness_connect(&h);
+	assert_non_null(c);
+	j = harness_call(c, "jobs/cancel", json_pack("{s:s}", "id", id), NULL);
+	json_decref(j);
+	j = wait_terminal(c, id, 10000);
+	assert_string_equal(status_of(j), "cancelled");
+	assert_int_equal(json_integer_value(json_object_get(j, "attempt")), 2);
+	json_decref(j);
+	berth_client_close(c);
+	free(id);
 	stop_cleanly(&h);
 }
 
@@ -741,11 +1071,17 @@ int main(void)
 		cmocka_unit_test(
 			disk_full__answers_storage_error__and_recovers_when_space_returns),
 		cmocka_unit_test(
+			disk_full__a_refused_nonblocking_submission__leaves_no_run_behind),
+		cmocka_unit_test(
 			locked_database__answers_storage_error__and_recovers),
 		cmocka_unit_test(
 			second_daemon__on_the_same_database__refuses_to_start),
 		cmocka_unit_test(
+			damaged_database__berthd_refuses_to_start_and_says_why),
+		cmocka_unit_test(
 			misbehaving_tools__fail_their_jobs__and_the_daemon_serves_on),
+		cmocka_unit_test(
+			kill9__a_tool_left_running__is_killed_before_its_job_runs_again),
 		cmocka_unit_test(
 			client_disconnects__mid_request_and_mid_batch__harm_no_one),
 		cmocka_unit_test(security__socket_tools_limits_tcp_and_ids),

@@ -671,6 +671,60 @@ static void copy__sqlite_database__arrives_whole(void **state)
 	rmdir(dir);
 }
 
+/* proc records or forgets a process record on node. */
+static int proc(struct fx *f, int node, int64_t pid, int64_t start, bool remove)
+{
+	struct waiter w = {.req = {.op = STORE_OP_PROC}};
+	snprintf(w.req.u.proc.proc.job_id, 40, "job-of-%d", node);
+	snprintf(w.req.u.proc.proc.boot_id, 40, "boot");
+	w.req.u.proc.proc.pid = pid;
+	w.req.u.proc.proc.start_min = start;
+	w.req.u.proc.proc.start_max = start + 1;
+	w.req.u.proc.remove = remove;
+	return run_req(f, f->n[node].st, &w);
+}
+
+/* Each node reads and forgets only its own process records: a pid names a
+ * process on one machine, and only the node that started it may kill it
+ * after a restart (worker/orphans.c). */
+static void procs__are_each_nodes_own(void **state)
+{
+	struct fx *f = *state;
+	struct store_proc *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(proc(f, 0, 4242, 100, false), 0);
+	assert_int_equal(proc(f, 1, 4242, 200, false), 0);
+	assert_int_equal(proc(f, 1, 4343, 300, false), 0);
+	/* The same pid again replaces the node's record. */
+	assert_int_equal(proc(f, 0, 4242, 150, false), 0);
+	assert_int_equal(store_procs(f->n[0].st, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].pid, 4242);
+	assert_int_equal(v[0].start_min, 150);
+	assert_int_equal(v[0].start_max, 151);
+	assert_string_equal(v[0].job_id, "job-of-0");
+	assert_string_equal(v[0].boot_id, "boot");
+	free(v);
+	assert_int_equal(store_procs(f->n[1].st, &v, &n), 0);
+	assert_int_equal(n, 2);
+	free(v);
+	/* Forgetting needs the start too: a record of the same pid started
+	 * later is kept. */
+	assert_int_equal(proc(f, 0, 4242, 100, true), 0);
+	assert_int_equal(store_procs(f->n[0].st, &v, &n), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	assert_int_equal(proc(f, 0, 4242, 150, true), 0);
+	assert_int_equal(store_procs(f->n[0].st, &v, &n), 0);
+	assert_int_equal(n, 0);
+	free(v);
+	assert_int_equal(store_procs(f->n[1].st, &v, &n), 0);
+	assert_int_equal(n, 2);
+	free(v);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM procs"), 2);
+}
+
 int main(void)
 {
 	if (base_url() == NULL) {
@@ -701,6 +755,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lease__expired__jobs_are_recovered_by_other_nodes,
 						setup_lease, teardown),
 		cmocka_unit_test_setup_teardown(copy__sqlite_database__arrives_whole, setup_copy,
+						teardown),
+		cmocka_unit_test_setup_teardown(procs__are_each_nodes_own, setup_three,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
  * the promises of DESIGN.md's "known failures" list, kept across a kill -9.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,6 +51,26 @@ static int setup(void **state)
 	connect_to(f);
 	*state = f;
 	return 0;
+}
+
+/* The descriptor berthd inherits without close-on-exec in
+ * setup_inherited_fd, as from a careless parent (a shell's 9<file, a
+ * supervisor's socket). */
+#define INHERITED_FD 50
+
+static int setup_inherited_fd(void **state)
+{
+	int fd = open("/dev/null", O_RDONLY);
+	int rc;
+
+	assert_true(fd >= 0);
+	/* dup2's copy is not close-on-exec: the harness's fork and exec
+	 * hand it to berthd. */
+	assert_int_equal(dup2(fd, INHERITED_FD), INHERITED_FD);
+	close(fd);
+	rc = setup(state);
+	close(INHERITED_FD);
+	return rc;
 }
 
 static int teardown(void **state)
@@ -320,6 +341,28 @@ static void kill9__while_jobs_run_wait_and_sleep__loses_none_of_them(
 	free(delayed);
 }
 
+/* A tool starts with its three pipes and nothing else, whatever berthd
+ * itself was started with. */
+static void tool__starts_with_nothing_open_above_2(void **state)
+{
+	struct fixture *f = *state;
+	char path[64];
+	json_t *job;
+	char *id;
+
+	/* berthd holds the inherited descriptor... */
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)f->h.pid,
+		 INHERITED_FD);
+	assert_int_equal(access(path, F_OK), 0);
+	/* ...and its tool does not: 0, 1, 2, and the folder ls reads. */
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "fds", "input"));
+	job = wait_status(f, id, "completed");
+	assert_string_equal(jstr(json_object_get(job, "output"), "fds"),
+			    "0 1 2 3 ");
+	json_decref(job);
+	free(id);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -330,6 +373,9 @@ int main(void)
 		T(big_suspend_payload__is_approved_and_resumed),
 		T(tool_ignoring_sigterm__is_killed_on_timeout),
 		T(kill9__while_jobs_run_wait_and_sleep__loses_none_of_them),
+		cmocka_unit_test_setup_teardown(
+			tool__starts_with_nothing_open_above_2,
+			setup_inherited_fd, teardown),
 	};
 
 	return cmocka_run_group_tests_name("worker through berthd", tests,

@@ -1,8 +1,8 @@
 /*
  * test_proc.c: external tools as real child processes: output, suspend and
  * resume, error, garbage, a silent exit quoting stderr, a tool ignoring
- * SIGTERM killed on timeout, cancel, checkpoints, and the scrubbed
- * environment. The tools are small sh -c scripts (jq is allowed).
+ * SIGTERM killed on timeout, cancel, checkpoints, the scrubbed
+ * environment, and the processes a tool leaves behind. The tools are small sh -c scripts (jq is allowed).
  */
 #include <errno.h>
 #include <signal.h>
@@ -70,6 +70,52 @@ static const char *const manifests[][2] = {
 	 "echo\"]}"},
 	{"missing.json",
 	 "{\"id\":\"p-missing\",\"command\":[\"./no-such-program\"]}"},
+	{"chatty.json",
+	 "{\"id\":\"p-chatty\",\"command\":[\"/bin/sh\",\"@DIR@/chatty.sh\"]}"},
+	{"wordy.json",
+	 "{\"id\":\"p-wordy\",\"command\":[\"/bin/sh\",\"@DIR@/wordy.sh\"]}"},
+	/* Leaves a process in another session holding its stdout, and
+	 * exits after its final line. */
+	{"escaped.json",
+	 "{\"id\":\"p-escaped\",\"env\":{\"PIDFILE\":\"@DIR@/escaped.pid\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; setsid sh -c "
+	 "'echo $$ > \\\"$PIDFILE.tmp\\\"; mv \\\"$PIDFILE.tmp\\\" "
+	 "\\\"$PIDFILE\\\"; exec sleep 60' & "
+	 "while [ ! -s \\\"$PIDFILE\\\" ]; do sleep 0.05; done; "
+	 "echo '{\\\"output\\\":{}}'\"]}"},
+	/* Leaves a process in its group, holding neither of its pipes, and
+	 * exits after its final line. */
+	{"leftovers.json",
+	 "{\"id\":\"p-leftovers\",\"env\":{\"DIR\":\"@DIR@\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; "
+	 "sh -c 'echo $$ > \\\"$DIR/quiet.tmp\\\"; mv \\\"$DIR/quiet.tmp\\\" "
+	 "\\\"$DIR/quiet.pid\\\"; exec sleep 60' >/dev/null 2>&1 & "
+	 "while [ ! -s \\\"$DIR/quiet.pid\\\" ]; "
+	 "do sleep 0.05; done; echo '{\\\"output\\\":{}}'\"]}"},
+};
+
+/* Scripts the manifests above run, written beside them. */
+static const char *const scripts[][2] = {
+	/* 60 structured log lines of 1,000 bytes, three times what the
+	 * tests' log keeps (20,000 bytes). */
+	{"chatty.sh",
+	 "cat >/dev/null\n"
+	 "awk 'BEGIN {\n"
+	 "  s = sprintf(\"%1000s\", \"\"); gsub(/ /, \"x\", s)\n"
+	 "  for (i = 0; i < 60; i++) printf(\"{\\\"log\\\":{\\\"message\\\":\\\"%s\\\"}}\\n\", s)\n"
+	 "  print \"{\\\"output\\\":{}}\"\n"
+	 "}'\n"},
+	/* 2,000 short log lines, half of them on stderr, twice what the
+	 * tests' log keeps (1,000 lines). */
+	{"wordy.sh",
+	 "cat >/dev/null\n"
+	 "awk 'BEGIN {\n"
+	 "  for (i = 0; i < 1000; i++) {\n"
+	 "    printf(\"{\\\"log\\\":\\\"%d\\\"}\\n\", i)\n"
+	 "    print i > \"/dev/stderr\"\n"
+	 "  }\n"
+	 "  print \"{\\\"output\\\":{}}\"\n"
+	 "}'\n"},
 };
 
 /* subst copies text into out with @DIR@ replaced by dir. */
@@ -88,7 +134,9 @@ static int setup(void **state)
 {
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200,
-				    .max_output_bytes = 100000};
+				    .max_output_bytes = 100000,
+				    .max_log_bytes = 20000,
+				    .max_log_lines = 1000};
 	struct fx *f = fx_new(&cfg);
 	char *err = NULL;
 	char dir[300], text[4096];
@@ -103,6 +151,8 @@ static int setup(void **state)
 		snprintf(name, sizeof(name), "tools/%s", manifests[i][0]);
 		fx_write(f, name, text);
 	}
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+		fx_write(f, scripts[i][0], scripts[i][1]);
 	n = worker_load_dir(f->w, dir, &err);
 	if (n < 0)
 		fprintf(stderr, "%s\n", err);
@@ -256,6 +306,167 @@ static pid_t read_pid(struct fx *f)
 	assert_int_equal(fscanf(fp, "%d", &pid), 1);
 	fclose(fp);
 	return pid;
+}
+
+/* log_of reads every log line of job id; returns how many, with their
+ * message bytes in *bytes and the lines saying the rest was dropped in
+ * *markers. */
+static size_t log_of(struct fx *f, const char *id, int64_t *bytes,
+		     int *markers)
+{
+	int64_t after = 0;
+	size_t total = 0;
+
+	*bytes = 0;
+	*markers = 0;
+	for (;;) {
+		struct store_log_line *lines = NULL;
+		size_t n = 0;
+
+		assert_int_equal(store_logs(f->st, id, after, 1000, &lines, &n), 0);
+		for (size_t i = 0; i < n; i++) {
+			*bytes += (int64_t)strlen(lines[i].message);
+			if (strstr(lines[i].message, "the rest of it is dropped")) {
+				assert_string_equal(lines[i].level, "warn");
+				(*markers)++;
+			}
+			after = lines[i].n;
+			store_log_line_finish(&lines[i]);
+		}
+		free(lines);
+		total += n;
+		if (n == 0)
+			return total;
+	}
+}
+
+/* A tool's structured log lines count toward the log of its run: 60,000
+ * bytes of them keep the 20,000 of the tests' cap, then one line says the
+ * rest was dropped (before: all were stored, whatever the cap). */
+static void external_tool__log_lines_past_the_byte_cap__are_dropped_with_a_note(
+	void **state)
+{
+	struct fx *f = *state;
+	int64_t bytes;
+	int markers;
+	size_t n;
+	char id[40];
+
+	fx_submit_ok(f, "p-chatty", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 30000);
+	fx_run_for(f, 100);
+	n = log_of(f, id, &bytes, &markers);
+	fprintf(stderr, "chatty: %zu lines, %lld bytes kept\n", n,
+		(long long)bytes);
+	assert_int_equal(markers, 1);
+	assert_true(bytes <= 20000 + 200);
+	assert_true(bytes >= 20000 - 1000);
+}
+
+/* The same for the count of lines, structured and stderr together: 2,000
+ * keep the 1,000 of the tests' cap, the note being the last (before: the
+ * newest 1,000, no note). */
+static void external_tool__log_lines_past_the_line_cap__are_dropped_with_a_note(
+	void **state)
+{
+	struct fx *f = *state;
+	int64_t bytes;
+	int markers;
+	char id[40];
+
+	fx_submit_ok(f, "p-wordy", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 30000);
+	fx_run_for(f, 100);
+	assert_int_equal(log_of(f, id, &bytes, &markers), 1000);
+	assert_int_equal(markers, 1);
+}
+
+/* alive tells whether pid runs: neither gone nor a zombie (a reparented
+ * process is reaped by whatever pid 1 is, maybe late). */
+static bool alive(pid_t pid)
+{
+	char path[64], line[512];
+	char *paren;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return false;
+	if (!fgets(line, sizeof(line), fp))
+		line[0] = '\0';
+	fclose(fp);
+	paren = strrchr(line, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z';
+}
+
+static bool dead(void *arg)
+{
+	return !alive(*(pid_t *)arg);
+}
+
+static pid_t pid_in(struct fx *f, const char *name)
+{
+	char path[320];
+	FILE *fp;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &pid), 1);
+	fclose(fp);
+	return pid;
+}
+
+static bool idle(void *arg)
+{
+	struct worker_stats st;
+
+	worker_stats(arg, &st);
+	return st.busy == 0;
+}
+
+/* A tool that exits after its final line, but leaves a process outside its
+ * group holding its stdout: the slot is free after the reap grace, not
+ * once that process ends (60 s; it held slots for as long before). */
+static void external_tool__escaped_grandchild_holding_stdout__frees_the_slot(
+	void **state)
+{
+	struct fx *f = *state;
+	pid_t pid;
+	char id[40];
+
+	fx_submit_ok(f, "p-escaped", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 10000);
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	pid = pid_in(f, "escaped.pid");
+	/* It still runs, out of berth's reach (another session), and no
+	 * longer holds anything of berth's. */
+	assert_true(alive(pid));
+	kill(pid, SIGKILL);
+}
+
+/* A tool that exits after its final line and leaves a process in its
+ * group that holds none of its pipes: the group is killed once the run is
+ * over (before, it lived on; one holding a pipe was killed at the tool's
+ * exit, and now gets the reap grace first). */
+static void external_tool__exited__the_rest_of_its_group_is_killed(
+	void **state)
+{
+	struct fx *f = *state;
+	pid_t quiet;
+	char id[40];
+
+	fx_submit_ok(f, "p-leftovers", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 10000);
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	quiet = pid_in(f, "quiet.pid");
+	if (!fx_run_until(f, dead, &quiet, 5000)) {
+		kill(quiet, SIGKILL);
+		fail_msg("the process %d the tool left in its group lives on",
+			 (int)quiet);
+	}
 }
 
 static void external_tool__ignoring_sigterm__is_killed_on_timeout(
@@ -455,6 +666,10 @@ int main(void)
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
 		T(external_tool__flooding_stdout__fails_at_the_cap),
+		T(external_tool__log_lines_past_the_byte_cap__are_dropped_with_a_note),
+		T(external_tool__log_lines_past_the_line_cap__are_dropped_with_a_note),
+		T(external_tool__escaped_grandchild_holding_stdout__frees_the_slot),
+		T(external_tool__exited__the_rest_of_its_group_is_killed),
 		cmocka_unit_test(parse_line__reads_every_kind_a_line_may_carry),
 		cmocka_unit_test(parse_line__refuses_what_is_not_a_json_object),
 	};
