@@ -676,9 +676,9 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg)
 	batch_maybe_done(b);
 }
 
-/* on_line handles one line of the client (frame.h). Returns non-zero once
- * the connection stopped reading, so that the rest of the read is
- * dropped. */
+/* on_line handles one line of the client (frame.h). Returns
+ * API_FRAME_STOP once the connection stopped reading, so that the rest of
+ * the read is dropped. */
 static int on_line(void *arg, const char *line, size_t len, bool oversize)
 {
 	struct api_conn *c = arg;
@@ -688,7 +688,7 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 	char text[256];
 
 	if (c->state != API_CONN_OPEN)
-		return 1;
+		return API_FRAME_STOP;
 	if (oversize) {
 		snprintf(text, sizeof text, "invalid request: the line is "
 			 "longer than the limit of %zu bytes", a->cfg.max_line);
@@ -708,7 +708,7 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 		api_conn_dispatch(c, msg);
 		json_decref(msg);
 	}
-	return c->state != API_CONN_OPEN;
+	return c->state != API_CONN_OPEN ? API_FRAME_STOP : API_FRAME_GO;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
