@@ -7,6 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/auth.h"
 #include "api/conn.h"
 #include "api/sub.h"
 #include "api/wait.h"
@@ -24,10 +28,11 @@
 #define DEFAULT_MAX_LINE (16u * 1024 * 1024)
 #define DEFAULT_MAX_DEPTH 64
 #define DEFAULT_MAX_CONNECTIONS 16384
+#define DEFAULT_MAX_UNAUTH 256
+#define DEFAULT_LOGIN_MS 10000
 #define DEFAULT_MAX_INFLIGHT 1024
 #define DEFAULT_MAX_OUTBUF (64u * 1024 * 1024)
 #define LISTEN_BACKLOG 4096
-#define MAX_TOKEN 4096
 
 static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *errorf(const char *fmt, ...)
@@ -45,9 +50,7 @@ static char *errorf(const char *fmt, ...)
 static void api_free(struct api *a)
 {
 	free(a->socket_path);
-	if (a->token)
-		memset(a->token, 0, a->token_len);
-	free(a->token);
+	api_auth_finish(a);
 	free(a->allow_uids);
 	free(a);
 }
@@ -69,7 +72,7 @@ static void on_listener_close(uv_handle_t *h)
 	api_handle_closed(h->data);
 }
 
-/* ---- the Unix socket --------------------------------------------------- */
+/* ---- the Unix socket ---------------------------------------------------- */
 
 /* default_socket_path returns the malloc'd default path of PROTOCOL.md. */
 static char *default_socket_path(void)
@@ -86,9 +89,9 @@ static char *default_socket_path(void)
 }
 
 /* make_dirs creates the directory that will hold path, and any missing
- * parent, mode 0700; an existing directory is left as it is. Returns 0
+ * parent, with mode; an existing directory is left as it is. Returns 0
  * or a negative errno. */
-static int make_dirs(const char *path)
+static int make_dirs(const char *path, mode_t mode)
 {
 	char *dir = strdup(path), *slash;
 	int rc = 0;
@@ -107,7 +110,9 @@ static int make_dirs(const char *path)
 		if (c != '/' && c != '\0')
 			continue;
 		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		if (mkdir(dir, mode) == 0)
+			(void)chmod(dir, mode); /* whatever the umask */
+		else if (errno != EEXIST)
 			rc = -errno;
 		*p = c;
 		if (c == '\0')
@@ -170,9 +175,94 @@ static void on_unix_connection(uv_stream_t *server, int status)
 	api_conn_accept(a, server, API_TRANSPORT_UNIX);
 }
 
+/* user_in_group is true when uid (by its passwd entry) is a member of
+ * gid. */
+static bool user_in_group(uid_t uid, gid_t gid)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	gid_t groups[256];
+	int n = 256;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+		return false;
+	if (pw.pw_gid == gid)
+		return true;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* can_search is true when uid may pass through a directory of st's
+ * owner, group and mode (by the mode bits alone). */
+static bool can_search(uid_t uid, const struct stat *st)
+{
+	if (st->st_uid == uid)
+		return st->st_mode & S_IXUSR;
+	if (user_in_group(uid, st->st_gid))
+		return st->st_mode & S_IXGRP;
+	return st->st_mode & S_IXOTH;
+}
+
+/* check_reachable warns about each --allow-uid user whom a directory on
+ * the way to the socket stops (by its mode bits; an ACL may say more):
+ * berthd makes the socket reachable, but it changes no directory it did
+ * not create, such as a 0700 $XDG_RUNTIME_DIR. */
+static void check_reachable(const struct api *a)
+{
+	char *dir = strdup(a->socket_path), *slash, *real;
+
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	real = realpath(slash ? (*dir ? dir : "/") : ".", NULL);
+	free(dir);
+	if (!real)
+		return;
+	for (size_t i = 0; i < a->nallow_uids; i++) {
+		uid_t uid = a->allow_uids[i];
+		size_t len = strlen(real);
+
+		/* Each directory from the root down to the socket's: its
+		 * path is real up to end. */
+		for (size_t end = 1; uid != 0 && end <= len; end++) {
+			struct stat st;
+			char c = real[end];
+			bool stops;
+
+			if (end < len && c != '/')
+				continue;
+			real[end] = '\0';
+			stops = stat(real, &st) == 0 && !can_search(uid, &st);
+			if (stops)
+				log_warn("--allow-uid %lu: that user cannot reach "
+					 "%s, because %s is mode %04o (owner %lu); "
+					 "let them search it (chmod o+x), or "
+					 "choose a --socket in a directory they "
+					 "can reach", (unsigned long)uid,
+					 a->socket_path, real,
+					 (unsigned)(st.st_mode & 07777),
+					 (unsigned long)st.st_uid);
+			real[end] = c;
+			if (stops)
+				break;
+		}
+	}
+	free(real);
+}
+
 static int start_unix(struct api *a, char **errmsg)
 {
-	mode_t old;
+	/* With --allow-uid the socket is reachable to every user and the
+	 * peer check in conn.c filters, as the option promises; without
+	 * it, only berthd's user may even open it. */
+	bool shared = a->nallow_uids > 0;
+	mode_t mode = shared ? 0666 : 0600, old;
 	int rc;
 
 	if (strlen(a->socket_path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
@@ -181,7 +271,7 @@ static int start_unix(struct api *a, char **errmsg)
 				 sizeof((struct sockaddr_un *)0)->sun_path - 1);
 		return -ENAMETOOLONG;
 	}
-	rc = make_dirs(a->socket_path);
+	rc = make_dirs(a->socket_path, shared ? 0711 : 0700);
 	if (rc < 0) {
 		*errmsg = errorf("cannot create the directory of %s: %s",
 				 a->socket_path, strerror(-rc));
@@ -197,13 +287,16 @@ static int start_unix(struct api *a, char **errmsg)
 	a->unix_listener.data = a;
 	a->handles++;
 	a->unix_bound = true;
-	/* The socket is created 0600 (the umask covers the moment between
-	 * bind and chmod); the peer check in conn.c is the real guard. */
-	old = umask(0177);
+	/* The socket is created with its mode (the umask covers the moment
+	 * between bind and chmod); the peer check in conn.c is the real
+	 * guard. */
+	old = umask(0777 & ~mode);
 	rc = uv_pipe_bind(&a->unix_listener, a->socket_path);
 	umask(old);
-	if (rc == 0 && chmod(a->socket_path, 0600) < 0)
+	if (rc == 0 && chmod(a->socket_path, mode) < 0)
 		rc = -errno;
+	if (rc == 0 && shared)
+		check_reachable(a);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&a->unix_listener, LISTEN_BACKLOG,
 			       on_unix_connection);
@@ -215,42 +308,7 @@ static int start_unix(struct api *a, char **errmsg)
 	return 0;
 }
 
-/* ---- TCP --------------------------------------------------------------- */
-
-/* read_token reads the token file: its first line, without the trailing
- * newline and blanks. Returns 0 or -1 with *errmsg. */
-static int read_token(struct api *a, const char *path, char **errmsg)
-{
-	char buf[MAX_TOKEN + 1];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		*errmsg = errorf("cannot read the token file %s: %s", path,
-				 strerror(errno));
-		return -1;
-	}
-	n = read(fd, buf, MAX_TOKEN);
-	close(fd);
-	if (n < 0) {
-		*errmsg = errorf("cannot read the token file %s: %s", path,
-				 strerror(errno));
-		return -1;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	n = (ssize_t)strlen(buf);
-	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	if (n == 0) {
-		*errmsg = errorf("the token file %s is empty", path);
-		return -1;
-	}
-	a->token = strdup(buf);
-	a->token_len = (size_t)n;
-	memset(buf, 0, sizeof buf);
-	return a->token ? 0 : -1;
-}
+/* ---- TCP ---------------------------------------------------------------- */
 
 int api_parse_address(const char *spec, bool bare_port,
 		      struct sockaddr_storage *ss, bool *loopback)
@@ -319,8 +377,6 @@ static int start_tcp(struct api *a, char **errmsg)
 				 "authenticate");
 		return -EINVAL;
 	}
-	if (read_token(a, a->cfg.token_file, errmsg) < 0)
-		return -EINVAL;
 	if (api_parse_address(a->cfg.listen, true, &ss, NULL) < 0) {
 		*errmsg = errorf("--listen takes HOST:PORT (a numeric address), "
 				 "not '%s'", a->cfg.listen);
@@ -346,7 +402,7 @@ static int start_tcp(struct api *a, char **errmsg)
 	return 0;
 }
 
-/* ---- events ------------------------------------------------------------ */
+/* ---- events ------------------------------------------------------------- */
 
 static void on_event(void *arg, const struct store_event *ev)
 {
@@ -365,7 +421,7 @@ static void on_progress(void *arg, const char *job_id, const char *tool,
 		api_sub_on_progress(a, job_id, progress);
 }
 
-/* ---- start and stop ---------------------------------------------------- */
+/* ---- start and stop ----------------------------------------------------- */
 
 /* close_all starts closing every handle of a; api_handle_closed frees it
  * when the last one is closed. */
@@ -378,6 +434,7 @@ static void close_all(struct api *a)
 		uv_close((uv_handle_t *)&a->tcp_listener, on_listener_close);
 	for (struct api_conn *c = a->conns; c; c = c->next)
 		api_conn_close(c);
+	api_conn_stop(a);
 	/* Closed connections write nothing more; this drops their refs. */
 	api_conn_flush_all(a);
 	if (!uv_is_closing((uv_handle_t *)&a->flush))
@@ -406,6 +463,10 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		a->cfg.max_depth = DEFAULT_MAX_DEPTH;
 	if (a->cfg.max_connections <= 0)
 		a->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+	if (a->cfg.max_unauth <= 0)
+		a->cfg.max_unauth = DEFAULT_MAX_UNAUTH;
+	if (a->cfg.login_ms <= 0)
+		a->cfg.login_ms = DEFAULT_LOGIN_MS;
 	if (a->cfg.max_inflight <= 0)
 		a->cfg.max_inflight = DEFAULT_MAX_INFLIGHT;
 	if (!a->cfg.max_outbuf)
@@ -429,8 +490,11 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	uv_prepare_init(loop, &a->flush);
 	a->flush.data = a;
 	a->handles++;
+	api_conn_start(a);
 
-	rc = start_unix(a, errmsg);
+	rc = api_auth_init(a, cfg->token_file, errmsg) < 0 ? -EINVAL : 0;
+	if (rc == 0)
+		rc = start_unix(a, errmsg);
 	listening = rc == 0;
 	if (rc == 0 && cfg->listen)
 		rc = start_tcp(a, errmsg);
@@ -458,6 +522,16 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	}
 	*out = a;
 	return 0;
+}
+
+int64_t api_login_ms(const struct api *a)
+{
+	return a->cfg.login_ms;
+}
+
+int api_max_unauth(const struct api *a)
+{
+	return a->cfg.max_unauth;
 }
 
 const char *api_socket_path(const struct api *a)

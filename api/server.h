@@ -13,6 +13,7 @@
 struct api_conn;
 struct api_wait;
 struct api_sub;
+struct api_auth;
 
 /* The number of wait buckets, hashed by job id: enough that ten thousand
  * waiters on distinct jobs find theirs among a few dozen. */
@@ -31,8 +32,7 @@ struct api {
 	struct api_config cfg; /* with every default filled in */
 
 	char *socket_path;     /* malloc'd */
-	char *token;           /* the TCP token, malloc'd, or NULL */
-	size_t token_len;
+	struct api_auth *auth; /* the token and its throttle (auth.c) */
 	uid_t *allow_uids;     /* malloc'd copy */
 	size_t nallow_uids;
 
@@ -44,7 +44,19 @@ struct api {
 	struct api_conn *dirty; /* connections with messages to write */
 	uv_prepare_t flush;     /* writes them before the loop blocks */
 	size_t nconns;
+	size_t ntcp;            /* TCP connections, authenticated or not */
 	uint64_t next_conn_id;
+
+	/* TCP connections that have not authenticated, oldest first: the
+	 * login deadline closes them from the head, and a newcomer past
+	 * max_unauth closes the head. */
+	struct api_conn *unauth_head, *unauth_tail;
+	size_t nunauth;
+	uv_timer_t login_timer;
+	/* Connections whose peer may have gone while they are not read
+	 * (paused, or a half-closed Unix peer with waits) are looked at
+	 * with poll(2) once a second. */
+	uv_timer_t hangup_timer;
 
 	struct api_wait *job_waits[API_WAIT_BUCKETS];
 	struct api_wait *event_waits;
