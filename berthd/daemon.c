@@ -96,8 +96,9 @@ static const char usage_text[] =
 	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
 	"                         database of --db, then exit\n"
 	"  --http HOST:PORT       also serve HTTP: REST, events, /metrics and the\n"
-	"                         approval inbox page (docs/HTTP.md); it prints a\n"
-	"                         login URL; --token-file's token works as Bearer\n"
+	"                         approval inbox page (docs/HTTP.md); it logs a\n"
+	"                         login URL (good once, for 10 minutes);\n"
+	"                         --token-file's token works as Bearer\n"
 	"  --http-open            no authentication on --http (loopback only)\n"
 	"  --log-level LEVEL      error, warn, info (default) or debug: what berthd\n"
 	"                         logs on stderr, one line per event\n"
@@ -445,7 +446,6 @@ static int start(struct daemon *d, const struct options *o,
 	if (o->http) {
 		struct http_config hcfg = {
 			.listen = o->http,
-			.token_file = o->token_file,
 			.open = o->http_open,
 		};
 

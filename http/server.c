@@ -133,7 +133,7 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 		free(h);
 		return rc;
 	}
-	h->metrics = http_metrics_create(st, w);
+	h->metrics = http_metrics_create(st, w, api);
 	if (!h->metrics) {
 		*errmsg = errorf("out of memory");
 		http_auth_finish(h);
@@ -189,13 +189,15 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	uv_check_start(&h->check, on_check);
 	uv_unref((uv_handle_t *)&h->check);
 
-	if (cfg->open)
+	if (cfg->open) {
 		log_info("http: serving %s/ with no "
 			 "authentication (--http-open)", h->origin);
-	else
-		log_info("http: serving %s/; log in at "
-			 "%s/login?token=%s", h->origin, h->origin,
-			h->login_token);
+	} else {
+		char prefix[200];
+
+		snprintf(prefix, sizeof prefix, "serving %s/; ", h->origin);
+		http_login_url(h, prefix);
+	}
 	*out = h;
 	return 0;
 }
