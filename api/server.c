@@ -164,6 +164,57 @@ static int clear_stale(const char *path, char **errmsg)
 	return 0;
 }
 
+/* ---- accepting, a burst per loop turn ----------------------------------- */
+
+static void on_accept_later(uv_idle_t *h);
+
+/* accept_or_defer accepts a new connection of listener unless API_ACCEPT
+ * _BURST were accepted from it in this loop turn. A connection left
+ * unaccepted makes libuv stop watching the listener (the kernel's backlog
+ * holds the rest) until it is accepted, on the next turn: a client that
+ * reconnects as fast as it is closed can then take only a share of a
+ * turn, and the connections already open are served between bursts. */
+static void accept_or_defer(struct api *a, uv_stream_t *listener,
+			    int transport)
+{
+	int *count = &a->accepted[transport];
+
+	if (*count >= API_ACCEPT_BURST) {
+		a->deferred[transport] = true;
+		uv_idle_start(&a->accept_later, on_accept_later);
+		return;
+	}
+	(*count)++;
+	api_conn_accept(a, listener, transport);
+}
+
+static void on_accept_later(uv_idle_t *h)
+{
+	struct api *a = h->data;
+
+	uv_idle_stop(h);
+	a->accepted[API_TRANSPORT_UNIX] = a->accepted[API_TRANSPORT_TCP] = 0;
+	if (a->deferred[API_TRANSPORT_UNIX]) {
+		a->deferred[API_TRANSPORT_UNIX] = false;
+		accept_or_defer(a, (uv_stream_t *)&a->unix_listener,
+				API_TRANSPORT_UNIX);
+	}
+	if (a->deferred[API_TRANSPORT_TCP]) {
+		a->deferred[API_TRANSPORT_TCP] = false;
+		accept_or_defer(a, (uv_stream_t *)&a->tcp_listener,
+				API_TRANSPORT_TCP);
+	}
+}
+
+/* on_turn ends a loop turn's accept burst (the check phase follows the
+ * poll that delivered the connections). */
+static void on_turn(uv_check_t *h)
+{
+	struct api *a = h->data;
+
+	a->accepted[API_TRANSPORT_UNIX] = a->accepted[API_TRANSPORT_TCP] = 0;
+}
+
 static void on_unix_connection(uv_stream_t *server, int status)
 {
 	struct api *a = server->data;
@@ -172,7 +223,7 @@ static void on_unix_connection(uv_stream_t *server, int status)
 		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
-	api_conn_accept(a, server, API_TRANSPORT_UNIX);
+	accept_or_defer(a, server, API_TRANSPORT_UNIX);
 }
 
 /* user_in_group is true when uid (by its passwd entry) is a member of
@@ -364,7 +415,7 @@ static void on_tcp_connection(uv_stream_t *server, int status)
 		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
-	api_conn_accept(a, server, API_TRANSPORT_TCP);
+	accept_or_defer(a, server, API_TRANSPORT_TCP);
 }
 
 static int start_tcp(struct api *a, char **errmsg)
@@ -435,6 +486,10 @@ static void close_all(struct api *a)
 	for (struct api_conn *c = a->conns; c; c = c->next)
 		api_conn_close(c);
 	api_conn_stop(a);
+	if (!uv_is_closing((uv_handle_t *)&a->accept_later))
+		uv_close((uv_handle_t *)&a->accept_later, on_listener_close);
+	if (!uv_is_closing((uv_handle_t *)&a->turn))
+		uv_close((uv_handle_t *)&a->turn, on_listener_close);
 	/* Closed connections write nothing more; this drops their refs. */
 	api_conn_flush_all(a);
 	if (!uv_is_closing((uv_handle_t *)&a->flush))
@@ -490,6 +545,13 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	uv_prepare_init(loop, &a->flush);
 	a->flush.data = a;
 	a->handles++;
+	uv_idle_init(loop, &a->accept_later);
+	a->accept_later.data = a;
+	uv_check_init(loop, &a->turn);
+	a->turn.data = a;
+	a->handles += 2;
+	uv_check_start(&a->turn, on_turn);
+	uv_unref((uv_handle_t *)&a->turn);
 	api_conn_start(a);
 
 	rc = api_auth_init(a, cfg->token_file, errmsg) < 0 ? -EINVAL : 0;

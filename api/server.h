@@ -25,6 +25,10 @@ struct api_auth;
  * connection holds no read buffer at all. */
 #define API_READ_CHUNK (64 * 1024)
 
+/* Connections accepted from one listener per loop turn (server.c's
+ * accept_or_defer says why there is a bound). */
+#define API_ACCEPT_BURST 64
+
 struct api {
 	uv_loop_t *loop;
 	struct worker *worker;
@@ -39,6 +43,10 @@ struct api {
 	uv_pipe_t unix_listener;
 	uv_tcp_t tcp_listener;
 	bool unix_bound, tcp_bound;
+	int accepted[2];       /* by enum api_transport, in this loop turn */
+	bool deferred[2];      /* a connection waits to be accepted */
+	uv_idle_t accept_later; /* accepts it on the next turn */
+	uv_check_t turn;       /* ends a turn's burst */
 
 	struct api_conn *conns; /* every open connection */
 	struct api_conn *dirty; /* connections with messages to write */

@@ -89,8 +89,12 @@ struct http {
 
 	uv_tcp_t listener;
 	bool bound;
-	uv_check_t check;     /* ends a commit batch for the metrics */
+	uv_check_t check;     /* ends a commit batch for the metrics, and a
+				 turn's burst of accepts */
 	bool check_started;
+	int accepted;         /* connections accepted in this loop turn */
+	bool deferred;        /* one waits to be accepted */
+	uv_idle_t accept_later; /* accepts it on the next turn */
 	struct http_metrics *metrics;
 
 	struct http_conn *conns;
