@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -1094,14 +1095,20 @@ static void conn__a_head_sent_a_byte_at_a_time__costs_linear_cpu(void **state)
 	memcpy(head + HEAD - 4, "\r\n\r\n", 4);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	cpu0 = cpu_ms(gw_pid());
+	/* A machine too busy to send it all within the head's 10 s gets
+	 * 408 and the connection closed part of the way: the CPU spent on
+	 * what was sent is what is measured. */
 	for (size_t i = 0; i < HEAD; i++) {
-		assert_int_equal(write(fd, head + i, 1), 1);
+		if (write(fd, head + i, 1) != 1) {
+			assert_true(errno == EPIPE || errno == ECONNRESET);
+			break;
+		}
 		spin_us(60);
 	}
-	assert_true(wait_closed(fd, 60000, buf, sizeof buf));
-	/* 401 for the whole head, or 408 on a machine too busy to send it
-	 * within its 10 s: the CPU it cost is what is measured. */
-	assert_true(strstr(buf, "HTTP/1.1 401 ") || strstr(buf, "HTTP/1.1 408 "));
+	buf[0] = '\0';
+	assert_true(wait_closed(fd, 60000, buf, sizeof buf) || buf[0]);
+	assert_true(!buf[0] || strstr(buf, "HTTP/1.1 401 ") ||
+		    strstr(buf, "HTTP/1.1 408 "));
 	cpu1 = cpu_ms(gw_pid());
 	print_message("a %d-byte head a byte at a time: %ld ms of berthd's CPU\n",
 		      HEAD, cpu1 - cpu0);
