@@ -26,12 +26,17 @@ struct api_config {
 	const char *socket_path; /* NULL: $XDG_RUNTIME_DIR/berth/berth.sock,
 				    else ./berth.sock */
 	const char *listen;      /* "HOST:PORT" for TCP, or NULL */
-	const char *token_file;  /* required with listen */
-	const uid_t *allow_uids; /* besides the daemon's own user and root */
+	const char *token_file;  /* required with listen; also the HTTP
+				    gateway's Bearer token */
+	const uid_t *allow_uids; /* besides the daemon's own user and root;
+				    the socket is then reachable to every
+				    user and the peer check filters */
 	size_t nallow_uids;
 	size_t max_line;         /* 0: 16 MiB */
 	int max_depth;           /* 0: 64 */
-	int max_connections;     /* 0: 16384 */
+	int max_connections;     /* TCP connections; 0: 16384 */
+	int max_unauth;          /* of them, before server/auth; 0: 256 */
+	int64_t login_ms;        /* to authenticate on TCP; 0: 10000 */
 	int max_inflight;        /* unanswered requests per connection; 0: 1024 */
 	size_t max_outbuf;       /* unread replies per connection; 0: 64 MiB */
 };
@@ -51,6 +56,12 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
  * --listen and the HTTP gateway's --http share it. */
 int api_parse_address(const char *spec, bool bare_port,
 		      struct sockaddr_storage *ss, bool *loopback);
+
+/* api_login_ms returns the time a TCP or HTTP client has to
+ * authenticate, and api_max_unauth how many may be trying at once (the
+ * HTTP gateway applies the socket's figures to its own connections). */
+int64_t api_login_ms(const struct api *a);
+int api_max_unauth(const struct api *a);
 
 /* api_socket_path returns the Unix socket path in use (borrowed). */
 const char *api_socket_path(const struct api *a);

@@ -6,12 +6,14 @@
 #include "api/conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/auth.h"
 #include "api/methods.h"
 #include "api/rpc.h"
 #include "api/sub.h"
@@ -44,6 +46,8 @@ struct write_req {
 
 static char newline[] = "\n";
 
+static void unauth_remove(struct api_conn *c);
+
 static void conn_log(const struct api_conn *c, const char *what)
 {
 	log_info("connection %llu: %s",
@@ -58,9 +62,9 @@ static void conn_dropped(const struct api_conn *c, const char *why)
 		 why);
 }
 
-/* log_refused logs the connections refused past the connection limit, at
- * most one line a second with the count since the last one, so that a
- * flood of connections cannot flood the log too. */
+/* log_refused logs the connections closed past the connection limits
+ * (make_room), at most one line a second with the count since the last
+ * one, so that a flood of connections cannot flood the log too. */
 static void log_refused(struct api *a)
 {
 	static uint64_t last_ms, count;
@@ -69,12 +73,19 @@ static void log_refused(struct api *a)
 	count++;
 	if (last_ms && now - last_ms < 1000)
 		return;
-	log_warn("connections dropped: %llu refused past the limit of %d "
-		 "connections%s", (unsigned long long)count,
-		 a->cfg.max_connections, last_ms ? " since the last such line"
-						 : "");
+	log_warn("connections dropped: %llu closed past the limits of %d "
+		 "connections and %d waiting for server/auth%s",
+		 (unsigned long long)count, a->cfg.max_connections,
+		 a->cfg.max_unauth, last_ms ? " since the last such line" : "");
 	last_ms = now;
 	count = 0;
+}
+
+/* conn_debug is conn_log for what a flood of strangers causes, which must
+ * not become a flood of log lines at the default level. */
+static void conn_debug(const struct api_conn *c, const char *what)
+{
+	log_debug("connection %llu: %s", (unsigned long long)c->id, what);
 }
 
 static void conn_unref(struct api_conn *c)
@@ -137,6 +148,11 @@ void api_conn_close(struct api_conn *c)
 	if (c->state >= API_CONN_CLOSING)
 		return;
 	c->state = API_CONN_CLOSING;
+	/* It holds no place under the caps from now on, though its
+	 * handle closes on a later turn. */
+	if (c->transport == API_TRANSPORT_TCP)
+		c->api->ntcp--;
+	unauth_remove(c);
 	uv_close(&c->h.handle, on_close);
 }
 
@@ -148,6 +164,8 @@ static void conn_maybe_finish(struct api_conn *c)
 	    api_conn_pending_bytes(c) == 0)
 		api_conn_close(c);
 }
+
+static void conn_poke(struct api_conn *c);
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -162,6 +180,7 @@ static void on_write(uv_write_t *req, int status)
 	}
 	if (c->replay_blocked && api_conn_pending_bytes(c) < API_REPLAY_HIGH_WATER)
 		api_sub_resume(c);
+	conn_poke(c);
 	conn_maybe_finish(c);
 }
 
@@ -236,6 +255,8 @@ static void on_flush(uv_prepare_t *h)
 	api_conn_flush_all(h->data);
 }
 
+static void conn_resume(struct api_conn *c);
+
 void api_conn_flush_all(struct api *a)
 {
 	/* Resuming a replay below can gather more; it is written in this
@@ -256,6 +277,11 @@ void api_conn_flush_all(struct api *a)
 					    API_REPLAY_HIGH_WATER)
 					api_sub_resume(c);
 				conn_maybe_finish(c);
+			}
+			if (c->resume_due) {
+				c->resume_due = false;
+				if (c->state == API_CONN_OPEN && c->paused)
+					conn_resume(c);
 			}
 			conn_unref(c);
 		}
@@ -293,26 +319,33 @@ static int out_dump(const char *buf, size_t size, void *data)
 	return 0;
 }
 
+/* mark_dirty lists c for api_conn_flush_all before the loop blocks. */
+static void mark_dirty(struct api_conn *c)
+{
+	struct api *a = c->api;
+
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->refs++;
+	c->dirty_next = a->dirty;
+	a->dirty = c;
+	if (!uv_is_closing((uv_handle_t *)&a->flush))
+		uv_prepare_start(&a->flush, on_flush);
+}
+
 /* conn_queued finishes a message appended to c's buffer: it ends the line,
  * marks c for the flush before the loop blocks, writes at once past
  * API_OUT_FLUSH, and applies max_outbuf. */
 static int conn_queued(struct api_conn *c)
 {
-	struct api *a = c->api;
 	int rc;
 
 	if (out_dump(newline, 1, c)) {
 		api_conn_close(c);
 		return -ENOMEM;
 	}
-	if (!c->dirty) {
-		c->dirty = true;
-		c->refs++;
-		c->dirty_next = a->dirty;
-		a->dirty = c;
-		if (!uv_is_closing((uv_handle_t *)&a->flush))
-			uv_prepare_start(&a->flush, on_flush);
-	}
+	mark_dirty(c);
 	if (c->out_len >= API_OUT_FLUSH && (rc = conn_flush(c)))
 		return rc;
 	return conn_over_cap(c);
@@ -385,7 +418,7 @@ static void send_error(struct api_conn *c, struct api_batch *b, json_t *id,
 	}
 }
 
-/* ---- batches ---------------------------------------------------------- */
+/* ---- batches ------------------------------------------------------------ */
 
 static struct api_batch *batch_new(struct api_conn *c)
 {
@@ -417,7 +450,7 @@ static void batch_maybe_done(struct api_batch *b)
 	conn_unref(c);
 }
 
-/* ---- requests and replies --------------------------------------------- */
+/* ---- requests and replies ----------------------------------------------- */
 
 /* req_deliver hands r's reply msg (stolen, NULL for none) to its batch or
  * its connection, and frees r. */
@@ -440,8 +473,10 @@ static void req_deliver(struct api_req *r, json_t *msg)
 	c->inflight--;
 	if (b)
 		batch_maybe_done(b);
-	if (api_conn_live(c))
+	if (api_conn_live(c)) {
+		conn_poke(c);
 		conn_maybe_finish(c);
+	}
 	conn_unref(c);
 }
 
@@ -506,7 +541,7 @@ void api_req_drop(struct api_req *r)
 	req_deliver(r, NULL);
 }
 
-/* ---- our requests to the client ---------------------------------------- */
+/* ---- our requests to the client ----------------------------------------- */
 
 int api_conn_call(struct api_conn *c, const char *method, json_t *params,
 		  api_call_fn fn, void *arg)
@@ -569,7 +604,7 @@ static void take_response(struct api_conn *c, json_t *msg)
 	}
 }
 
-/* ---- dispatch ---------------------------------------------------------- */
+/* ---- dispatch ----------------------------------------------------------- */
 
 /*
  * dispatch_one answers one message (a line, or an element of a batch).
@@ -627,7 +662,11 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 		}
 		return;
 	}
-	if (c->inflight >= c->api->cfg.max_inflight) {
+	/* A socket connection is not read while this many are unanswered
+	 * (conn_should_pause), so only a local client, which cannot be
+	 * paused, meets this limit. */
+	if (c->transport == API_TRANSPORT_LOCAL &&
+	    c->inflight >= c->api->cfg.max_inflight) {
 		if (id)
 			send_error(c, b, id, API_OVERLOADED,
 				   "overloaded: too many unanswered requests "
@@ -692,6 +731,12 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg)
 			   "an empty batch", NULL);
 		return;
 	}
+	if (json_array_size(msg) > API_MAX_BATCH) {
+		send_error(c, NULL, NULL, API_INVALID_REQUEST,
+			   "invalid request: a batch of more than 1000 "
+			   "requests", api_rpc_limit(API_MAX_BATCH));
+		return;
+	}
 	b = batch_new(c);
 	if (!b) {
 		send_error(c, NULL, NULL, API_INTERNAL_ERROR, "out of memory",
@@ -704,9 +749,92 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg)
 	batch_maybe_done(b);
 }
 
-/* on_line handles one line of the client (frame.h). Returns non-zero once
- * the connection stopped reading, so that the rest of the read is
- * dropped. */
+/* ---- reading, and pausing it -------------------------------------------- */
+
+/* conn_should_pause is true when c must not be read until some of what it
+ * asked is answered (conn.h): too many requests unanswered, or, before
+ * server/auth, replies it does not read. */
+static bool conn_should_pause(const struct api_conn *c)
+{
+	if (c->inflight >= c->api->cfg.max_inflight)
+		return true;
+	return !c->authed && api_conn_pending_bytes(c) >= API_UNAUTH_OUT;
+}
+
+/* conn_may_resume is true when a paused c has drained enough to be read
+ * again; the gap to conn_should_pause keeps a busy client from being
+ * paused and resumed for every answer. */
+static bool conn_may_resume(const struct api_conn *c)
+{
+	int max = c->api->cfg.max_inflight;
+
+	if (c->inflight >= max - max / 4)
+		return false;
+	return c->authed || api_conn_pending_bytes(c) < API_UNAUTH_OUT / 2;
+}
+
+static void watch_hangup(struct api *a);
+
+/* conn_pause stops reading c. */
+static void conn_pause(struct api_conn *c)
+{
+	uv_read_stop(&c->h.stream);
+	c->paused = true;
+	watch_hangup(c->api);
+}
+
+/* conn_poke looks whether a paused c may be read again, and if so has it
+ * resumed before the loop blocks: never from inside a dispatch, which
+ * may be answering the very request that lets it go on. */
+static void conn_poke(struct api_conn *c)
+{
+	if (c->paused && !c->resume_due && c->state == API_CONN_OPEN &&
+	    conn_may_resume(c)) {
+		c->resume_due = true;
+		mark_dirty(c);
+	}
+}
+
+/* conn_fed acts on what feeding c's frame returned. */
+static void conn_fed(struct api_conn *c, int rc)
+{
+	if (c->state != API_CONN_OPEN)
+		return;
+	if (rc == API_FRAME_PAUSE)
+		conn_pause(c);
+	else if (rc == API_FRAME_STOP)
+		api_conn_close(c); /* the rest could not be held */
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static int on_line(void *arg, const char *line, size_t len, bool oversize);
+static void say_and_close(struct api_conn *c, int code, const char *message,
+			  json_t *data);
+
+static void conn_resume(struct api_conn *c)
+{
+	c->paused = false;
+	conn_fed(c, api_frame_resume(&c->frame, on_line, c));
+	if (c->state == API_CONN_OPEN && !c->paused &&
+	    uv_read_start(&c->h.stream, on_alloc, on_read) < 0)
+		api_conn_close(c);
+}
+
+/* is_batch is true when the line is a JSON array, by its first byte. */
+static bool is_batch(const char *line, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	return i < len && line[i] == '[';
+}
+
+/* on_line handles one line of the client (frame.h). Returns
+ * API_FRAME_STOP once the connection stopped reading, so that the rest of
+ * the read is dropped, and API_FRAME_PAUSE when it must wait for answers
+ * to drain. */
 static int on_line(void *arg, const char *line, size_t len, bool oversize)
 {
 	struct api_conn *c = arg;
@@ -716,18 +844,38 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 	char text[256];
 
 	if (c->state != API_CONN_OPEN)
-		return 1;
-	if (oversize) {
+		return API_FRAME_STOP;
+	if (oversize && !c->authed) {
+		/* No server/auth needs this much: a stranger that sends it is
+		 * told so and closed, rather than read to its line's end. */
+		snprintf(text, sizeof text, "invalid request: a line longer "
+			 "than %zu bytes before server/auth; closing",
+			 c->frame.max_line);
+		conn_debug(c, "closed: a line too long before server/auth");
+		say_and_close(c, API_INVALID_REQUEST, text,
+			      api_rpc_limit((json_int_t)c->frame.max_line));
+	} else if (oversize) {
 		snprintf(text, sizeof text, "invalid request: the line is "
-			 "longer than the limit of %zu bytes", a->cfg.max_line);
+			 "longer than the limit of %zu bytes", c->frame.max_line);
 		send_error(c, NULL, NULL, API_INVALID_REQUEST, text,
-			   api_rpc_limit((json_int_t)a->cfg.max_line));
+			   api_rpc_limit((json_int_t)c->frame.max_line));
+	} else if (!c->authed && is_batch(line, len)) {
+		/* One answer for the whole batch, and nothing of it parsed:
+		 * a stranger's batch costs what its line costs. */
+		send_error(c, NULL, NULL, API_UNAUTHORIZED,
+			   "unauthorized: a batch before server/auth; send "
+			   "server/auth on its own first", NULL);
 	} else if (api_json_depth(line, len, a->cfg.max_depth) >
 		   a->cfg.max_depth) {
 		snprintf(text, sizeof text, "invalid request: JSON nested "
 			 "deeper than the limit of %d", a->cfg.max_depth);
 		send_error(c, NULL, NULL, API_INVALID_REQUEST, text,
 			   api_rpc_limit(a->cfg.max_depth));
+	} else if (is_batch(line, len) &&
+		   api_json_batch_len(line, len, API_MAX_BATCH) > API_MAX_BATCH) {
+		send_error(c, NULL, NULL, API_INVALID_REQUEST,
+			   "invalid request: a batch of more than 1000 "
+			   "requests", api_rpc_limit(API_MAX_BATCH));
 	} else if (!(msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr))) {
 		snprintf(text, sizeof text, "parse error: %s at column %d",
 			 jerr.text, jerr.column);
@@ -736,7 +884,9 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 		api_conn_dispatch(c, msg);
 		json_decref(msg);
 	}
-	return c->state != API_CONN_OPEN;
+	if (c->state != API_CONN_OPEN)
+		return API_FRAME_STOP;
+	return conn_should_pause(c) ? API_FRAME_PAUSE : API_FRAME_GO;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -747,12 +897,46 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = sizeof c->api->readbuf;
 }
 
+/* peer_gone is true when c's peer closed its end entirely, not only its
+ * sending side: a Unix socket tells (POLLHUP), TCP does not until a
+ * write fails. */
+static bool peer_gone(const struct api_conn *c)
+{
+	struct pollfd p = {.events = POLLRDHUP};
+	uv_os_fd_t fd;
+
+	if (uv_fileno(&c->h.handle, &fd) < 0)
+		return true;
+	p.fd = fd;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* conn_eof handles the end of what c's client sends (conn.h's header says
+ * what happens to its waits). */
+static void conn_eof(struct api_conn *c)
+{
+	if (c->state != API_CONN_OPEN)
+		return;
+	c->state = API_CONN_DRAINING;
+	if (c->transport == API_TRANSPORT_UNIX && peer_gone(c)) {
+		conn_debug(c, "closed by its client");
+		api_conn_close(c);
+		return;
+	}
+	if (c->transport == API_TRANSPORT_TCP)
+		api_wait_end_conn(c);
+	else if (c->waits)
+		watch_hangup(c->api);
+	conn_maybe_finish(c);
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct api_conn *c = s->data;
 
 	if (n > 0) {
-		api_frame_feed(&c->frame, buf->base, (size_t)n, on_line, c);
+		conn_fed(c, api_frame_feed(&c->frame, buf->base, (size_t)n,
+					   on_line, c));
 		return;
 	}
 	if (n == UV_EOF && c->state == API_CONN_OPEN) {
@@ -760,13 +944,201 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		 * what it sent, a last line without a newline included. */
 		api_frame_eof(&c->frame, on_line, c);
 		uv_read_stop(s);
-		if (c->state == API_CONN_OPEN)
-			c->state = API_CONN_DRAINING;
-		conn_maybe_finish(c);
+		conn_eof(c);
 		return;
 	}
 	if (n < 0)
 		api_conn_close(c);
+}
+
+/* ---- peers that hang up while not read ---------------------------------- */
+
+/* hangup_watched is true when c is not being read and its peer may go
+ * without berthd noticing: paused, or a Unix peer that closed its sending
+ * side while it waits for answers. */
+static bool hangup_watched(const struct api_conn *c)
+{
+	if (c->transport == API_TRANSPORT_LOCAL)
+		return false;
+	return (c->state == API_CONN_OPEN && c->paused) ||
+	       (c->state == API_CONN_DRAINING && c->waits);
+}
+
+static void on_hangup_timer(uv_timer_t *t)
+{
+	struct api *a = t->data;
+	bool any = false;
+
+	for (struct api_conn *c = a->conns, *next; c; c = next) {
+		struct pollfd p = {.events = POLLRDHUP};
+		uv_os_fd_t fd;
+
+		next = c->next;
+		if (!hangup_watched(c))
+			continue;
+		any = true;
+		if (uv_fileno(&c->h.handle, &fd) < 0)
+			continue;
+		p.fd = fd;
+		if (poll(&p, 1, 0) != 1)
+			continue;
+		if (p.revents & (POLLHUP | POLLERR)) {
+			conn_debug(c, "closed by its client");
+			api_conn_close(c);
+		} else if ((p.revents & POLLRDHUP) &&
+			   c->transport == API_TRANSPORT_TCP) {
+			/* A paused TCP client sent its end: as at EOF, its
+			 * waits end now, which lets it be read to that
+			 * end. */
+			api_wait_end_conn(c);
+		}
+	}
+	if (!any)
+		uv_timer_stop(t);
+}
+
+static void watch_hangup(struct api *a)
+{
+	if (!uv_is_active((uv_handle_t *)&a->hangup_timer) &&
+	    !uv_is_closing((uv_handle_t *)&a->hangup_timer))
+		uv_timer_start(&a->hangup_timer, on_hangup_timer, 1000, 1000);
+}
+
+/* ---- strangers: TCP connections before server/auth ---------------------- */
+
+static void on_login_timer(uv_timer_t *t);
+
+/* login_arm sets the login timer for the oldest stranger's deadline. */
+static void login_arm(struct api *a)
+{
+	struct api_conn *c = a->unauth_head;
+	uint64_t now = uv_now(a->loop), due;
+
+	if (uv_is_closing((uv_handle_t *)&a->login_timer))
+		return;
+	if (!c) {
+		uv_timer_stop(&a->login_timer);
+		return;
+	}
+	due = c->accepted + (uint64_t)a->cfg.login_ms;
+	uv_timer_start(&a->login_timer, on_login_timer, due > now ? due - now : 0,
+		       0);
+}
+
+static void unauth_add(struct api_conn *c)
+{
+	struct api *a = c->api;
+
+	c->unauth_prev = a->unauth_tail;
+	c->unauth_next = NULL;
+	if (a->unauth_tail)
+		a->unauth_tail->unauth_next = c;
+	else
+		a->unauth_head = c;
+	a->unauth_tail = c;
+	if (++a->nunauth == 1)
+		login_arm(a);
+}
+
+static void unauth_remove(struct api_conn *c)
+{
+	struct api *a = c->api;
+
+	if (!c->unauth_prev && a->unauth_head != c)
+		return;
+	if (c->unauth_prev)
+		c->unauth_prev->unauth_next = c->unauth_next;
+	else
+		a->unauth_head = c->unauth_next;
+	if (c->unauth_next)
+		c->unauth_next->unauth_prev = c->unauth_prev;
+	else
+		a->unauth_tail = c->unauth_prev;
+	c->unauth_prev = c->unauth_next = NULL;
+	a->nunauth--;
+	/* A stale timer for a head that left only fires early and is set
+	 * again. */
+}
+
+/* say_and_close sends c one error (data stolen) and closes it: what the
+ * socket takes at once reaches the client; a client that does not read
+ * it is not waited for. */
+static void say_and_close(struct api_conn *c, int code, const char *message,
+			  json_t *data)
+{
+	unauth_remove(c);
+	send_error(c, NULL, NULL, code, message, data);
+	if (api_conn_live(c))
+		conn_flush(c);
+	api_conn_close(c);
+}
+
+static void on_login_timer(uv_timer_t *t)
+{
+	struct api *a = t->data;
+	uint64_t now = uv_now(a->loop);
+	char text[160];
+
+	while (a->unauth_head &&
+	       a->unauth_head->accepted + (uint64_t)a->cfg.login_ms <= now) {
+		struct api_conn *c = a->unauth_head;
+
+		conn_debug(c, "closed: no server/auth in time");
+		if (a->cfg.login_ms % 1000 == 0)
+			snprintf(text, sizeof text, "unauthorized: no server/auth "
+				 "within %lld s of connecting",
+				 (long long)a->cfg.login_ms / 1000);
+		else
+			snprintf(text, sizeof text, "unauthorized: no server/auth "
+				 "within %lld ms of connecting",
+				 (long long)a->cfg.login_ms);
+		say_and_close(c, API_UNAUTHORIZED, text,
+			      api_rpc_limit(a->cfg.login_ms));
+	}
+	login_arm(a);
+}
+
+/* make_room closes the oldest stranger when there are more than the caps
+ * allow (conn.h). Returns false when that was c itself. */
+static bool make_room(struct api *a, struct api_conn *c)
+{
+	while (a->unauth_head && (a->nunauth > (size_t)a->cfg.max_unauth ||
+				  a->ntcp > (size_t)a->cfg.max_connections)) {
+		struct api_conn *old = a->unauth_head;
+		bool all = a->ntcp > (size_t)a->cfg.max_connections;
+
+		conn_debug(old, "closed: too many connections waiting for "
+			   "server/auth, and it was the oldest");
+		log_refused(a);
+		say_and_close(old, API_OVERLOADED,
+			      all ? "overloaded: too many connections"
+				  : "overloaded: too many connections waiting "
+				    "for server/auth; the oldest is closed",
+			      api_rpc_limit(all ? a->cfg.max_connections
+						: a->cfg.max_unauth));
+		if (old == c)
+			return false;
+	}
+	return true;
+}
+
+void api_conn_authed(struct api_conn *c)
+{
+	c->authed = true;
+	c->frame.max_line = c->api->cfg.max_line;
+	unauth_remove(c);
+	conn_poke(c);
+}
+
+void api_conn_drain(struct api_conn *c)
+{
+	if (c->state != API_CONN_OPEN)
+		return;
+	if (c->transport != API_TRANSPORT_LOCAL)
+		uv_read_stop(&c->h.stream);
+	c->paused = false;
+	c->state = API_CONN_DRAINING;
+	conn_maybe_finish(c);
 }
 
 /* ---- accepting ---------------------------------------------------------- */
@@ -808,16 +1180,17 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 	struct api_conn *c = calloc(1, sizeof *c);
 	char text[160];
 	uid_t uid;
-	int rc;
+	int rc, len;
 
 	if (!c) {
-		fputs("berthd: out of memory accepting a connection\n", stderr);
+		log_error("out of memory accepting a connection");
 		return;
 	}
 	c->api = a;
 	c->transport = transport;
 	c->id = ++a->next_conn_id;
 	c->refs = 1; /* the handle's, released in on_close */
+	c->accepted = uv_now(a->loop);
 	api_frame_init(&c->frame, a->cfg.max_line);
 	if (transport == API_TRANSPORT_TCP)
 		rc = uv_tcp_init(a->loop, &c->h.tcp);
@@ -834,6 +1207,8 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		a->conns->prev = c;
 	a->conns = c;
 	a->nconns++;
+	if (transport == API_TRANSPORT_TCP)
+		a->ntcp++;
 
 	rc = uv_accept(listener, &c->h.stream);
 	if (rc < 0) {
@@ -842,8 +1217,16 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 	}
 	if (transport == API_TRANSPORT_TCP) {
 		uv_tcp_nodelay(&c->h.tcp, 1);
+		len = sizeof c->peer;
+		uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&c->peer, &len);
 		c->authed = false; /* until server/auth */
+		if (c->frame.max_line > API_UNAUTH_LINE)
+			c->frame.max_line = API_UNAUTH_LINE;
+		unauth_add(c);
+		if (!make_room(a, c))
+			return;
 	} else if (!peer_allowed(c, &uid)) {
+		c->peer.ss_family = AF_UNIX;
 		snprintf(text, sizeof text, "refused uid %ld: not allowed to "
 			 "use this socket", (long)uid);
 		conn_log(c, text);
@@ -851,15 +1234,35 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		       "use berthd's socket (see berthd --allow-uid)", NULL);
 		return;
 	} else {
+		/* A peer the kernel vouches for always has room. */
+		c->peer.ss_family = AF_UNIX;
 		c->authed = true;
-	}
-	if (a->nconns > (size_t)a->cfg.max_connections) {
-		log_refused(a);
-		refuse(c, API_OVERLOADED, "overloaded: too many connections",
-		       api_rpc_limit(a->cfg.max_connections));
-		return;
 	}
 	rc = uv_read_start(&c->h.stream, on_alloc, on_read);
 	if (rc < 0)
 		api_conn_close(c);
+}
+
+/* ---- the api's timers --------------------------------------------------- */
+
+void api_conn_start(struct api *a)
+{
+	uv_timer_init(a->loop, &a->login_timer);
+	uv_timer_init(a->loop, &a->hangup_timer);
+	a->login_timer.data = a;
+	a->hangup_timer.data = a;
+	a->handles += 2;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	api_handle_closed(h->data);
+}
+
+void api_conn_stop(struct api *a)
+{
+	if (!uv_is_closing((uv_handle_t *)&a->login_timer))
+		uv_close((uv_handle_t *)&a->login_timer, on_timer_closed);
+	if (!uv_is_closing((uv_handle_t *)&a->hangup_timer))
+		uv_close((uv_handle_t *)&a->hangup_timer, on_timer_closed);
 }

@@ -8,29 +8,53 @@
  *     │                                                                 │
  *     └──error, a client that does not read, api_stop──► CLOSING ──► CLOSED
  *
- * OPEN reads and answers requests. DRAINING reads no more but still sends
- * the replies of requests in flight, then closes. CLOSING has called
- * uv_close: nothing is sent any more, and the close callback cancels the
- * connection's waits, subscriptions and outgoing calls. CLOSED has no
- * handle; the struct lives on only while requests handed to the worker
- * still point at it (refs), and is freed when the last one is answered.
+ * OPEN reads and answers requests; it may be paused (reading stopped)
+ * while too much of what it asked is unanswered, and goes on once the
+ * answers drain, as a TCP peer expects. DRAINING reads no more but still
+ * sends the replies of requests in flight, then closes. CLOSING has
+ * called uv_close: nothing is sent any more, and the close callback
+ * cancels the connection's waits, subscriptions and outgoing calls.
+ * CLOSED has no handle; the struct lives on only while requests handed to
+ * the worker still point at it (refs), and is freed when the last one is
+ * answered.
+ *
+ * A client that closes its side (EOF) still gets the answers of what it
+ * sent, unless it is gone entirely: a Unix peer that closed (POLLHUP) is
+ * closed at once, its waits dropped; TCP cannot tell a close from a
+ * half-close, so there the waits end at once, answered as if their time
+ * were up, and the connection closes once that is written.
  *
  * The bounds, and why they are what they are (api_config's defaults):
  *   max_line     16 MiB: a tool's input or resume data can be large, but a
  *                line is held whole while it is parsed, so it is bounded.
  *   max_depth    64: far beyond any real payload, far below what would
  *                strain a recursive parser.
+ *   API_MAX_BATCH 1000 elements: a batch is answered with one array held
+ *                whole; beyond this it is refused before it is parsed.
  *   max_inflight 1024 unanswered requests: each may hold a long-poll wait
- *                and a timer; beyond this the client gets -32013 at once.
+ *                and a timer; at this many the connection is not read
+ *                until three quarters of them are answered.
  *   max_outbuf   64 MiB of unwritten replies: a client that stops reading
  *                is cut off there, so it can never make berthd hold the
  *                whole event log in memory or slow anyone else.
+ * Before server/auth (TCP), a connection is a stranger's, and costs
+ * little:
+ *   API_UNAUTH_LINE  64 KiB of line (a server/auth needs 4 KiB at most);
+ *   API_UNAUTH_OUT   16 KiB of unread replies, past which it is not read;
+ *   login_ms     10 s to succeed with server/auth, else it is closed;
+ *   max_unauth   256 such connections at once: a new one closes the
+ *                oldest, so that strangers who hold connections open can
+ *                keep no one with the token out for longer than it takes
+ *                to authenticate. Unix peers that pass the peer check are
+ *                never refused; TCP connections are max_connections in
+ *                all.
  */
 #ifndef BERTH_API_CONN_H
 #define BERTH_API_CONN_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -49,6 +73,10 @@
  * connection beyond what the socket took, and a replay's high water is
  * still reached through the write queue. */
 #define API_OUT_FLUSH (64 * 1024)
+
+#define API_MAX_BATCH 1000
+#define API_UNAUTH_LINE (64 * 1024)
+#define API_UNAUTH_OUT (16 * 1024)
 
 enum api_conn_state {
 	API_CONN_OPEN = 0,
@@ -78,10 +106,19 @@ struct api_conn {
 	int state;        /* enum api_conn_state */
 	int transport;    /* enum api_transport */
 	bool authed;      /* TCP: server/auth succeeded; Unix: always */
+	bool paused;      /* OPEN, but not read until replies drain */
+	bool resume_due;  /* a pause may end: looked at before the loop
+			     blocks (api_conn_flush_all) */
 	uint64_t id;      /* for log lines */
 	int refs;         /* the handle's, and one per request or batch */
 	int inflight;     /* requests not yet answered */
+	int auth_failures; /* server/auth refused on this connection */
 	struct api_frame frame;
+	struct sockaddr_storage peer; /* TCP: its address; Unix: AF_UNIX */
+	uint64_t accepted; /* uv_now at accept */
+	struct api_conn *unauth_prev, *unauth_next; /* in api->unauth, while
+						       a TCP client has not
+						       authenticated */
 
 	uint64_t next_call_id;   /* ids of our own requests to the client */
 	struct api_call *calls;  /* our requests awaiting the client's answer */
@@ -132,6 +169,11 @@ struct api_req {
 	const struct api_method *method;
 };
 
+/* api_conn_start prepares the api's timers of connections (the login
+ * deadline, the hang-up check); api_conn_stop closes them. */
+void api_conn_start(struct api *a);
+void api_conn_stop(struct api *a);
+
 /* api_conn_accept accepts a client of listener, checks its peer and the
  * connection limit, and starts reading. Errors are logged, never fatal. */
 void api_conn_accept(struct api *a, uv_stream_t *listener, int transport);
@@ -142,6 +184,14 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg);
 
 /* api_conn_close starts closing c (idempotent). */
 void api_conn_close(struct api_conn *c);
+
+/* api_conn_authed marks c as authenticated (server/auth succeeded): it
+ * leaves the strangers' list and its limits, and gets the full ones. */
+void api_conn_authed(struct api_conn *c);
+
+/* api_conn_drain reads no more from c: it closes once the replies of what
+ * it sent are written (server/auth refused it too often). */
+void api_conn_drain(struct api_conn *c);
 
 /* api_conn_live is true while c may still send (OPEN or DRAINING). */
 bool api_conn_live(const struct api_conn *c);

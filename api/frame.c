@@ -23,6 +23,9 @@ void api_frame_finish(struct api_frame *f)
 	free(f->buf);
 	f->buf = NULL;
 	f->len = f->cap = 0;
+	free(f->held);
+	f->held = NULL;
+	f->nheld = 0;
 }
 
 static void frame_reset(struct api_frame *f)
@@ -74,6 +77,21 @@ static int emit(const char *line, size_t len, api_frame_line_fn fn, void *arg)
 	return fn(arg, line, len, false);
 }
 
+/* hold keeps the n bytes at data that a pause left unsplit. Returns the
+ * callback's API_FRAME_PAUSE, or API_FRAME_STOP when they cannot be
+ * kept. */
+static int hold(struct api_frame *f, const char *data, size_t n)
+{
+	if (n == 0)
+		return API_FRAME_PAUSE;
+	f->held = malloc(n);
+	if (!f->held)
+		return API_FRAME_STOP;
+	memcpy(f->held, data, n);
+	f->nheld = n;
+	return API_FRAME_PAUSE;
+}
+
 int api_frame_feed(struct api_frame *f, const char *data, size_t n,
 		   api_frame_line_fn fn, void *arg)
 {
@@ -107,14 +125,32 @@ int api_frame_feed(struct api_frame *f, const char *data, size_t n,
 			f->discarding = true;
 			rc = fn(arg, NULL, 0, true);
 		}
+		if (nl) {
+			data = nl + 1;
+			n -= chunk + 1;
+		} else {
+			n = 0;
+		}
+		if (rc == API_FRAME_PAUSE)
+			return hold(f, data, n);
 		if (rc)
 			return rc;
-		if (!nl)
-			break;
-		data = nl + 1;
-		n -= chunk + 1;
 	}
 	return 0;
+}
+
+int api_frame_resume(struct api_frame *f, api_frame_line_fn fn, void *arg)
+{
+	char *held = f->held;
+	size_t n = f->nheld;
+	int rc;
+
+	/* Feeding may pause again and hold a new tail of these bytes. */
+	f->held = NULL;
+	f->nheld = 0;
+	rc = api_frame_feed(f, held, n, fn, arg);
+	free(held);
+	return rc;
 }
 
 int api_frame_eof(struct api_frame *f, api_frame_line_fn fn, void *arg)
@@ -164,4 +200,55 @@ int api_json_depth(const char *s, size_t n, int limit)
 		}
 	}
 	return max;
+}
+
+size_t api_json_batch_len(const char *s, size_t n, size_t limit)
+{
+	size_t i = 0, commas = 0;
+	int depth = 0;
+	bool in_string = false, any = false;
+
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+		i++;
+	if (i == n || s[i] != '[')
+		return 0;
+	for (; i < n; i++) {
+		char c = s[i];
+
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+			continue;
+		/* Anything but its end inside the batch is an element, or
+		 * a part of one. */
+		if (depth == 1 && c != ']')
+			any = true;
+		switch (c) {
+		case '"':
+			in_string = true;
+			break;
+		case '[':
+		case '{':
+			depth++;
+			break;
+		case ']':
+		case '}':
+			if (--depth == 0)
+				return commas + any;
+			break;
+		case ',':
+			/* Each comma at the top level starts one more. */
+			if (depth == 1 && ++commas >= limit)
+				return limit + 1;
+			break;
+		default:
+			break;
+		}
+	}
+	return commas + any;
 }

@@ -17,28 +17,46 @@
 struct api_frame {
 	char *buf;        /* the partial line so far; malloc'd or NULL */
 	size_t len, cap;
-	size_t max_line;
+	size_t max_line;  /* may be changed between lines */
 	bool discarding;  /* skipping the rest of an oversize line */
+	char *held;       /* bytes fed but not yet split, kept by a pause;
+			     malloc'd or NULL */
+	size_t nheld;
+};
+
+/* What a line callback returns. */
+enum {
+	API_FRAME_GO = 0, /* go on with the next line */
+	API_FRAME_PAUSE,  /* stop; the bytes after this line are held in
+			     the frame until api_frame_resume */
+	API_FRAME_STOP,   /* stop; the rest is dropped (the connection is
+			     closing) */
 };
 
 /* api_frame_line_fn is called for each complete line (line borrowed,
  * len bytes, not NUL-terminated, without "\r\n"; blank lines are not
  * reported) or once for an oversize line (line NULL, oversize true). It
- * returns 0 to go on, or non-zero to stop feeding (the connection is
- * closing). */
+ * returns API_FRAME_GO, API_FRAME_PAUSE or API_FRAME_STOP. */
 typedef int (*api_frame_line_fn)(void *arg, const char *line, size_t len,
 				 bool oversize);
 
 /* api_frame_init prepares an empty frame; api_frame_finish frees its
- * buffer. */
+ * buffers. */
 void api_frame_init(struct api_frame *f, size_t max_line);
 void api_frame_finish(struct api_frame *f);
 
-/* api_frame_feed splits n bytes of data into lines and calls fn for each.
- * Returns 0, the non-zero value fn returned, or -ENOMEM (the partial line
- * could not be kept; it is then treated as oversize). */
+/* api_frame_feed splits n bytes of data (borrowed) into lines and calls
+ * fn for each. Returns 0, or the API_FRAME_PAUSE or API_FRAME_STOP that fn
+ * returned. After a pause the rest of data is copied into the frame (a
+ * connection that pauses reads no more, so that is at most one read),
+ * and when it cannot be copied, API_FRAME_STOP is returned instead. A
+ * partial line that cannot be kept is treated as oversize. */
 int api_frame_feed(struct api_frame *f, const char *data, size_t n,
 		   api_frame_line_fn fn, void *arg);
+
+/* api_frame_resume feeds what a pause held back, as api_frame_feed
+ * would, and returns what it returns (0 when nothing was held). */
+int api_frame_resume(struct api_frame *f, api_frame_line_fn fn, void *arg);
 
 /* api_frame_eof hands out a last line that had no newline when the peer
  * closed its side. Returns what fn returned, or 0. */
@@ -50,5 +68,13 @@ int api_frame_eof(struct api_frame *f, api_frame_line_fn fn, void *arg);
  * hostile line is never handed to a recursive parser. The text need not
  * be valid JSON: the parser judges that afterwards. */
 int api_json_depth(const char *s, size_t n, int limit);
+
+/* api_json_batch_len returns the number of elements of the JSON text s (n
+ * bytes) when it is an array (a batch), counting commas at its top level
+ * outside strings, or 0 when it is not an array. It stops counting once
+ * the count passes limit and returns limit + 1, so that a batch too long
+ * to answer is refused before it is parsed. Like api_json_depth, it does
+ * not judge whether the text is valid JSON. */
+size_t api_json_batch_len(const char *s, size_t n, size_t limit);
 
 #endif

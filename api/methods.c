@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/auth.h"
 #include "api/cursor.h"
 #include "api/rpc.h"
 #include "api/server.h"
@@ -238,39 +239,46 @@ static void m_server_info(struct api_req *r, json_t *params)
 			       "workers", "size", ws.size, "busy", ws.busy));
 }
 
-/* token_equal compares the given token with the daemon's in time that
- * depends only on the daemon's token's length, never on where they
- * differ. */
-static bool token_equal(const char *given, size_t glen, const char *known,
-			size_t klen)
-{
-	unsigned char diff = glen != klen;
-
-	for (size_t i = 0; i < klen; i++)
-		diff |= (unsigned char)(known[i] ^ (i < glen ? given[i] : 0));
-	return diff == 0;
-}
+/* A connection on which server/auth failed this many times is closed: a
+ * client that has the token does not need more tries. */
+#define AUTH_TRIES_PER_CONN 3
 
 static void m_server_auth(struct api_req *r, json_t *params)
 {
 	struct api *a = api_of(r);
+	struct api_conn *c = r->conn;
+	const struct sockaddr *peer = (const struct sockaddr *)&c->peer;
 	json_t *token = json_object_get(params, "token");
+	int64_t retry_ms;
+	char text[160];
+	int rc;
 
-	if (a->token) {
-		if (!token_equal(json_string_value(token),
-				 json_string_length(token), a->token,
-				 a->token_len)) {
-			api_reply_error(r, API_UNAUTHORIZED,
-					"unauthorized: wrong token", NULL);
-			return;
-		}
-		r->conn->authed = true;
-	} else if (!r->conn->authed) {
+	if (api_auth_gate(a, peer, API_AUTH_VIA_SOCKET, &retry_ms) < 0) {
+		snprintf(text, sizeof text, "unauthorized: too many failed "
+			 "logins lately; try again in %lld ms",
+			 (long long)retry_ms);
+		api_reply_error(r, API_UNAUTHORIZED, text,
+				json_pack("{s:I}", "retryAfterMs",
+					  (json_int_t)retry_ms));
+	} else if ((rc = api_auth_check(a, json_string_value(token),
+					json_string_length(token))) == 0) {
+		api_conn_authed(c);
+		api_reply(r, json_object());
+		return;
+	} else if (rc == -ENOENT && c->authed) {
+		/* A Unix peer is in already; there is no token to check. */
+		api_reply(r, json_object());
+		return;
+	} else if (rc == -ENOENT) {
 		api_reply_error(r, API_UNAUTHORIZED, "unauthorized: this "
 				"server takes no token", NULL);
-		return;
+	} else {
+		api_auth_failed(a, peer, API_AUTH_VIA_SOCKET, "server/auth");
+		api_reply_error(r, API_UNAUTHORIZED,
+				"unauthorized: wrong token", NULL);
 	}
-	api_reply(r, json_object());
+	if (++c->auth_failures >= AUTH_TRIES_PER_CONN)
+		api_conn_drain(c);
 }
 
 static void m_ping(struct api_req *r, json_t *params)

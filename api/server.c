@@ -7,6 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/activation.h"
+#include "api/auth.h"
 #include "api/conn.h"
 #include "api/sub.h"
 #include "api/wait.h"
@@ -25,10 +29,11 @@
 #define DEFAULT_MAX_LINE (16u * 1024 * 1024)
 #define DEFAULT_MAX_DEPTH 64
 #define DEFAULT_MAX_CONNECTIONS 16384
+#define DEFAULT_MAX_UNAUTH 256
+#define DEFAULT_LOGIN_MS 10000
 #define DEFAULT_MAX_INFLIGHT 1024
 #define DEFAULT_MAX_OUTBUF (64u * 1024 * 1024)
 #define LISTEN_BACKLOG 4096
-#define MAX_TOKEN 4096
 
 static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *errorf(const char *fmt, ...)
@@ -46,9 +51,7 @@ static char *errorf(const char *fmt, ...)
 static void api_free(struct api *a)
 {
 	free(a->socket_path);
-	if (a->token)
-		memset(a->token, 0, a->token_len);
-	free(a->token);
+	api_auth_finish(a);
 	free(a->allow_uids);
 	free(a);
 }
@@ -70,7 +73,7 @@ static void on_listener_close(uv_handle_t *h)
 	api_handle_closed(h->data);
 }
 
-/* ---- the Unix socket --------------------------------------------------- */
+/* ---- the Unix socket ---------------------------------------------------- */
 
 /* default_socket_path returns the malloc'd default path of PROTOCOL.md. */
 static char *default_socket_path(void)
@@ -87,9 +90,9 @@ static char *default_socket_path(void)
 }
 
 /* make_dirs creates the directory that will hold path, and any missing
- * parent, mode 0700; an existing directory is left as it is. Returns 0
+ * parent, with mode; an existing directory is left as it is. Returns 0
  * or a negative errno. */
-static int make_dirs(const char *path)
+static int make_dirs(const char *path, mode_t mode)
 {
 	char *dir = strdup(path), *slash;
 	int rc = 0;
@@ -108,7 +111,9 @@ static int make_dirs(const char *path)
 		if (c != '/' && c != '\0')
 			continue;
 		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		if (mkdir(dir, mode) == 0)
+			(void)chmod(dir, mode); /* whatever the umask */
+		else if (errno != EEXIST)
 			rc = -errno;
 		*p = c;
 		if (c == '\0')
@@ -160,6 +165,57 @@ static int clear_stale(const char *path, char **errmsg)
 	return 0;
 }
 
+/* ---- accepting, a burst per loop turn ----------------------------------- */
+
+static void on_accept_later(uv_idle_t *h);
+
+/* accept_or_defer accepts a new connection of listener unless API_ACCEPT
+ * _BURST were accepted from it in this loop turn. A connection left
+ * unaccepted makes libuv stop watching the listener (the kernel's backlog
+ * holds the rest) until it is accepted, on the next turn: a client that
+ * reconnects as fast as it is closed can then take only a share of a
+ * turn, and the connections already open are served between bursts. */
+static void accept_or_defer(struct api *a, uv_stream_t *listener,
+			    int transport)
+{
+	int *count = &a->accepted[transport];
+
+	if (*count >= API_ACCEPT_BURST) {
+		a->deferred[transport] = true;
+		uv_idle_start(&a->accept_later, on_accept_later);
+		return;
+	}
+	(*count)++;
+	api_conn_accept(a, listener, transport);
+}
+
+static void on_accept_later(uv_idle_t *h)
+{
+	struct api *a = h->data;
+
+	uv_idle_stop(h);
+	a->accepted[API_TRANSPORT_UNIX] = a->accepted[API_TRANSPORT_TCP] = 0;
+	if (a->deferred[API_TRANSPORT_UNIX]) {
+		a->deferred[API_TRANSPORT_UNIX] = false;
+		accept_or_defer(a, (uv_stream_t *)&a->unix_listener,
+				API_TRANSPORT_UNIX);
+	}
+	if (a->deferred[API_TRANSPORT_TCP]) {
+		a->deferred[API_TRANSPORT_TCP] = false;
+		accept_or_defer(a, (uv_stream_t *)&a->tcp_listener,
+				API_TRANSPORT_TCP);
+	}
+}
+
+/* on_turn ends a loop turn's accept burst (the check phase follows the
+ * poll that delivered the connections). */
+static void on_turn(uv_check_t *h)
+{
+	struct api *a = h->data;
+
+	a->accepted[API_TRANSPORT_UNIX] = a->accepted[API_TRANSPORT_TCP] = 0;
+}
+
 static void on_unix_connection(uv_stream_t *server, int status)
 {
 	struct api *a = server->data;
@@ -168,12 +224,97 @@ static void on_unix_connection(uv_stream_t *server, int status)
 		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
-	api_conn_accept(a, server, API_TRANSPORT_UNIX);
+	accept_or_defer(a, server, API_TRANSPORT_UNIX);
+}
+
+/* user_in_group is true when uid (by its passwd entry) is a member of
+ * gid. */
+static bool user_in_group(uid_t uid, gid_t gid)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+	gid_t groups[256];
+	int n = 256;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+		return false;
+	if (pw.pw_gid == gid)
+		return true;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* can_search is true when uid may pass through a directory of st's
+ * owner, group and mode (by the mode bits alone). */
+static bool can_search(uid_t uid, const struct stat *st)
+{
+	if (st->st_uid == uid)
+		return st->st_mode & S_IXUSR;
+	if (user_in_group(uid, st->st_gid))
+		return st->st_mode & S_IXGRP;
+	return st->st_mode & S_IXOTH;
+}
+
+/* check_reachable warns about each --allow-uid user whom a directory on
+ * the way to the socket stops (by its mode bits; an ACL may say more):
+ * berthd makes the socket reachable, but it changes no directory it did
+ * not create, such as a 0700 $XDG_RUNTIME_DIR. */
+static void check_reachable(const struct api *a)
+{
+	char *dir = strdup(a->socket_path), *slash, *real;
+
+	if (!dir)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	real = realpath(slash ? (*dir ? dir : "/") : ".", NULL);
+	free(dir);
+	if (!real)
+		return;
+	for (size_t i = 0; i < a->nallow_uids; i++) {
+		uid_t uid = a->allow_uids[i];
+		size_t len = strlen(real);
+
+		/* Each directory from the root down to the socket's: its
+		 * path is real up to end. */
+		for (size_t end = 1; uid != 0 && end <= len; end++) {
+			struct stat st;
+			char c = real[end];
+			bool stops;
+
+			if (end < len && c != '/')
+				continue;
+			real[end] = '\0';
+			stops = stat(real, &st) == 0 && !can_search(uid, &st);
+			if (stops)
+				log_warn("--allow-uid %lu: that user cannot reach "
+					 "%s, because %s is mode %04o (owner %lu); "
+					 "let them search it (chmod o+x), or "
+					 "choose a --socket in a directory they "
+					 "can reach", (unsigned long)uid,
+					 a->socket_path, real,
+					 (unsigned)(st.st_mode & 07777),
+					 (unsigned long)st.st_uid);
+			real[end] = c;
+			if (stops)
+				break;
+		}
+	}
+	free(real);
 }
 
 static int start_unix(struct api *a, char **errmsg)
 {
-	mode_t old;
+	/* With --allow-uid the socket is reachable to every user and the
+	 * peer check in conn.c filters, as the option promises; without
+	 * it, only berthd's user may even open it. */
+	bool shared = a->nallow_uids > 0;
+	mode_t mode = shared ? 0666 : 0600, old;
 	int rc;
 
 	if (a->unix_passed)
@@ -184,7 +325,7 @@ static int start_unix(struct api *a, char **errmsg)
 				 sizeof((struct sockaddr_un *)0)->sun_path - 1);
 		return -ENAMETOOLONG;
 	}
-	rc = make_dirs(a->socket_path);
+	rc = make_dirs(a->socket_path, shared ? 0711 : 0700);
 	if (rc < 0) {
 		*errmsg = errorf("cannot create the directory of %s: %s",
 				 a->socket_path, strerror(-rc));
@@ -201,17 +342,19 @@ init:
 	a->unix_listener.data = a;
 	a->handles++;
 	a->unix_bound = true;
-	/* berthd's own socket is created 0600 (the umask covers the moment
-	 * between bind and chmod); a passed one has its unit's mode. The
-	 * peer check in conn.c is the real guard. */
+	/* berthd's own socket is created with its mode (the umask covers
+	 * the moment between bind and chmod); a passed one has its unit's
+	 * mode. The peer check in conn.c is the real guard. */
 	if (a->unix_passed) {
 		rc = api_activation_open_pipe(&a->unix_listener);
 	} else {
-		old = umask(0177);
+		old = umask(0777 & ~mode);
 		rc = uv_pipe_bind(&a->unix_listener, a->socket_path);
 		umask(old);
-		if (rc == 0 && chmod(a->socket_path, 0600) < 0)
+		if (rc == 0 && chmod(a->socket_path, mode) < 0)
 			rc = -errno;
+		if (rc == 0 && shared)
+			check_reachable(a);
 	}
 	if (rc >= 0)
 		rc = uv_listen((uv_stream_t *)&a->unix_listener, LISTEN_BACKLOG,
@@ -224,42 +367,7 @@ init:
 	return 0;
 }
 
-/* ---- TCP --------------------------------------------------------------- */
-
-/* read_token reads the token file: its first line, without the trailing
- * newline and blanks. Returns 0 or -1 with *errmsg. */
-static int read_token(struct api *a, const char *path, char **errmsg)
-{
-	char buf[MAX_TOKEN + 1];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		*errmsg = errorf("cannot read the token file %s: %s", path,
-				 strerror(errno));
-		return -1;
-	}
-	n = read(fd, buf, MAX_TOKEN);
-	close(fd);
-	if (n < 0) {
-		*errmsg = errorf("cannot read the token file %s: %s", path,
-				 strerror(errno));
-		return -1;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	n = (ssize_t)strlen(buf);
-	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	if (n == 0) {
-		*errmsg = errorf("the token file %s is empty", path);
-		return -1;
-	}
-	a->token = strdup(buf);
-	a->token_len = (size_t)n;
-	memset(buf, 0, sizeof buf);
-	return a->token ? 0 : -1;
-}
+/* ---- TCP ---------------------------------------------------------------- */
 
 int api_parse_address(const char *spec, bool bare_port,
 		      struct sockaddr_storage *ss, bool *loopback)
@@ -315,7 +423,7 @@ static void on_tcp_connection(uv_stream_t *server, int status)
 		log_warn("accept on the socket failed: %s", uv_strerror(status));
 		return;
 	}
-	api_conn_accept(a, server, API_TRANSPORT_TCP);
+	accept_or_defer(a, server, API_TRANSPORT_TCP);
 }
 
 static int start_tcp(struct api *a, char **errmsg)
@@ -329,8 +437,6 @@ static int start_tcp(struct api *a, char **errmsg)
 				 ? "the TCP socket passed as 'listen'" : "--listen");
 		return -EINVAL;
 	}
-	if (read_token(a, a->cfg.token_file, errmsg) < 0)
-		return -EINVAL;
 	if (api_parse_address(a->cfg.listen, true, &ss, NULL) < 0) {
 		*errmsg = errorf("--listen takes HOST:PORT (a numeric address), "
 				 "not '%s'", a->cfg.listen);
@@ -357,7 +463,7 @@ static int start_tcp(struct api *a, char **errmsg)
 	return 0;
 }
 
-/* ---- events ------------------------------------------------------------ */
+/* ---- events ------------------------------------------------------------- */
 
 static void on_event(void *arg, const struct store_event *ev)
 {
@@ -376,7 +482,7 @@ static void on_progress(void *arg, const char *job_id, const char *tool,
 		api_sub_on_progress(a, job_id, progress);
 }
 
-/* ---- start and stop ---------------------------------------------------- */
+/* ---- start and stop ----------------------------------------------------- */
 
 /* close_all starts closing every handle of a; api_handle_closed frees it
  * when the last one is closed. */
@@ -389,6 +495,11 @@ static void close_all(struct api *a)
 		uv_close((uv_handle_t *)&a->tcp_listener, on_listener_close);
 	for (struct api_conn *c = a->conns; c; c = c->next)
 		api_conn_close(c);
+	api_conn_stop(a);
+	if (!uv_is_closing((uv_handle_t *)&a->accept_later))
+		uv_close((uv_handle_t *)&a->accept_later, on_listener_close);
+	if (!uv_is_closing((uv_handle_t *)&a->turn))
+		uv_close((uv_handle_t *)&a->turn, on_listener_close);
 	/* Closed connections write nothing more; this drops their refs. */
 	api_conn_flush_all(a);
 	if (!uv_is_closing((uv_handle_t *)&a->flush))
@@ -417,6 +528,10 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		a->cfg.max_depth = DEFAULT_MAX_DEPTH;
 	if (a->cfg.max_connections <= 0)
 		a->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+	if (a->cfg.max_unauth <= 0)
+		a->cfg.max_unauth = DEFAULT_MAX_UNAUTH;
+	if (a->cfg.login_ms <= 0)
+		a->cfg.login_ms = DEFAULT_LOGIN_MS;
 	if (a->cfg.max_inflight <= 0)
 		a->cfg.max_inflight = DEFAULT_MAX_INFLIGHT;
 	if (!a->cfg.max_outbuf)
@@ -457,8 +572,18 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	uv_prepare_init(loop, &a->flush);
 	a->flush.data = a;
 	a->handles++;
+	uv_idle_init(loop, &a->accept_later);
+	a->accept_later.data = a;
+	uv_check_init(loop, &a->turn);
+	a->turn.data = a;
+	a->handles += 2;
+	uv_check_start(&a->turn, on_turn);
+	uv_unref((uv_handle_t *)&a->turn);
+	api_conn_start(a);
 
-	rc = start_unix(a, errmsg);
+	rc = api_auth_init(a, cfg->token_file, errmsg) < 0 ? -EINVAL : 0;
+	if (rc == 0)
+		rc = start_unix(a, errmsg);
 	listening = rc == 0 && !a->unix_passed;
 	if (rc == 0 && a->cfg.listen)
 		rc = start_tcp(a, errmsg);
@@ -486,6 +611,16 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	}
 	*out = a;
 	return 0;
+}
+
+int64_t api_login_ms(const struct api *a)
+{
+	return a->cfg.login_ms;
+}
+
+int api_max_unauth(const struct api *a)
+{
+	return a->cfg.max_unauth;
 }
 
 const char *api_socket_path(const struct api *a)

@@ -280,6 +280,13 @@ void api_wait_on_event(struct api *a, const struct store_event *ev)
 	}
 }
 
+void api_wait_end_conn(struct api_conn *c)
+{
+	/* wait_finish takes each out of c's list before it answers. */
+	while (c->waits)
+		wait_finish(c->waits);
+}
+
 void api_wait_cancel_conn(struct api_conn *c)
 {
 	while (c->waits) {

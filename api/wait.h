@@ -18,6 +18,10 @@ void api_m_events_poll(struct api_req *r, json_t *params);
 /* api_wait_on_event wakes the waits that ev (borrowed) satisfies. */
 void api_wait_on_event(struct api *a, const struct store_event *ev);
 
+/* api_wait_end_conn ends c's waits now, each answered as if its time were
+ * up (c's client closed its side: conn.h). */
+void api_wait_end_conn(struct api_conn *c);
+
 /* api_wait_cancel_conn ends c's waits without an answer (c is closing). */
 void api_wait_cancel_conn(struct api_conn *c);
 

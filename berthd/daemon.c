@@ -98,8 +98,11 @@ static const char usage_text[] =
 	"                         (survives a crash of berthd, not of the machine)\n"
 	"  --listen HOST:PORT     also serve TCP (loopback unless HOST says otherwise);\n"
 	"                         needs --token-file\n"
-	"  --token-file FILE      the token TCP clients send with server/auth\n"
-	"  --allow-uid UID        let this user use the Unix socket too (repeatable)\n"
+	"  --token-file FILE      the token TCP clients send with server/auth (and\n"
+	"                         HTTP clients as Bearer); 32 random bytes, mode 0600\n"
+	"  --allow-uid UID        let this user use the Unix socket too (repeatable);\n"
+	"                         the socket is then mode 0666 and the peer check\n"
+	"                         (SO_PEERCRED) alone decides who is served\n"
 	"  --default-timeout DURATION\n"
 	"                         timeout of a job whose tool and submit name none\n"
 	"                         (default 5m)\n"
@@ -116,8 +119,9 @@ static const char usage_text[] =
 	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
 	"                         database of --db, then exit\n"
 	"  --http HOST:PORT       also serve HTTP: REST, events, /metrics and the\n"
-	"                         approval inbox page (docs/HTTP.md); it prints a\n"
-	"                         login URL; --token-file's token works as Bearer\n"
+	"                         approval inbox page (docs/HTTP.md); it logs a\n"
+	"                         login URL (good once, for 10 minutes);\n"
+	"                         --token-file's token works as Bearer\n"
 	"  --http-open            no authentication on --http (loopback only)\n"
 	"  --log-level LEVEL      error, warn, info (default) or debug: what berthd\n"
 	"                         logs on stderr, one line per event\n"
@@ -601,7 +605,6 @@ static int start(struct daemon *d, const struct options *o,
 		struct http_config hcfg = {
 			.listen = api_activation_address("http")
 				? api_activation_address("http") : o->http,
-			.token_file = o->token_file,
 			.open = o->http_open,
 		};
 

@@ -1,36 +1,47 @@
 /*
  * auth.c: who may use the gateway, and from where.
  *
- * - Without --http-open every /api route and /metrics needs either the
- *   token of --token-file as "Authorization: Bearer TOKEN", or a session
- *   cookie. A session comes from the login URL berthd prints at start:
- *   GET /login?token=T with its one-time token (as Jupyter does) sets an
- *   HttpOnly, SameSite=Strict cookie. The --token-file token opens a
- *   session the same way. The one-time token is spent by its first use
- *   and a new URL is printed.
+ * - Without --http-open every /api route but the page's and /metrics
+ *   needs "Authorization: Bearer TOKEN", where TOKEN is --token-file's
+ *   token (checked by the api: api_auth_check, the same check as the
+ *   socket's server/auth) or a session's.
+ * - A session comes from the login URL berthd logs: /login#T, whose
+ *   token T is in the fragment, which a browser never sends anywhere.
+ *   The login page posts it to /api/session as a Bearer token and keeps
+ *   the session it gets in sessionStorage, which belongs to this origin
+ *   (scheme, host and port) alone, and sends it as a Bearer token on
+ *   every request and on the event stream. No cookie is set or read: a
+ *   browser sends a host's cookies to every port of that host, so a
+ *   cookie would reach any other server on 127.0.0.1. T is good once and
+ *   for HTTP_LOGIN_MS; opening a used or expired one logs a new URL.
+ * - Guessing: a token that is none of these is logged with the peer's
+ *   address and counted (api_auth_failed), and the api's throttle
+ *   (api_auth_gate) refuses further tokens from that peer unchecked for
+ *   a while (429). A session is looked up before the throttle: its 256
+ *   random bits cannot be guessed, and a person with the page open is not
+ *   locked out by someone else's guesses.
  * - --http-open drops authentication, and is refused unless the gateway
  *   listens on a loopback address. It then also checks Host, so that a
  *   web page that rebinds its own DNS name to 127.0.0.1 cannot talk to it.
- * - Cross-site requests: a state-changing request (POST) is refused when
- *   its Origin (or Sec-Fetch-Site) says it comes from another site, and,
- *   unless it carries a Bearer token, it must be Content-Type
- *   application/json: a cross-site page can send that only after a CORS
- *   preflight, which the gateway never grants. The session cookie is
- *   SameSite=Strict besides, and pages may not be framed.
+ * - Cross-site requests: a state-changing request (POST, DELETE) is
+ *   refused when its Origin (or Sec-Fetch-Site) says it comes from
+ *   another site, and, unless it carries a token (which a cross-site page
+ *   cannot set without a CORS preflight the gateway never grants), it
+ *   must be Content-Type application/json for the same reason. Pages may
+ *   not be framed.
  */
 #include "log/log.h"
 #include "http/internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <unistd.h>
+#include <time.h>
 
-#define MAX_TOKEN 4096
+#include "api/auth.h"
 
 int http_random_hex(char *out, size_t n)
 {
@@ -60,71 +71,124 @@ static bool equal_ct(const char *given, size_t glen, const char *known,
 	return diff == 0;
 }
 
-static int read_token(struct http *h, const char *path, char **errmsg)
+/* new_login_token makes the login URL's token and its expiry. */
+static int new_login_token(struct http *h)
 {
-	char buf[MAX_TOKEN + 1];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = http_random_hex(h->login_token, 32);
 
-	if (fd < 0 || (n = read(fd, buf, MAX_TOKEN)) < 0) {
-		if (asprintf(errmsg, "cannot read the token file %s: %s", path,
-			     strerror(errno)) < 0)
-			*errmsg = NULL;
-		if (fd >= 0)
-			close(fd);
-		return -EINVAL;
-	}
-	close(fd);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	n = (ssize_t)strlen(buf);
-	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	if (n == 0) {
-		if (asprintf(errmsg, "the token file %s is empty", path) < 0)
-			*errmsg = NULL;
-		return -EINVAL;
-	}
-	h->token = strdup(buf);
-	h->token_len = (size_t)n;
-	memset(buf, 0, sizeof buf);
-	return h->token ? 0 : -ENOMEM;
+	if (rc < 0)
+		h->login_token[0] = '\0';
+	h->login_expires = uv_now(h->loop) + (uint64_t)h->login_ms;
+	return rc;
+}
+
+void http_login_url(struct http *h, const char *why)
+{
+	long long ms = (long long)h->login_ms;
+
+	if (!h->login_token[0])
+		return;
+	if (ms % 60000 == 0)
+		log_info("http: %slog in at %s/login#%s (once, within %lld "
+			 "minutes)", why ? why : "", h->origin, h->login_token,
+			 ms / 60000);
+	else
+		log_info("http: %slog in at %s/login#%s (once, within %lld "
+			 "ms)", why ? why : "", h->origin, h->login_token, ms);
 }
 
 int http_auth_init(struct http *h, char **errmsg)
 {
-	int rc;
+	const char *e = getenv("BERTH_HTTP_LOGIN_MS");
 
-	if (h->cfg.token_file) {
-		rc = read_token(h, h->cfg.token_file, errmsg);
-		if (rc < 0)
-			return rc;
+	h->login_ms = e ? strtoll(e, NULL, 10) : 0;
+	if (h->login_ms <= 0)
+		h->login_ms = HTTP_LOGIN_MS;
+	if (new_login_token(h) < 0) {
+		*errmsg = strdup("cannot read random bytes for the login URL");
+		return -EIO;
 	}
-	return http_random_hex(h->login_token, 32);
+	return 0;
 }
 
 void http_auth_finish(struct http *h)
 {
-	if (h->token)
-		memset(h->token, 0, h->token_len);
-	free(h->token);
-	h->token = NULL;
 	memset(h->login_token, 0, sizeof h->login_token);
+	memset(h->spent_token, 0, sizeof h->spent_token);
 	memset(h->sessions, 0, sizeof h->sessions);
 }
 
-int http_login(struct http *h, const char *token, char sid[65])
+/* find_session returns the live session whose id is token, or NULL; each
+ * slot is compared in full, so the time taken tells nothing. */
+static struct http_session *find_session(struct http *h, const char *token,
+					 size_t len)
 {
-	size_t len = token ? strlen(token) : 0;
-	bool one_time = len && equal_ct(token, len, h->login_token,
-					strlen(h->login_token));
-	bool file = len && h->token && equal_ct(token, len, h->token,
-						h->token_len);
-	struct http_session *slot = &h->sessions[0];
+	struct http_session *found = NULL;
 	uint64_t now = uv_now(h->loop);
 
-	if (!one_time && !file)
-		return -1;
+	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
+		struct http_session *s = &h->sessions[i];
+
+		if (s->id[0] && s->expires > now &&
+		    equal_ct(token, len, s->id, 64))
+			found = s;
+	}
+	return found;
+}
+
+int http_auth_check(struct http_conn *c)
+{
+	struct http *h = c->http;
+	struct api *api = h->api;
+	const char *auth = http_header_get(c, "Authorization");
+	const char *t;
+	size_t len;
+	uint64_t now = uv_now(h->loop);
+	char what[96];
+
+	if (h->cfg.open)
+		return HTTP_AUTH_OPEN;
+	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+		return HTTP_AUTH_NONE;
+	for (t = auth + 7; *t == ' '; t++)
+		;
+	len = strlen(t);
+	if (len && find_session(h, t, len))
+		return HTTP_AUTH_SESSION;
+	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
+			  API_AUTH_VIA_HTTP, &c->retry_ms) < 0)
+		return HTTP_AUTH_THROTTLED;
+	if (api_auth_check(api, t, len) == 0)
+		return HTTP_AUTH_BEARER;
+	if (h->login_token[0] &&
+	    equal_ct(t, len, h->login_token, strlen(h->login_token))) {
+		if (h->login_expires > now)
+			return HTTP_AUTH_LOGIN;
+		/* It expired: a fresh URL for the person who opened this
+		 * one (berthd's log is where they found it). */
+		memcpy(h->spent_token, h->login_token, sizeof h->spent_token);
+		if (new_login_token(h) == 0)
+			http_login_url(h, "the login URL expired; ");
+		return HTTP_AUTH_EXPIRED;
+	}
+	if (h->spent_token[0] &&
+	    equal_ct(t, len, h->spent_token, strlen(h->spent_token)))
+		return HTTP_AUTH_EXPIRED; /* someone's old link: no guess */
+	snprintf(what, sizeof what, "Bearer token on %.16s %.60s",
+		 http_str(c, c->req.method), http_str(c, c->req.target));
+	api_auth_failed(api, (const struct sockaddr *)&c->peer,
+			API_AUTH_VIA_HTTP, what);
+	return HTTP_AUTH_WRONG;
+}
+
+int http_session_open(struct http_conn *c, int auth, char sid[65],
+		      int64_t *expires)
+{
+	struct http *h = c->http;
+	struct http_session *slot = &h->sessions[0];
+	uint64_t now = uv_now(h->loop);
+	struct timespec ts;
+
 	if (http_random_hex(sid, 32) < 0)
 		return -1;
 	/* A free or expired slot, else the one that expires first. */
@@ -140,68 +204,32 @@ int http_login(struct http *h, const char *token, char sid[65])
 	}
 	memcpy(slot->id, sid, 65);
 	slot->expires = now + HTTP_SESSION_MS;
-	if (one_time) {
-		if (http_random_hex(h->login_token, 32) == 0)
-			log_info("http: the login URL was used; "
-				 "the next one is %s/login?token=%s",
-				h->origin, h->login_token);
-		else
-			h->login_token[0] = '\0';
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*expires = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+		   HTTP_SESSION_MS;
+	if (auth == HTTP_AUTH_LOGIN) {
+		memcpy(h->spent_token, h->login_token, sizeof h->spent_token);
+		if (new_login_token(h) == 0)
+			http_login_url(h, "the login URL was used; ");
 	}
 	return 0;
 }
 
-/* cookie_session returns the value of the berth_session cookie, copied
- * into out, or NULL. */
-static const char *cookie_session(const char *cookie, char out[65])
+int http_session_close(struct http_conn *c)
 {
-	static const char name[] = "berth_session=";
-
-	while (cookie && *cookie) {
-		size_t n;
-
-		while (*cookie == ' ' || *cookie == ';')
-			cookie++;
-		n = strcspn(cookie, ";");
-		if (n > sizeof name - 1 && n - (sizeof name - 1) < 65 &&
-		    strncmp(cookie, name, sizeof name - 1) == 0) {
-			memcpy(out, cookie + sizeof name - 1,
-			       n - (sizeof name - 1));
-			out[n - (sizeof name - 1)] = '\0';
-			return out;
-		}
-		cookie += n;
-	}
-	return NULL;
-}
-
-int http_auth_check(struct http_conn *c)
-{
-	struct http *h = c->http;
 	const char *auth = http_header_get(c, "Authorization");
-	char sid[65];
-	uint64_t now = uv_now(h->loop);
+	struct http_session *s;
+	const char *t;
 
-	if (h->cfg.open)
-		return HTTP_AUTH_OPEN;
-	if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && h->token) {
-		const char *t = auth + 7;
-
-		while (*t == ' ')
-			t++;
-		if (equal_ct(t, strlen(t), h->token, h->token_len))
-			return HTTP_AUTH_BEARER;
-	}
-	if (cookie_session(http_header_get(c, "Cookie"), sid)) {
-		for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
-			struct http_session *s = &h->sessions[i];
-
-			if (s->id[0] && s->expires > now &&
-			    equal_ct(sid, strlen(sid), s->id, 64))
-				return HTTP_AUTH_COOKIE;
-		}
-	}
-	return HTTP_AUTH_NONE;
+	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+		return -1;
+	for (t = auth + 7; *t == ' '; t++)
+		;
+	s = find_session(c->http, t, strlen(t));
+	if (!s)
+		return -1;
+	memset(s, 0, sizeof *s);
+	return 0;
 }
 
 /* same_host is true when origin ("http://HOST[:PORT]") names the Host the
@@ -231,7 +259,7 @@ bool http_csrf_ok(struct http_conn *c, int auth, const char **why)
 		*why = "forbidden: a cross-site request (Sec-Fetch-Site)";
 		return false;
 	}
-	if (auth != HTTP_AUTH_BEARER &&
+	if (auth == HTTP_AUTH_OPEN &&
 	    !(type && strncasecmp(type, "application/json", 16) == 0)) {
 		*why = "forbidden: a state-changing request must be "
 		       "Content-Type: application/json";

@@ -7,7 +7,15 @@
  *   READING ──a whole request──► HANDLING ──response queued──► READING
  *      │                            │
  *      │                            └──an event stream──► STREAMING
- *      └──EOF, an error, a limit, idle too long, http_stop──► CLOSING
+ *      └──EOF, an error, a limit, a deadline, http_stop──► CLOSING
+ *
+ * READING takes a head first; once the head is whole it is judged
+ * (http_route_head: route, method, credentials) before a byte of its body
+ * is read, so that a stranger's body is never read. Its deadlines run
+ * from fixed points (internal.h): bytes that trickle in extend none of
+ * them. The end of a head is searched for only in bytes not yet looked
+ * at, so a head that arrives a byte at a time costs its length, not its
+ * length squared.
  *
  * One request is answered at a time: requests a client pipelines wait in
  * the buffer until the one before them is answered, so responses leave in
@@ -24,7 +32,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/api.h"
 #include "api/local.h"
+#include "log/log.h"
 
 struct write_req {
 	uv_write_t req;
@@ -45,10 +55,12 @@ static const char *reason_of(int status)
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
 	case 415: return "Unsupported Media Type";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
@@ -75,6 +87,30 @@ static void on_handle_close(uv_handle_t *hd)
 	conn_free_maybe(hd->data);
 }
 
+static void unauth_remove(struct http_conn *c)
+{
+	struct http *h = c->http;
+
+	if (!c->unauth_prev && h->unauth_head != c)
+		return;
+	if (c->unauth_prev)
+		c->unauth_prev->unauth_next = c->unauth_next;
+	else
+		h->unauth_head = c->unauth_next;
+	if (c->unauth_next)
+		c->unauth_next->unauth_prev = c->unauth_prev;
+	else
+		h->unauth_tail = c->unauth_prev;
+	c->unauth_prev = c->unauth_next = NULL;
+	h->nunauth--;
+}
+
+void http_conn_trust(struct http_conn *c)
+{
+	c->trusted = true;
+	unauth_remove(c);
+}
+
 void http_conn_close(struct http_conn *c)
 {
 	struct http *h = c->http;
@@ -82,6 +118,7 @@ void http_conn_close(struct http_conn *c)
 	if (c->state == HC_CLOSING)
 		return;
 	c->state = HC_CLOSING;
+	unauth_remove(c);
 	/* The api connection ends first: its waits and subscriptions stop,
 	 * and replies still owed to this client are dropped, so the sink is
 	 * never called for a connection that is gone. */
@@ -109,7 +146,7 @@ const char *http_header_get(const struct http_conn *c, const char *name)
 	return NULL;
 }
 
-/* ---- writing ---------------------------------------------------------- */
+/* ---- writing ------------------------------------------------------------ */
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -191,6 +228,9 @@ static void request_done(struct http_conn *c)
 	c->have_head = false;
 	c->sse = false;
 	c->want_id = 0;
+	c->scanned = 0;
+	c->waiting_since = uv_now(c->http->loop);
+	c->head_started = 0;
 	if (!c->keep_alive) {
 		/* Nothing more is read; parse_next closes once the
 		 * response is written. */
@@ -201,6 +241,9 @@ static void request_done(struct http_conn *c)
 		memmove(c->buf, c->buf + used, c->len - used);
 		c->len -= used;
 		c->state = HC_READING;
+		/* A pipelined head that is already here started now. */
+		if (c->len)
+			c->head_started = c->waiting_since;
 	}
 	if (!c->in_dispatch)
 		parse_next(c);
@@ -214,6 +257,11 @@ void http_respond(struct http_conn *c, int status, const char *content_type,
 
 	if (c->state != HC_HANDLING)
 		return;
+	/* A request answered before its body was read (refused on its
+	 * head) leaves the stream at an unknown point: nothing after it
+	 * is read. */
+	if (c->len < c->req.head_len + c->req.body_len)
+		c->keep_alive = false;
 	hlen = asprintf(&head,
 			"HTTP/1.1 %d %s\r\n"
 			"Content-Type: %s\r\n"
@@ -268,14 +316,20 @@ void http_respond_error(struct http_conn *c, int status, int code,
 			const char *message, json_t *data)
 {
 	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+	char hdr[64];
 
 	if (err && data)
 		json_object_set_new(err, "data", data);
 	else
 		json_decref(data);
+	if (status == 429)
+		snprintf(hdr, sizeof hdr, "Retry-After: %lld\r\n",
+			 (long long)(c->retry_ms + 999) / 1000);
+	else
+		snprintf(hdr, sizeof hdr, "%s",
+			 status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
 	http_respond_json(c, status, err ? json_pack("{s:o}", "error", err)
-					 : NULL,
-			  status == 401 ? "WWW-Authenticate: Bearer\r\n" : NULL);
+					 : NULL, hdr);
 }
 
 static void on_ping(uv_timer_t *t)
@@ -297,10 +351,11 @@ void http_stream_start(struct http_conn *c)
 		"Connection: close\r\n\r\n"
 		/* EventSource waits this long before reconnecting. */
 		"retry: 1000\n\n";
-	char *copy = strdup(head);
+	char *copy;
 
 	if (c->state != HC_HANDLING)
 		return;
+	copy = strdup(head);
 	if (!copy) {
 		http_conn_close(c);
 		return;
@@ -329,7 +384,7 @@ int http_stream_send(struct http_conn *c, const char *text, size_t len)
 	return conn_write(c, copy, len, NULL, 0);
 }
 
-/* ---- parsing ---------------------------------------------------------- */
+/* ---- parsing ------------------------------------------------------------ */
 
 /* fail answers a request that cannot be parsed and closes after it: what
  * follows it in the stream cannot be trusted to start a request. */
@@ -433,6 +488,18 @@ static int parse_head(struct http_conn *c, size_t end)
 		return -1;
 	}
 	v = http_header_get(c, "Content-Length");
+	for (int i = 0; v && i < r->nheaders; i++) {
+		/* Two lengths that disagree leave the body's end to whoever
+		 * reads the request, which is how requests are smuggled
+		 * past a proxy (RFC 9112 6.3): refused. */
+		if (strcasecmp(http_str(c, r->headers[i].name),
+			       "Content-Length") == 0 &&
+		    strcmp(http_str(c, r->headers[i].value), v) != 0) {
+			fail(c, 400, -32600, "invalid request: two "
+			     "Content-Length headers that disagree", NULL);
+			return -1;
+		}
+	}
 	if (v) {
 		char *endp;
 		unsigned long long n;
@@ -467,7 +534,70 @@ bad:
 	return -1;
 }
 
-static void on_idle(uv_timer_t *t)
+/* ---- deadlines ---------------------------------------------------------- */
+
+static void on_deadline(uv_timer_t *t);
+
+/* conn_due returns when c's current wait ends (internal.h's bounds), or
+ * 0 when it has none: a request being answered waits for berthd. */
+static uint64_t conn_due(const struct http_conn *c)
+{
+	uint64_t due = 0;
+	int64_t login = api_login_ms(c->http->api);
+
+	if (c->state == HC_READING) {
+		if (c->have_head)
+			due = c->body_started + HTTP_BODY_MS;
+		else if (c->head_started)
+			due = c->head_started + HTTP_HEAD_MS;
+		else
+			due = c->waiting_since + HTTP_IDLE_MS;
+	}
+	if (!c->trusted && c->state != HC_CLOSING &&
+	    (!due || c->accepted + (uint64_t)login < due))
+		due = c->accepted + (uint64_t)login;
+	return due;
+}
+
+/* conn_arm sets c's timer for its deadline; an event stream's timer
+ * sends pings instead. */
+static void conn_arm(struct http_conn *c)
+{
+	uint64_t now = uv_now(c->http->loop), due;
+
+	if (c->state == HC_STREAMING || c->state == HC_CLOSING ||
+	    c->shutting_down)
+		return;
+	due = conn_due(c);
+	if (!due)
+		uv_timer_stop(&c->timer);
+	else
+		uv_timer_start(&c->timer, on_deadline, due > now ? due - now : 0,
+			       0);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	struct http_conn *c = t->data;
+	uint64_t now = uv_now(c->http->loop), due = conn_due(c);
+
+	if (due > now) {
+		conn_arm(c);
+		return;
+	}
+	if (c->state == HC_READING && (c->len > 0 || c->have_head)) {
+		/* A request started and did not arrive whole in time. */
+		log_debug("http: closed a connection whose request did not "
+			  "arrive in time");
+		fail(c, 408, -32600, "invalid request: the request did not "
+		     "arrive in time (10 s for its head, 60 s for its body)",
+		     NULL);
+		return;
+	}
+	http_conn_close(c);
+}
+
+static void on_closing_timeout(uv_timer_t *t)
 {
 	http_conn_close(t->data);
 }
@@ -500,7 +630,27 @@ static void close_after_writes(struct http_conn *c)
 		return;
 	}
 	c->shutting_down = true;
-	uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
+	uv_timer_start(&c->timer, on_closing_timeout, HTTP_IDLE_MS, 0);
+}
+
+/* head_end returns the offset just past the empty line that ends the head
+ * in c's buffer, or 0 while there is none. Only bytes not looked at
+ * before are scanned (and the three before them, which a "\r\n\r\n" split
+ * across reads may begin in). */
+static size_t head_end(struct http_conn *c)
+{
+	size_t i = c->scanned > 3 ? c->scanned - 3 : 0;
+	const char *p;
+
+	while (i + 3 < c->len &&
+	       (p = memchr(c->buf + i, '\r', c->len - 3 - i))) {
+		i = (size_t)(p - c->buf);
+		if (p[1] == '\n' && p[2] == '\r' && p[3] == '\n')
+			return i + 4;
+		i++;
+	}
+	c->scanned = c->len;
+	return 0;
 }
 
 /* parse_next answers the requests that are whole in the buffer, one at a
@@ -512,13 +662,9 @@ static void parse_next(struct http_conn *c)
 	c->in_dispatch = true;
 	while (c->state == HC_READING) {
 		if (!c->have_head) {
-			char *e = NULL;
+			size_t end = head_end(c);
 
-			for (size_t i = 0; i + 3 < c->len && !e; i++)
-				if (c->buf[i] == '\r' && c->buf[i + 1] == '\n' &&
-				    c->buf[i + 2] == '\r' && c->buf[i + 3] == '\n')
-					e = c->buf + i + 4;
-			if (!e) {
+			if (!end) {
 				if (c->len >= HTTP_MAX_HEAD) {
 					fail(c, 431, -32600, "invalid request: "
 					     "the head is longer than 64 KiB",
@@ -528,15 +674,21 @@ static void parse_next(struct http_conn *c)
 				}
 				break;
 			}
-			if (parse_head(c, (size_t)(e - c->buf)) < 0)
+			if (parse_head(c, end) < 0)
 				continue;
+			/* Judged on its head: nothing of a body is read for
+			 * a request that would be refused. */
+			c->state = HC_HANDLING;
+			c->long_poll = false;
+			if (http_route_head(c) < 0)
+				continue;
+			c->state = HC_READING;
 			c->have_head = true;
+			c->body_started = uv_now(c->http->loop);
 		}
 		if (c->len < c->req.head_len + c->req.body_len)
 			break;
-		uv_timer_stop(&c->timer);
 		c->state = HC_HANDLING;
-		c->long_poll = false;
 		http_route(c);
 	}
 	c->in_dispatch = false;
@@ -548,16 +700,17 @@ static void parse_next(struct http_conn *c)
 		if (!c->reading &&
 		    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
 			c->reading = true;
-		uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
 	}
+	conn_arm(c);
 }
 
-/* ---- reading ---------------------------------------------------------- */
+/* ---- reading ------------------------------------------------------------ */
 
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf)
 {
 	struct http_conn *c = hd->data;
-	size_t limit = HTTP_MAX_HEAD + c->http->max_body;
+	/* Room for a head, and for a body only once its head passed. */
+	size_t limit = HTTP_MAX_HEAD + (c->have_head ? c->req.body_len : 0);
 	size_t want = HTTP_READ_CHUNK;
 
 	if (c->cap - c->len < want && c->cap < limit) {
@@ -589,6 +742,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			return;
 		}
 		if (c->state == HC_READING) {
+			if (!c->head_started && !c->have_head)
+				c->head_started = uv_now(c->http->loop);
 			parse_next(c);
 		} else if (c->len >= c->cap) {
 			/* A client that pipelines more than the buffer
@@ -615,13 +770,34 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		http_conn_close(c); /* an error, or out of memory (ENOBUFS) */
 }
 
+/* make_room closes the oldest strangers while there are more of them, or
+ * more connections in all, than the gateway holds (internal.h). Returns
+ * false when c itself would have to go: every other connection has
+ * credentials. */
+static bool make_room(struct http *h, struct http_conn *c)
+{
+	size_t max_unauth = (size_t)api_max_unauth(h->api);
+
+	while (h->unauth_head && (h->nunauth > max_unauth ||
+				  h->nconns > (size_t)h->cfg.max_connections)) {
+		struct http_conn *old = h->unauth_head;
+
+		if (old == c)
+			return false;
+		log_debug("http: closed the oldest connection without "
+			  "credentials, to make room");
+		http_conn_close(old);
+	}
+	return true;
+}
+
 void http_conn_accept(struct http *h)
 {
 	struct http_conn *c = calloc(1, sizeof *c);
+	int len;
 
 	if (!c) {
-		fputs("berthd: http: out of memory accepting a connection\n",
-		      stderr);
+		log_error("http: out of memory accepting a connection");
 		return;
 	}
 	c->http = h;
@@ -634,17 +810,28 @@ void http_conn_accept(struct http *h)
 	c->timer.data = c;
 	c->handles = 2;
 	h->handles++;
+	c->accepted = c->waiting_since = uv_now(h->loop);
 	c->next = h->conns;
 	if (h->conns)
 		h->conns->prev = c;
 	h->conns = c;
 	h->nconns++;
+	/* A stranger until a request of it passes the auth check. */
+	c->unauth_prev = h->unauth_tail;
+	if (h->unauth_tail)
+		h->unauth_tail->unauth_next = c;
+	else
+		h->unauth_head = c;
+	h->unauth_tail = c;
+	h->nunauth++;
 	if (uv_accept((uv_stream_t *)&h->listener, (uv_stream_t *)&c->tcp) < 0) {
 		http_conn_close(c);
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
-	if (h->nconns > (size_t)h->cfg.max_connections) {
+	len = sizeof c->peer;
+	uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &len);
+	if (!make_room(h, c)) {
 		c->state = HC_HANDLING;
 		c->keep_alive = false;
 		c->eof = true;
@@ -653,7 +840,7 @@ void http_conn_accept(struct http *h)
 					h->cfg.max_connections));
 		return;
 	}
-	uv_timer_start(&c->timer, on_idle, HTTP_IDLE_MS, 0);
+	conn_arm(c);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
 		http_conn_close(c);
 	else

@@ -21,7 +21,6 @@ struct api;
 
 struct http_config {
 	const char *listen;     /* "HOST:PORT" (--http) */
-	const char *token_file; /* the Bearer token (--token-file), or NULL */
 	bool open;              /* --http-open: no authentication; refused
 				   unless HOST is a loopback address */
 	int max_connections;    /* 0: 1024 */
@@ -29,10 +28,11 @@ struct http_config {
 
 struct http;
 
-/* http_start binds cfg->listen and starts serving. It prints the login
- * URL (with a one-time token) to stderr. Returns 0 and sets *out, or a
- * negative code with *errmsg (malloc'd): a bad address, a port in use, an
- * unreadable token file, --http-open on an address that is not loopback. */
+/* http_start binds cfg->listen and starts serving. It logs the login URL
+ * (with a one-time token). Bearer tokens are checked by the api
+ * (api/auth.h: --token-file's token). Returns 0 and sets *out, or a
+ * negative code with *errmsg (malloc'd): a bad address, a port in use,
+ * --http-open on an address that is not loopback. */
 int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	       struct store *st, const struct http_config *cfg,
 	       struct http **out, char **errmsg);

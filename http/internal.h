@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -22,20 +23,44 @@
  *   HTTP_MAX_HEADERS  64 header lines, for the same reason.
  *   body              the socket's max_line (16 MiB): a body is one JSON
  *                     message, held whole while it is parsed (413 beyond).
- *   HTTP_IDLE_MS      a connection that has not sent a whole request this
- *                     long after its last one is closed, so that idle and
- *                     slow clients cannot pin descriptors.
+ *                     It is read only once its head passed the auth check.
+ *   HTTP_HEAD_MS      10 s for a request head from its first byte, and
+ *   HTTP_BODY_MS      60 s for its body after it, whatever arrives in
+ *                     between (408 past either): a client that drips a
+ *                     byte now and then holds a connection no longer.
+ *   HTTP_IDLE_MS      a kept-alive connection that starts no request this
+ *                     long after its last one is closed, so that idle
+ *                     clients cannot pin descriptors.
+ *   strangers         a connection that has not sent a request with valid
+ *                     credentials is a stranger's: it is closed at the
+ *                     socket's login deadline (api_login_ms, 10 s) from
+ *                     its accept, and at most api_max_unauth (256) of them
+ *                     are open, the oldest closed for a newcomer, so that
+ *                     strangers can never fill the 1024 connections.
  *   write queue       the socket's max_outbuf: an event stream whose
  *                     reader stops reading is cut off there.
  */
 #define HTTP_MAX_HEAD (64 * 1024)
 #define HTTP_MAX_HEADERS 64
+#define HTTP_HEAD_MS 10000
+#define HTTP_BODY_MS 60000
 #define HTTP_IDLE_MS 60000
 #define HTTP_SSE_PING_MS 15000
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
+#define HTTP_READ_CHUNK (64 * 1024)
+
+/*
+ * Sessions of the page (auth.c): a login URL's token is good for
+ * HTTP_LOGIN_MS and one use ($BERTH_HTTP_LOGIN_MS overrides it, for
+ * tests); a session it opens lasts HTTP_SESSION_MS or until its logout,
+ * and at most HTTP_MAX_SESSIONS are open (a new one takes the place of
+ * the one that expires first). A connection on which HTTP_AUTH_TRIES
+ * credentials failed is closed after its answer.
+ */
+#define HTTP_LOGIN_MS (10LL * 60 * 1000)
 #define HTTP_MAX_SESSIONS 64
 #define HTTP_SESSION_MS (7LL * 24 * 3600 * 1000)
-#define HTTP_READ_CHUNK (64 * 1024)
+#define HTTP_AUTH_TRIES 3
 
 struct http_metrics;
 
@@ -52,9 +77,10 @@ struct http {
 	struct http_config cfg;
 
 	char origin[160];     /* "http://HOST:PORT", as printed */
-	char *token;          /* --token-file's token, or NULL */
-	size_t token_len;
 	char login_token[65]; /* the one-time token of the login URL */
+	uint64_t login_expires; /* uv_now */
+	int64_t login_ms;     /* its lifetime */
+	char spent_token[65]; /* the one used last, to say so */
 	struct http_session sessions[HTTP_MAX_SESSIONS];
 
 	size_t max_body;      /* the api's limits (api_local_limits) */
@@ -63,12 +89,19 @@ struct http {
 
 	uv_tcp_t listener;
 	bool bound;
-	uv_check_t check;     /* ends a commit batch for the metrics */
+	uv_check_t check;     /* ends a commit batch for the metrics, and a
+				 turn's burst of accepts */
 	bool check_started;
+	int accepted;         /* connections accepted in this loop turn */
+	bool deferred;        /* one waits to be accepted */
+	uv_idle_t accept_later; /* accepts it on the next turn */
 	struct http_metrics *metrics;
 
 	struct http_conn *conns;
 	size_t nconns;
+	/* Strangers' connections, oldest first (the bounds above). */
+	struct http_conn *unauth_head, *unauth_tail;
+	size_t nunauth;
 
 	int handles;          /* open handles; stop finishes at zero */
 	bool stopping;
@@ -88,10 +121,18 @@ struct http_header {
 	uint32_t name, value;
 };
 
+struct http_route;
+
 /* The current request; every string is an offset into c->buf, NUL-ended
- * in place by the parser. */
+ * in place by the parser (offset 0, the method's, means none for the
+ * others). */
 struct http_request {
-	uint32_t method, target;
+	uint32_t method, target; /* target: its path once query is cut */
+	uint32_t query;         /* after "?", or 0 */
+	uint32_t job;           /* /api/jobs/{id}...: the id, or 0 */
+	const char *action;     /* /api/jobs/{id}/ACTION, or NULL */
+	const struct http_route *route; /* found by http_route_head */
+	int asset;              /* the asset served by the route, or -1 */
 	int minor;              /* HTTP/1.minor */
 	struct http_header headers[HTTP_MAX_HEADERS];
 	int nheaders;
@@ -102,13 +143,26 @@ struct http_request {
 struct http_conn {
 	struct http *http;
 	uv_tcp_t tcp;
-	uv_timer_t timer;       /* idle limit; event-stream pings */
+	uv_timer_t timer;       /* deadlines; event-stream pings */
 	int state;              /* enum http_conn_state */
 	int handles;            /* tcp and timer; freed at zero */
+	struct sockaddr_storage peer;
+	uint64_t accepted;      /* uv_now at accept */
+	uint64_t waiting_since; /* uv_now when it began to wait for the
+				   current request */
+	uint64_t head_started;  /* uv_now of the first byte of the current
+				   head, 0 before it */
+	uint64_t body_started;  /* uv_now when its head was accepted */
+	bool trusted;           /* a request of it passed the auth check */
+	int auth_failures;      /* credentials that failed on it */
+	struct http_conn *unauth_prev, *unauth_next; /* in http->unauth_*
+							while a stranger */
 
 	char *buf;              /* bytes read and not yet consumed */
 	size_t len, cap;
-	bool have_head;         /* req holds a parsed head */
+	size_t scanned;         /* buf[0..scanned) holds no end of head */
+	bool have_head;         /* req holds a parsed head, which passed
+				   http_route_head */
 	struct http_request req;
 	bool keep_alive;        /* after the current response */
 	bool eof;               /* the client sent all it will send */
@@ -126,6 +180,8 @@ struct http_conn {
 	bool sse;               /* the request is an event stream */
 	bool in_dispatch;       /* inside route dispatch: the next request
 				   is parsed when it returns */
+	int auth;               /* enum http_auth of the current request */
+	int64_t retry_ms;       /* HTTP_AUTH_THROTTLED: when to try again */
 
 	struct http_conn *prev, *next; /* in http->conns */
 };
@@ -168,9 +224,20 @@ void http_respond_error(struct http_conn *c, int status, int code,
 void http_stream_start(struct http_conn *c);
 int http_stream_send(struct http_conn *c, const char *text, size_t len);
 
+/* http_conn_trust marks c as a connection with credentials: it is no
+ * longer a stranger's (the bounds above). */
+void http_conn_trust(struct http_conn *c);
+
 /* ---- routes.c -------------------------------------------------------- */
 
-/* http_route answers the request in c->req (now or later). */
+/* http_route_head judges the request in c->req by its head alone (the
+ * route, the method, auth, cross-site rules), before any of its body is
+ * read. Returns 0 to read the body and go on with http_route, or -1 after
+ * answering. */
+int http_route_head(struct http_conn *c);
+
+/* http_route answers the request in c->req (now or later), once its
+ * body is read. */
 void http_route(struct http_conn *c);
 
 /* http_api_message is the sink of c's local api connection. */
@@ -179,12 +246,21 @@ int http_api_message(void *arg, const json_t *msg);
 /* ---- auth.c ---------------------------------------------------------- */
 
 enum http_auth {
-	HTTP_AUTH_NONE = 0, /* not authenticated */
+	HTTP_AUTH_NONE = 0, /* no credentials */
 	HTTP_AUTH_OPEN,     /* --http-open */
-	HTTP_AUTH_BEARER,   /* Authorization: Bearer */
-	HTTP_AUTH_COOKIE,   /* a session of the login URL */
+	HTTP_AUTH_BEARER,   /* Authorization: Bearer with --token-file's */
+	HTTP_AUTH_SESSION,  /* Authorization: Bearer with a session's */
+	HTTP_AUTH_LOGIN,    /* Authorization: Bearer with the login URL's
+			       token, which only opens a session */
+	HTTP_AUTH_WRONG,    /* a token that is none of these */
+	HTTP_AUTH_EXPIRED,  /* the login URL's token, too late or spent */
+	HTTP_AUTH_THROTTLED, /* not looked at: too many failed lately
+				(c->retry_ms) */
 };
 
+/* http_auth_check judges the credentials of c's current request (auth.c
+ * says how) and returns enum http_auth; a wrong token is logged and
+ * counted there. */
 int http_auth_check(struct http_conn *c);
 /* http_csrf_ok is true when a state-changing request may come from where
  * it comes from (auth.c explains the rules); *why is set when not. */
@@ -192,17 +268,26 @@ bool http_csrf_ok(struct http_conn *c, int auth, const char **why);
 /* http_host_ok is false for a Host header an --http-open gateway must
  * refuse (DNS rebinding). */
 bool http_host_ok(struct http_conn *c);
-/* http_login takes the token of GET /login: a new session id in sid (hex)
- * and 0, or -1 for a wrong token. */
-int http_login(struct http *h, const char *token, char sid[65]);
+/* http_session_open opens a session for c's request (whose auth is
+ * auth), spending the login URL's token when that was it: its id (hex)
+ * in sid and its end in *expires (ms since the epoch); returns 0, or -1
+ * when out of randomness. */
+int http_session_open(struct http_conn *c, int auth, char sid[65],
+		      int64_t *expires);
+/* http_session_close ends the session c's request carries; returns 0, or
+ * -1 when it carries none. */
+int http_session_close(struct http_conn *c);
 int http_auth_init(struct http *h, char **errmsg);
 void http_auth_finish(struct http *h);
+/* http_login_url logs where to log in (the login URL, with its token). */
+void http_login_url(struct http *h, const char *why);
 /* http_random_hex fills out with 2n hex digits and a NUL. */
 int http_random_hex(char *out, size_t n);
 
 /* ---- metrics.c ------------------------------------------------------- */
 
-struct http_metrics *http_metrics_create(struct store *st, struct worker *w);
+struct http_metrics *http_metrics_create(struct store *st, struct worker *w,
+					 struct api *api);
 void http_metrics_destroy(struct http_metrics *m);
 /* http_metrics_end_batch ends the commit batch the listener has seen so
  * far (called once per loop turn). */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/auth.h"
 #include "store/store.h"
 #include "worker/worker.h"
 
@@ -78,6 +79,7 @@ struct job_rec {
 struct http_metrics {
 	struct store *store;
 	struct worker *worker;
+	struct api *api;
 	struct tool_stats *tools;
 	size_t ntools;
 	struct job_rec *recs;
@@ -301,7 +303,8 @@ static void seed(struct http_metrics *m)
 	} while (cursor);
 }
 
-struct http_metrics *http_metrics_create(struct store *st, struct worker *w)
+struct http_metrics *http_metrics_create(struct store *st, struct worker *w,
+					 struct api *api)
 {
 	struct http_metrics *m = calloc(1, sizeof *m);
 
@@ -309,6 +312,7 @@ struct http_metrics *http_metrics_create(struct store *st, struct worker *w)
 		return NULL;
 	m->store = st;
 	m->worker = w;
+	m->api = api;
 	hist_init(&m->queue, latency_buckets, NLAT);
 	hist_init(&m->run, latency_buckets, NLAT);
 	hist_init(&m->total, latency_buckets, NLAT);
@@ -413,6 +417,7 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 	struct text t = {0};
 	int64_t counts[STORE_NSTATUS];
 	struct worker_stats ws;
+	struct api_auth_stats auth;
 	bool have_counts = store_count_by_status(m->store, counts) == 0;
 
 	t.cap = 8192;
@@ -469,6 +474,22 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 			    (unsigned long long)m->tools[i].events[e]);
 		}
 	}
+	api_auth_stats(m->api, &auth);
+	put(&t, "# HELP berth_auth_failures_total Tokens that failed their "
+	    "check (server/auth on the socket, Bearer tokens and logins over "
+	    "HTTP), each logged with its peer.\n# TYPE "
+	    "berth_auth_failures_total counter\n"
+	    "berth_auth_failures_total{via=\"socket\"} %llu\n"
+	    "berth_auth_failures_total{via=\"http\"} %llu\n",
+	    (unsigned long long)auth.failures[API_AUTH_VIA_SOCKET],
+	    (unsigned long long)auth.failures[API_AUTH_VIA_HTTP]);
+	put(&t, "# HELP berth_auth_throttled_total Tokens refused unchecked "
+	    "because their peer, or everyone, failed too often lately.\n"
+	    "# TYPE berth_auth_throttled_total counter\n"
+	    "berth_auth_throttled_total{via=\"socket\"} %llu\n"
+	    "berth_auth_throttled_total{via=\"http\"} %llu\n",
+	    (unsigned long long)auth.throttled[API_AUTH_VIA_SOCKET],
+	    (unsigned long long)auth.throttled[API_AUTH_VIA_HTTP]);
 	put_hist(&t, "berth_commit_batch_events", "Events per commit of the "
 		 "group-commit writer, as the event listener sees them.",
 		 &m->batches);

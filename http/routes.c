@@ -18,6 +18,12 @@
  *   POST /api/jobs/{id}/ACTION    jobs/ACTION       resume, approve, decline,
  *                                                   cancel, retry; body: params
  *   GET  /api/events              events/subscribe  as Server-Sent Events
+ *
+ * and the gateway's own: the page (/, /app.js, /style.css, /login,
+ * /login.js), /api/openapi.json, /metrics, and /api/session (POST opens
+ * a session, DELETE ends it). The table below is the one place that
+ * says which methods a route takes (and so what a 405's Allow lists)
+ * and whether it needs credentials.
  */
 #include "http/internal.h"
 
@@ -27,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "api/frame.h"
 #include "api/local.h"
@@ -306,96 +313,7 @@ int http_api_message(void *arg, const json_t *msg)
 	return 0;
 }
 
-/* ---- routes ----------------------------------------------------------- */
-
-static void method_not_allowed(struct http_conn *c, const char *allow)
-{
-	char hdr[64], text[200];
-
-	snprintf(hdr, sizeof hdr, "Allow: %s\r\n", allow);
-	snprintf(text, sizeof text, "method not found: %.16s is not allowed "
-		 "here (%s)", http_str(c, c->req.method), allow);
-	http_respond_json(c, 405, json_pack("{s:{s:i, s:s}}", "error", "code",
-					    -32601, "message", text), hdr);
-}
-
-static void not_found(struct http_conn *c, const char *path)
-{
-	char text[300];
-
-	snprintf(text, sizeof text, "not found: no route %.16s %.200s",
-		 http_str(c, c->req.method), path);
-	http_respond_error(c, 404, -32601, text, NULL);
-}
-
-static void serve_asset(struct http_conn *c, const struct http_asset *a)
-{
-	static const char csp[] =
-		"Content-Security-Policy: default-src 'self'; img-src 'self' "
-		"data:; style-src 'self'; script-src 'self'; connect-src "
-		"'self'; frame-ancestors 'none'; base-uri 'none'; form-action "
-		"'self'\r\n";
-
-	http_respond(c, 200, a->content_type,
-		     strncmp(a->content_type, "text/html", 9) == 0 ? csp : NULL,
-		     a->data, a->len);
-}
-
-static void route_login(struct http_conn *c, char *query)
-{
-	json_t *q = query_params(query);
-	char sid[65], hdr[256];
-
-	if (!q || http_login(c->http, json_string_value(json_object_get(q,
-							"token")), sid) < 0) {
-		json_decref(q);
-		http_respond_error(c, 401, -32010, "unauthorized: this login "
-				   "URL is wrong or was used already; berthd "
-				   "printed a new one", NULL);
-		return;
-	}
-	json_decref(q);
-	snprintf(hdr, sizeof hdr, "Location: /\r\nSet-Cookie: berth_session=%s; "
-		 "Path=/; HttpOnly; SameSite=Strict\r\n", sid);
-	http_respond(c, 303, "text/plain", hdr, "logged in\n", 10);
-}
-
-static void route_metrics(struct http_conn *c)
-{
-	size_t len;
-	char *text = http_metrics_render(c->http->metrics, &len);
-
-	if (!text) {
-		http_respond_error(c, 500, -32603, "out of memory", NULL);
-		return;
-	}
-	http_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
-		     text, len);
-	free(text);
-}
-
-static void route_events(struct http_conn *c, json_t *params)
-{
-	const char *last = http_header_get(c, "Last-Event-ID");
-	json_t *progress = json_object_get(params, "progress");
-
-	/* EventSource sends the id of the last event it had when it
-	 * reconnects; that overrides the since of the first URL. */
-	if (last && *last && strspn(last, "0123456789") == strlen(last) &&
-	    strlen(last) < 19)
-		json_object_set_new(params, "since",
-				    json_integer(strtoll(last, NULL, 10)));
-	if (json_is_string(progress))
-		json_object_set_new(params, "progress",
-				    json_boolean(strcmp(json_string_value(
-						 progress), "0") != 0 &&
-						 strcmp(json_string_value(
-						 progress), "false") != 0));
-	c->sse = true;
-	call(c, "events/subscribe", params, 200);
-}
-
-/* job_action is the method of POST /api/jobs/{id}/ACTION, or NULL. */
+/* job_action is the method of POST /api/jobs/{id}/ACTION. */
 static const char *job_action(const char *action)
 {
 	static const char *const actions[][2] = {
@@ -410,163 +328,417 @@ static const char *job_action(const char *action)
 	return NULL;
 }
 
-/* route_job answers /api/jobs/{id}[/ACTION] (rest is after "/api/jobs/"). */
-static void route_job(struct http_conn *c, bool get, char *rest, json_t *q)
-{
-	char *slash = strchr(rest, '/');
-	const char *action = slash ? slash + 1 : NULL, *method;
-	json_t *params;
+/* ---- the routes --------------------------------------------------------- */
 
+enum {
+	M_GET = 1u << 0,
+	M_POST = 1u << 1,
+	M_DELETE = 1u << 2,
+};
+
+typedef void (*route_fn)(struct http_conn *c);
+
+/*
+ * struct http_route is one row of the table:
+ *   path     the path; "{id}" stands for one path segment, a job's id
+ *   action   the segment after the id, or NULL
+ *   methods  M_* it answers; any other gets 405 with their Allow
+ *   open     true when it needs no credentials (the page and the API's
+ *            description carry no data)
+ *   handler  answers the request once its body is read
+ */
+struct http_route {
+	const char *path;
+	const char *action;
+	unsigned methods;
+	bool open;
+	route_fn handler;
+};
+
+static void h_asset(struct http_conn *c);
+static void h_metrics(struct http_conn *c);
+static void h_info(struct http_conn *c);
+static void h_tools(struct http_conn *c);
+static void h_jobs(struct http_conn *c);
+static void h_events(struct http_conn *c);
+static void h_session(struct http_conn *c);
+static void h_job(struct http_conn *c);
+
+static const struct http_route asset_route = {NULL, NULL, M_GET, true,
+					      h_asset};
+
+static const struct http_route routes[] = {
+	{"/metrics", NULL, M_GET, false, h_metrics},
+	{"/api/info", NULL, M_GET, false, h_info},
+	{"/api/tools", NULL, M_GET, false, h_tools},
+	{"/api/jobs", NULL, M_GET | M_POST, false, h_jobs},
+	{"/api/events", NULL, M_GET, false, h_events},
+	{"/api/session", NULL, M_POST | M_DELETE, false, h_session},
+	{"/api/jobs/{id}", NULL, M_GET, false, h_job},
+	{"/api/jobs/{id}", "wait", M_GET, false, h_job},
+	{"/api/jobs/{id}", "logs", M_GET, false, h_job},
+	{"/api/jobs/{id}", "events", M_GET, false, h_job},
+	{"/api/jobs/{id}", "resume", M_POST, false, h_job},
+	{"/api/jobs/{id}", "approve", M_POST, false, h_job},
+	{"/api/jobs/{id}", "decline", M_POST, false, h_job},
+	{"/api/jobs/{id}", "cancel", M_POST, false, h_job},
+	{"/api/jobs/{id}", "retry", M_POST, false, h_job},
+};
+
+/* allow_text writes the methods of mask as an Allow value. */
+static const char *allow_text(unsigned mask, char *buf, size_t size)
+{
+	static const char *const names[] = {"GET", "POST", "DELETE"};
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < 3; i++)
+		if (mask & (1u << i))
+			n += (size_t)snprintf(buf + n, size - n, "%s%s",
+					      n ? ", " : "", names[i]);
+	return buf;
+}
+
+static unsigned method_bit(const char *m)
+{
+	if (strcmp(m, "GET") == 0)
+		return M_GET;
+	if (strcmp(m, "POST") == 0)
+		return M_POST;
+	if (strcmp(m, "DELETE") == 0)
+		return M_DELETE;
+	return 0;
+}
+
+/* route_find finds the route of path (NUL-ended in c->buf) and fills c's
+ * request with what the route needs (the asset, the job id, the action).
+ * Returns NULL for no route, or &bad (path answered already: malformed). */
+static const struct http_route bad_path;
+
+static const struct http_route *route_find(struct http_conn *c, char *path)
+{
+	static const char jobs[] = "/api/jobs/";
+	char *id, *slash;
+
+	c->req.asset = -1;
+	for (size_t i = 0; i < http_assets_count; i++) {
+		if (strcmp(http_assets[i].path, path) == 0) {
+			c->req.asset = (int)i;
+			return &asset_route;
+		}
+	}
+	if (strncmp(path, jobs, sizeof jobs - 1) != 0) {
+		for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+			if (strcmp(routes[i].path, path) == 0)
+				return &routes[i];
+		return NULL;
+	}
+	id = path + sizeof jobs - 1;
+	slash = strchr(id, '/');
 	if (slash)
 		*slash = '\0';
-	if (unescape(rest, false) < 0 || !*rest ||
-	    (action && strchr(action, '/'))) {
-		json_decref(q);
+	if (unescape(id, false) < 0 || !*id ||
+	    (slash && strchr(slash + 1, '/')))
+		return &bad_path;
+	c->req.job = (uint32_t)(id - c->buf);
+	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		const char *action = routes[i].action;
+
+		if (strcmp(routes[i].path, "/api/jobs/{id}") != 0 ||
+		    (!action != !slash) || (slash && strcmp(action, slash + 1)))
+			continue;
+		c->req.action = action;
+		return &routes[i];
+	}
+	return NULL;
+}
+
+static void method_not_allowed(struct http_conn *c, unsigned allow)
+{
+	char list[32], hdr[64], text[200];
+
+	allow_text(allow, list, sizeof list);
+	snprintf(hdr, sizeof hdr, "Allow: %s\r\n", list);
+	snprintf(text, sizeof text, "method not found: %.16s is not allowed "
+		 "here (%s)", http_str(c, c->req.method), list);
+	http_respond_json(c, 405, json_pack("{s:{s:i, s:s}}", "error", "code",
+					    -32601, "message", text), hdr);
+}
+
+static void not_found(struct http_conn *c, const char *path)
+{
+	char text[300];
+
+	snprintf(text, sizeof text, "not found: no route %.16s %.200s",
+		 http_str(c, c->req.method), path);
+	http_respond_error(c, 404, -32601, text, NULL);
+}
+
+/* refuse_auth answers a request whose credentials (auth) are not enough,
+ * and returns -1. */
+static int refuse_auth(struct http_conn *c, int auth)
+{
+	const char *msg;
+
+	switch (auth) {
+	case HTTP_AUTH_THROTTLED: {
+		char text[160];
+
+		snprintf(text, sizeof text, "unauthorized: too many failed "
+			 "logins lately; try again in %lld ms",
+			 (long long)c->retry_ms);
+		c->auth_failures++;
+		if (c->auth_failures >= HTTP_AUTH_TRIES)
+			c->keep_alive = false;
+		http_respond_error(c, 429, -32010, text,
+				   json_pack("{s:I}", "retryAfterMs",
+					     (json_int_t)c->retry_ms));
+		return -1;
+	}
+	case HTTP_AUTH_WRONG:
+		msg = "unauthorized: wrong token";
+		c->auth_failures++;
+		break;
+	case HTTP_AUTH_EXPIRED:
+		msg = "unauthorized: this login link expired or was used "
+		      "already; berthd logged a new one";
+		break;
+	case HTTP_AUTH_LOGIN:
+		msg = "unauthorized: a login link's token only opens a "
+		      "session (POST /api/session)";
+		break;
+	default:
+		msg = "unauthorized: send Authorization: Bearer TOKEN (the "
+		      "--token-file token, or a session's), or open the login "
+		      "URL berthd logged";
+		break;
+	}
+	if (c->auth_failures >= HTTP_AUTH_TRIES)
+		c->keep_alive = false;
+	http_respond_error(c, 401, -32010, msg, NULL);
+	return -1;
+}
+
+int http_route_head(struct http_conn *c)
+{
+	const char *m = http_str(c, c->req.method);
+	char *path = c->buf + c->req.target, *query = strchr(path, '?');
+	const struct http_route *r;
+	unsigned bit = method_bit(m);
+	const char *why;
+	int auth = HTTP_AUTH_NONE;
+
+	c->req.query = 0;
+	c->req.job = 0;
+	c->req.action = NULL;
+	if (query) {
+		*query++ = '\0';
+		c->req.query = (uint32_t)(query - c->buf);
+	}
+	if (!http_host_ok(c)) {
+		http_respond_error(c, 403, -32010, "forbidden: this Host is not "
+				   "the loopback address an --http-open "
+				   "gateway serves", NULL);
+		return -1;
+	}
+	r = route_find(c, path);
+	if (r == &bad_path) {
 		http_respond_error(c, 400, -32600, "invalid request: a "
 				   "malformed path", NULL);
+		return -1;
+	}
+	if (!r) {
+		not_found(c, path);
+		return -1;
+	}
+	if (!r->open) {
+		auth = http_auth_check(c);
+		if (auth == HTTP_AUTH_LOGIN &&
+		    !(r->handler == h_session && bit == M_POST))
+			return refuse_auth(c, auth);
+		if (auth != HTTP_AUTH_OPEN && auth != HTTP_AUTH_BEARER &&
+		    auth != HTTP_AUTH_SESSION && auth != HTTP_AUTH_LOGIN)
+			return refuse_auth(c, auth);
+		http_conn_trust(c);
+	}
+	c->auth = auth;
+	c->req.route = r;
+	if (!(r->methods & bit)) {
+		method_not_allowed(c, r->methods);
+		return -1;
+	}
+	if (bit != M_GET && !http_csrf_ok(c, auth, &why)) {
+		http_respond_error(c, 403, -32010, why, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void http_route(struct http_conn *c)
+{
+	c->req.route->handler(c);
+}
+
+/* query_of returns the request's query as a new object, or NULL after
+ * answering 400. */
+static json_t *query_of(struct http_conn *c)
+{
+	json_t *q = query_params(c->req.query ? c->buf + c->req.query : NULL);
+
+	if (!q)
+		http_respond_error(c, 400, -32600, "invalid request: a "
+				   "malformed query string", NULL);
+	return q;
+}
+
+static void h_asset(struct http_conn *c)
+{
+	static const char csp[] =
+		"Content-Security-Policy: default-src 'self'; img-src 'self' "
+		"data:; style-src 'self'; script-src 'self'; connect-src "
+		"'self'; frame-ancestors 'none'; base-uri 'none'; form-action "
+		"'self'\r\n";
+	const struct http_asset *a = &http_assets[c->req.asset];
+
+	http_respond(c, 200, a->content_type,
+		     strncmp(a->content_type, "text/html", 9) == 0 ? csp : NULL,
+		     a->data, a->len);
+}
+
+static void h_metrics(struct http_conn *c)
+{
+	size_t len;
+	char *text = http_metrics_render(c->http->metrics, &len);
+
+	if (!text) {
+		http_respond_error(c, 500, -32603, "out of memory", NULL);
 		return;
 	}
+	http_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL,
+		     text, len);
+	free(text);
+}
+
+static void h_info(struct http_conn *c)
+{
+	json_t *q = query_of(c);
+
+	if (q)
+		call(c, "server/info", q, 200);
+}
+
+static void h_tools(struct http_conn *c)
+{
+	json_t *q = query_of(c);
+
+	if (q)
+		call(c, "tools/list", q, 200);
+}
+
+static void h_jobs(struct http_conn *c)
+{
+	json_t *params;
+
+	if (method_bit(http_str(c, c->req.method)) == M_GET) {
+		if ((params = query_of(c)))
+			call(c, "jobs/list", params, 200);
+		return;
+	}
+	params = body_params(c);
+	if (params)
+		call(c, "jobs/submit", params, 201);
+}
+
+static void h_events(struct http_conn *c)
+{
+	const char *last = http_header_get(c, "Last-Event-ID");
+	json_t *params = query_of(c), *progress;
+
+	if (!params)
+		return;
+	progress = json_object_get(params, "progress");
+	/* EventSource sends the id of the last event it had when it
+	 * reconnects (the page's reader does the same); that overrides the
+	 * since of the first URL. */
+	if (last && *last && strspn(last, "0123456789") == strlen(last) &&
+	    strlen(last) < 19)
+		json_object_set_new(params, "since",
+				    json_integer(strtoll(last, NULL, 10)));
+	if (json_is_string(progress))
+		json_object_set_new(params, "progress",
+				    json_boolean(strcmp(json_string_value(
+						 progress), "0") != 0 &&
+						 strcmp(json_string_value(
+						 progress), "false") != 0));
+	c->sse = true;
+	call(c, "events/subscribe", params, 200);
+}
+
+static void h_session(struct http_conn *c)
+{
+	char sid[65], at[64];
+	int64_t expires;
+	time_t secs;
+	struct tm tm;
+
+	if (method_bit(http_str(c, c->req.method)) == M_DELETE) {
+		if (http_session_close(c) < 0) {
+			http_respond_error(c, 400, -32600, "invalid request: "
+					   "this request carries no session "
+					   "to end", NULL);
+			return;
+		}
+		http_respond(c, 204, "text/plain", NULL, NULL, 0);
+		return;
+	}
+	if (http_session_open(c, c->auth, sid, &expires) < 0) {
+		http_respond_error(c, 500, -32603, "cannot read random bytes",
+				   NULL);
+		return;
+	}
+	secs = (time_t)(expires / 1000);
+	gmtime_r(&secs, &tm);
+	snprintf(at, sizeof at, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (int)(expires % 1000));
+	http_respond_json(c, 201, json_pack("{s:s, s:s}", "session", sid,
+					    "expiresAt", at), NULL);
+	memset(sid, 0, sizeof sid);
+}
+
+/* h_job answers /api/jobs/{id} and its actions. */
+static void h_job(struct http_conn *c)
+{
+	const char *id = c->buf + c->req.job, *action = c->req.action;
+	json_t *params;
+
 	if (!action || strcmp(action, "wait") == 0 ||
 	    strcmp(action, "logs") == 0 || strcmp(action, "events") == 0) {
-		if (!get) {
-			json_decref(q);
-			method_not_allowed(c, "GET");
+		params = query_of(c);
+		if (!params)
 			return;
-		}
-		if (!action) {
-			method = "jobs/get";
-		} else if (strcmp(action, "wait") == 0) {
-			method = "jobs/wait";
-			c->long_poll = true;
-		} else if (strcmp(action, "logs") == 0) {
-			method = "jobs/logs";
-		} else {
-			method = "events/poll";
-			json_object_set_new(q, "jobId", json_string(rest));
-			if (!json_object_get(q, "limit"))
-				json_object_set_new(q, "limit",
+		if (action && strcmp(action, "events") == 0) {
+			json_object_set_new(params, "jobId", json_string(id));
+			if (!json_object_get(params, "limit"))
+				json_object_set_new(params, "limit",
 						    json_integer(1000));
-			call(c, method, q, 200);
+			call(c, "events/poll", params, 200);
 			return;
 		}
-		json_object_set_new(q, "id", json_string(rest));
-		call(c, method, q, 200);
-		return;
-	}
-	json_decref(q);
-	method = job_action(action);
-	if (!method) {
-		not_found(c, action);
-		return;
-	}
-	if (get) {
-		method_not_allowed(c, "POST");
+		json_object_set_new(params, "id", json_string(id));
+		if (!action) {
+			call(c, "jobs/get", params, 200);
+		} else if (strcmp(action, "wait") == 0) {
+			c->long_poll = true;
+			call(c, "jobs/wait", params, 200);
+		} else {
+			call(c, "jobs/logs", params, 200);
+		}
 		return;
 	}
 	params = body_params(c);
 	if (!params)
 		return;
-	json_object_set_new(params, "id", json_string(rest));
-	call(c, method, params, 200);
-}
-
-void http_route(struct http_conn *c)
-{
-	struct http *h = c->http;
-	const char *m = http_str(c, c->req.method);
-	char *path = c->buf + c->req.target, *query = strchr(path, '?');
-	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
-	const char *why;
-	json_t *q, *params;
-	int auth;
-
-	if (query)
-		*query++ = '\0';
-	if (!http_host_ok(c)) {
-		http_respond_error(c, 403, -32010, "forbidden: this Host is not "
-				   "the loopback address an --http-open "
-				   "gateway serves", NULL);
-		return;
-	}
-	/* The page and the API's description carry no data: no login. */
-	for (size_t i = 0; i < http_assets_count; i++) {
-		if (strcmp(http_assets[i].path, path) == 0) {
-			if (get)
-				serve_asset(c, &http_assets[i]);
-			else
-				method_not_allowed(c, "GET");
-			return;
-		}
-	}
-	if (strcmp(path, "/login") == 0) {
-		if (get)
-			route_login(c, query);
-		else
-			method_not_allowed(c, "GET");
-		return;
-	}
-	if (strcmp(path, "/metrics") != 0 && strncmp(path, "/api/", 5) != 0) {
-		not_found(c, path);
-		return;
-	}
-	auth = http_auth_check(c);
-	if (auth == HTTP_AUTH_NONE) {
-		http_respond_error(c, 401, -32010, "unauthorized: send "
-				   "Authorization: Bearer TOKEN, or open the "
-				   "login URL berthd printed", NULL);
-		return;
-	}
-	if (!get && !post) {
-		method_not_allowed(c, "GET, POST");
-		return;
-	}
-	if (post && !http_csrf_ok(c, auth, &why)) {
-		http_respond_error(c, 403, -32010, why, NULL);
-		return;
-	}
-	if (strcmp(path, "/metrics") == 0) {
-		if (get)
-			route_metrics(c);
-		else
-			method_not_allowed(c, "GET");
-		return;
-	}
-	q = query_params(query);
-	if (!q) {
-		http_respond_error(c, 400, -32600, "invalid request: a "
-				   "malformed query string", NULL);
-		return;
-	}
-	if (strcmp(path, "/api/info") == 0 || strcmp(path, "/api/tools") == 0 ||
-	    strcmp(path, "/api/events") == 0) {
-		if (!get) {
-			json_decref(q);
-			method_not_allowed(c, "GET");
-		} else if (path[5] == 'i') {
-			call(c, "server/info", q, 200);
-		} else if (path[5] == 't') {
-			call(c, "tools/list", q, 200);
-		} else {
-			route_events(c, q);
-		}
-		return;
-	}
-	if (strcmp(path, "/api/jobs") == 0) {
-		if (get) {
-			call(c, "jobs/list", q, 200);
-			return;
-		}
-		json_decref(q);
-		params = body_params(c);
-		if (params)
-			call(c, "jobs/submit", params, 201);
-		return;
-	}
-	if (strncmp(path, "/api/jobs/", 10) == 0) {
-		route_job(c, get, path + 10, q);
-		return;
-	}
-	json_decref(q);
-	not_found(c, path);
-	(void)h;
+	json_object_set_new(params, "id", json_string(id));
+	call(c, job_action(action), params, 200);
 }

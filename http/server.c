@@ -31,6 +31,37 @@ static char *errorf(const char *fmt, ...)
 	return s;
 }
 
+/* Connections accepted per loop turn: as on the socket (api/server.c's
+ * accept_or_defer), one left unaccepted pauses the listener until the
+ * next turn, so that a flood of connections takes only a share of each
+ * turn. */
+#define HTTP_ACCEPT_BURST 64
+
+static void on_accept_later(uv_idle_t *t);
+
+static void accept_or_defer(struct http *h)
+{
+	if (h->accepted >= HTTP_ACCEPT_BURST) {
+		h->deferred = true;
+		uv_idle_start(&h->accept_later, on_accept_later);
+		return;
+	}
+	h->accepted++;
+	http_conn_accept(h);
+}
+
+static void on_accept_later(uv_idle_t *t)
+{
+	struct http *h = t->data;
+
+	uv_idle_stop(t);
+	h->accepted = 0;
+	if (h->deferred) {
+		h->deferred = false;
+		accept_or_defer(h);
+	}
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct http *h = server->data;
@@ -40,13 +71,14 @@ static void on_connection(uv_stream_t *server, int status)
 			uv_strerror(status));
 		return;
 	}
-	http_conn_accept(h);
+	accept_or_defer(h);
 }
 
 static void on_check(uv_check_t *t)
 {
 	struct http *h = t->data;
 
+	h->accepted = 0;
 	if (h->metrics)
 		http_metrics_end_batch(h->metrics);
 }
@@ -80,6 +112,7 @@ static void close_all(struct http *h)
 	if (h->check_started) {
 		uv_check_stop(&h->check);
 		uv_close((uv_handle_t *)&h->check, on_closed);
+		uv_close((uv_handle_t *)&h->accept_later, on_closed);
 	}
 	while (h->conns)
 		http_conn_close(h->conns);
@@ -134,7 +167,7 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 		free(h);
 		return rc;
 	}
-	h->metrics = http_metrics_create(st, w);
+	h->metrics = http_metrics_create(st, w, api);
 	if (!h->metrics) {
 		*errmsg = errorf("out of memory");
 		http_auth_finish(h);
@@ -186,18 +219,22 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	 * loop alive. */
 	uv_check_init(loop, &h->check);
 	h->check.data = h;
-	h->handles++;
+	uv_idle_init(loop, &h->accept_later);
+	h->accept_later.data = h;
+	h->handles += 2;
 	h->check_started = true;
 	uv_check_start(&h->check, on_check);
 	uv_unref((uv_handle_t *)&h->check);
 
-	if (cfg->open)
+	if (cfg->open) {
 		log_info("http: serving %s/ with no "
 			 "authentication (--http-open)", h->origin);
-	else
-		log_info("http: serving %s/; log in at "
-			 "%s/login?token=%s", h->origin, h->origin,
-			h->login_token);
+	} else {
+		char prefix[200];
+
+		snprintf(prefix, sizeof prefix, "serving %s/; ", h->origin);
+		http_login_url(h, prefix);
+	}
 	*out = h;
 	return 0;
 }

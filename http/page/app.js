@@ -10,7 +10,7 @@ const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'declined',
   'cancelled', 'expired']);
 
 const $ = (sel) => document.querySelector(sel);
-const state = { tools: new Map(), inbox: new Map(), current: null, cursor: null };
+const state = { tools: new Map(), inbox: new Map(), current: null, cursor: null, stream: null };
 
 // h builds an element: h('button', {class: 'x', onclick: fn}, 'text', child).
 function h(tag, attrs, ...children) {
@@ -40,23 +40,51 @@ function banner(text) {
   b.hidden = !text;
 }
 
+// The session this tab opened on the login page (login.js). It lives in
+// sessionStorage, which belongs to this origin alone, and goes out as a
+// Bearer token: nothing about it is sent to another port or host, as a
+// cookie would be.
+const SESSION_KEY = 'berth.session';
+
+function authHeaders() {
+  const s = sessionStorage.getItem(SESSION_KEY);
+  return s ? { Authorization: 'Bearer ' + s } : {};
+}
+
+function loggedOut(text) {
+  sessionStorage.removeItem(SESSION_KEY);
+  banner(text || 'Not logged in: open the login URL that berthd logged (…/login#…).');
+  $('#live').textContent = 'offline';
+  $('#logout').hidden = true;
+  if (state.stream) state.stream.abort();
+}
+
 // api calls a REST route; it throws an Error with .status and .error (the
 // socket's {code, message, data}) on failure.
-async function api(path, body) {
-  const opt = body === undefined ? {} : {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  };
+async function api(path, body, method) {
+  const opt = { headers: authHeaders() };
+  if (body !== undefined) {
+    opt.method = method || 'POST';
+    opt.headers['Content-Type'] = 'application/json';
+    opt.body = JSON.stringify(body);
+  } else if (method) {
+    opt.method = method;
+  }
   const r = await fetch(path, opt);
-  const v = await r.json().catch(() => ({}));
+  const v = r.status === 204 ? {} : await r.json().catch(() => ({}));
   if (!r.ok) {
     const e = new Error((v.error && v.error.message) || r.statusText);
     e.status = r.status;
     e.error = v.error;
-    if (r.status === 401) banner('Not logged in: open the login URL that berthd printed when it started (…/login?token=…).');
+    if (r.status === 401) loggedOut();
     throw e;
   }
   return v;
+}
+
+async function logout() {
+  try { await api('/api/session', undefined, 'DELETE'); } catch (e) { /* ended anyway */ }
+  loggedOut('Logged out. Open a new login URL from berthd\'s log to come back.');
 }
 
 async function loadTools() {
@@ -133,13 +161,64 @@ async function onEvent(ev) {
   if (state.current === ev.jobId) showJob(ev.jobId, true);
 }
 
-function connect() {
-  // EventSource reconnects by itself and sends Last-Event-ID, so the
-  // stream resumes after the last event it had, without a gap.
-  const es = new EventSource('/api/events');
-  es.onopen = () => { $('#live').textContent = 'live'; loadInbox().catch(() => {}); };
-  es.onerror = () => { $('#live').textContent = 'reconnecting…'; };
-  es.onmessage = (m) => { onEvent(JSON.parse(m.data)); };
+// parseFrames takes the complete Server-Sent Events frames off the front
+// of buf and returns [frames, rest]; a frame is {id, event, data}.
+function parseFrames(buf) {
+  const frames = [];
+  let i;
+  while ((i = buf.indexOf('\n\n')) >= 0) {
+    const f = { id: null, event: 'message', data: [] };
+    for (const line of buf.slice(0, i).split('\n')) {
+      if (!line || line.startsWith(':')) continue;
+      const c = line.indexOf(':');
+      const field = c < 0 ? line : line.slice(0, c);
+      let v = c < 0 ? '' : line.slice(c + 1);
+      if (v.startsWith(' ')) v = v.slice(1);
+      if (field === 'id') f.id = v;
+      else if (field === 'event') f.event = v;
+      else if (field === 'data') f.data.push(v);
+    }
+    frames.push(f);
+    buf = buf.slice(i + 2);
+  }
+  return [frames, buf];
+}
+
+// connect reads /api/events with fetch rather than EventSource, which
+// cannot send the session's Authorization header. Like EventSource it
+// reconnects after a second and sends Last-Event-ID, so the stream
+// resumes after the last event it had, without a gap.
+async function connect() {
+  let last = null;
+  for (;;) {
+    const ctl = new AbortController();
+    state.stream = ctl;
+    try {
+      const headers = authHeaders();
+      if (last !== null) headers['Last-Event-ID'] = last;
+      const r = await fetch('/api/events', { headers, signal: ctl.signal, cache: 'no-store' });
+      if (r.status === 401) { loggedOut(); return; }
+      if (!r.ok || !r.body) throw new Error(r.statusText);
+      $('#live').textContent = 'live';
+      loadInbox().catch(() => {});
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        let frames;
+        [frames, buf] = parseFrames(buf + value);
+        for (const f of frames) {
+          if (f.id !== null) last = f.id;
+          if (f.event === 'message' && f.data.length) onEvent(JSON.parse(f.data.join('\n')));
+        }
+      }
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+    }
+    $('#live').textContent = 'reconnecting…';
+    await new Promise((done) => setTimeout(done, 1000));
+  }
 }
 
 // ---- a job's detail -------------------------------------------------------
@@ -413,6 +492,8 @@ async function main() {
     $('#status-boxes').append(h('label', {}, h('input', { type: 'checkbox', value: s }), s.replace('_', ' ')));
   }
   $('#filters').addEventListener('submit', (e) => { e.preventDefault(); loadJobs(false); });
+  $('#logout').addEventListener('click', logout);
+  if (!sessionStorage.getItem(SESSION_KEY)) $('#logout').hidden = true;
   $('#jobs-more').addEventListener('click', () => loadJobs(true));
   window.addEventListener('hashchange', route);
   setInterval(chartTick, 1000);

@@ -2,8 +2,8 @@
 """embed.py OUTPUT FILE...: writes a C source holding the page's files (and
 the OpenAPI document) as `const struct http_asset http_assets[]`, so that
 berthd serves them from its own binary: no CDN, nothing fetched at run
-time. index.html is served at /, openapi.json at /api/openapi.json, every
-other file at /NAME."""
+time. index.html is served at /, login.html at /login, openapi.json at
+/api/openapi.json, every other file at /NAME."""
 
 import os
 import sys
@@ -39,8 +39,8 @@ def main():
                 sys.exit(f'embed.py: {path}: no content type for {ext}')
             with open(path, 'rb') as src:
                 data = src.read()
-            url = {'index.html': '/', 'openapi.json': '/api/openapi.json'}.get(
-                name, '/' + name)
+            url = {'index.html': '/', 'login.html': '/login',
+                   'openapi.json': '/api/openapi.json'}.get(name, '/' + name)
             f.write(f'/* {name} */\nstatic const unsigned char asset_{i}[] = {{\n')
             f.write(c_bytes(data) + '\n};\n\n')
             entries.append((url, TYPES[ext], i, len(data)))

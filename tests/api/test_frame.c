@@ -20,7 +20,8 @@ struct lines {
 	char *got[64];
 	size_t n;
 	int oversize;
-	int stop_after; /* return non-zero after this many lines (0: never) */
+	int stop_after; /* return stop_with after this many lines (0: never) */
+	int stop_with;  /* API_FRAME_PAUSE (the default) or API_FRAME_STOP */
 };
 
 static int record(void *arg, const char *line, size_t len, bool oversize)
@@ -34,7 +35,9 @@ static int record(void *arg, const char *line, size_t len, bool oversize)
 	assert_true(l->n < 64);
 	l->got[l->n] = strndup(line, len);
 	l->n++;
-	return l->stop_after && (int)l->n >= l->stop_after;
+	if (l->stop_after && (int)l->n >= l->stop_after)
+		return l->stop_with ? l->stop_with : API_FRAME_PAUSE;
+	return API_FRAME_GO;
 }
 
 static int setup(void **state)
@@ -168,9 +171,60 @@ static void a_stop__leaves_the_rest_unread(void **state)
 	struct lines *l = *state;
 
 	l->stop_after = 1;
-	assert_int_not_equal(api_frame_feed(&l->frame, "[1]\n[2]\n", 8, record,
-					    l), 0);
+	l->stop_with = API_FRAME_STOP;
+	assert_int_equal(api_frame_feed(&l->frame, "[1]\n[2]\n", 8, record, l),
+			 API_FRAME_STOP);
 	assert_int_equal(l->n, 1);
+	/* Nothing was held for later. */
+	assert_int_equal(api_frame_resume(&l->frame, record, l), 0);
+	assert_int_equal(l->n, 1);
+}
+
+static void a_pause__holds_the_rest_until_resumed(void **state)
+{
+	struct lines *l = *state;
+
+	l->stop_after = 1;
+	assert_int_equal(api_frame_feed(&l->frame, "[1]\n[2]\n[3", 10, record,
+					l), API_FRAME_PAUSE);
+	assert_int_equal(l->n, 1);
+	/* The caller's buffer may be reused: the rest was copied. */
+	l->stop_after = 2;
+	assert_int_equal(api_frame_resume(&l->frame, record, l), API_FRAME_PAUSE);
+	assert_int_equal(l->n, 2);
+	assert_string_equal(l->got[1], "[2]");
+	l->stop_after = 0;
+	assert_int_equal(api_frame_resume(&l->frame, record, l), 0);
+	assert_int_equal(l->n, 2);
+	/* "[3" was a partial line: it goes on with the next read. */
+	feed(l, "]\n");
+	assert_int_equal(l->n, 3);
+	assert_string_equal(l->got[2], "[3]");
+}
+
+static void a_pause_at_the_last_line__holds_nothing(void **state)
+{
+	struct lines *l = *state;
+
+	l->stop_after = 1;
+	assert_int_equal(api_frame_feed(&l->frame, "[1]\n", 4, record, l),
+			 API_FRAME_PAUSE);
+	assert_null(l->frame.held);
+	assert_int_equal(api_frame_resume(&l->frame, record, l), 0);
+}
+
+static void the_line_limit__may_change_between_lines(void **state)
+{
+	struct lines *l = *state;
+
+	/* As a connection's does once it authenticates. */
+	l->frame.max_line = 4;
+	feed(l, "[12345]\n[1]\n");
+	assert_int_equal(l->oversize, 1);
+	assert_int_equal(l->n, 1);
+	l->frame.max_line = 32;
+	feed(l, "[12345]\n");
+	assert_int_equal(l->n, 2);
 }
 
 static void depth__counts_brackets_outside_strings(void **state)
@@ -188,6 +242,43 @@ static void depth__stops_past_the_limit(void **state)
 
 	memset(s, '[', n);
 	assert_int_equal(api_json_depth(s, n, 64), 65);
+	free(s);
+}
+
+static size_t batch_len(const char *s, size_t limit)
+{
+	return api_json_batch_len(s, strlen(s), limit);
+}
+
+static void batch_len__counts_the_top_level_elements(void **state)
+{
+	assert_int_equal(batch_len("{\"a\":[1,2]}", 10), 0);
+	assert_int_equal(batch_len("7", 10), 0);
+	assert_int_equal(batch_len("[]", 10), 0);
+	assert_int_equal(batch_len(" [ ] ", 10), 0);
+	assert_int_equal(batch_len("[{}]", 10), 1);
+	assert_int_equal(batch_len("[{},{},{}]", 10), 3);
+	assert_int_equal(batch_len("[{\"a\":[1,2,3]},{\"b\":{\"c\":1,\"d\":2}}]",
+				   10), 2);
+	/* Commas in strings and escaped quotes are not separators. */
+	assert_int_equal(batch_len("[\"a,b\",\"c\\\",d\"]", 10), 2);
+	/* What follows the batch's end is the parser's business. */
+	assert_int_equal(batch_len("[1,2],3,4", 10), 2);
+}
+
+static void batch_len__stops_past_the_limit(void **state)
+{
+	size_t n = 3000001;
+	char *s = malloc(n + 1);
+
+	s[0] = '[';
+	for (size_t i = 1; i + 3 <= n; i += 3)
+		memcpy(s + i, "{},", 3);
+	s[n - 1] = ']';
+	s[n] = '\0';
+	assert_int_equal(api_json_batch_len(s, n, 1000), 1001);
+	assert_int_equal(batch_len("[1,2,3]", 3), 3);
+	assert_int_equal(batch_len("[1,2,3,4]", 3), 4);
 	free(s);
 }
 
@@ -274,8 +365,13 @@ int main(void)
 		T(a_line_of_exactly_the_limit__passes),
 		T(a_last_line_without_newline__comes_out_at_eof),
 		T(a_stop__leaves_the_rest_unread),
+		T(a_pause__holds_the_rest_until_resumed),
+		T(a_pause_at_the_last_line__holds_nothing),
+		T(the_line_limit__may_change_between_lines),
 		cmocka_unit_test(depth__counts_brackets_outside_strings),
 		cmocka_unit_test(depth__stops_past_the_limit),
+		cmocka_unit_test(batch_len__counts_the_top_level_elements),
+		cmocka_unit_test(batch_len__stops_past_the_limit),
 		cmocka_unit_test(classify__tells_requests_notifications_and_responses),
 		cmocka_unit_test(classify__rejects_what_is_not_json_rpc),
 		cmocka_unit_test(replies__echo_the_id_and_carry_error_data),

@@ -1128,47 +1128,6 @@ static void notifications__get_no_answer_alone_or_in_a_batch(void **state)
 	berth_client_close(c);
 }
 
-static void unanswered_requests_beyond_the_limit__are_overloaded(void **state)
-{
-	struct berth_client *c = support_connect(&h), *d = support_connect(&h);
-	json_t *job = submit(d, "api-approve", "{\"action\":\"hold\"}");
-	size_t size = 1100 * 160, len = 0;
-	char *buf = malloc(size);
-	char *line;
-	json_t *r;
-
-	/* 1024 waits on a job that will not move fill the connection. */
-	for (int i = 0; i < 1024; i++)
-		len += (size_t)snprintf(buf + len, size - len,
-					"{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":"
-					"\"jobs/wait\",\"params\":{\"id\":\"%s\","
-					"\"until\":[\"completed\"]}}\n",
-					i, jstr(job, "id"));
-	assert_int_equal(berth_client_send_line(c, buf, len), 0);
-	free(buf);
-	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"one-more\",\"method\":\"ping\"}");
-	assert_string_equal(jstr(r, "id"), "one-more");
-	assert_int_equal(error_code(r), -32013);
-	assert_int_equal(json_integer_value(json_object_get(
-				 json_object_get(json_object_get(r, "error"), "data"),
-				 "limit")), 1024);
-	json_decref(r);
-	/* Declining the job ends every wait (a terminal job never moves). */
-	json_decref(call_ok(d, "jobs/decline", json_pack("{s:s}", "id", jstr(job, "id"))));
-	for (int i = 0; i < 1024; i++) {
-		line = berth_client_read_line(c, 30000);
-		assert_non_null(line);
-		assert_non_null(strstr(line, "declined"));
-		free(line);
-	}
-	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"after\",\"method\":\"ping\"}");
-	assert_non_null(json_object_get(r, "result"));
-	json_decref(r);
-	json_decref(job);
-	berth_client_close(c);
-	berth_client_close(d);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1211,7 +1170,6 @@ int main(void)
 		cmocka_unit_test(half_lines__are_joined_into_one_request),
 		cmocka_unit_test(a_batch__is_answered_with_one_array),
 		cmocka_unit_test(notifications__get_no_answer_alone_or_in_a_batch),
-		cmocka_unit_test(unanswered_requests_beyond_the_limit__are_overloaded),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))

@@ -1046,6 +1046,43 @@ static void security__socket_tools_limits_tcp_and_ids(void **state)
 		assert_int_equal(json_integer_value(json_object_get(j, "code")),
 				 -32010);
 		json_decref(j);
+		/* Before server/auth a batch is one -32010, unparsed, and a
+		 * line may hold 64 KiB, not 16 MiB. */
+		reply = raw_roundtrip(t, "[{},{},{}]", 10);
+		assert_true(json_is_object(reply));
+		assert_int_equal(error_code(reply), -32010);
+		json_decref(reply);
+		/* A third wrong token closes the connection. */
+		for (int i = 0; i < 2; i++) {
+			j = NULL;
+			harness_call(t, "server/auth",
+				     json_pack("{s:s}", "token", "wrong"), &j);
+			assert_int_equal(json_integer_value(json_object_get(
+						 j, "code")), -32010);
+			json_decref(j);
+		}
+		line = berth_client_read_line(t, 30000);
+		assert_null(line);
+		assert_int_equal(errno, ECONNRESET); /* its end, not a timeout */
+		berth_client_close(t);
+		/* A line over 64 KiB before server/auth is answered, and its
+		 * connection closed. */
+		t = berth_client_connect(where);
+		assert_non_null(t);
+		n = 100 * 1024;
+		line = malloc(n);
+		assert_non_null(line);
+		memset(line, ' ', n);
+		memcpy(line, "{\"x\":\"", 6);
+		memcpy(line + n - 2, "\"}", 2);
+		reply = raw_roundtrip(t, line, n);
+		free(line);
+		assert_int_equal(error_code(reply), -32600);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			json_object_get(reply, "error"), "data"), "limit")), 65536);
+		json_decref(reply);
+		line = berth_client_read_line(t, 30000);
+		assert_null(line);
 		berth_client_close(t);
 		t = berth_client_connect(where);
 		assert_non_null(t);

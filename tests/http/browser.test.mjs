@@ -1,12 +1,15 @@
 // browser.test.mjs: the approval inbox page in real headless Chromium
-// against a real berthd: open the inbox, approve one job and decline
-// another, answer a suspended job through the form generated from its
-// resumeSchema, and see each reach its final status without a reload.
-// Screenshots of the inbox (desktop and phone) and of a job's detail go to
-// $SCREENSHOTS.
+// against a real berthd: log in through the login URL, open the inbox,
+// approve one job and decline another, answer a suspended job through the
+// form generated from its resumeSchema, and see each reach its final
+// status without a reload; the session reaches no other server on the
+// host, a used login URL shows a page that says so, and logout ends the
+// session. Screenshots of the inbox (desktop and phone) and of a job's
+// detail go to $SCREENSHOTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +20,10 @@ const TOOLS = process.env.BERTH_HTTP_TOOLS;
 const SHOTS = process.env.SCREENSHOTS || '.';
 const TIMEOUT = 20000;
 
-let dir, daemon, base, login, browser, page;
+let dir, daemon, base, login, browser, page, other, otherUrl;
 const log = [];
+// What another server on this host (another port of 127.0.0.1) is sent.
+const seenByOther = [];
 
 async function rest(path, body) {
   const r = await fetch(base + path, {
@@ -56,6 +61,13 @@ before(async () => {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1200, height: 900 },
   });
+  other = createServer((q, res) => {
+    seenByOther.push({ url: q.url, cookie: q.headers.cookie, authorization: q.headers.authorization });
+    res.setHeader('Content-Type', 'text/html');
+    res.end('<!doctype html><title>another server</title><p>another server</p>');
+  });
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+  otherUrl = `http://127.0.0.1:${other.address().port}/`;
   page = browser.pages()[0] || await browser.newPage();
   page.setDefaultTimeout(TIMEOUT);
   page.on('pageerror', (e) => log.push('page error: ' + e.message + '\n'));
@@ -64,6 +76,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
+  if (other) other.close();
   if (daemon && daemon.exitCode === null) {
     daemon.kill('SIGTERM');
     await new Promise((r) => daemon.on('exit', r));
@@ -77,9 +90,13 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   const trip = await submit('book-trip', { destination: 'Oslo' });
   await rest(`/api/jobs/${trip}/wait?timeoutMs=15000&until=suspended`);
 
-  // The login URL sets the session cookie and lands on the page.
+  // The login URL (its token in the fragment) opens a session for this
+  // tab and lands on the inbox; the token is gone from the address bar.
+  assert.match(login, /\/login#[0-9a-f]{64}$/);
   await page.goto(login);
+  await page.waitForURL(base + '/');
   assert.equal(new URL(page.url()).pathname, '/');
+  assert.equal(await page.evaluate(() => document.cookie), '');
   await page.evaluate(() => { window.notReloaded = true; });
   for (const id of [approveMe, declineMe, trip]) {
     await page.locator(`button.item[data-job="${id}"]`).waitFor();
@@ -158,5 +175,44 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   await page.setViewportSize({ width: 390, height: 844 });
   await page.click('#nav-inbox');
   await page.screenshot({ path: join(SHOTS, 'inbox-phone.png'), fullPage: true });
+  await page.setViewportSize({ width: 1200, height: 900 });
+  assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
+});
+
+test('the session reaches no other server on the host, and logout ends it', async () => {
+  const session = await page.evaluate(() => sessionStorage.getItem('berth.session'));
+  assert.match(session, /^[0-9a-f]{64}$/);
+  // Another server on 127.0.0.1 (cookies would ignore its port) is sent
+  // nothing of the session when the browser visits it.
+  await page.goto(otherUrl + 'visit');
+  await page.locator('text=another server').waitFor();
+  assert.ok(seenByOther.length >= 1, JSON.stringify(seenByOther));
+  for (const s of seenByOther) {
+    assert.equal(s.cookie, undefined, 'a cookie reached another server: ' + s.cookie);
+    assert.equal(s.authorization, undefined);
+  }
+  // Back on berth's page, the tab's session still works.
+  await page.goto(base + '/');
+  await page.locator('#live', { hasText: 'live' }).waitFor();
+  assert.equal((await fetch(base + '/api/info', { headers: { Authorization: 'Bearer ' + session } })).status, 200);
+  // Log out: the session ends on berthd too.
+  await page.click('#logout');
+  await page.locator('#banner', { hasText: 'Logged out' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.session')), null);
+  assert.equal((await fetch(base + '/api/info', { headers: { Authorization: 'Bearer ' + session } })).status, 401);
+});
+
+test('a used login URL shows a page that says so', async () => {
+  await page.goto(login);
+  await page.locator('#login-refused').waitFor();
+  assert.match(await page.locator('#login-why').textContent(), /expired, was used already, or is wrong/);
+  assert.equal(new URL(page.url()).hash, '');
+  // The newest login URL berthd logged works.
+  const urls = log.join('').match(/log in at (\S+)/g);
+  const newest = urls[urls.length - 1].slice('log in at '.length);
+  assert.notEqual(newest, login);
+  await page.goto(newest);
+  await page.waitForURL(base + '/');
+  await page.locator('#live', { hasText: 'live' }).waitFor();
   assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
 });

@@ -47,13 +47,26 @@ int gw_login_url(struct gw *g)
 {
 	char *log = read_log(g), *p, *last = NULL;
 
-	for (p = log; p && (p = strstr(p, "/login?token=")); p++)
+	for (p = log; p && (p = strstr(p, "/login#")); p++)
 		last = p;
-	if (last)
-		snprintf(g->login, sizeof g->login, "%.*s",
-			 (int)strcspn(last, "\n"), last);
+	if (last) {
+		int n = (int)strcspn(last, " \n");
+
+		snprintf(g->login, sizeof g->login, "%.*s", n, last);
+		snprintf(g->login_token, sizeof g->login_token, "%.*s",
+			 n - 7, last + 7);
+	}
 	free(log);
 	return last ? 0 : -1;
+}
+
+bool gw_log_has(struct gw *g, const char *needle)
+{
+	char *log = read_log(g);
+	bool found = log && strstr(log, needle);
+
+	free(log);
+	return found;
 }
 
 int gw_start(struct gw *g, bool open, const char *const *extra)

@@ -17,7 +17,8 @@ struct gw {
 	char tokdir[64];
 	char tokfile[96];
 	int port;
-	char login[256]; /* the login URL's path and query */
+	char login[256]; /* the login URL's path and fragment: /login#TOKEN */
+	char login_token[80]; /* its token */
 };
 
 /* gw_start starts berthd with the test tools, --http 127.0.0.1:0 and a
@@ -25,7 +26,8 @@ struct gw {
  * token). Returns 0 or -1. */
 int gw_start(struct gw *g, bool open, const char *const *extra);
 void gw_stop(struct gw *g);
-/* gw_login_url reads the newest login URL berthd printed into g->login. */
+/* gw_login_url reads the newest login URL berthd logged into g->login
+ * and g->login_token; returns 0 or -1. */
 int gw_login_url(struct gw *g);
 
 struct resp {
@@ -44,6 +46,9 @@ void resp_free(struct resp *r);
 json_t *resp_json(const struct resp *r);
 /* resp_header returns a malloc'd copy of a header's value, or NULL. */
 char *resp_header(const struct resp *r, const char *name);
+
+/* gw_log_has is true when berthd's log holds needle. */
+bool gw_log_has(struct gw *g, const char *needle);
 
 /* http_connect returns a connected socket to 127.0.0.1:port, or -1. */
 int http_connect(int port);
