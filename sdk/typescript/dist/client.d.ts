@@ -82,6 +82,7 @@ export declare class Client {
     private conn;
     private connecting;
     private closedReason;
+    private lost;
     private readonly subscribers;
     private early;
     private earlyCount;
@@ -181,7 +182,7 @@ export declare class Client {
     /** headSeq finds the seq of the newest event with a bisection over events/poll. */
     headSeq(signal?: AbortSignal): Promise<number>;
     /** @internal */
-    subscribe(id: string, fn: Subscriber): () => void;
+    subscribe(id: string, conn: Connection, fn: Subscriber): () => void;
     /** @internal */
     watchDrops(fn: () => void): () => void;
     /** @internal */

@@ -46,6 +46,8 @@ export class Client {
     conn = null;
     connecting = null;
     closedReason = null;
+    // Without a reconnect policy, the drop of the one connection ends the client.
+    lost = null;
     subscribers = new Map();
     // Notifications for a subscription id nobody claimed yet, and the ids
     // given up on; both belong to the current connection.
@@ -79,6 +81,8 @@ export class Client {
                 throw this.closedReason;
             if (this.conn && !this.conn.closed)
                 return this.conn;
+            if (!this.reconnect && this.lost)
+                throw this.lost;
             if (!this.connecting) {
                 const p = this.dialLoop();
                 this.connecting = p;
@@ -109,8 +113,8 @@ export class Client {
                     timeoutMs: this.options.connectTimeoutMs,
                     maxLineBytes: this.options.maxLineBytes,
                     onNotification: (method, params) => this.onNotification(method, params),
-                    onClose: () => { if (made)
-                        this.onDrop(made); },
+                    onClose: (why) => { if (made)
+                        this.onDrop(made, why); },
                 });
                 made = conn;
                 if (this.closedReason) {
@@ -130,10 +134,12 @@ export class Client {
             }
         }
     }
-    onDrop(conn) {
+    onDrop(conn, why) {
         if (this.conn !== conn)
             return;
         this.conn = null;
+        if (!this.reconnect)
+            this.lost = closedError(`${why.message}; the client does not reconnect (reconnect: false)`, why);
         this.early.clear();
         this.earlyCount = 0;
         this.ignored.clear();
@@ -352,7 +358,7 @@ export class Client {
         return lo;
     }
     /** @internal */
-    subscribe(id, fn) {
+    subscribe(id, conn, fn) {
         this.subscribers.set(id, fn);
         const held = this.early.get(id);
         if (held) {
@@ -365,7 +371,9 @@ export class Client {
             if (this.subscribers.get(id) !== fn)
                 return;
             this.subscribers.delete(id);
-            this.ignored.add(id);
+            // Ids belong to a connection: a new one may give the same id out again.
+            if (this.conn === conn && !conn.closed)
+                this.ignored.add(id);
         };
     }
     /** @internal */
@@ -478,7 +486,7 @@ class EventStream {
                 throw e;
             }
             const id = String(r.subscription);
-            const off = this.client.subscribe(id, (method, p) => this.onNote(method, p));
+            const off = this.client.subscribe(id, conn, (method, p) => this.onNote(method, p));
             this.sub = { id, conn, off };
             if (conn.closed)
                 this.onDrop();

@@ -142,6 +142,8 @@ export class Client {
   private conn: Connection | null = null;
   private connecting: Promise<Connection> | null = null;
   private closedReason: BerthError | null = null;
+  // Without a reconnect policy, the drop of the one connection ends the client.
+  private lost: BerthError | null = null;
   private readonly subscribers = new Map<string, Subscriber>();
   // Notifications for a subscription id nobody claimed yet, and the ids
   // given up on; both belong to the current connection.
@@ -176,6 +178,7 @@ export class Client {
     for (;;) {
       if (this.closedReason) throw this.closedReason;
       if (this.conn && !this.conn.closed) return this.conn;
+      if (!this.reconnect && this.lost) throw this.lost;
       if (!this.connecting) {
         const p = this.dialLoop();
         this.connecting = p;
@@ -205,7 +208,7 @@ export class Client {
           timeoutMs: this.options.connectTimeoutMs,
           maxLineBytes: this.options.maxLineBytes,
           onNotification: (method, params) => this.onNotification(method, params),
-          onClose: () => { if (made) this.onDrop(made); },
+          onClose: (why) => { if (made) this.onDrop(made, why); },
         });
         made = conn;
         if (this.closedReason) {
@@ -224,9 +227,10 @@ export class Client {
     }
   }
 
-  private onDrop(conn: Connection): void {
+  private onDrop(conn: Connection, why: BerthError): void {
     if (this.conn !== conn) return;
     this.conn = null;
+    if (!this.reconnect) this.lost = closedError(`${why.message}; the client does not reconnect (reconnect: false)`, why);
     this.early.clear();
     this.earlyCount = 0;
     this.ignored.clear();
@@ -462,7 +466,7 @@ export class Client {
   }
 
   /** @internal */
-  subscribe(id: string, fn: Subscriber): () => void {
+  subscribe(id: string, conn: Connection, fn: Subscriber): () => void {
     this.subscribers.set(id, fn);
     const held = this.early.get(id);
     if (held) {
@@ -473,7 +477,8 @@ export class Client {
     return () => {
       if (this.subscribers.get(id) !== fn) return;
       this.subscribers.delete(id);
-      this.ignored.add(id);
+      // Ids belong to a connection: a new one may give the same id out again.
+      if (this.conn === conn && !conn.closed) this.ignored.add(id);
     };
   }
 
@@ -589,7 +594,7 @@ class EventStream implements AsyncIterableIterator<Item> {
         throw e;
       }
       const id = String(r.subscription);
-      const off = this.client.subscribe(id, (method, p) => this.onNote(method, p));
+      const off = this.client.subscribe(id, conn, (method, p) => this.onNote(method, p));
       this.sub = { id, conn, off };
       if (conn.closed) this.onDrop();
       if (since === undefined && this.client.reconnects) {
