@@ -27,7 +27,6 @@ function fallback(rel) {
 export const BERTHD = process.env.BERTHD ?? fallback('berthd/berthd');
 export const BERTH = process.env.BERTH ?? fallback('cli/berth');
 export const EXAMPLES = process.env.BERTH_EXAMPLES ?? path.join(repo, 'examples', 'tools');
-if (!BERTHD) throw new Error('BERTHD is not set and no build of berthd was found: run the tests through meson test');
 
 function canConnect(socket) {
   return new Promise((resolve) => {
@@ -69,6 +68,7 @@ export class Daemon {
   }
 
   async start() {
+    if (!BERTHD) throw new Error('BERTHD is not set and no build of berthd was found: run the tests through meson test');
     const args = ['--db', this.db, '--socket', this.socket, '--tools', EXAMPLES, '--workers', '4', ...this.args];
     if (this.tcp) {
       if (this.port === null) this.port = await freePort();

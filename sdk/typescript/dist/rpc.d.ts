@@ -33,6 +33,8 @@ export interface ConnectionOptions {
     /** Answers berthd's requests; without it every request gets -32601. */
     onRequest?: RequestHandler;
     onNotification?: NotificationHandler;
+    /** Called after the answer to one of berthd's requests was written (or dropped, the connection being gone). */
+    onAnswered?: (method: string) => void;
     /** Called once when the connection is gone, with why. */
     onClose?: (why: BerthError) => void;
     /** A line from berthd larger than this closes the connection. Default 256 MiB. */
@@ -77,6 +79,7 @@ export declare class Connection {
     private onLine;
     private onMessage;
     private answer;
+    private write;
 }
 export interface DialOptions extends ConnectionOptions {
     token?: string;

@@ -261,19 +261,8 @@ export class Connection {
     answer(id, method, params) {
         const handler = this.opts.onRequest;
         const reply = (body) => {
-            if (this.closeReason)
-                return;
-            let line;
-            try {
-                line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
-            }
-            catch (e) {
-                line = JSON.stringify({
-                    jsonrpc: '2.0', id,
-                    error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${e.message}` },
-                });
-            }
-            this.socket.write(line + '\n');
+            this.write(id, method, body);
+            this.opts.onAnswered?.(method);
         };
         if (!handler) {
             reply({ error: { code: ErrorCode.MethodNotFound, message: `method not found: ${method}` } });
@@ -289,6 +278,21 @@ export class Connection {
                 error.data = e.data;
             reply({ error });
         });
+    }
+    write(id, method, body) {
+        if (this.closeReason)
+            return;
+        let line;
+        try {
+            line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
+        }
+        catch (e) {
+            line = JSON.stringify({
+                jsonrpc: '2.0', id,
+                error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${e.message}` },
+            });
+        }
+        this.socket.write(line + '\n');
     }
 }
 /**

@@ -142,6 +142,9 @@ export class Worker extends EventEmitter {
                     signal: stop,
                     onRequest: (method, params) => this.onRequest(conn, method, params),
                     onNotification: (method, params) => this.onNotification(conn, method, params),
+                    // close() waits until the last run's answer is on the wire.
+                    onAnswered: (method) => { if (method === 'run' && this.runs.size === 0)
+                        this.runsIdle?.(); },
                     onClose: (why) => onClose(why),
                 });
             }
@@ -325,7 +328,8 @@ export class Worker extends EventEmitter {
             for (const line of this.takeHeldLogs(job.id))
                 this.jobLog(run, line.level, line.message, line.data);
             const outcome = await this.execute(run, served, p.pending ?? {});
-            // A checkpoint sent before the outcome must be durable before it.
+            // A checkpoint sent before the outcome must be durable before it
+            // (an aborted run's checkpoints have stopped waiting already).
             await run.checkpoints;
             if ('output' in outcome)
                 this.emit('completed', job, outcome.output);
@@ -337,8 +341,6 @@ export class Worker extends EventEmitter {
         }
         finally {
             this.runs.delete(job.id);
-            if (this.runs.size === 0)
-                this.runsIdle?.();
         }
     }
     async execute(run, served, pending) {
@@ -418,8 +420,10 @@ export class Worker extends EventEmitter {
         const RC = this.RequestContextCtor;
         const requestContext = new RC(Object.entries(job.requestContext ?? {}));
         const log = (level, message, data) => this.jobLog(run, level, message, data);
+        // A checkpoint is durable when berthd answers; an aborted run stops
+        // waiting for the answer (the run is no longer this worker's to save).
         const saveCheckpoint = (value) => {
-            const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }));
+            const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, signal));
             run.checkpoints = p.catch(() => { });
             return p.then(() => { });
         };

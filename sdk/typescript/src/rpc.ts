@@ -82,6 +82,8 @@ export interface ConnectionOptions {
   /** Answers berthd's requests; without it every request gets -32601. */
   onRequest?: RequestHandler;
   onNotification?: NotificationHandler;
+  /** Called after the answer to one of berthd's requests was written (or dropped, the connection being gone). */
+  onAnswered?: (method: string) => void;
   /** Called once when the connection is gone, with why. */
   onClose?: (why: BerthError) => void;
   /** A line from berthd larger than this closes the connection. Default 256 MiB. */
@@ -286,17 +288,8 @@ export class Connection {
   private answer(id: unknown, method: string, params: unknown): void {
     const handler = this.opts.onRequest;
     const reply = (body: Record<string, unknown>) => {
-      if (this.closeReason) return;
-      let line: string;
-      try {
-        line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
-      } catch (e) {
-        line = JSON.stringify({
-          jsonrpc: '2.0', id,
-          error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${(e as Error).message}` },
-        });
-      }
-      this.socket.write(line + '\n');
+      this.write(id, method, body);
+      this.opts.onAnswered?.(method);
     };
     if (!handler) {
       reply({ error: { code: ErrorCode.MethodNotFound, message: `method not found: ${method}` } });
@@ -314,6 +307,20 @@ export class Connection {
         reply({ error });
       },
     );
+  }
+
+  private write(id: unknown, method: string, body: Record<string, unknown>): void {
+    if (this.closeReason) return;
+    let line: string;
+    try {
+      line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
+    } catch (e) {
+      line = JSON.stringify({
+        jsonrpc: '2.0', id,
+        error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${(e as Error).message}` },
+      });
+    }
+    this.socket.write(line + '\n');
   }
 }
 
