@@ -333,3 +333,35 @@ describe('serve() refused by berthd', () => {
     await peer.close();
   });
 });
+
+describe('examples/mastra/tools.ts', () => {
+  test('the_example__registers_its_three_tools_and_runs_a_job__then_closes_on_SIGTERM', async () => {
+    const { spawn } = await import('node:child_process');
+    const peer = new Peer();
+    await peer.listen();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+      env: { ...process.env, BERTH_SOCKET: peer.path },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (b) => { out += b; });
+    child.stderr.on('data', (b) => { out += b; });
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await until(() => peer.messages('worker/register').length === 1, `the example to register (${out})`, 60000);
+      const tools = peer.messages('worker/register')[0].params.tools;
+      assert.deepEqual(tools.map((t) => t.id), ['get-weather', 'save-note', 'confirm-plan']);
+      assert.equal(tools[1].requireApproval, true);
+      const r = await peer.request('run', { job: job('get-weather', { input: { location: 'Oslo', unit: 'F' } }) });
+      assert.deepEqual(r.result.modelOutput, { type: 'text', value: 'Oslo: 70°F and sunny' });
+      const s = await peer.request('run', { job: job('confirm-plan', { input: { plan: 'ship it' } }) });
+      assert.deepEqual(s.result, { suspend: { question: 'Who approves this plan? ship it' } });
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0, out);
+      assert.equal(peer.messages('worker/drain').length, 1);
+    } finally {
+      child.kill('SIGKILL');
+      await peer.close();
+    }
+  });
+});

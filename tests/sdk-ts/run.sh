@@ -5,8 +5,8 @@
 # ArkType, the MCP SDK, TypeScript) into WORKDIR with `npm ci`, only when the
 # lock file changed since the last install; links the SDK in as
 # node_modules/@berth/sdk, as `npm install ./sdk/typescript` does; copies
-# the SDK's sources so that a test can build them and compare with the
-# shipped dist/; and runs `node --test` on the test files. The source tree
+# the SDK's sources (a test builds them and compares with the shipped
+# dist/) and examples/mastra/tools.ts (tests run it with tsx); and runs `node --test` on the test files. The source tree
 # is never written to. Exit 77 (meson's "skipped") only when node is
 # missing; everything else that goes wrong is a failure.
 set -eu
@@ -35,9 +35,11 @@ fi
 mkdir -p "$work/node_modules/@berth"
 rm -rf "$work/node_modules/@berth/sdk"
 ln -s "$sdk" "$work/node_modules/@berth/sdk"
-rm -rf "$work/sdk-src"
-mkdir -p "$work/sdk-src"
+rm -rf "$work/sdk-src" "$work/example"
+mkdir -p "$work/sdk-src" "$work/example"
 cp -R "$sdk/src" "$sdk/tsconfig.json" "$sdk/package.json" "$work/sdk-src/"
+# examples/mastra/tools.ts runs as it is, with this folder's packages.
+cp "$sdk/../../examples/mastra/tools.ts" "$work/example/"
 
 cd "$work"
 export BERTH_SDK_DIR="$sdk"
