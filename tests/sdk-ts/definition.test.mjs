@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -134,6 +134,17 @@ describe('the package', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+
+  test('the_mastra_example__typechecks_against_the_sdks_types_in_strict_mode', () => {
+    writeFileSync('example/tsconfig.json', JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
+        noEmit: true, skipLibCheck: true, types: ['node'],
+      },
+      files: ['tools.ts'],
+    }));
+    execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'example/tsconfig.json'], { stdio: 'inherit' });
   });
 
   test('SDK_VERSION__is_the_package_version', () => {

@@ -322,6 +322,13 @@ describe('serve() refused by berthd', () => {
     }
   });
 
+  test('a_signal_aborted_before_berthd_answers__rejects_serve', async () => {
+    const ac = new AbortController();
+    const serving = serve({ socket: path.join(dir, 'nobody.sock'), tools: [echoTool], signal: ac.signal, logger: false });
+    setTimeout(() => ac.abort(), 200);
+    await assert.rejects(serving, (e) => e.code === ErrorCode.ConnectionClosed && /closed before berthd accepted/.test(e.message));
+  });
+
   test('serve__waits_for_a_berthd_that_is_not_up_yet__with_backoff', async () => {
     const peer = new Peer();
     const serving = serve({ socket: peer.path, tools: [echoTool], logger: false });

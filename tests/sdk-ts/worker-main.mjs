@@ -12,7 +12,8 @@ try {
     name: process.env.BERTH_WORKER_NAME,
     ...(process.env.BERTH_URL ? { url: process.env.BERTH_URL, token: process.env.BERTH_TOKEN } : { socket: process.env.BERTH_SOCKET }),
   });
-  worker.on('registered', (r) => console.log(`worker registered ${r.worker}`));
+  // The first registration is "worker ready"; each one after a reconnect is logged.
+  worker.on('registered', (r) => console.log(`worker registered again as ${r.worker}`));
   process.once('SIGTERM', () => worker.close().then(() => console.log('worker closed')));
   console.log('worker ready');
 } catch (e) {

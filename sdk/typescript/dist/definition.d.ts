@@ -25,12 +25,11 @@ export interface ToolLike {
     /** Set by Mastra for an MCP-derived tool; when present it decides approval. */
     needsApprovalFn?: AnyFn;
     /** berth's approval policy (docs/API.md), passed through. */
-    approvalPolicy?: Record<string, unknown>;
-    background?: Background & Record<string, unknown>;
+    approvalPolicy?: object;
+    background?: Background;
     mcp?: {
-        annotations?: Record<string, unknown>;
-        _meta?: Record<string, unknown>;
-        [key: string]: unknown;
+        annotations?: object;
+        _meta?: object;
     };
     toModelOutput?: AnyFn;
     transform?: Partial<Record<ViewTarget, Partial<Record<string, AnyFn>>>>;

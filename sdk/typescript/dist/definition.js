@@ -69,9 +69,10 @@ export async function toolDefinition(tool) {
         // waitTimeoutMs, onComplete, onFailed) belong to its agent loop;
         // berth's events and jobs/wait do their work.
         const b = {};
+        const given = tool.background;
         for (const k of BACKGROUND_KEYS)
-            if (tool.background[k] !== undefined)
-                b[k] = tool.background[k];
+            if (given[k] !== undefined)
+                b[k] = given[k];
         if (Object.keys(b).length > 0)
             def.background = json(b, id, 'background');
     }

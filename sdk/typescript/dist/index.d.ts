@@ -1,5 +1,5 @@
 export { serve, Worker } from './worker.js';
-export type { ServeOptions, Logger, RunJob, Outcome, BerthRunContext } from './worker.js';
+export type { ServeOptions, Logger, RunJob, Outcome, BerthRunContext, ExecuteContext } from './worker.js';
 export { connect, Client } from './client.js';
 export type { ConnectOptions, ReconnectOptions, CallOptions, SubmitOptions, ListParams, WaitOptions, EventsOptions, JobList, } from './client.js';
 export { BerthError, ErrorCode, NonRetryableError } from './errors.js';

@@ -90,6 +90,58 @@ export interface BerthRunContext {
     saveCheckpoint(value: unknown): Promise<void>;
 }
 /**
+ * ExecuteContext is the second argument of a tool's execute under berth,
+ * for tools written as plain objects (a createTool() tool has Mastra's own
+ * type, which this matches).
+ */
+export interface ExecuteContext<Suspend = unknown, Resume = unknown> {
+    requestContext: {
+        get(key: string): unknown;
+        set(key: string, value: unknown): void;
+        entries(): IterableIterator<[string, unknown]>;
+    };
+    abortSignal: AbortSignal;
+    agent: {
+        agentId: string;
+        toolCallId: string;
+        messages: unknown[];
+        suspend(payload: Suspend): Promise<void>;
+        resumeData?: Resume;
+        suspendPayload?: Suspend;
+    };
+    workflow: {
+        workflowId: string;
+        runId: string;
+        state: unknown;
+        setState(state: unknown): Promise<void>;
+        suspend(payload: Suspend): Promise<void>;
+        resumeData?: Resume;
+        suspendPayload?: Suspend;
+    };
+    suspend(payload: Suspend): Promise<void>;
+    resumeData?: Resume;
+    suspendPayload?: Suspend;
+    observe: {
+        span<T>(name: string, fn: () => Promise<T> | T, attributes?: Record<string, unknown>): Promise<T>;
+        log(level: 'debug' | 'info' | 'warn' | 'error' | 'fatal', message: string, data?: Record<string, unknown>): void;
+    };
+    mcp?: {
+        extra: {
+            signal: AbortSignal;
+            requestId: string;
+            _meta?: Record<string, unknown>;
+            client?: Record<string, unknown>;
+        };
+        log(level: string, message: string, data?: unknown): Promise<void>;
+        progress(p: {
+            progress: number;
+            total?: number;
+            message?: string;
+        }): Promise<void>;
+    };
+    berth: BerthRunContext;
+}
+/**
  * serve registers `tools` with berthd and runs their jobs until the worker
  * is closed. It resolves with the Worker once berthd has accepted the
  * tools, waiting (with backoff) while berthd cannot be reached; it rejects
@@ -146,6 +198,7 @@ export declare class Worker extends EventEmitter {
         timeoutMs?: number;
     }): Promise<void>;
     private finished;
+    private first;
     private finish;
     [Symbol.asyncDispose](): Promise<void>;
     private onRequest;

@@ -111,6 +111,7 @@ export class Worker extends EventEmitter {
         this.options.signal?.addEventListener('abort', this.onSignal, { once: true });
         let first;
         const registered = new Promise((resolve, reject) => { first = { resolve, reject }; });
+        this.first = first;
         void this.loop(first);
         await registered;
     }
@@ -266,10 +267,14 @@ export class Worker extends EventEmitter {
         return this.closing;
     }
     finished = false;
+    // The first registration's promise, settled by the first of: berthd
+    // accepting the tools, refusing them, or close() before either.
+    first = null;
     finish() {
         if (this.finished)
             return;
         this.finished = true;
+        this.first?.reject(new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools'));
         this.stopping.abort();
         this.options.signal?.removeEventListener('abort', this.onSignal);
         this.emit('closed');

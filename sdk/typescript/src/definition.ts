@@ -31,9 +31,9 @@ export interface ToolLike {
   /** Set by Mastra for an MCP-derived tool; when present it decides approval. */
   needsApprovalFn?: AnyFn;
   /** berth's approval policy (docs/API.md), passed through. */
-  approvalPolicy?: Record<string, unknown>;
-  background?: Background & Record<string, unknown>;
-  mcp?: { annotations?: Record<string, unknown>; _meta?: Record<string, unknown>; [key: string]: unknown };
+  approvalPolicy?: object;
+  background?: Background;
+  mcp?: { annotations?: object; _meta?: object };
   toModelOutput?: AnyFn;
   transform?: Partial<Record<ViewTarget, Partial<Record<string, AnyFn>>>>;
   onInputAvailable?: AnyFn;
@@ -120,7 +120,8 @@ export async function toolDefinition(tool: ToolLike): Promise<Definition> {
     // waitTimeoutMs, onComplete, onFailed) belong to its agent loop;
     // berth's events and jobs/wait do their work.
     const b: Record<string, unknown> = {};
-    for (const k of BACKGROUND_KEYS) if (tool.background[k] !== undefined) b[k] = tool.background[k];
+    const given = tool.background as Record<string, unknown>;
+    for (const k of BACKGROUND_KEYS) if (given[k] !== undefined) b[k] = given[k];
     if (Object.keys(b).length > 0) def.background = json(b, id, 'background') as Background;
   }
   if (tool.mcp && typeof tool.mcp === 'object') {

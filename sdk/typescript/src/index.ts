@@ -3,7 +3,7 @@
 // docs/WORKERS.md are the wire contract.
 
 export { serve, Worker } from './worker.js';
-export type { ServeOptions, Logger, RunJob, Outcome, BerthRunContext } from './worker.js';
+export type { ServeOptions, Logger, RunJob, Outcome, BerthRunContext, ExecuteContext } from './worker.js';
 export { connect, Client } from './client.js';
 export type {
   ConnectOptions,

@@ -93,6 +93,46 @@ export interface BerthRunContext {
   saveCheckpoint(value: unknown): Promise<void>;
 }
 
+/**
+ * ExecuteContext is the second argument of a tool's execute under berth,
+ * for tools written as plain objects (a createTool() tool has Mastra's own
+ * type, which this matches).
+ */
+export interface ExecuteContext<Suspend = unknown, Resume = unknown> {
+  requestContext: { get(key: string): unknown; set(key: string, value: unknown): void; entries(): IterableIterator<[string, unknown]> };
+  abortSignal: AbortSignal;
+  agent: {
+    agentId: string;
+    toolCallId: string;
+    messages: unknown[];
+    suspend(payload: Suspend): Promise<void>;
+    resumeData?: Resume;
+    suspendPayload?: Suspend;
+  };
+  workflow: {
+    workflowId: string;
+    runId: string;
+    state: unknown;
+    setState(state: unknown): Promise<void>;
+    suspend(payload: Suspend): Promise<void>;
+    resumeData?: Resume;
+    suspendPayload?: Suspend;
+  };
+  suspend(payload: Suspend): Promise<void>;
+  resumeData?: Resume;
+  suspendPayload?: Suspend;
+  observe: {
+    span<T>(name: string, fn: () => Promise<T> | T, attributes?: Record<string, unknown>): Promise<T>;
+    log(level: 'debug' | 'info' | 'warn' | 'error' | 'fatal', message: string, data?: Record<string, unknown>): void;
+  };
+  mcp?: {
+    extra: { signal: AbortSignal; requestId: string; _meta?: Record<string, unknown>; client?: Record<string, unknown> };
+    log(level: string, message: string, data?: unknown): Promise<void>;
+    progress(p: { progress: number; total?: number; message?: string }): Promise<void>;
+  };
+  berth: BerthRunContext;
+}
+
 const STAGE_PHASE: Record<ViewStage, string> = {
   input: 'input-available',
   output: 'output-available',
@@ -201,6 +241,7 @@ export class Worker extends EventEmitter {
     this.options.signal?.addEventListener('abort', this.onSignal, { once: true });
     let first!: { resolve: () => void; reject: (e: unknown) => void };
     const registered = new Promise<void>((resolve, reject) => { first = { resolve, reject }; });
+    this.first = first;
     void this.loop(first);
     await registered;
   }
@@ -346,9 +387,14 @@ export class Worker extends EventEmitter {
 
   private finished = false;
 
+  // The first registration's promise, settled by the first of: berthd
+  // accepting the tools, refusing them, or close() before either.
+  private first: { resolve: () => void; reject: (e: unknown) => void } | null = null;
+
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.first?.reject(new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools'));
     this.stopping.abort();
     this.options.signal?.removeEventListener('abort', this.onSignal);
     this.emit('closed');
