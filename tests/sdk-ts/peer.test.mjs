@@ -12,6 +12,8 @@ import path from 'node:path';
 import { after, afterEach, beforeEach, describe, test } from 'node:test';
 
 import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
+import { createTool } from '@mastra/core/tools';
+import { z } from 'zod';
 import { BerthError, ErrorCode, serve } from '@berth/sdk';
 import { allTools, calls, echoTool, askTool, blockTool, approveTool, flakyTool } from './tools.fixture.mjs';
 import { until } from './harness.mjs';
@@ -196,6 +198,45 @@ describe('serve() against a scripted berthd', () => {
     const r = await peer.request('run', { job: job('sdk-ask', { resumeData: { name: '' } }) });
     assert.equal(r.result.error.code, 'invalid_resume_data');
     assert.equal(r.result.error.retryable, false);
+  });
+
+  test('a_suspend_payload_that_fails_the_suspend_schema__fails_the_run_without_retry', async () => {
+    const bad = createTool({
+      id: 'bad-suspend', description: 'd',
+      suspendSchema: z.object({ question: z.string() }),
+      execute: async (_i, ctx) => { await ctx.agent.suspend({ question: 42 }); },
+    });
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [bad], logger: false });
+    try {
+      const r = await p2.request('run', { job: job('bad-suspend') });
+      assert.equal(r.result.error.code, 'invalid_suspend_payload');
+      assert.equal(r.result.error.retryable, false);
+      assert.match(r.result.error.message, /question/);
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('a_run_of_a_job_whose_previous_connection_dropped__is_taken_though_the_old_execute_still_runs', async () => {
+    const stubborn = { id: 'stubborn', description: 'ignores abort', execute: () => new Promise((r) => setTimeout(() => r({ late: true }), 300)) };
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [stubborn], logger: false, reconnect: { initialDelayMs: 10 } });
+    try {
+      const j = job('stubborn');
+      void p2.request('run', { job: j });
+      await until(() => w2.running === 1, 'the first run');
+      p2.last.destroy();
+      await until(() => p2.messages('worker/register').length === 2, 'the worker to register again');
+      const r = await p2.request('run', { job: j });
+      assert.deepEqual(r.result, { output: { late: true } });
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
   });
 
   test('abort__reaches_the_abortSignal__and_the_run_answers_with_what_it_has', async () => {

@@ -112,7 +112,12 @@ export class Worker extends EventEmitter {
         let first;
         const registered = new Promise((resolve, reject) => { first = { resolve, reject }; });
         this.first = first;
-        void this.loop(first);
+        this.loop(first).catch((e) => {
+            // Only a listener that throws gets here; the worker cannot go on.
+            this.log('error', `the worker stopped: ${errMessage(e)}`);
+            first.reject(e);
+            this.finish();
+        });
         await registered;
     }
     // loop connects, registers and serves until close(); after a drop it
@@ -319,7 +324,11 @@ export class Worker extends EventEmitter {
         if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
             throw new BerthError(ErrorCode.InvalidParams, 'run needs params.job with an id and a tool');
         }
-        if (this.runs.has(job.id)) {
+        // The same job may come back on a new connection while the execute
+        // of the connection that dropped has not returned yet (it ignored its
+        // abortSignal): that run is no longer anyone's, so the new one goes on.
+        const previous = this.runs.get(job.id);
+        if (previous && !previous.conn.closed) {
             throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
         }
         const served = this.served.get(job.tool);
@@ -345,7 +354,8 @@ export class Worker extends EventEmitter {
             return outcome;
         }
         finally {
-            this.runs.delete(job.id);
+            if (this.runs.get(job.id) === run)
+                this.runs.delete(job.id);
         }
     }
     async execute(run, served, pending) {
@@ -372,16 +382,19 @@ export class Worker extends EventEmitter {
         let fields;
         try {
             const result = await tool.execute(job.input, ctx);
-            if (suspended) {
+            // Mastra's createTool() returns its schema failures (of the resume
+            // data, the request context, a suspend payload, the output) rather
+            // than throwing them; they fail the job, and no retry would help.
+            if (isMastraValidationError(result)) {
+                outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
+                stage = 'error';
+                fields = { error: outcome.error };
+            }
+            else if (suspended) {
                 const payload = suspended.payload;
                 outcome = { suspend: payload ?? null };
                 stage = 'suspend';
                 fields = { suspendPayload: payload };
-            }
-            else if (isMastraValidationError(result)) {
-                outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
-                stage = 'error';
-                fields = { error: outcome.error };
             }
             else {
                 const output = result === undefined ? null : result;
