@@ -221,7 +221,8 @@ describe('the client across a restart of berthd', () => {
   });
 
   test('connect__to_a_socket_nobody_serves__rejects_with_ConnectionClosed_naming_the_path', async () => {
-    await assert.rejects(connect({ socket: `${d.dir}/nobody.sock`, reconnect: false }), (e) => {
+    // With the default reconnect policy too: it applies to reconnects, not to the first connection.
+    await assert.rejects(connect({ socket: `${d.dir}/nobody.sock` }), (e) => {
       assert.equal(e.code, ErrorCode.ConnectionClosed);
       assert.match(e.message, /nobody\.sock/);
       return true;

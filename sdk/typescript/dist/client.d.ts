@@ -83,6 +83,7 @@ export declare class Client {
     private connecting;
     private closedReason;
     private lost;
+    private everConnected;
     private readonly subscribers;
     private early;
     private earlyCount;
@@ -94,9 +95,9 @@ export declare class Client {
     get closed(): boolean;
     /**
      * connection resolves with a live connection, making one when there is
-     * none: once without a reconnect policy, else with backoff until it
-     * succeeds, the signal aborts or the client closes. Only berthd's refusal
-     * of the token ends the attempts early.
+     * none: the first one is tried once; after a drop, with the reconnect
+     * policy's backoff until it succeeds, the signal aborts or the client
+     * closes (berthd's refusal of the token ends the attempts early).
      */
     connection(signal?: AbortSignal): Promise<Connection>;
     private dialLoop;

@@ -144,6 +144,7 @@ export class Client {
   private closedReason: BerthError | null = null;
   // Without a reconnect policy, the drop of the one connection ends the client.
   private lost: BerthError | null = null;
+  private everConnected = false;
   private readonly subscribers = new Map<string, Subscriber>();
   // Notifications for a subscription id nobody claimed yet, and the ids
   // given up on; both belong to the current connection.
@@ -170,9 +171,9 @@ export class Client {
 
   /**
    * connection resolves with a live connection, making one when there is
-   * none: once without a reconnect policy, else with backoff until it
-   * succeeds, the signal aborts or the client closes. Only berthd's refusal
-   * of the token ends the attempts early.
+   * none: the first one is tried once; after a drop, with the reconnect
+   * policy's backoff until it succeeds, the signal aborts or the client
+   * closes (berthd's refusal of the token ends the attempts early).
    */
   async connection(signal?: AbortSignal): Promise<Connection> {
     for (;;) {
@@ -216,10 +217,13 @@ export class Client {
           throw this.closedReason;
         }
         this.conn = conn;
+        this.everConnected = true;
         return conn;
       } catch (e) {
+        // The first connection is tried once, so that connect() says at
+        // once that berthd cannot be reached; the policy is for reconnects.
         const be = e instanceof BerthError ? e : null;
-        const retry = this.reconnect && !this.closedReason && be !== null && be.code !== ErrorCode.Unauthorized;
+        const retry = this.reconnect && this.everConnected && !this.closedReason && be !== null && be.code !== ErrorCode.Unauthorized;
         if (!retry) throw e;
         await sleep(backoffDelay(attempt, this.reconnect!.initialDelayMs, this.reconnect!.maxDelayMs), this.closing.signal)
           .catch(() => {});
