@@ -25,6 +25,8 @@ export interface ServeOptions extends Endpoint {
     reconnect?: ReconnectOptions;
     /** How long one connection attempt may take. Default 10 s. */
     connectTimeoutMs?: number;
+    /** Given to execute as `context.mastra` (else the tool's own `mastra`, set when a Mastra instance registered it). */
+    mastra?: unknown;
 }
 /** The job a run is about, as berthd pushes it (WORKERS.md, `run`). */
 export interface RunJob {

@@ -335,7 +335,7 @@ export class Worker extends EventEmitter {
         if (!served) {
             return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
         }
-        const run = { job, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+        const run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
         this.runs.set(job.id, run);
         this.emit('active', job);
         try {
@@ -510,6 +510,9 @@ export class Worker extends EventEmitter {
             observe,
             berth,
         };
+        const mastra = this.options.mastra ?? run.tool.mastra;
+        if (mastra !== undefined)
+            ctx.mastra = mastra;
         if (job.mcp) {
             const unsupported = (what) => () => {
                 throw new Error(`berth: ${what} is not available to a tool run by berth: call context.agent.suspend(payload) and berth asks the MCP client for the resume data`);

@@ -45,6 +45,8 @@ export interface ServeOptions extends Endpoint {
   reconnect?: ReconnectOptions;
   /** How long one connection attempt may take. Default 10 s. */
   connectTimeoutMs?: number;
+  /** Given to execute as `context.mastra` (else the tool's own `mastra`, set when a Mastra instance registered it). */
+  mastra?: unknown;
 }
 
 /** The job a run is about, as berthd pushes it (WORKERS.md, `run`). */
@@ -149,6 +151,7 @@ const HELD_LOG_JOBS = 1000;
 
 interface Run {
   job: RunJob;
+  tool: ToolLike;
   conn: Connection;
   controller: AbortController;
   checkpoints: Promise<unknown>;
@@ -458,7 +461,7 @@ export class Worker extends EventEmitter {
     if (!served) {
       return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
     }
-    const run: Run = { job, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+    const run: Run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
     this.runs.set(job.id, run);
     this.emit('active', job);
     try {
@@ -624,6 +627,8 @@ export class Worker extends EventEmitter {
       observe,
       berth,
     };
+    const mastra = this.options.mastra ?? (run.tool as { mastra?: unknown }).mastra;
+    if (mastra !== undefined) ctx.mastra = mastra;
     if (job.mcp) {
       const unsupported = (what: string) => () => {
         throw new Error(`berth: ${what} is not available to a tool run by berth: call context.agent.suspend(payload) and berth asks the MCP client for the resume data`);
