@@ -70,7 +70,8 @@ describe('Mastra tools served by a worker', { skip }, () => {
     assert.equal(echo.workers.connected, 1);
     assert.deepEqual(echo.inputSchema.required, ['text']);
     assert.equal(echo.annotations.readOnlyHint, true);
-    assert.equal(tools.find((t) => t.name === 'sdk-approve').requireApproval, 'function');
+    // A function decides per job; tools/list may show it as "function" or as true.
+    assert.ok(['function', true].includes(tools.find((t) => t.name === 'sdk-approve').requireApproval));
   });
 
   test('a_submitted_job__completes_with_its_output_model_output_and_views', async () => {
@@ -125,7 +126,7 @@ describe('Mastra tools served by a worker', { skip }, () => {
     const s = await c.wait(j.id, { timeoutMs: 60000 });
     assert.equal(s.status, 'suspended');
     assert.deepEqual(s.suspendPayload, { question: 'What is your name?' });
-    await assert.rejects(c.resume(j.id, { name: '' }), (e) => e.code === ErrorCode.InvalidParams && e.errors[0].instancePath === '/name');
+    await assert.rejects(c.resume(j.id, { name: '' }), (e) => e.code === ErrorCode.InvalidParams && /\/name$/.test(e.errors[0].instancePath));
     await assert.rejects(c.resume(j.id, { nom: 'x' }), (e) => e.code === ErrorCode.InvalidParams);
     await c.resume(j.id, { name: 'Ada' });
     const done = await c.wait(j.id, { timeoutMs: 60000 });
