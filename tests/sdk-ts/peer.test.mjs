@@ -303,6 +303,27 @@ describe('serve() against a scripted berthd', () => {
     }
   });
 
+  test('a_requestContextSchema__is_checked_by_mastra__and_execute_reads_the_values', async () => {
+    const t = createTool({
+      id: 'rc-schema', description: 'd',
+      requestContextSchema: z.object({ tenant: z.string() }),
+      execute: async (_i, ctx) => ({ tenant: ctx.requestContext.get('tenant') }),
+    });
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [t], logger: false });
+    try {
+      const ok = await p2.request('run', { job: job('rc-schema', { requestContext: { tenant: 'acme' } }) });
+      assert.deepEqual(ok.result, { output: { tenant: 'acme' } });
+      const bad = await p2.request('run', { job: job('rc-schema', { requestContext: { tenant: 7 } }) });
+      assert.equal(bad.result.error.code, 'invalid_request_context');
+      assert.equal(bad.result.error.retryable, false);
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
   test('a_dropped_connection__aborts_running_executes__and_the_worker_registers_again', async () => {
     const j = job('sdk-block');
     void peer.request('run', { job: j });
