@@ -69,7 +69,6 @@ export interface JobList<I = unknown, O = unknown> extends PromiseLike<JobPage<I
  * a BerthError when berthd cannot be reached or refuses the token.
  */
 export declare function connect(options?: ConnectOptions): Promise<Client>;
-type Subscriber = (method: string, params: Record<string, unknown>) => void;
 /**
  * Client is a connection to berthd that reconnects when it must. Each
  * method is one request (list, tools and events may make several); every
@@ -182,14 +181,5 @@ export declare class Client {
     events(opts?: EventsOptions): AsyncIterableIterator<Event>;
     /** headSeq finds the seq of the newest event with a bisection over events/poll. */
     headSeq(signal?: AbortSignal): Promise<number>;
-    /** @internal */
-    subscribe(id: string, conn: Connection, fn: Subscriber): () => void;
-    /** @internal */
-    watchDrops(fn: () => void): () => void;
-    /** @internal */
-    get reconnects(): boolean;
-    /** @internal */
-    get current(): Connection | null;
     toString(): string;
 }
-export {};

@@ -19,7 +19,7 @@ export interface ServeOptions extends Endpoint {
     name?: string;
     /** Aborting it closes the worker as close() does. */
     signal?: AbortSignal;
-    /** Default: warnings and errors on stderr. */
+    /** Default: registrations, drops and errors on stderr. */
     logger?: Logger | false;
     /** The reconnect backoff (default 100 ms doubling to 5 s). */
     reconnect?: ReconnectOptions;
@@ -183,8 +183,6 @@ export declare class Worker extends EventEmitter {
     get running(): number;
     /** True while registered with berthd. */
     get registered(): boolean;
-    /** @internal: builds the definitions and connects; resolves on the first registration. */
-    start(): Promise<void>;
     private loop;
     private heartbeat;
     private abortRuns;

@@ -803,9 +803,10 @@ function withTimeout(p, ms) {
         p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
     });
 }
+// defaultLogger writes the worker's registrations, drops and errors to
+// stderr, one line each; debug lines (each failed connection attempt) are
+// left out.
 function defaultLogger(name) {
-    return {
-        warn: (m) => console.error(`berth worker ${name}: ${m}`),
-        error: (m) => console.error(`berth worker ${name}: ${m}`),
-    };
+    const line = (m) => console.error(`berth worker ${name}: ${m}`);
+    return { info: line, warn: line, error: line };
 }

@@ -39,7 +39,7 @@ export interface ServeOptions extends Endpoint {
   name?: string;
   /** Aborting it closes the worker as close() does. */
   signal?: AbortSignal;
-  /** Default: warnings and errors on stderr. */
+  /** Default: registrations, drops and errors on stderr. */
   logger?: Logger | false;
   /** The reconnect backoff (default 100 ms doubling to 5 s). */
   reconnect?: ReconnectOptions;
@@ -924,11 +924,12 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+// defaultLogger writes the worker's registrations, drops and errors to
+// stderr, one line each; debug lines (each failed connection attempt) are
+// left out.
 function defaultLogger(name: string): Logger {
-  return {
-    warn: (m) => console.error(`berth worker ${name}: ${m}`),
-    error: (m) => console.error(`berth worker ${name}: ${m}`),
-  };
+  const line = (m: string) => console.error(`berth worker ${name}: ${m}`);
+  return { info: line, warn: line, error: line };
 }
 
 export type { Job, JobError };
