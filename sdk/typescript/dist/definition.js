@@ -1,0 +1,121 @@
+// definition.ts: a createTool() tool as the JSON Definition that
+// worker/register carries (docs/WORKERS.md). The functions stay in the
+// worker; `functions` tells berthd which of them exist, so that it asks for
+// their results at the stages they belong to.
+import { SchemaConversionError, toJsonSchema } from './schema.js';
+import { VIEW_STAGES } from './types.js';
+const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt'];
+/** approvalFunction is the function that decides approval per call, if the tool has one. */
+export function approvalFunction(tool) {
+    if (typeof tool.needsApprovalFn === 'function')
+        return tool.needsApprovalFn;
+    if (typeof tool.requireApproval === 'function')
+        return tool.requireApproval;
+    return undefined;
+}
+/** transformTargets lists the targets (display, transcript) the tool transforms. */
+export function transformTargets(tool) {
+    const t = tool.transform;
+    if (!t || typeof t !== 'object')
+        return [];
+    return ['display', 'transcript'].filter((k) => t[k] && typeof t[k] === 'object');
+}
+/**
+ * toolDefinition builds the Definition of a tool. Throws a TypeError (or a
+ * SchemaConversionError) naming the tool and the field when the tool
+ * cannot be served: no id, no execute, a schema that cannot become JSON
+ * Schema, a value JSON cannot carry.
+ */
+export async function toolDefinition(tool) {
+    if (!tool || typeof tool !== 'object')
+        throw new TypeError('berth: a tool must be an object (what createTool() returns)');
+    if (typeof tool.id !== 'string' || tool.id === '')
+        throw new TypeError('berth: a tool needs a non-empty string id');
+    const id = tool.id;
+    if (typeof tool.execute !== 'function') {
+        throw new TypeError(`berth: tool ${id} has no execute function, so a worker cannot run it`);
+    }
+    const def = { id };
+    if (tool.title !== undefined)
+        def.title = str(tool.title, id, 'title');
+    if (tool.description !== undefined)
+        def.description = str(tool.description, id, 'description');
+    const schemas = [
+        ['inputSchema', 'input'],
+        ['outputSchema', 'output'],
+        ['suspendSchema', 'input'],
+        ['resumeSchema', 'input'],
+        ['requestContextSchema', 'input'],
+    ];
+    for (const [field, io] of schemas) {
+        const v = await toJsonSchema(tool[field], `tool ${id}: ${field}`, io);
+        if (v !== undefined)
+            def[field] = v;
+    }
+    if (tool.strict !== undefined)
+        def.strict = Boolean(tool.strict);
+    if (tool.inputExamples !== undefined)
+        def.inputExamples = json(tool.inputExamples, id, 'inputExamples');
+    if (tool.providerOptions !== undefined)
+        def.providerOptions = json(tool.providerOptions, id, 'providerOptions');
+    if (approvalFunction(tool))
+        def.requireApproval = 'function';
+    else if (tool.requireApproval !== undefined)
+        def.requireApproval = Boolean(tool.requireApproval);
+    if (tool.approvalPolicy !== undefined)
+        def.approvalPolicy = json(tool.approvalPolicy, id, 'approvalPolicy');
+    if (tool.background && typeof tool.background === 'object') {
+        // Mastra's other background settings (defaultDisposition,
+        // waitTimeoutMs, onComplete, onFailed) belong to its agent loop;
+        // berth's events and jobs/wait do their work.
+        const b = {};
+        const given = tool.background;
+        for (const k of BACKGROUND_KEYS)
+            if (given[k] !== undefined)
+                b[k] = given[k];
+        if (Object.keys(b).length > 0)
+            def.background = json(b, id, 'background');
+    }
+    if (tool.mcp && typeof tool.mcp === 'object') {
+        const m = {};
+        if (tool.mcp.annotations !== undefined)
+            m.annotations = tool.mcp.annotations;
+        if (tool.mcp._meta !== undefined)
+            m._meta = tool.mcp._meta;
+        if (Object.keys(m).length > 0)
+            def.mcp = json(m, id, 'mcp');
+    }
+    const functions = {};
+    if (typeof tool.toModelOutput === 'function')
+        functions.toModelOutput = true;
+    const targets = transformTargets(tool);
+    if (targets.length > 0) {
+        // As in Mastra, a target with a transform gets a view at every stage:
+        // a stage without its own function shows a placeholder, never the raw
+        // payload, so each target lists all stages berth has.
+        functions.transform = {};
+        for (const t of targets)
+            functions.transform[t] = [...VIEW_STAGES];
+    }
+    if (typeof tool.onInputAvailable === 'function')
+        functions.onInputAvailable = true;
+    if (typeof tool.onOutput === 'function')
+        functions.onOutput = true;
+    if (Object.keys(functions).length > 0)
+        def.functions = functions;
+    return def;
+}
+function str(v, id, field) {
+    if (typeof v !== 'string')
+        throw new TypeError(`berth: tool ${id}: ${field} must be a string`);
+    return v;
+}
+function json(v, id, field) {
+    try {
+        return JSON.parse(JSON.stringify(v));
+    }
+    catch (e) {
+        throw new TypeError(`berth: tool ${id}: ${field} is not JSON: ${e.message}`);
+    }
+}
+export { SchemaConversionError };

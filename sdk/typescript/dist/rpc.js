@@ -1,0 +1,382 @@
+// rpc.ts: one JSON-RPC 2.0 connection to berthd, framed as PROTOCOL.md says:
+// one message per line, UTF-8 JSON ended by "\n" (a "\r" before it is
+// tolerated). Requests are pipelined and their answers matched by id in any
+// order; berthd's own requests (a worker's `run`, `ping`, ...) and
+// notifications go to the handlers the owner gave.
+import net from 'node:net';
+import path from 'node:path';
+import { BerthError, ErrorCode, closedError, rpcError } from './errors.js';
+/**
+ * resolveAddress turns an Endpoint into an Address. Without socket and url it
+ * takes $BERTH_SOCKET (a path, or the CLI's `tcp:HOST:PORT`), else
+ * $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock: the places the
+ * `berth` command looks. Throws a TypeError naming what is wrong.
+ */
+export function resolveAddress(ep) {
+    if (ep.socket !== undefined && ep.url !== undefined) {
+        throw new TypeError('berth: give either socket or url, not both');
+    }
+    if (ep.socket !== undefined) {
+        if (typeof ep.socket !== 'string' || ep.socket === '')
+            throw new TypeError('berth: socket must be a non-empty path');
+        return { kind: 'unix', path: ep.socket };
+    }
+    if (ep.url !== undefined)
+        return parseUrl(ep.url);
+    const env = process.env.BERTH_SOCKET;
+    if (env)
+        return env.startsWith('tcp:') && !env.startsWith('tcp://') ? parseUrl(`tcp://${env.slice(4)}`) : parseUrl(env);
+    const xdg = process.env.XDG_RUNTIME_DIR;
+    return { kind: 'unix', path: xdg ? path.join(xdg, 'berth', 'berth.sock') : path.resolve('berth.sock') };
+}
+function parseUrl(url) {
+    if (typeof url !== 'string' || url === '')
+        throw new TypeError('berth: url must be a non-empty string');
+    if (url.startsWith('unix:')) {
+        const p = url.startsWith('unix://') ? url.slice('unix://'.length) : url.slice('unix:'.length);
+        if (!p)
+            throw new TypeError(`berth: ${url} names no socket path`);
+        return { kind: 'unix', path: p };
+    }
+    if (url.startsWith('tcp://')) {
+        let u;
+        try {
+            u = new URL(url);
+        }
+        catch {
+            throw new TypeError(`berth: ${url} is not a tcp://HOST:PORT address`);
+        }
+        const port = Number(u.port);
+        if (!u.hostname || !Number.isInteger(port) || port <= 0 || port > 65535) {
+            throw new TypeError(`berth: ${url} is not a tcp://HOST:PORT address (the port is needed)`);
+        }
+        const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+        return { kind: 'tcp', host, port };
+    }
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+        throw new TypeError(`berth: ${url}: only tcp:// and unix: addresses are understood`);
+    }
+    return { kind: 'unix', path: url };
+}
+export function describeAddress(a) {
+    return a.kind === 'unix' ? a.path : `tcp://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+}
+/**
+ * Connection is one socket to berthd. Its requests are answered in any
+ * order; when the socket closes, every unanswered request is rejected with
+ * ErrorCode.ConnectionClosed. It never reconnects: its owner does.
+ */
+export class Connection {
+    address;
+    socket;
+    opts;
+    pending = new Map();
+    nextId = 1;
+    // The bytes of the line being read, kept as chunks so that a long line
+    // costs one copy when it ends rather than one per chunk.
+    partial = [];
+    partialBytes = 0;
+    closeReason = null;
+    /** When the last byte came from berthd (Date.now()). */
+    lastReceived = Date.now();
+    constructor(socket, address, opts = {}) {
+        this.socket = socket;
+        this.address = address;
+        this.opts = opts;
+        socket.on('data', (chunk) => this.onData(chunk));
+        socket.on('error', (err) => this.fail(closedError(`berth: connection to ${describeAddress(address)} failed: ${err.message}`, err)));
+        socket.on('close', () => this.fail(closedError(`berth: berthd closed the connection (${describeAddress(address)})`)));
+    }
+    get closed() {
+        return this.closeReason !== null;
+    }
+    /** Why the connection closed, once it has. */
+    get reason() {
+        return this.closeReason;
+    }
+    /** The number of requests sent and not answered yet. */
+    get inFlight() {
+        return this.pending.size;
+    }
+    /**
+     * request sends one request and resolves with its result, or rejects with
+     * a BerthError (berthd's error, or ConnectionClosed), or with the signal's
+     * reason when it aborts first (berthd's answer is then dropped).
+     */
+    request(method, params, signal) {
+        if (this.closeReason)
+            return Promise.reject(this.closeReason);
+        if (signal?.aborted)
+            return Promise.reject(signal.reason);
+        const id = this.nextId++;
+        const msg = { jsonrpc: '2.0', id, method };
+        if (params !== undefined)
+            msg.params = params;
+        let line;
+        try {
+            line = JSON.stringify(msg);
+        }
+        catch (e) {
+            return Promise.reject(new TypeError(`berth: the params of ${method} are not JSON: ${e.message}`));
+        }
+        return new Promise((resolve, reject) => {
+            const onAbort = () => {
+                const p = this.pending.get(id);
+                if (!p)
+                    return;
+                this.pending.delete(id);
+                p.cleanup();
+                reject(signal.reason);
+            };
+            signal?.addEventListener('abort', onAbort, { once: true });
+            this.pending.set(id, {
+                method,
+                resolve: resolve,
+                reject,
+                cleanup: () => signal?.removeEventListener('abort', onAbort),
+            });
+            this.socket.write(line + '\n');
+        });
+    }
+    /** notify sends a notification (no answer). Returns false once closed. */
+    notify(method, params) {
+        if (this.closeReason)
+            return false;
+        const msg = { jsonrpc: '2.0', method };
+        if (params !== undefined)
+            msg.params = params;
+        this.socket.write(JSON.stringify(msg) + '\n');
+        return true;
+    }
+    /** close ends the connection; pending requests reject with `why`. */
+    close(why) {
+        this.fail(closedError(why ?? 'berth: the connection was closed'));
+        this.socket.destroy();
+    }
+    /** closeGracefully ends the connection after what was written has gone out. */
+    closeGracefully() {
+        return new Promise((resolve) => {
+            if (this.socket.destroyed)
+                return resolve();
+            this.socket.once('close', () => resolve());
+            this.socket.end();
+            setTimeout(() => this.socket.destroy(), 1000).unref();
+        });
+    }
+    fail(why) {
+        if (this.closeReason)
+            return;
+        this.closeReason = why;
+        const pending = [...this.pending.values()];
+        this.pending.clear();
+        for (const p of pending) {
+            p.cleanup();
+            p.reject(why);
+        }
+        this.partial = [];
+        this.partialBytes = 0;
+        this.socket.destroy();
+        this.opts.onClose?.(why);
+    }
+    onData(chunk) {
+        this.lastReceived = Date.now();
+        const max = this.opts.maxLineBytes ?? 256 * 1024 * 1024;
+        let start = 0;
+        for (;;) {
+            const nl = chunk.indexOf(0x0a, start);
+            if (nl < 0)
+                break;
+            let line;
+            if (this.partialBytes > 0) {
+                this.partial.push(chunk.subarray(start, nl));
+                line = Buffer.concat(this.partial);
+                this.partial = [];
+                this.partialBytes = 0;
+            }
+            else {
+                line = chunk.subarray(start, nl);
+            }
+            start = nl + 1;
+            this.onLine(line);
+            if (this.closeReason)
+                return;
+        }
+        if (start < chunk.length) {
+            this.partial.push(chunk.subarray(start));
+            this.partialBytes += chunk.length - start;
+            if (this.partialBytes > max) {
+                this.fail(new BerthError(ErrorCode.InvalidRequest, `berth: berthd sent a line longer than ${max} bytes; the connection was closed`, { limit: max }));
+            }
+        }
+    }
+    onLine(buf) {
+        let end = buf.length;
+        if (end > 0 && buf[end - 1] === 0x0d)
+            end--;
+        if (end === 0)
+            return;
+        let msg;
+        try {
+            msg = JSON.parse(buf.toString('utf8', 0, end));
+        }
+        catch {
+            // berthd never sends a malformed line; a peer that does is not
+            // berthd, and nothing it says can be trusted to match a request.
+            this.fail(new BerthError(ErrorCode.ParseError, 'berth: the peer sent a line that is not JSON; the connection was closed'));
+            return;
+        }
+        if (Array.isArray(msg)) {
+            for (const m of msg)
+                this.onMessage(m);
+        }
+        else {
+            this.onMessage(msg);
+        }
+    }
+    onMessage(msg) {
+        if (typeof msg !== 'object' || msg === null)
+            return;
+        const m = msg;
+        if (typeof m.method === 'string') {
+            if (m.id === undefined || m.id === null) {
+                this.opts.onNotification?.(m.method, m.params);
+            }
+            else {
+                this.answer(m.id, m.method, m.params);
+            }
+            return;
+        }
+        if (typeof m.id !== 'number')
+            return;
+        const p = this.pending.get(m.id);
+        if (!p)
+            return;
+        this.pending.delete(m.id);
+        p.cleanup();
+        if (m.error !== undefined)
+            p.reject(rpcError(m.error, p.method));
+        else
+            p.resolve(m.result);
+    }
+    answer(id, method, params) {
+        const handler = this.opts.onRequest;
+        const reply = (body) => {
+            this.write(id, method, body);
+            this.opts.onAnswered?.(method);
+        };
+        if (!handler) {
+            reply({ error: { code: ErrorCode.MethodNotFound, message: `method not found: ${method}` } });
+            return;
+        }
+        handler(method, params).then((result) => reply({ result: result === undefined ? {} : result }), (err) => {
+            const e = err;
+            const error = {
+                code: typeof e?.code === 'number' ? e.code : ErrorCode.InternalError,
+                message: typeof e?.message === 'string' ? e.message : String(err),
+            };
+            if (e?.data !== undefined)
+                error.data = e.data;
+            reply({ error });
+        });
+    }
+    write(id, method, body) {
+        if (this.closeReason)
+            return;
+        let line;
+        try {
+            line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
+        }
+        catch (e) {
+            line = JSON.stringify({
+                jsonrpc: '2.0', id,
+                error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${e.message}` },
+            });
+        }
+        this.socket.write(line + '\n');
+    }
+}
+/**
+ * dial connects to berthd and, on TCP, authenticates with the token (the
+ * first request there must be `server/auth`). It resolves with a Connection,
+ * or rejects with a BerthError: ConnectionClosed when nothing answers,
+ * Unauthorized for a wrong token.
+ */
+export async function dial(address, opts = {}) {
+    const timeoutMs = opts.timeoutMs ?? 10000;
+    const socket = await new Promise((resolve, reject) => {
+        if (opts.signal?.aborted)
+            return reject(opts.signal.reason);
+        const s = address.kind === 'unix' ? net.connect({ path: address.path }) : net.connect({ host: address.host, port: address.port });
+        const timer = setTimeout(() => {
+            s.destroy();
+            reject(new BerthError(ErrorCode.RequestTimeout, `berth: no answer from ${describeAddress(address)} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const onAbort = () => {
+            s.destroy();
+            done();
+            reject(opts.signal.reason);
+        };
+        const done = () => {
+            clearTimeout(timer);
+            opts.signal?.removeEventListener('abort', onAbort);
+            s.removeListener('error', onError);
+        };
+        const onError = (err) => {
+            done();
+            reject(closedError(`berth: cannot connect to berthd at ${describeAddress(address)}: ${err.code ?? err.message}` +
+                (err.code === 'ENOENT' ? ' (is berthd running with this --socket?)' : ''), err));
+        };
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        s.once('error', onError);
+        s.once('connect', () => {
+            done();
+            resolve(s);
+        });
+    });
+    if (address.kind === 'tcp') {
+        socket.setNoDelay(true);
+        // The kernel's keepalive finds a peer that vanished with the network;
+        // a worker's own ping finds it sooner (worker.ts).
+        socket.setKeepAlive(true, 15000);
+    }
+    const conn = new Connection(socket, address, opts);
+    if (address.kind === 'tcp') {
+        const token = opts.token ?? process.env.BERTH_TOKEN;
+        if (!token) {
+            conn.close();
+            throw new BerthError(ErrorCode.Unauthorized, `berth: ${describeAddress(address)} is a TCP listener: give the token of berthd's --token-file (token, or $BERTH_TOKEN)`);
+        }
+        const timer = setTimeout(() => conn.close(`berth: server/auth was not answered within ${timeoutMs} ms`), timeoutMs);
+        try {
+            await conn.request('server/auth', { token }, opts.signal);
+        }
+        catch (e) {
+            conn.close();
+            throw e;
+        }
+        finally {
+            clearTimeout(timer);
+        }
+    }
+    return conn;
+}
+/** backoffDelay is the wait before reconnect attempt n (0-based): 100 ms doubling to the cap. */
+export function backoffDelay(attempt, initialMs = 100, maxMs = 5000) {
+    return Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
+}
+/** sleep waits ms, or rejects with the signal's reason. */
+export function sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+        if (signal?.aborted)
+            return reject(signal.reason);
+        const timer = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+        }, ms);
+        const onAbort = () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+}

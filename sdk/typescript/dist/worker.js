@@ -1,0 +1,812 @@
+// worker.ts: serve(), a worker process for berthd (docs/WORKERS.md). It
+// registers createTool() tools, runs the jobs berthd pushes, and answers
+// berthd's questions about the tools' functions (approval, transforms,
+// hooks). Modelled on BullMQ's Worker: a concurrency, events, and a close()
+// that lets running jobs finish.
+//
+// The connection is the lease on the jobs it runs: when it drops, every
+// execute it started is aborted, berthd ends those jobs by their tool's
+// onInterrupt policy, and an answer for them could not be delivered anyway.
+// The worker then connects again (100 ms doubling to 5 s) and registers
+// again.
+import { EventEmitter } from 'node:events';
+import os from 'node:os';
+import path from 'node:path';
+import { BerthError, ErrorCode } from './errors.js';
+import { requestContextClass } from './context.js';
+import { approvalFunction, toolDefinition, transformTargets } from './definition.js';
+import { backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
+import { SDK_NAME, SDK_VERSION } from './version.js';
+const STAGE_PHASE = {
+    input: 'input-available',
+    output: 'output-available',
+    error: 'error',
+    approval: 'approval',
+    suspend: 'suspend',
+    resume: 'resume',
+};
+// Hook failures that happen while berthd asks about a job that does not run
+// here (input, transform) are logged on the job when its run comes here;
+// this many jobs' lines are kept, the oldest dropped first.
+const HELD_LOG_JOBS = 1000;
+/**
+ * serve registers `tools` with berthd and runs their jobs until the worker
+ * is closed. It resolves with the Worker once berthd has accepted the
+ * tools, waiting (with backoff) while berthd cannot be reached; it rejects
+ * when berthd refuses them (a definition that does not check, a conflict
+ * with another worker's definition, a wrong token), with berthd's error.
+ */
+export async function serve(options) {
+    const worker = new Worker(options);
+    await worker.start();
+    return worker;
+}
+/**
+ * Worker is a running serve(). Events: `registered` (the register result),
+ * `disconnected` (the BerthError), `active` (job), `completed` (job,
+ * output), `suspended` (job, payload), `failed` (job, error), `error`
+ * (emitted only while someone listens; otherwise the logger has it), and
+ * `closed`.
+ */
+export class Worker extends EventEmitter {
+    name;
+    concurrency;
+    address;
+    /** berthd's id of this worker's current registration. */
+    id;
+    options;
+    logger;
+    served = new Map();
+    toolList;
+    RequestContextCtor = null;
+    conn = null;
+    runs = new Map();
+    heldLogs = new Map();
+    closing = null;
+    stopping = new AbortController();
+    runsIdle = null;
+    onSignal = () => { void this.close(); };
+    constructor(options) {
+        super();
+        if (!options || typeof options !== 'object')
+            throw new TypeError('berth: serve() needs options with tools');
+        this.options = options;
+        this.address = resolveAddress(options);
+        const c = options.concurrency ?? 16;
+        if (!Number.isInteger(c) || c < 1 || c > 1024)
+            throw new RangeError(`berth: concurrency must be an integer from 1 to 1024, not ${c}`);
+        this.concurrency = c;
+        this.name = options.name ?? `${path.basename(process.argv[1] ?? 'node')}@${os.hostname()}:${process.pid}`;
+        this.logger = options.logger === false ? null : options.logger ?? defaultLogger(this.name);
+        const tools = options.tools;
+        this.toolList = Array.isArray(tools) ? tools : tools && typeof tools === 'object' ? Object.values(tools) : [];
+        if (this.toolList.length === 0)
+            throw new TypeError('berth: serve() needs at least one tool');
+        if (this.toolList.length > 1000)
+            throw new RangeError('berth: a worker serves at most 1000 tools');
+    }
+    /** The ids of the tools served. */
+    get tools() {
+        return this.toolList.map((t) => t.id);
+    }
+    /** The number of jobs running here now. */
+    get running() {
+        return this.runs.size;
+    }
+    /** True while registered with berthd. */
+    get registered() {
+        return this.conn !== null && !this.conn.closed;
+    }
+    /** @internal: builds the definitions and connects; resolves on the first registration. */
+    async start() {
+        for (const tool of this.toolList) {
+            const def = await toolDefinition(tool);
+            if (this.served.has(def.id))
+                throw new TypeError(`berth: two tools have the id ${def.id}`);
+            this.served.set(def.id, { tool, def });
+        }
+        this.RequestContextCtor = await requestContextClass();
+        if (this.options.signal?.aborted)
+            throw this.options.signal.reason;
+        this.options.signal?.addEventListener('abort', this.onSignal, { once: true });
+        let first;
+        const registered = new Promise((resolve, reject) => { first = { resolve, reject }; });
+        this.first = first;
+        this.loop(first).catch((e) => {
+            // Only a listener that throws gets here; the worker cannot go on.
+            this.log('error', `the worker stopped: ${errMessage(e)}`);
+            first.reject(e);
+            this.finish();
+        });
+        await registered;
+    }
+    // loop connects, registers and serves until close(); after a drop it
+    // connects again with backoff. A refusal of the first registration ends
+    // it (serve() rejects); a refusal later is logged and tried again, since
+    // a conflicting worker may leave.
+    async loop(first) {
+        let everRegistered = false;
+        const stop = this.stopping.signal;
+        const r = this.options.reconnect ?? {};
+        for (let attempt = 0; !stop.aborted; attempt++) {
+            if (attempt > 0) {
+                try {
+                    await sleep(backoffDelay(attempt - 1, r.initialDelayMs ?? 100, r.maxDelayMs ?? 5000), stop);
+                }
+                catch {
+                    break;
+                }
+            }
+            let conn;
+            let dropped;
+            try {
+                let onClose;
+                dropped = new Promise((resolve) => { onClose = resolve; });
+                conn = await dial(this.address, {
+                    token: this.options.token,
+                    timeoutMs: this.options.connectTimeoutMs,
+                    signal: stop,
+                    onRequest: (method, params) => this.onRequest(conn, method, params),
+                    onNotification: (method, params) => this.onNotification(conn, method, params),
+                    // close() waits until the last run's answer is on the wire.
+                    onAnswered: (method) => { if (method === 'run' && this.runs.size === 0)
+                        this.runsIdle?.(); },
+                    onClose: (why) => onClose(why),
+                });
+            }
+            catch (e) {
+                if (stop.aborted)
+                    break;
+                if (e instanceof BerthError && e.code === ErrorCode.Unauthorized && !everRegistered) {
+                    first.reject(e);
+                    return this.finish();
+                }
+                this.log('debug', `cannot connect to ${describeAddress(this.address)}: ${e.message}`);
+                continue;
+            }
+            let result;
+            try {
+                result = await conn.request('worker/register', {
+                    tools: [...this.served.values()].map((s) => s.def),
+                    concurrency: this.concurrency,
+                    name: this.name,
+                    sdk: { name: SDK_NAME, version: SDK_VERSION },
+                }, stop);
+            }
+            catch (e) {
+                conn.close();
+                if (stop.aborted)
+                    break;
+                const refusal = registrationError(e, this.address);
+                if (refusal && !everRegistered) {
+                    first.reject(refusal);
+                    return this.finish();
+                }
+                if (refusal)
+                    this.report(refusal);
+                continue;
+            }
+            everRegistered = true;
+            attempt = 0;
+            this.conn = conn;
+            this.id = result.worker;
+            this.log('info', `registered ${this.tools.join(', ')} with berthd at ${describeAddress(this.address)} as ${result.worker}`);
+            first.resolve();
+            this.emit('registered', result);
+            const heartbeat = this.heartbeat(conn, result.heartbeatMs ?? 10000);
+            const why = await dropped;
+            clearInterval(heartbeat);
+            if (this.conn === conn)
+                this.conn = null;
+            this.abortRuns(conn, why);
+            if (!stop.aborted) {
+                this.log('warn', `${why.message}; connecting again`);
+                this.emit('disconnected', why);
+            }
+        }
+        this.finish();
+    }
+    // heartbeat pings berthd when it has been silent for a heartbeat, and
+    // drops the connection when two heartbeats pass without an answer: a
+    // network that vanished would otherwise hold the lease's jobs here.
+    heartbeat(conn, ms) {
+        let waiting = false;
+        const timer = setInterval(() => {
+            if (conn.closed || waiting || Date.now() - conn.lastReceived < ms)
+                return;
+            waiting = true;
+            const deadline = setTimeout(() => conn.close(`berth: berthd did not answer ping within ${2 * ms} ms`), 2 * ms);
+            conn.request('ping').then(() => { }, () => { }).finally(() => {
+                clearTimeout(deadline);
+                waiting = false;
+            });
+        }, ms);
+        timer.unref();
+        return timer;
+    }
+    abortRuns(conn, why) {
+        for (const run of this.runs.values()) {
+            if (run.conn === conn)
+                run.controller.abort(abortReason('disconnected', why.message));
+        }
+    }
+    /**
+     * close stops taking jobs (worker/drain), waits for the running ones to
+     * answer, and closes the connection, like BullMQ's Worker.close(). With
+     * `force` the running executes are aborted first (their jobs are then
+     * ended by their answers, or by berthd when the connection closes).
+     * `timeoutMs` bounds the wait; what still runs then is aborted.
+     */
+    close(opts = {}) {
+        if (this.closing)
+            return this.closing;
+        this.closing = (async () => {
+            this.options.signal?.removeEventListener('abort', this.onSignal);
+            const conn = this.conn;
+            if (conn && !conn.closed) {
+                await withTimeout(conn.request('worker/drain', {}), 5000).catch((e) => {
+                    this.log('debug', `worker/drain: ${e.message}`);
+                });
+            }
+            if (opts.force)
+                for (const run of this.runs.values())
+                    run.controller.abort(abortReason('closing', 'the worker is closing'));
+            if (this.runs.size > 0) {
+                const idle = new Promise((resolve) => { this.runsIdle = resolve; });
+                if (opts.timeoutMs !== undefined) {
+                    await Promise.race([idle, sleep(opts.timeoutMs)]);
+                    for (const run of this.runs.values())
+                        run.controller.abort(abortReason('closing', 'the worker is closing'));
+                }
+                else {
+                    await idle;
+                }
+            }
+            this.stopping.abort();
+            const c = this.conn;
+            this.conn = null;
+            if (c && !c.closed)
+                await c.closeGracefully();
+            await new Promise((resolve) => (this.finished ? resolve() : this.once('closed', () => resolve())));
+        })();
+        return this.closing;
+    }
+    finished = false;
+    // The first registration's promise, settled by the first of: berthd
+    // accepting the tools, refusing them, or close() before either.
+    first = null;
+    finish() {
+        if (this.finished)
+            return;
+        this.finished = true;
+        this.first?.reject(new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools'));
+        this.stopping.abort();
+        this.options.signal?.removeEventListener('abort', this.onSignal);
+        this.emit('closed');
+    }
+    async [Symbol.asyncDispose]() {
+        await this.close();
+    }
+    // ---- berthd's requests
+    async onRequest(conn, method, params) {
+        switch (method) {
+            case 'run':
+                return this.run(conn, params);
+            case 'input':
+                return this.input(params);
+            case 'transform':
+                return this.transform(params);
+            case 'ping':
+                return {};
+            default:
+                throw new BerthError(ErrorCode.MethodNotFound, `this worker has no method ${method}`);
+        }
+    }
+    onNotification(conn, method, params) {
+        if (method !== 'abort')
+            return;
+        const p = (params ?? {});
+        const run = typeof p.jobId === 'string' ? this.runs.get(p.jobId) : undefined;
+        if (!run || run.conn !== conn)
+            return;
+        const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
+        run.controller.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
+    }
+    servedTool(name) {
+        const s = typeof name === 'string' ? this.served.get(name) : undefined;
+        if (!s)
+            throw new BerthError(ErrorCode.NotFound, `this worker does not serve the tool ${String(name)}`, { id: name });
+        return s;
+    }
+    async run(conn, params) {
+        const p = (params ?? {});
+        const job = p.job;
+        if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
+            throw new BerthError(ErrorCode.InvalidParams, 'run needs params.job with an id and a tool');
+        }
+        // The same job may come back on a new connection while the execute
+        // of the connection that dropped has not returned yet (it ignored its
+        // abortSignal): that run is no longer anyone's, so the new one goes on.
+        const previous = this.runs.get(job.id);
+        if (previous && !previous.conn.closed) {
+            throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
+        }
+        const served = this.served.get(job.tool);
+        if (!served) {
+            return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
+        }
+        const run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+        this.runs.set(job.id, run);
+        this.emit('active', job);
+        try {
+            for (const line of this.takeHeldLogs(job.id))
+                this.jobLog(run, line.level, line.message, line.data);
+            const outcome = await this.execute(run, served, p.pending ?? {});
+            // A checkpoint sent before the outcome must be durable before it
+            // (an aborted run's checkpoints have stopped waiting already).
+            await run.checkpoints;
+            if ('output' in outcome)
+                this.emit('completed', job, outcome.output);
+            else if ('suspend' in outcome)
+                this.emit('suspended', job, outcome.suspend);
+            else
+                this.emit('failed', job, outcome.error);
+            return outcome;
+        }
+        finally {
+            if (this.runs.get(job.id) === run)
+                this.runs.delete(job.id);
+        }
+    }
+    async execute(run, served, pending) {
+        const { tool } = served;
+        const job = run.job;
+        const signal = run.controller.signal;
+        const views = {};
+        const sink = (level, message, data) => this.jobLog(run, level, message, data);
+        if (pending.onInputAvailable && typeof tool.onInputAvailable === 'function') {
+            await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: signal }, sink);
+        }
+        for (const stage of pending.views ?? []) {
+            const payload = stagePayload(stage, job);
+            if (payload)
+                await this.addViews(views, tool, stage, job, payload, sink);
+        }
+        let suspended = null;
+        const suspend = async (payload) => {
+            suspended = { payload };
+        };
+        const ctx = this.context(run, suspend);
+        let outcome;
+        let stage;
+        let fields;
+        try {
+            const result = await tool.execute(job.input, ctx);
+            // Mastra's createTool() returns its schema failures (of the resume
+            // data, the request context, a suspend payload, the output) rather
+            // than throwing them; they fail the job, and no retry would help.
+            if (isMastraValidationError(result)) {
+                outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
+                stage = 'error';
+                fields = { error: outcome.error };
+            }
+            else if (suspended) {
+                const payload = suspended.payload;
+                outcome = { suspend: payload ?? null };
+                stage = 'suspend';
+                fields = { suspendPayload: payload };
+            }
+            else {
+                const output = result === undefined ? null : result;
+                outcome = { output };
+                if (typeof tool.toModelOutput === 'function') {
+                    try {
+                        const m = await tool.toModelOutput(output);
+                        if (m !== undefined)
+                            outcome.modelOutput = m;
+                    }
+                    catch (e) {
+                        sink('error', `toModelOutput threw: ${errMessage(e)}; the job has no model output`, errData(e));
+                    }
+                }
+                if (typeof tool.onOutput === 'function') {
+                    await callHook(tool.onOutput, 'onOutput', { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: signal }, sink);
+                }
+                stage = 'output';
+                fields = { output };
+            }
+        }
+        catch (e) {
+            const error = jobError(e, signal);
+            if (!(signal.aborted && e === signal.reason))
+                sink('error', `execute threw: ${error.message}`, errData(e));
+            outcome = { error };
+            stage = 'error';
+            fields = { error };
+        }
+        await this.addViews(views, tool, stage, job, fields, sink);
+        if (views.display || views.transcript)
+            outcome.views = views;
+        return jsonOutcome(outcome, sink);
+    }
+    // context builds execute's second argument: what the reference page
+    // lists, mapped to berth, and berth's own `berth` member.
+    context(run, suspend) {
+        const job = run.job;
+        const signal = run.controller.signal;
+        const conn = run.conn;
+        const RC = this.RequestContextCtor;
+        const requestContext = new RC(Object.entries(job.requestContext ?? {}));
+        const log = (level, message, data) => this.jobLog(run, level, message, data);
+        // A checkpoint is durable when berthd answers; an aborted run stops
+        // waiting for the answer (the run is no longer this worker's to save).
+        const saveCheckpoint = (value) => {
+            const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, signal));
+            run.checkpoints = p.catch(() => { });
+            return p.then(() => { });
+        };
+        const workflow = {
+            workflowId: job.tool,
+            runId: job.runId ?? job.id,
+            state: job.checkpoint,
+            // Mastra's setState returns nothing; this one resolves once the state
+            // is durable, and never rejects (a failure is logged on the job).
+            setState: (state) => {
+                workflow.state = state;
+                return saveCheckpoint(state).catch((e) => log('error', `setState: the state was not saved: ${errMessage(e)}`));
+            },
+            suspend,
+            resumeData: job.resumeData,
+            suspendPayload: job.suspendPayload,
+        };
+        const agent = {
+            agentId: '',
+            toolCallId: job.toolCallId ?? job.id,
+            messages: [],
+            suspend,
+            resumeData: job.resumeData,
+            suspendPayload: job.suspendPayload,
+        };
+        const berth = {
+            jobId: job.id,
+            tool: job.tool,
+            attempt: job.attempt,
+            maxRetries: job.maxRetries,
+            deadline: job.deadline ? new Date(job.deadline) : undefined,
+            approval: job.approval,
+            metadata: job.metadata,
+            checkpoint: job.checkpoint,
+            progress: (progress, total, message) => {
+                conn.notify('worker/progress', dropUndefined({ jobId: job.id, progress, total, message }));
+            },
+            log: (level, message, data) => log(level, message, data),
+            saveCheckpoint,
+        };
+        const observe = {
+            async span(name, fn, attributes) {
+                const start = Date.now();
+                try {
+                    const r = await fn();
+                    log('info', `span ${name}`, dropUndefined({ span: name, durationMs: Date.now() - start, attributes }));
+                    return r;
+                }
+                catch (e) {
+                    log('error', `span ${name} failed: ${errMessage(e)}`, dropUndefined({ span: name, durationMs: Date.now() - start, attributes, error: errMessage(e) }));
+                    throw e;
+                }
+            },
+            log(level, message, data) {
+                log(level, message, data);
+            },
+        };
+        const ctx = {
+            requestContext,
+            abortSignal: signal,
+            agent,
+            workflow,
+            suspend,
+            resumeData: job.resumeData,
+            suspendPayload: job.suspendPayload,
+            observe,
+            berth,
+        };
+        const mastra = this.options.mastra ?? run.tool.mastra;
+        if (mastra !== undefined)
+            ctx.mastra = mastra;
+        if (job.mcp) {
+            const unsupported = (what) => () => {
+                throw new Error(`berth: ${what} is not available to a tool run by berth: call context.agent.suspend(payload) and berth asks the MCP client for the resume data`);
+            };
+            ctx.mcp = {
+                extra: {
+                    signal,
+                    requestId: job.id,
+                    _meta: job.mcp.meta,
+                    client: job.mcp.client,
+                    sendNotification: unsupported('mcp.extra.sendNotification'),
+                    sendRequest: unsupported('mcp.extra.sendRequest'),
+                },
+                elicitation: { sendRequest: async () => unsupported('mcp.elicitation.sendRequest')() },
+                log: async (level, message, data) => log(mcpLevel(level), message, data),
+                progress: async (p) => berth.progress(p.progress, p.total, p.message),
+            };
+        }
+        return ctx;
+    }
+    async input(params) {
+        const job = (params ?? {}).job;
+        if (!job || typeof job !== 'object' || typeof job.id !== 'string')
+            throw new BerthError(ErrorCode.InvalidParams, 'input needs params.job with an id');
+        const { tool } = this.servedTool(job.tool);
+        const sink = (level, message, data) => this.holdLog(job.id, level, message, data);
+        const out = {};
+        const fn = approvalFunction(tool);
+        if (fn) {
+            const rc = job.requestContext ?? {};
+            try {
+                out.requireApproval = Boolean(await fn(job.input, { args: job.input, requestContext: rc }));
+            }
+            catch (e) {
+                // As in Mastra: an approval policy that throws asks for approval.
+                out.requireApproval = true;
+                sink('error', `requireApproval threw: ${errMessage(e)}; the job waits for approval`, errData(e));
+            }
+        }
+        const views = {};
+        await this.addViews(views, tool, 'input', job, { input: job.input }, sink);
+        await this.addViews(views, tool, 'approval', job, { input: job.input }, sink);
+        if (views.display || views.transcript)
+            out.views = views;
+        if (typeof tool.onInputAvailable === 'function') {
+            await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: new AbortController().signal }, sink);
+        }
+        return out;
+    }
+    async transform(params) {
+        const p = (params ?? {});
+        if (typeof p.jobId !== 'string' || (p.stage !== 'approval' && p.stage !== 'resume')) {
+            throw new BerthError(ErrorCode.InvalidParams, 'transform needs params.jobId and a stage of approval or resume');
+        }
+        const { tool } = this.servedTool(p.tool);
+        const sink = (level, message, data) => this.holdLog(p.jobId, level, message, data);
+        const job = { id: p.jobId, tool: tool.id, attempt: 0, ...(p.job ?? {}) };
+        const fields = p.stage === 'resume' ? { resumeData: p.payload, input: job.input } : { input: p.payload ?? job.input };
+        const views = {};
+        await this.addViews(views, tool, p.stage, job, fields, sink);
+        return { views };
+    }
+    // addViews computes the views of one stage for each target the tool
+    // transforms, with Mastra's rules: a stage without a function, a
+    // function that throws, returns undefined or something JSON cannot carry
+    // gives the placeholder, never the raw payload.
+    async addViews(views, tool, stage, job, fields, sink) {
+        for (const target of transformTargets(tool)) {
+            const fn = tool.transform?.[target]?.[stage];
+            let view;
+            if (typeof fn === 'function') {
+                try {
+                    view = await fn({
+                        target, phase: STAGE_PHASE[stage], toolName: tool.id, toolCallId: job.toolCallId ?? job.id,
+                        input: job.input, ...fields,
+                    });
+                    if (view !== undefined && !isJson(view)) {
+                        sink('error', `transform.${target}.${stage} returned a value JSON cannot carry; the view is a placeholder`);
+                        view = undefined;
+                    }
+                }
+                catch (e) {
+                    sink('error', `transform.${target}.${stage} threw: ${errMessage(e)}; the view is a placeholder`, errData(e));
+                    view = undefined;
+                }
+            }
+            if (view === undefined)
+                view = { message: `Tool ${STAGE_PHASE[stage]} payload unavailable` };
+            (views[target] ??= {})[stage] = view;
+        }
+    }
+    // jobLog sends a line of the job's log while its run is here; it is
+    // dropped once the connection is gone (berthd could not take it).
+    jobLog(run, level, message, data) {
+        const lv = logLevel(level);
+        const params = { jobId: run.job.id, level: lv, message: String(message) };
+        if (data !== undefined) {
+            const d = jsonOrUndefined(data);
+            if (d !== undefined)
+                params.data = d;
+        }
+        run.conn.notify('worker/log', params);
+        if (lv === 'error' || lv === 'warn')
+            this.log('debug', `job ${run.job.id}: ${message}`);
+    }
+    holdLog(jobId, level, message, data) {
+        this.log('warn', `job ${jobId}: ${message}`);
+        let lines = this.heldLogs.get(jobId);
+        if (!lines) {
+            if (this.heldLogs.size >= HELD_LOG_JOBS)
+                this.heldLogs.delete(this.heldLogs.keys().next().value);
+            lines = [];
+            this.heldLogs.set(jobId, lines);
+        }
+        if (lines.length < 100)
+            lines.push({ level, message, data: jsonOrUndefined(data) });
+    }
+    takeHeldLogs(jobId) {
+        const lines = this.heldLogs.get(jobId) ?? [];
+        this.heldLogs.delete(jobId);
+        return lines;
+    }
+    log(level, message) {
+        const l = this.logger;
+        if (!l)
+            return;
+        const fn = l[level];
+        if (typeof fn === 'function')
+            fn.call(l, message);
+    }
+    report(e) {
+        if (this.listenerCount('error') > 0)
+            this.emit('error', e);
+        else
+            this.log('error', e.message);
+    }
+}
+// stagePayload gives the fields a pending view of a stage needs from the
+// job a run carries, or null when the job does not carry them.
+function stagePayload(stage, job) {
+    switch (stage) {
+        case 'input':
+        case 'approval':
+            return { input: job.input };
+        case 'resume':
+            return job.resumeData === undefined ? null : { resumeData: job.resumeData };
+        case 'suspend':
+            return job.suspendPayload === undefined ? null : { suspendPayload: job.suspendPayload };
+        default:
+            return null;
+    }
+}
+// registrationError turns berthd's refusal of worker/register into the
+// error serve() rejects with; null for a dropped connection (try again).
+function registrationError(e, address) {
+    if (!(e instanceof BerthError))
+        return new BerthError(ErrorCode.InternalError, String(e));
+    if (e.code === ErrorCode.ConnectionClosed || e.code === ErrorCode.RequestTimeout)
+        return null;
+    if (e.code === ErrorCode.MethodNotFound) {
+        return new BerthError(e.code, `berth: berthd at ${describeAddress(address)} does not speak the worker protocol (worker/register, docs/WORKERS.md): it is older than this SDK`, e.data);
+    }
+    if (e.code === ErrorCode.Conflict && e.status === 'conflict') {
+        const diffs = e.data?.differences ?? [];
+        const fields = diffs.map((d) => d.field).filter(Boolean);
+        return new BerthError(e.code, `berth: another connected worker serves a different definition of the tool${fields.length ? ` (differences at ${fields.join(', ')})` : ''}: ${e.message}`, e.data);
+    }
+    return new BerthError(e.code, `berth: berthd refused the tools: ${e.message}`, e.data);
+}
+function abortReason(reason, message) {
+    const e = new Error(`berth: ${message}`);
+    e.name = 'AbortError';
+    e.reason = reason;
+    return e;
+}
+async function callHook(fn, name, arg, sink) {
+    try {
+        await fn(arg);
+    }
+    catch (e) {
+        sink('error', `${name} threw: ${errMessage(e)} (a hook never fails the job)`, errData(e));
+    }
+}
+function isMastraValidationError(v) {
+    return v !== null && typeof v === 'object' && v.error === true &&
+        'validationErrors' in v && typeof v.message === 'string';
+}
+function validationCode(message, job) {
+    if (message.startsWith('Tool output validation failed'))
+        return 'invalid_output';
+    if (message.startsWith('Tool suspension data validation failed'))
+        return 'invalid_suspend_payload';
+    if (message.startsWith('Request context validation failed'))
+        return 'invalid_request_context';
+    if (message.startsWith('Tool input validation failed'))
+        return job.resumeData !== undefined ? 'invalid_resume_data' : 'invalid_input';
+    return 'validation_failed';
+}
+function jobError(e, signal) {
+    const o = (e !== null && typeof e === 'object' ? e : {});
+    let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
+    if (message === '')
+        message = 'execute failed without a message';
+    const out = { message, retryable: o.retryable !== false };
+    if (typeof o.code === 'string')
+        out.code = o.code;
+    else if (signal.aborted)
+        out.code = 'aborted';
+    const d = jsonOrUndefined(o.data);
+    if (d !== undefined)
+        out.data = d;
+    return out;
+}
+// jsonOutcome makes sure the outcome can be sent: an output or payload that
+// JSON cannot carry (a BigInt, a cycle) fails the job with that reason
+// rather than the answer.
+function jsonOutcome(outcome, sink) {
+    try {
+        JSON.stringify(outcome);
+        return outcome;
+    }
+    catch (e) {
+        const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
+        const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
+        sink('error', message);
+        return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend_payload' : 'invalid_error', retryable: false } };
+    }
+}
+function isJson(v) {
+    try {
+        JSON.stringify(v);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+function jsonOrUndefined(v) {
+    if (v === undefined)
+        return undefined;
+    try {
+        const s = JSON.stringify(v);
+        return s === undefined ? undefined : JSON.parse(s);
+    }
+    catch {
+        return undefined;
+    }
+}
+function errMessage(e) {
+    return e instanceof Error ? e.message : String(e);
+}
+function errData(e) {
+    if (!(e instanceof Error))
+        return undefined;
+    return dropUndefined({ name: e.name, stack: e.stack });
+}
+function logLevel(level) {
+    switch (level) {
+        case 'debug':
+        case 'info':
+        case 'warn':
+        case 'error':
+            return level;
+        case 'warning':
+            return 'warn';
+        case 'fatal':
+        case 'critical':
+        case 'alert':
+        case 'emergency':
+            return 'error';
+        default:
+            return 'info';
+    }
+}
+function mcpLevel(level) {
+    return level === 'notice' ? 'info' : level;
+}
+function dropUndefined(o) {
+    const out = {};
+    for (const [k, v] of Object.entries(o))
+        if (v !== undefined)
+            out[k] = v;
+    return out;
+}
+function withTimeout(p, ms) {
+    return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new BerthError(ErrorCode.RequestTimeout, `no answer within ${ms} ms`)), ms);
+        p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
+    });
+}
+// defaultLogger writes the worker's registrations, drops and errors to
+// stderr, one line each; debug lines (each failed connection attempt) are
+// left out.
+function defaultLogger(name) {
+    const line = (m) => console.error(`berth worker ${name}: ${m}`);
+    return { info: line, warn: line, error: line };
+}

@@ -1,0 +1,935 @@
+// worker.ts: serve(), a worker process for berthd (docs/WORKERS.md). It
+// registers createTool() tools, runs the jobs berthd pushes, and answers
+// berthd's questions about the tools' functions (approval, transforms,
+// hooks). Modelled on BullMQ's Worker: a concurrency, events, and a close()
+// that lets running jobs finish.
+//
+// The connection is the lease on the jobs it runs: when it drops, every
+// execute it started is aborted, berthd ends those jobs by their tool's
+// onInterrupt policy, and an answer for them could not be delivered anyway.
+// The worker then connects again (100 ms doubling to 5 s) and registers
+// again.
+
+import { EventEmitter } from 'node:events';
+import os from 'node:os';
+import path from 'node:path';
+
+import { BerthError, ErrorCode } from './errors.js';
+import type { ReconnectOptions } from './client.js';
+import { requestContextClass, type RequestContextClass } from './context.js';
+import { approvalFunction, toolDefinition, transformTargets, type Definition, type ToolLike } from './definition.js';
+import { Connection, Endpoint, backoffDelay, describeAddress, dial, resolveAddress, sleep, type Address } from './rpc.js';
+import type { Job, JobError, ViewStage, ViewTarget, Views } from './types.js';
+import { SDK_NAME, SDK_VERSION } from './version.js';
+
+/** Where the worker's messages go; `false` in ServeOptions drops them. */
+export interface Logger {
+  debug?(message: string, ...rest: unknown[]): void;
+  info?(message: string, ...rest: unknown[]): void;
+  warn(message: string, ...rest: unknown[]): void;
+  error(message: string, ...rest: unknown[]): void;
+}
+
+export interface ServeOptions extends Endpoint {
+  /** The tools to serve: createTool() results or plain objects of that shape, as a list or a record. */
+  tools: ToolLike[] | Record<string, ToolLike>;
+  /** How many jobs berthd may run here at once (1 to 1024). Default 16. */
+  concurrency?: number;
+  /** A name for berthd's logs and server/info. Default "SCRIPT@HOST:PID". */
+  name?: string;
+  /** Aborting it closes the worker as close() does. */
+  signal?: AbortSignal;
+  /** Default: registrations, drops and errors on stderr. */
+  logger?: Logger | false;
+  /** The reconnect backoff (default 100 ms doubling to 5 s). */
+  reconnect?: ReconnectOptions;
+  /** How long one connection attempt may take. Default 10 s. */
+  connectTimeoutMs?: number;
+  /** Given to execute as `context.mastra` (else the tool's own `mastra`, set when a Mastra instance registered it). */
+  mastra?: unknown;
+}
+
+/** The job a run is about, as berthd pushes it (WORKERS.md, `run`). */
+export interface RunJob {
+  id: string;
+  tool: string;
+  attempt: number;
+  maxRetries?: number;
+  timeoutMs?: number;
+  deadline?: string;
+  input?: unknown;
+  requestContext?: Record<string, unknown>;
+  resumeData?: unknown;
+  suspendPayload?: unknown;
+  checkpoint?: unknown;
+  approval?: { decision?: string; decidedBy?: string; reason?: string; [key: string]: unknown };
+  toolCallId?: string;
+  runId?: string;
+  metadata?: unknown;
+  mcp?: { meta?: Record<string, unknown>; client?: Record<string, unknown> };
+}
+
+/** What a run answers with (WORKERS.md, the result of `run`). */
+export type Outcome =
+  | { output: unknown; modelOutput?: unknown; views?: Views }
+  | { suspend: unknown; views?: Views }
+  | { error: { message: string; code?: string; data?: unknown; retryable?: boolean }; views?: Views };
+
+/** berth's own part of a tool's execute context: `context.berth`. */
+export interface BerthRunContext {
+  jobId: string;
+  tool: string;
+  attempt: number;
+  maxRetries?: number;
+  /** When berthd times the run out. */
+  deadline?: Date;
+  approval?: RunJob['approval'];
+  metadata?: unknown;
+  /** The last checkpoint saved (the workflow state). */
+  checkpoint: unknown;
+  /** Reports progress (coalesced by berthd, shown by `berth wait` and events). */
+  progress(progress: number, total?: number, message?: string): void;
+  /** A line of the job's log (`berth logs`). */
+  log(level: 'debug' | 'info' | 'warn' | 'error', message: string, data?: unknown): void;
+  /** Saves a checkpoint; resolves once it is durable. The next attempt gets it back. */
+  saveCheckpoint(value: unknown): Promise<void>;
+}
+
+/**
+ * ExecuteContext is the second argument of a tool's execute under berth,
+ * for tools written as plain objects (a createTool() tool has Mastra's own
+ * type, which this matches).
+ */
+export interface ExecuteContext<Suspend = unknown, Resume = unknown> {
+  requestContext: { get(key: string): unknown; set(key: string, value: unknown): void; entries(): IterableIterator<[string, unknown]> };
+  abortSignal: AbortSignal;
+  agent: {
+    agentId: string;
+    toolCallId: string;
+    messages: unknown[];
+    suspend(payload: Suspend): Promise<void>;
+    resumeData?: Resume;
+    suspendPayload?: Suspend;
+  };
+  workflow: {
+    workflowId: string;
+    runId: string;
+    state: unknown;
+    setState(state: unknown): Promise<void>;
+    suspend(payload: Suspend): Promise<void>;
+    resumeData?: Resume;
+    suspendPayload?: Suspend;
+  };
+  suspend(payload: Suspend): Promise<void>;
+  resumeData?: Resume;
+  suspendPayload?: Suspend;
+  observe: {
+    span<T>(name: string, fn: () => Promise<T> | T, attributes?: Record<string, unknown>): Promise<T>;
+    log(level: 'debug' | 'info' | 'warn' | 'error' | 'fatal', message: string, data?: Record<string, unknown>): void;
+  };
+  mcp?: {
+    extra: { signal: AbortSignal; requestId: string; _meta?: Record<string, unknown>; client?: Record<string, unknown> };
+    log(level: string, message: string, data?: unknown): Promise<void>;
+    progress(p: { progress: number; total?: number; message?: string }): Promise<void>;
+  };
+  berth: BerthRunContext;
+}
+
+const STAGE_PHASE: Record<ViewStage, string> = {
+  input: 'input-available',
+  output: 'output-available',
+  error: 'error',
+  approval: 'approval',
+  suspend: 'suspend',
+  resume: 'resume',
+};
+
+// Hook failures that happen while berthd asks about a job that does not run
+// here (input, transform) are logged on the job when its run comes here;
+// this many jobs' lines are kept, the oldest dropped first.
+const HELD_LOG_JOBS = 1000;
+
+interface Run {
+  job: RunJob;
+  tool: ToolLike;
+  conn: Connection;
+  controller: AbortController;
+  checkpoints: Promise<unknown>;
+}
+
+interface Served {
+  tool: ToolLike;
+  def: Definition;
+}
+
+/**
+ * serve registers `tools` with berthd and runs their jobs until the worker
+ * is closed. It resolves with the Worker once berthd has accepted the
+ * tools, waiting (with backoff) while berthd cannot be reached; it rejects
+ * when berthd refuses them (a definition that does not check, a conflict
+ * with another worker's definition, a wrong token), with berthd's error.
+ */
+export async function serve(options: ServeOptions): Promise<Worker> {
+  const worker = new Worker(options);
+  await worker.start();
+  return worker;
+}
+
+/**
+ * Worker is a running serve(). Events: `registered` (the register result),
+ * `disconnected` (the BerthError), `active` (job), `completed` (job,
+ * output), `suspended` (job, payload), `failed` (job, error), `error`
+ * (emitted only while someone listens; otherwise the logger has it), and
+ * `closed`.
+ */
+export class Worker extends EventEmitter {
+  readonly name: string;
+  readonly concurrency: number;
+  readonly address: Address;
+  /** berthd's id of this worker's current registration. */
+  id: string | undefined;
+  private readonly options: ServeOptions;
+  private readonly logger: Logger | null;
+  private readonly served = new Map<string, Served>();
+  private readonly toolList: ToolLike[];
+  private RequestContextCtor: RequestContextClass | null = null;
+  private conn: Connection | null = null;
+  private readonly runs = new Map<string, Run>();
+  private readonly heldLogs = new Map<string, Array<{ level: string; message: string; data?: unknown }>>();
+  private closing: Promise<void> | null = null;
+  private readonly stopping = new AbortController();
+  private runsIdle: (() => void) | null = null;
+  private readonly onSignal = () => { void this.close(); };
+
+  constructor(options: ServeOptions) {
+    super();
+    if (!options || typeof options !== 'object') throw new TypeError('berth: serve() needs options with tools');
+    this.options = options;
+    this.address = resolveAddress(options);
+    const c = options.concurrency ?? 16;
+    if (!Number.isInteger(c) || c < 1 || c > 1024) throw new RangeError(`berth: concurrency must be an integer from 1 to 1024, not ${c}`);
+    this.concurrency = c;
+    this.name = options.name ?? `${path.basename(process.argv[1] ?? 'node')}@${os.hostname()}:${process.pid}`;
+    this.logger = options.logger === false ? null : options.logger ?? defaultLogger(this.name);
+    const tools = options.tools;
+    this.toolList = Array.isArray(tools) ? tools : tools && typeof tools === 'object' ? Object.values(tools) : [];
+    if (this.toolList.length === 0) throw new TypeError('berth: serve() needs at least one tool');
+    if (this.toolList.length > 1000) throw new RangeError('berth: a worker serves at most 1000 tools');
+  }
+
+  /** The ids of the tools served. */
+  get tools(): string[] {
+    return this.toolList.map((t) => t.id);
+  }
+
+  /** The number of jobs running here now. */
+  get running(): number {
+    return this.runs.size;
+  }
+
+  /** True while registered with berthd. */
+  get registered(): boolean {
+    return this.conn !== null && !this.conn.closed;
+  }
+
+  /** @internal: builds the definitions and connects; resolves on the first registration. */
+  async start(): Promise<void> {
+    for (const tool of this.toolList) {
+      const def = await toolDefinition(tool);
+      if (this.served.has(def.id)) throw new TypeError(`berth: two tools have the id ${def.id}`);
+      this.served.set(def.id, { tool, def });
+    }
+    this.RequestContextCtor = await requestContextClass();
+    if (this.options.signal?.aborted) throw this.options.signal.reason;
+    this.options.signal?.addEventListener('abort', this.onSignal, { once: true });
+    let first!: { resolve: () => void; reject: (e: unknown) => void };
+    const registered = new Promise<void>((resolve, reject) => { first = { resolve, reject }; });
+    this.first = first;
+    this.loop(first).catch((e: unknown) => {
+      // Only a listener that throws gets here; the worker cannot go on.
+      this.log('error', `the worker stopped: ${errMessage(e)}`);
+      first.reject(e);
+      this.finish();
+    });
+    await registered;
+  }
+
+  // loop connects, registers and serves until close(); after a drop it
+  // connects again with backoff. A refusal of the first registration ends
+  // it (serve() rejects); a refusal later is logged and tried again, since
+  // a conflicting worker may leave.
+  private async loop(first: { resolve: () => void; reject: (e: unknown) => void }): Promise<void> {
+    let everRegistered = false;
+    const stop = this.stopping.signal;
+    const r = this.options.reconnect ?? {};
+    for (let attempt = 0; !stop.aborted; attempt++) {
+      if (attempt > 0) {
+        try {
+          await sleep(backoffDelay(attempt - 1, r.initialDelayMs ?? 100, r.maxDelayMs ?? 5000), stop);
+        } catch {
+          break;
+        }
+      }
+      let conn: Connection;
+      let dropped!: Promise<BerthError>;
+      try {
+        let onClose!: (why: BerthError) => void;
+        dropped = new Promise<BerthError>((resolve) => { onClose = resolve; });
+        conn = await dial(this.address, {
+          token: this.options.token,
+          timeoutMs: this.options.connectTimeoutMs,
+          signal: stop,
+          onRequest: (method, params) => this.onRequest(conn, method, params),
+          onNotification: (method, params) => this.onNotification(conn, method, params),
+          // close() waits until the last run's answer is on the wire.
+          onAnswered: (method) => { if (method === 'run' && this.runs.size === 0) this.runsIdle?.(); },
+          onClose: (why) => onClose(why),
+        });
+      } catch (e) {
+        if (stop.aborted) break;
+        if (e instanceof BerthError && e.code === ErrorCode.Unauthorized && !everRegistered) {
+          first.reject(e);
+          return this.finish();
+        }
+        this.log('debug', `cannot connect to ${describeAddress(this.address)}: ${(e as Error).message}`);
+        continue;
+      }
+      let result: { worker?: string; tools?: string[]; heartbeatMs?: number };
+      try {
+        result = await conn.request('worker/register', {
+          tools: [...this.served.values()].map((s) => s.def),
+          concurrency: this.concurrency,
+          name: this.name,
+          sdk: { name: SDK_NAME, version: SDK_VERSION },
+        }, stop);
+      } catch (e) {
+        conn.close();
+        if (stop.aborted) break;
+        const refusal = registrationError(e, this.address);
+        if (refusal && !everRegistered) {
+          first.reject(refusal);
+          return this.finish();
+        }
+        if (refusal) this.report(refusal);
+        continue;
+      }
+      everRegistered = true;
+      attempt = 0;
+      this.conn = conn;
+      this.id = result.worker;
+      this.log('info', `registered ${this.tools.join(', ')} with berthd at ${describeAddress(this.address)} as ${result.worker}`);
+      first.resolve();
+      this.emit('registered', result);
+      const heartbeat = this.heartbeat(conn, result.heartbeatMs ?? 10000);
+      const why = await dropped;
+      clearInterval(heartbeat);
+      if (this.conn === conn) this.conn = null;
+      this.abortRuns(conn, why);
+      if (!stop.aborted) {
+        this.log('warn', `${why.message}; connecting again`);
+        this.emit('disconnected', why);
+      }
+    }
+    this.finish();
+  }
+
+  // heartbeat pings berthd when it has been silent for a heartbeat, and
+  // drops the connection when two heartbeats pass without an answer: a
+  // network that vanished would otherwise hold the lease's jobs here.
+  private heartbeat(conn: Connection, ms: number): NodeJS.Timeout {
+    let waiting = false;
+    const timer = setInterval(() => {
+      if (conn.closed || waiting || Date.now() - conn.lastReceived < ms) return;
+      waiting = true;
+      const deadline = setTimeout(() => conn.close(`berth: berthd did not answer ping within ${2 * ms} ms`), 2 * ms);
+      conn.request('ping').then(() => {}, () => {}).finally(() => {
+        clearTimeout(deadline);
+        waiting = false;
+      });
+    }, ms);
+    timer.unref();
+    return timer;
+  }
+
+  private abortRuns(conn: Connection, why: BerthError): void {
+    for (const run of this.runs.values()) {
+      if (run.conn === conn) run.controller.abort(abortReason('disconnected', why.message));
+    }
+  }
+
+  /**
+   * close stops taking jobs (worker/drain), waits for the running ones to
+   * answer, and closes the connection, like BullMQ's Worker.close(). With
+   * `force` the running executes are aborted first (their jobs are then
+   * ended by their answers, or by berthd when the connection closes).
+   * `timeoutMs` bounds the wait; what still runs then is aborted.
+   */
+  close(opts: { force?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closing = (async () => {
+      this.options.signal?.removeEventListener('abort', this.onSignal);
+      const conn = this.conn;
+      if (conn && !conn.closed) {
+        await withTimeout(conn.request('worker/drain', {}), 5000).catch((e) => {
+          this.log('debug', `worker/drain: ${(e as Error).message}`);
+        });
+      }
+      if (opts.force) for (const run of this.runs.values()) run.controller.abort(abortReason('closing', 'the worker is closing'));
+      if (this.runs.size > 0) {
+        const idle = new Promise<void>((resolve) => { this.runsIdle = resolve; });
+        if (opts.timeoutMs !== undefined) {
+          await Promise.race([idle, sleep(opts.timeoutMs)]);
+          for (const run of this.runs.values()) run.controller.abort(abortReason('closing', 'the worker is closing'));
+        } else {
+          await idle;
+        }
+      }
+      this.stopping.abort();
+      const c = this.conn;
+      this.conn = null;
+      if (c && !c.closed) await c.closeGracefully();
+      await new Promise<void>((resolve) => (this.finished ? resolve() : this.once('closed', () => resolve())));
+    })();
+    return this.closing;
+  }
+
+  private finished = false;
+
+  // The first registration's promise, settled by the first of: berthd
+  // accepting the tools, refusing them, or close() before either.
+  private first: { resolve: () => void; reject: (e: unknown) => void } | null = null;
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.first?.reject(new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools'));
+    this.stopping.abort();
+    this.options.signal?.removeEventListener('abort', this.onSignal);
+    this.emit('closed');
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // ---- berthd's requests
+
+  private async onRequest(conn: Connection, method: string, params: unknown): Promise<unknown> {
+    switch (method) {
+      case 'run':
+        return this.run(conn, params);
+      case 'input':
+        return this.input(params);
+      case 'transform':
+        return this.transform(params);
+      case 'ping':
+        return {};
+      default:
+        throw new BerthError(ErrorCode.MethodNotFound, `this worker has no method ${method}`);
+    }
+  }
+
+  private onNotification(conn: Connection, method: string, params: unknown): void {
+    if (method !== 'abort') return;
+    const p = (params ?? {}) as { jobId?: unknown; reason?: unknown };
+    const run = typeof p.jobId === 'string' ? this.runs.get(p.jobId) : undefined;
+    if (!run || run.conn !== conn) return;
+    const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
+    run.controller.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
+  }
+
+  private servedTool(name: unknown): Served {
+    const s = typeof name === 'string' ? this.served.get(name) : undefined;
+    if (!s) throw new BerthError(ErrorCode.NotFound, `this worker does not serve the tool ${String(name)}`, { id: name });
+    return s;
+  }
+
+  private async run(conn: Connection, params: unknown): Promise<Outcome> {
+    const p = (params ?? {}) as { job?: RunJob; pending?: { views?: ViewStage[]; onInputAvailable?: boolean } };
+    const job = p.job;
+    if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
+      throw new BerthError(ErrorCode.InvalidParams, 'run needs params.job with an id and a tool');
+    }
+    // The same job may come back on a new connection while the execute
+    // of the connection that dropped has not returned yet (it ignored its
+    // abortSignal): that run is no longer anyone's, so the new one goes on.
+    const previous = this.runs.get(job.id);
+    if (previous && !previous.conn.closed) {
+      throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
+    }
+    const served = this.served.get(job.tool);
+    if (!served) {
+      return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
+    }
+    const run: Run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+    this.runs.set(job.id, run);
+    this.emit('active', job);
+    try {
+      for (const line of this.takeHeldLogs(job.id)) this.jobLog(run, line.level, line.message, line.data);
+      const outcome = await this.execute(run, served, p.pending ?? {});
+      // A checkpoint sent before the outcome must be durable before it
+      // (an aborted run's checkpoints have stopped waiting already).
+      await run.checkpoints;
+      if ('output' in outcome) this.emit('completed', job, outcome.output);
+      else if ('suspend' in outcome) this.emit('suspended', job, outcome.suspend);
+      else this.emit('failed', job, outcome.error);
+      return outcome;
+    } finally {
+      if (this.runs.get(job.id) === run) this.runs.delete(job.id);
+    }
+  }
+
+  private async execute(run: Run, served: Served, pending: { views?: ViewStage[]; onInputAvailable?: boolean }): Promise<Outcome> {
+    const { tool } = served;
+    const job = run.job;
+    const signal = run.controller.signal;
+    const views: Views = {};
+    const sink = (level: string, message: string, data?: unknown) => this.jobLog(run, level, message, data);
+
+    if (pending.onInputAvailable && typeof tool.onInputAvailable === 'function') {
+      await callHook(tool.onInputAvailable, 'onInputAvailable',
+        { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: signal }, sink);
+    }
+    for (const stage of pending.views ?? []) {
+      const payload = stagePayload(stage, job);
+      if (payload) await this.addViews(views, tool, stage, job, payload, sink);
+    }
+
+    let suspended: { payload: unknown } | null = null;
+    const suspend = async (payload: unknown): Promise<void> => {
+      suspended = { payload };
+    };
+    const ctx = this.context(run, suspend);
+    let outcome: Outcome;
+    let stage: ViewStage;
+    let fields: TransformFields;
+    try {
+      const result = await tool.execute!(job.input, ctx);
+      // Mastra's createTool() returns its schema failures (of the resume
+      // data, the request context, a suspend payload, the output) rather
+      // than throwing them; they fail the job, and no retry would help.
+      if (isMastraValidationError(result)) {
+        outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
+        stage = 'error';
+        fields = { error: outcome.error };
+      } else if (suspended) {
+        const payload = (suspended as { payload: unknown }).payload;
+        outcome = { suspend: payload ?? null };
+        stage = 'suspend';
+        fields = { suspendPayload: payload };
+      } else {
+        const output = result === undefined ? null : result;
+        outcome = { output };
+        if (typeof tool.toModelOutput === 'function') {
+          try {
+            const m = await tool.toModelOutput(output);
+            if (m !== undefined) outcome.modelOutput = m;
+          } catch (e) {
+            sink('error', `toModelOutput threw: ${errMessage(e)}; the job has no model output`, errData(e));
+          }
+        }
+        if (typeof tool.onOutput === 'function') {
+          await callHook(tool.onOutput, 'onOutput',
+            { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: signal }, sink);
+        }
+        stage = 'output';
+        fields = { output };
+      }
+    } catch (e) {
+      const error = jobError(e, signal);
+      if (!(signal.aborted && e === signal.reason)) sink('error', `execute threw: ${error.message}`, errData(e));
+      outcome = { error };
+      stage = 'error';
+      fields = { error };
+    }
+    await this.addViews(views, tool, stage, job, fields, sink);
+    if (views.display || views.transcript) outcome.views = views;
+    return jsonOutcome(outcome, sink);
+  }
+
+  // context builds execute's second argument: what the reference page
+  // lists, mapped to berth, and berth's own `berth` member.
+  private context(run: Run, suspend: (payload: unknown) => Promise<void>): Record<string, unknown> {
+    const job = run.job;
+    const signal = run.controller.signal;
+    const conn = run.conn;
+    const RC = this.RequestContextCtor!;
+    const requestContext = new RC(Object.entries(job.requestContext ?? {}));
+    const log = (level: string, message: string, data?: unknown) => this.jobLog(run, level, message, data);
+    // A checkpoint is durable when berthd answers; an aborted run stops
+    // waiting for the answer (the run is no longer this worker's to save).
+    const saveCheckpoint = (value: unknown): Promise<void> => {
+      const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, signal));
+      run.checkpoints = p.catch(() => {});
+      return p.then(() => {});
+    };
+    const workflow: Record<string, unknown> = {
+      workflowId: job.tool,
+      runId: job.runId ?? job.id,
+      state: job.checkpoint,
+      // Mastra's setState returns nothing; this one resolves once the state
+      // is durable, and never rejects (a failure is logged on the job).
+      setState: (state: unknown): Promise<void> => {
+        workflow.state = state;
+        return saveCheckpoint(state).catch((e) => log('error', `setState: the state was not saved: ${errMessage(e)}`));
+      },
+      suspend,
+      resumeData: job.resumeData,
+      suspendPayload: job.suspendPayload,
+    };
+    const agent = {
+      agentId: '',
+      toolCallId: job.toolCallId ?? job.id,
+      messages: [] as unknown[],
+      suspend,
+      resumeData: job.resumeData,
+      suspendPayload: job.suspendPayload,
+    };
+    const berth: BerthRunContext = {
+      jobId: job.id,
+      tool: job.tool,
+      attempt: job.attempt,
+      maxRetries: job.maxRetries,
+      deadline: job.deadline ? new Date(job.deadline) : undefined,
+      approval: job.approval,
+      metadata: job.metadata,
+      checkpoint: job.checkpoint,
+      progress: (progress, total, message) => {
+        conn.notify('worker/progress', dropUndefined({ jobId: job.id, progress, total, message }));
+      },
+      log: (level, message, data) => log(level, message, data),
+      saveCheckpoint,
+    };
+    const observe = {
+      async span<T>(name: string, fn: () => Promise<T> | T, attributes?: Record<string, unknown>): Promise<T> {
+        const start = Date.now();
+        try {
+          const r = await fn();
+          log('info', `span ${name}`, dropUndefined({ span: name, durationMs: Date.now() - start, attributes }));
+          return r;
+        } catch (e) {
+          log('error', `span ${name} failed: ${errMessage(e)}`, dropUndefined({ span: name, durationMs: Date.now() - start, attributes, error: errMessage(e) }));
+          throw e;
+        }
+      },
+      log(level: string, message: string, data?: Record<string, unknown>): void {
+        log(level, message, data);
+      },
+    };
+    const ctx: Record<string, unknown> = {
+      requestContext,
+      abortSignal: signal,
+      agent,
+      workflow,
+      suspend,
+      resumeData: job.resumeData,
+      suspendPayload: job.suspendPayload,
+      observe,
+      berth,
+    };
+    const mastra = this.options.mastra ?? (run.tool as { mastra?: unknown }).mastra;
+    if (mastra !== undefined) ctx.mastra = mastra;
+    if (job.mcp) {
+      const unsupported = (what: string) => () => {
+        throw new Error(`berth: ${what} is not available to a tool run by berth: call context.agent.suspend(payload) and berth asks the MCP client for the resume data`);
+      };
+      ctx.mcp = {
+        extra: {
+          signal,
+          requestId: job.id,
+          _meta: job.mcp.meta,
+          client: job.mcp.client,
+          sendNotification: unsupported('mcp.extra.sendNotification'),
+          sendRequest: unsupported('mcp.extra.sendRequest'),
+        },
+        elicitation: { sendRequest: async () => unsupported('mcp.elicitation.sendRequest')() },
+        log: async (level: string, message: string, data?: unknown) => log(mcpLevel(level), message, data),
+        progress: async (p: { progress: number; total?: number; message?: string }) => berth.progress(p.progress, p.total, p.message),
+      };
+    }
+    return ctx;
+  }
+
+  private async input(params: unknown): Promise<{ requireApproval?: boolean; views?: Views }> {
+    const job = ((params ?? {}) as { job?: RunJob }).job;
+    if (!job || typeof job !== 'object' || typeof job.id !== 'string') throw new BerthError(ErrorCode.InvalidParams, 'input needs params.job with an id');
+    const { tool } = this.servedTool(job.tool);
+    const sink = (level: string, message: string, data?: unknown) => this.holdLog(job.id, level, message, data);
+    const out: { requireApproval?: boolean; views?: Views } = {};
+    const fn = approvalFunction(tool);
+    if (fn) {
+      const rc = job.requestContext ?? {};
+      try {
+        out.requireApproval = Boolean(await fn(job.input, { args: job.input, requestContext: rc }));
+      } catch (e) {
+        // As in Mastra: an approval policy that throws asks for approval.
+        out.requireApproval = true;
+        sink('error', `requireApproval threw: ${errMessage(e)}; the job waits for approval`, errData(e));
+      }
+    }
+    const views: Views = {};
+    await this.addViews(views, tool, 'input', job, { input: job.input }, sink);
+    await this.addViews(views, tool, 'approval', job, { input: job.input }, sink);
+    if (views.display || views.transcript) out.views = views;
+    if (typeof tool.onInputAvailable === 'function') {
+      await callHook(tool.onInputAvailable, 'onInputAvailable',
+        { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: new AbortController().signal }, sink);
+    }
+    return out;
+  }
+
+  private async transform(params: unknown): Promise<{ views: Views }> {
+    const p = (params ?? {}) as { jobId?: unknown; tool?: unknown; stage?: unknown; payload?: unknown; job?: RunJob };
+    if (typeof p.jobId !== 'string' || (p.stage !== 'approval' && p.stage !== 'resume')) {
+      throw new BerthError(ErrorCode.InvalidParams, 'transform needs params.jobId and a stage of approval or resume');
+    }
+    const { tool } = this.servedTool(p.tool);
+    const sink = (level: string, message: string, data?: unknown) => this.holdLog(p.jobId as string, level, message, data);
+    const job = { id: p.jobId, tool: tool.id, attempt: 0, ...(p.job ?? {}) } as RunJob;
+    const fields: TransformFields = p.stage === 'resume' ? { resumeData: p.payload, input: job.input } : { input: p.payload ?? job.input };
+    const views: Views = {};
+    await this.addViews(views, tool, p.stage, job, fields, sink);
+    return { views };
+  }
+
+  // addViews computes the views of one stage for each target the tool
+  // transforms, with Mastra's rules: a stage without a function, a
+  // function that throws, returns undefined or something JSON cannot carry
+  // gives the placeholder, never the raw payload.
+  private async addViews(views: Views, tool: ToolLike, stage: ViewStage, job: RunJob, fields: TransformFields,
+    sink: (level: string, message: string, data?: unknown) => void): Promise<void> {
+    for (const target of transformTargets(tool)) {
+      const fn = tool.transform?.[target]?.[stage];
+      let view: unknown;
+      if (typeof fn === 'function') {
+        try {
+          view = await fn({
+            target, phase: STAGE_PHASE[stage], toolName: tool.id, toolCallId: job.toolCallId ?? job.id,
+            input: job.input, ...fields,
+          });
+          if (view !== undefined && !isJson(view)) {
+            sink('error', `transform.${target}.${stage} returned a value JSON cannot carry; the view is a placeholder`);
+            view = undefined;
+          }
+        } catch (e) {
+          sink('error', `transform.${target}.${stage} threw: ${errMessage(e)}; the view is a placeholder`, errData(e));
+          view = undefined;
+        }
+      }
+      if (view === undefined) view = { message: `Tool ${STAGE_PHASE[stage]} payload unavailable` };
+      (views[target as ViewTarget] ??= {})[stage] = view;
+    }
+  }
+
+  // jobLog sends a line of the job's log while its run is here; it is
+  // dropped once the connection is gone (berthd could not take it).
+  private jobLog(run: Run, level: string, message: string, data?: unknown): void {
+    const lv = logLevel(level);
+    const params: Record<string, unknown> = { jobId: run.job.id, level: lv, message: String(message) };
+    if (data !== undefined) {
+      const d = jsonOrUndefined(data);
+      if (d !== undefined) params.data = d;
+    }
+    run.conn.notify('worker/log', params);
+    if (lv === 'error' || lv === 'warn') this.log('debug', `job ${run.job.id}: ${message}`);
+  }
+
+  private holdLog(jobId: string, level: string, message: string, data?: unknown): void {
+    this.log('warn', `job ${jobId}: ${message}`);
+    let lines = this.heldLogs.get(jobId);
+    if (!lines) {
+      if (this.heldLogs.size >= HELD_LOG_JOBS) this.heldLogs.delete(this.heldLogs.keys().next().value!);
+      lines = [];
+      this.heldLogs.set(jobId, lines);
+    }
+    if (lines.length < 100) lines.push({ level, message, data: jsonOrUndefined(data) });
+  }
+
+  private takeHeldLogs(jobId: string): Array<{ level: string; message: string; data?: unknown }> {
+    const lines = this.heldLogs.get(jobId) ?? [];
+    this.heldLogs.delete(jobId);
+    return lines;
+  }
+
+  private log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
+    const l = this.logger;
+    if (!l) return;
+    const fn = l[level];
+    if (typeof fn === 'function') fn.call(l, message);
+  }
+
+  private report(e: unknown): void {
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+    else this.log('error', (e as Error).message);
+  }
+}
+
+interface TransformFields {
+  input?: unknown;
+  output?: unknown;
+  error?: unknown;
+  suspendPayload?: unknown;
+  resumeData?: unknown;
+}
+
+// stagePayload gives the fields a pending view of a stage needs from the
+// job a run carries, or null when the job does not carry them.
+function stagePayload(stage: ViewStage, job: RunJob): TransformFields | null {
+  switch (stage) {
+    case 'input':
+    case 'approval':
+      return { input: job.input };
+    case 'resume':
+      return job.resumeData === undefined ? null : { resumeData: job.resumeData };
+    case 'suspend':
+      return job.suspendPayload === undefined ? null : { suspendPayload: job.suspendPayload };
+    default:
+      return null;
+  }
+}
+
+// registrationError turns berthd's refusal of worker/register into the
+// error serve() rejects with; null for a dropped connection (try again).
+function registrationError(e: unknown, address: Address): BerthError | null {
+  if (!(e instanceof BerthError)) return new BerthError(ErrorCode.InternalError, String(e));
+  if (e.code === ErrorCode.ConnectionClosed || e.code === ErrorCode.RequestTimeout) return null;
+  if (e.code === ErrorCode.MethodNotFound) {
+    return new BerthError(e.code, `berth: berthd at ${describeAddress(address)} does not speak the worker protocol (worker/register, docs/WORKERS.md): it is older than this SDK`, e.data);
+  }
+  if (e.code === ErrorCode.Conflict && e.status === 'conflict') {
+    const diffs = (e.data as { differences?: Array<{ field?: string }> })?.differences ?? [];
+    const fields = diffs.map((d) => d.field).filter(Boolean);
+    return new BerthError(e.code, `berth: another connected worker serves a different definition of the tool${fields.length ? ` (differences at ${fields.join(', ')})` : ''}: ${e.message}`, e.data);
+  }
+  return new BerthError(e.code, `berth: berthd refused the tools: ${e.message}`, e.data);
+}
+
+function abortReason(reason: string, message: string): Error {
+  const e = new Error(`berth: ${message}`);
+  e.name = 'AbortError';
+  (e as Error & { reason: string }).reason = reason;
+  return e;
+}
+
+async function callHook(fn: (...a: any[]) => unknown, name: string, arg: unknown,
+  sink: (level: string, message: string, data?: unknown) => void): Promise<void> {
+  try {
+    await fn(arg);
+  } catch (e) {
+    sink('error', `${name} threw: ${errMessage(e)} (a hook never fails the job)`, errData(e));
+  }
+}
+
+function isMastraValidationError(v: unknown): v is { error: true; message: string; validationErrors: unknown } {
+  return v !== null && typeof v === 'object' && (v as { error?: unknown }).error === true &&
+    'validationErrors' in v && typeof (v as { message?: unknown }).message === 'string';
+}
+
+function validationCode(message: string, job: RunJob): string {
+  if (message.startsWith('Tool output validation failed')) return 'invalid_output';
+  if (message.startsWith('Tool suspension data validation failed')) return 'invalid_suspend_payload';
+  if (message.startsWith('Request context validation failed')) return 'invalid_request_context';
+  if (message.startsWith('Tool input validation failed')) return job.resumeData !== undefined ? 'invalid_resume_data' : 'invalid_input';
+  return 'validation_failed';
+}
+
+function jobError(e: unknown, signal: AbortSignal): { message: string; code?: string; data?: unknown; retryable: boolean } {
+  const o = (e !== null && typeof e === 'object' ? e : {}) as { message?: unknown; code?: unknown; data?: unknown; retryable?: unknown };
+  let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
+  if (message === '') message = 'execute failed without a message';
+  const out: { message: string; code?: string; data?: unknown; retryable: boolean } = { message, retryable: o.retryable !== false };
+  if (typeof o.code === 'string') out.code = o.code;
+  else if (signal.aborted) out.code = 'aborted';
+  const d = jsonOrUndefined(o.data);
+  if (d !== undefined) out.data = d;
+  return out;
+}
+
+// jsonOutcome makes sure the outcome can be sent: an output or payload that
+// JSON cannot carry (a BigInt, a cycle) fails the job with that reason
+// rather than the answer.
+function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, data?: unknown) => void): Outcome {
+  try {
+    JSON.stringify(outcome);
+    return outcome;
+  } catch (e) {
+    const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
+    const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
+    sink('error', message);
+    return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend_payload' : 'invalid_error', retryable: false } };
+  }
+}
+
+function isJson(v: unknown): boolean {
+  try {
+    JSON.stringify(v);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function jsonOrUndefined(v: unknown): unknown {
+  if (v === undefined) return undefined;
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? undefined : JSON.parse(s);
+  } catch {
+    return undefined;
+  }
+}
+
+function errMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function errData(e: unknown): Record<string, unknown> | undefined {
+  if (!(e instanceof Error)) return undefined;
+  return dropUndefined({ name: e.name, stack: e.stack });
+}
+
+function logLevel(level: string): 'debug' | 'info' | 'warn' | 'error' {
+  switch (level) {
+    case 'debug':
+    case 'info':
+    case 'warn':
+    case 'error':
+      return level;
+    case 'warning':
+      return 'warn';
+    case 'fatal':
+    case 'critical':
+    case 'alert':
+    case 'emergency':
+      return 'error';
+    default:
+      return 'info';
+  }
+}
+
+function mcpLevel(level: string): string {
+  return level === 'notice' ? 'info' : level;
+}
+
+function dropUndefined<T extends Record<string, unknown>>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new BerthError(ErrorCode.RequestTimeout, `no answer within ${ms} ms`)), ms);
+    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
+  });
+}
+
+// defaultLogger writes the worker's registrations, drops and errors to
+// stderr, one line each; debug lines (each failed connection attempt) are
+// left out.
+function defaultLogger(name: string): Logger {
+  const line = (m: string) => console.error(`berth worker ${name}: ${m}`);
+  return { info: line, warn: line, error: line };
+}
+
+export type { Job, JobError };

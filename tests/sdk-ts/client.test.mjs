@@ -1,0 +1,261 @@
+// client.test.mjs: the client (connect) against a real berthd with the
+// example tools (examples/tools), over the Unix socket and over TCP.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { BerthError, ErrorCode, connect } from '@berth/sdk';
+import { Daemon, until } from './harness.mjs';
+
+describe('the client against a real berthd', () => {
+  const d = new Daemon();
+  let c;
+
+  before(async () => {
+    await d.start();
+    c = await connect({ socket: d.socket });
+  });
+  after(async () => {
+    c?.close();
+    await d.cleanup();
+  });
+
+  test('info__reports_the_daemon__and_tools_lists_the_example_tools', async () => {
+    const info = await c.info();
+    assert.equal(info.name, 'berth');
+    assert.equal(info.protocolVersion, '1');
+    const names = (await c.tools()).map((t) => t.name);
+    for (const n of ['weather-tool', 'write-note', 'ask-name', 'noop', 'fail']) assert.ok(names.includes(n), n);
+  });
+
+  test('submit__with_input_that_fails_the_schema__rejects_with_a_BerthError_naming_the_path', async () => {
+    await assert.rejects(c.submit('weather-tool', { location: 3 }), (e) => {
+      assert.ok(e instanceof BerthError);
+      assert.equal(e.code, ErrorCode.InvalidParams);
+      assert.equal(e.errors[0].instancePath, '/location');
+      assert.match(e.message, /\/location/);
+      return true;
+    });
+  });
+
+  test('submit_then_wait__returns_the_completed_job_with_its_output', async () => {
+    const j = await c.submit('noop', { location: 'Seattle' });
+    assert.ok(['pending', 'completed', 'running'].includes(j.status));
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(done.status, 'completed');
+    assert.equal(done.input.location, 'Seattle');
+    const again = await c.get(j.id);
+    assert.deepEqual(again.output, done.output);
+  });
+
+  test('get__of_an_unknown_job__rejects_with_not_found', async () => {
+    await assert.rejects(c.get('0190aaaa-0000-7000-8000-000000000000'), (e) => e instanceof BerthError && e.code === ErrorCode.NotFound);
+  });
+
+  test('approve_and_decline__move_write_note_jobs_out_of_awaiting_approval', async () => {
+    const a = await c.submit('write-note', { path: `${d.dir}/note-a`, text: 'hi' });
+    const b = await c.submit('write-note', { path: `${d.dir}/note-b`, text: 'no' });
+    assert.equal(a.status, 'awaiting_approval');
+    const approved = await c.approve(a.id, { note: 'ok' });
+    assert.equal(approved.status, 'pending');
+    const declined = await c.decline(b.id, { reason: 'not now' });
+    assert.equal(declined.status, 'declined');
+    assert.equal((await c.wait(a.id, { timeoutMs: 60000 })).status, 'completed');
+    await assert.rejects(c.approve(b.id), (e) => e.code === ErrorCode.Conflict && e.status === 'declined');
+  });
+
+  test('resume__of_a_suspended_job__runs_it_again_with_the_resume_data', async () => {
+    const j = await c.submit('ask-name', {});
+    const s = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(s.status, 'suspended');
+    await assert.rejects(c.resume(j.id, { answer: 7 }), (e) => e.code === ErrorCode.InvalidParams);
+    const r = await c.resume(j.id, { answer: 'Ada' });
+    assert.equal(r.status, 'pending');
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(done.status, 'completed');
+    assert.match(JSON.stringify(done.output), /Ada/);
+  });
+
+  test('cancel_retry_and_logs__work_on_the_jobs_they_apply_to', async () => {
+    const w = await c.submit('write-note', { path: `${d.dir}/note-c`, text: 'x' });
+    assert.equal((await c.cancel(w.id, { reason: 'changed my mind' })).status, 'cancelled');
+    const f = await c.submit('fail', {}, { maxRetries: 0 });
+    const failed = await c.wait(f.id, { timeoutMs: 60000 });
+    assert.equal(failed.status, 'failed');
+    const again = await c.retry(f.id);
+    assert.equal(again.retryOf, f.id);
+    const logs = await c.logs(f.id);
+    assert.ok(Array.isArray(logs.lines));
+    assert.equal(typeof logs.next, 'number');
+  });
+
+  test('list__is_a_page_when_awaited__and_every_job_when_iterated', async () => {
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push((await c.submit('noop', { i }, { runId: 'list-run' })).id);
+    const page = await c.list({ runId: 'list-run', limit: 2 });
+    assert.equal(page.jobs.length, 2);
+    assert.ok(page.nextCursor);
+    const seen = [];
+    for await (const j of c.list({ runId: 'list-run', limit: 2 })) seen.push(j.id);
+    assert.deepEqual(seen.sort(), ids.sort());
+    let pages = 0;
+    for await (const p of c.list({ runId: 'list-run', limit: 2 }).pages()) pages += p.jobs.length > 0 ? 1 : 0;
+    assert.equal(pages, 3);
+  });
+
+  test('pipelined_requests__are_answered_out_of_order_and_matched_by_id', async () => {
+    const slow = await c.submit('sleep', { ms: 60000 });
+    const waiting = c.wait(slow.id, { until: ['completed'] });
+    // 200 reads in flight behind a wait that is not answered: each gets its own job back.
+    const jobs = [];
+    for (let i = 0; i < 20; i++) jobs.push(await c.submit('noop', { n: i }));
+    const got = await Promise.all(Array.from({ length: 200 }, (_, i) => c.get(jobs[i % 20].id)));
+    got.forEach((j, i) => assert.equal(j.id, jobs[i % 20].id));
+    await c.cancel(slow.id);
+    assert.equal((await waiting).status, 'cancelled');
+  });
+
+  test('wait__with_an_AbortSignal__rejects_with_its_reason_and_leaves_the_client_usable', async () => {
+    const j = await c.submit('write-note', { path: `${d.dir}/note-d`, text: 'x' });
+    const ac = new AbortController();
+    const p = c.wait(j.id, { until: ['completed'], signal: ac.signal });
+    setTimeout(() => ac.abort(new Error('stop waiting')), 100);
+    await assert.rejects(p, /stop waiting/);
+    const t0 = Date.now();
+    const asIs = await c.wait(j.id, { timeoutMs: 200, until: ['completed'] });
+    assert.equal(asIs.status, 'awaiting_approval');
+    assert.ok(Date.now() - t0 >= 150);
+    await c.cancel(j.id);
+  });
+
+  test('events__replay_from_since_then_go_live__in_seq_order', async () => {
+    const first = await c.poll({ limit: 1 });
+    const since = first.events[0].seq;
+    const ac = new AbortController();
+    const stream = c.events({ since, signal: ac.signal });
+    const j = await c.submit('noop', { e: 1 });
+    const seen = [];
+    let last = since;
+    for await (const e of stream) {
+      assert.equal(e.seq, last + 1, 'no event is skipped or repeated');
+      last = e.seq;
+      if (e.jobId === j.id) seen.push(e.type);
+      if (e.jobId === j.id && e.type === 'completed') break;
+    }
+    assert.deepEqual(seen, ['created', 'started', 'completed']);
+  });
+
+  test('events__with_a_jobId_and_progress__yield_only_that_jobs_events', async () => {
+    const j = await c.submit('write-note', { path: `${d.dir}/note-e`, text: 'x' });
+    const types = [];
+    const stream = c.events({ since: 0, jobId: j.id, progress: true });
+    await c.approve(j.id);
+    for await (const e of stream) {
+      if (e.type === 'progress') continue;
+      assert.equal(e.jobId, j.id);
+      types.push(e.type);
+      if (e.type === 'completed') break;
+    }
+    assert.deepEqual(types.slice(0, 2), ['created', 'approval_requested']);
+    assert.equal(types.at(-1), 'completed');
+  });
+});
+
+describe('the client across a restart of berthd', () => {
+  const d = new Daemon();
+  before(() => d.start());
+  after(() => d.cleanup());
+
+  test('a_wait_in_flight__is_sent_again_after_the_restart__and_sees_the_approval', async () => {
+    const c = await connect({ socket: d.socket });
+    const other = await connect({ socket: d.socket });
+    try {
+      const j = await c.submit('write-note', { path: `${d.dir}/n1`, text: 'x' });
+      const waiting = c.wait(j.id, { until: ['completed', 'declined'] });
+      await d.restart();
+      await other.approve(j.id);
+      const done = await waiting;
+      assert.equal(done.status, 'completed');
+    } finally {
+      c.close();
+      other.close();
+    }
+  });
+
+  test('an_events_stream__goes_on_from_the_last_seq__without_a_gap_or_a_repeat', async () => {
+    const c = await connect({ socket: d.socket });
+    try {
+      const stream = c.events({ since: 0 });
+      const a = await c.submit('noop', { before: true });
+      await c.wait(a.id, { timeoutMs: 60000 });
+      const seqs = [];
+      let sawA = false;
+      let b = null;
+      for await (const e of stream) {
+        seqs.push(e.seq);
+        if (e.jobId === a.id && e.type === 'completed' && !sawA) {
+          sawA = true;
+          await d.restart();
+          b = await c.submit('noop', { after: true });
+        }
+        if (b && e.jobId === b.id && e.type === 'completed') break;
+      }
+      for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `seq ${seqs[i - 1]} then ${seqs[i]}`);
+    } finally {
+      c.close();
+    }
+  });
+
+  test('a_client_without_reconnect__fails_its_calls_once_berthd_is_gone', async () => {
+    const c = await connect({ socket: d.socket, reconnect: false });
+    try {
+      const j = await c.submit('write-note', { path: `${d.dir}/n2`, text: 'x' });
+      const waiting = assert.rejects(c.wait(j.id, { until: ['completed'] }),
+        (e) => e instanceof BerthError && e.code === ErrorCode.ConnectionClosed);
+      await d.restart();
+      await waiting;
+      await assert.rejects(c.get(j.id), (e) => e.code === ErrorCode.ConnectionClosed);
+    } finally {
+      c.close();
+    }
+  });
+
+  test('connect__to_a_socket_nobody_serves__rejects_with_ConnectionClosed_naming_the_path', async () => {
+    // With the default reconnect policy too: it applies to reconnects, not to the first connection.
+    await assert.rejects(connect({ socket: `${d.dir}/nobody.sock` }), (e) => {
+      assert.equal(e.code, ErrorCode.ConnectionClosed);
+      assert.match(e.message, /nobody\.sock/);
+      return true;
+    });
+  });
+});
+
+describe('the client over TCP', () => {
+  const d = new Daemon({ tcp: true });
+  before(() => d.start());
+  after(() => d.cleanup());
+
+  test('a_client_with_the_token__is_served', async () => {
+    const c = await connect({ url: d.url, token: d.token });
+    try {
+      const j = await c.submit('noop', {});
+      assert.equal((await c.wait(j.id, { timeoutMs: 60000 })).status, 'completed');
+    } finally {
+      c.close();
+    }
+  });
+
+  test('a_wrong_token__is_refused_with_unauthorized__and_not_retried', async () => {
+    await assert.rejects(connect({ url: d.url, token: 'wrong' }), (e) => e instanceof BerthError && e.code === ErrorCode.Unauthorized);
+  });
+
+  test('no_token__is_refused_before_anything_is_sent', async () => {
+    const saved = process.env.BERTH_TOKEN;
+    delete process.env.BERTH_TOKEN;
+    try {
+      await assert.rejects(connect({ url: d.url }), /token/);
+    } finally {
+      if (saved !== undefined) process.env.BERTH_TOKEN = saved;
+    }
+  });
+});

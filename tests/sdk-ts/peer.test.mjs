@@ -1,0 +1,436 @@
+// peer.test.mjs: serve() against a scripted berthd in this process. It
+// checks the SDK's side of docs/WORKERS.md (framing, registration, runs,
+// the function stages, aborts, reconnects, close) message by message. It
+// is a unit test of the worker's state machine; worker.test.mjs runs the
+// same tools against the real berthd.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, afterEach, beforeEach, describe, test } from 'node:test';
+
+import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
+import { createTool } from '@mastra/core/tools';
+import { z } from 'zod';
+import { BerthError, ErrorCode, serve } from '@berth/sdk';
+import { allTools, calls, echoTool, askTool, blockTool, approveTool, flakyTool } from './tools.fixture.mjs';
+import { until } from './harness.mjs';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-peer-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+// Peer is a scripted berthd: it answers the worker's requests as `answers`
+// says, records every message, and sends requests of its own.
+class Peer {
+  constructor(answers = {}) {
+    this.path = path.join(dir, `peer-${++n}.sock`);
+    this.answers = {
+      'worker/register': { worker: 'W-1', tools: [], heartbeatMs: 10000 },
+      'worker/drain': {},
+      'worker/checkpoint': {},
+      ping: {},
+      ...answers,
+    };
+    this.received = [];
+    this.conns = [];
+    this.pending = new Map();
+    this.nextId = 1;
+    this.server = net.createServer((s) => this.accept(s));
+  }
+
+  listen() {
+    return new Promise((resolve) => this.server.listen(this.path, resolve));
+  }
+
+  accept(s) {
+    this.conns.push(s);
+    let buf = '';
+    s.on('data', (b) => {
+      buf += b.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        this.onMessage(s, JSON.parse(line));
+      }
+    });
+    s.on('error', () => {});
+  }
+
+  onMessage(s, m) {
+    this.received.push(m);
+    if (m.method !== undefined && m.id !== undefined) {
+      const a = this.answers[m.method];
+      const r = typeof a === 'function' ? a(m.params, m) : a;
+      if (r === undefined) return;
+      const body = r && r.error ? { error: r.error } : { result: r ?? {} };
+      // Answers go out in pieces, with \r\n, to test the worker's framing.
+      const line = JSON.stringify({ jsonrpc: '2.0', id: m.id, ...body }) + '\r\n';
+      const mid = Math.floor(line.length / 2);
+      s.write(line.slice(0, mid));
+      setImmediate(() => s.write(line.slice(mid)));
+      return;
+    }
+    if (m.method === undefined && typeof m.id === 'string') {
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      p?.(m);
+    }
+  }
+
+  get last() {
+    return this.conns.at(-1);
+  }
+
+  // request sends berthd's request (run, input, transform, ping) and
+  // resolves with the whole answer message.
+  request(method, params, conn = this.last) {
+    const id = `berth-${this.nextId++}`;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      conn.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    });
+  }
+
+  notify(method, params, conn = this.last) {
+    conn.write(JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n');
+  }
+
+  messages(method) {
+    return this.received.filter((m) => m.method === method);
+  }
+
+  logsOf(jobId) {
+    return this.messages('worker/log').filter((m) => m.params.jobId === jobId).map((m) => m.params);
+  }
+
+  async close() {
+    for (const c of this.conns) c.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+function job(tool, fields = {}) {
+  return { id: `job-${Math.random().toString(36).slice(2)}`, tool, attempt: 1, maxRetries: 0, timeoutMs: 60000, input: {}, ...fields };
+}
+
+describe('serve() against a scripted berthd', () => {
+  let peer;
+  let worker;
+
+  beforeEach(async () => {
+    peer = new Peer();
+    await peer.listen();
+    worker = await serve({ socket: peer.path, tools: allTools, concurrency: 4, name: 'peer-test', logger: false });
+  });
+  afterEach(async () => {
+    await worker?.close({ force: true, timeoutMs: 1000 });
+    await peer.close();
+  });
+
+  test('register__sends_every_definition_with_concurrency_name_and_sdk', () => {
+    const [reg] = peer.messages('worker/register');
+    assert.equal(reg.params.concurrency, 4);
+    assert.equal(reg.params.name, 'peer-test');
+    assert.equal(reg.params.sdk.name, '@berth/sdk');
+    assert.deepEqual(reg.params.tools.map((t) => t.id).sort(), ['sdk-approve', 'sdk-ask', 'sdk-block', 'sdk-echo', 'sdk-flaky']);
+    assert.equal(worker.id, 'W-1');
+  });
+
+  test('run__answers_the_output_with_model_output_and_views__and_logs_observe_lines', async () => {
+    const j = job('sdk-echo', { input: { text: 'hi', secret: 'x' } });
+    const r = await peer.request('run', { job: j });
+    assert.deepEqual(r.result.output, { text: 'hi', secret: 'x' });
+    assert.deepEqual(r.result.modelOutput, { type: 'text', value: 'echo: hi' });
+    assert.deepEqual(r.result.views, {
+      display: { output: { text: 'hi' } },
+      transcript: { output: { said: 'hi' } },
+    });
+    const logs = peer.logsOf(j.id);
+    assert.ok(logs.some((l) => l.message === 'echoing' && l.data.length === 2));
+    assert.ok(logs.some((l) => l.message === 'span echo' && typeof l.data.durationMs === 'number'));
+  });
+
+  test('run__with_pending_views_and_onInputAvailable__computes_them_first', async () => {
+    const j = job('sdk-echo', { input: { text: 'throw-input-hook', secret: 'x' } });
+    const r = await peer.request('run', { job: j, pending: { views: ['input', 'approval'], onInputAvailable: true } });
+    assert.equal(r.result.output.text, 'throw-input-hook');
+    assert.deepEqual(r.result.views.display.input, { text: 'throw-input-hook' });
+    assert.deepEqual(r.result.views.display.approval, { message: 'Tool approval payload unavailable' });
+    assert.deepEqual(r.result.views.transcript.input, { message: 'Tool input-available payload unavailable' });
+    assert.ok(peer.logsOf(j.id).some((l) => l.level === 'error' && /onInputAvailable threw/.test(l.message)));
+  });
+
+  test('a_hook_that_throws__is_logged_on_the_job_and_never_fails_it', async () => {
+    const j = job('sdk-echo', { input: { text: 'throw-hook', secret: 'x' } });
+    const r = await peer.request('run', { job: j });
+    assert.equal(r.result.output.text, 'throw-hook');
+    assert.ok(peer.logsOf(j.id).some((l) => l.level === 'error' && /onOutput threw: onOutput hook failed on purpose/.test(l.message)));
+  });
+
+  test('execute_that_throws__answers_a_retryable_error_with_the_error_views', async () => {
+    const j = job('sdk-echo', { input: { text: 'fail', secret: 'x' } });
+    const r = await peer.request('run', { job: j });
+    assert.equal(r.result.error.message, 'asked to fail');
+    assert.equal(r.result.error.retryable, true);
+    assert.deepEqual(r.result.views.display.error, { message: 'echo failed' });
+    assert.deepEqual(r.result.views.transcript.error, { message: 'Tool error payload unavailable' });
+  });
+
+  test('a_NonRetryableError__answers_retryable_false_with_its_code', async () => {
+    const r = await peer.request('run', { job: job('sdk-flaky', { input: { fatal: true } }) });
+    assert.deepEqual(r.result.error, { message: 'this cannot work', code: 'fatal', retryable: false });
+  });
+
+  test('suspend__answers_the_payload__and_a_resume_runs_execute_again_with_resumeData', async () => {
+    const before = calls.ask;
+    const first = await peer.request('run', { job: job('sdk-ask') });
+    assert.deepEqual(first.result, { suspend: { question: 'What is your name?' } });
+    const again = await peer.request('run', { job: job('sdk-ask', { attempt: 1, resumeData: { name: 'Ada' }, suspendPayload: { question: 'What is your name?' } }) });
+    assert.deepEqual(again.result, { output: { greeting: 'Hello, Ada' } });
+    assert.equal(calls.ask, before + 2);
+  });
+
+  test('resume_data_that_fails_the_resume_schema__fails_the_run_without_retry', async () => {
+    const r = await peer.request('run', { job: job('sdk-ask', { resumeData: { name: '' } }) });
+    assert.equal(r.result.error.code, 'invalid_resume_data');
+    assert.equal(r.result.error.retryable, false);
+  });
+
+  test('a_suspend_payload_that_fails_the_suspend_schema__fails_the_run_without_retry', async () => {
+    const bad = createTool({
+      id: 'bad-suspend', description: 'd',
+      suspendSchema: z.object({ question: z.string() }),
+      execute: async (_i, ctx) => { await ctx.agent.suspend({ question: 42 }); },
+    });
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [bad], logger: false });
+    try {
+      const r = await p2.request('run', { job: job('bad-suspend') });
+      assert.equal(r.result.error.code, 'invalid_suspend_payload');
+      assert.equal(r.result.error.retryable, false);
+      assert.match(r.result.error.message, /question/);
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('a_run_of_a_job_whose_previous_connection_dropped__is_taken_though_the_old_execute_still_runs', async () => {
+    const stubborn = { id: 'stubborn', description: 'ignores abort', execute: () => new Promise((r) => setTimeout(() => r({ late: true }), 300)) };
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [stubborn], logger: false, reconnect: { initialDelayMs: 10 } });
+    try {
+      const j = job('stubborn');
+      void p2.request('run', { job: j });
+      await until(() => w2.running === 1, 'the first run');
+      p2.last.destroy();
+      await until(() => p2.messages('worker/register').length === 2, 'the worker to register again');
+      const r = await p2.request('run', { job: j });
+      assert.deepEqual(r.result, { output: { late: true } });
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('abort__reaches_the_abortSignal__and_the_run_answers_with_what_it_has', async () => {
+    const j = job('sdk-block');
+    const answer = peer.request('run', { job: j });
+    await until(() => peer.messages('worker/checkpoint').some((m) => m.params.jobId === j.id), 'a checkpoint');
+    peer.notify('abort', { jobId: j.id, reason: 'cancelled' });
+    const r = await answer;
+    assert.equal(r.result.error.code, 'aborted');
+    assert.match(r.result.error.message, /was cancelled/);
+    assert.equal(worker.running, 0);
+  });
+
+  test('setState__is_a_durable_checkpoint__and_a_new_attempt_starts_from_it', async () => {
+    const j = job('sdk-block', { input: { steps: 5 }, checkpoint: { step: 3 } });
+    const r = await peer.request('run', { job: j });
+    assert.deepEqual(r.result.output, { step: 5, resumedFrom: 3 });
+    const cps = peer.messages('worker/checkpoint').filter((m) => m.params.jobId === j.id).map((m) => m.params.value.step);
+    assert.deepEqual(cps, [4, 5]);
+    assert.ok(peer.messages('worker/progress').some((m) => m.params.jobId === j.id && m.params.progress === 5 && m.params.total === 5));
+  });
+
+  test('input__evaluates_requireApproval_as_a_function__and_a_throwing_policy_asks_for_approval', async () => {
+    const small = await peer.request('input', { job: job('sdk-approve', { input: { amount: 5 } }) });
+    assert.deepEqual(small.result, { requireApproval: false });
+    const big = await peer.request('input', { job: job('sdk-approve', { input: { amount: 500 } }) });
+    assert.deepEqual(big.result, { requireApproval: true });
+    const j = job('sdk-approve', { input: { amount: -1 } });
+    const bad = await peer.request('input', { job: j });
+    assert.deepEqual(bad.result, { requireApproval: true });
+    // The failure is logged on the job when its run comes here.
+    await peer.request('run', { job: j });
+    assert.ok(peer.logsOf(j.id).some((l) => /requireApproval threw/.test(l.message)));
+  });
+
+  test('input_and_transform__give_the_views_of_their_stages', async () => {
+    const r = await peer.request('input', { job: job('sdk-echo', { input: { text: 'a', secret: 'b' } }) });
+    assert.deepEqual(r.result.views.display, { input: { text: 'a' }, approval: { message: 'Tool approval payload unavailable' } });
+    const t = await peer.request('transform', { jobId: 'job-x', tool: 'sdk-echo', stage: 'resume', payload: { name: 'x' } });
+    assert.deepEqual(t.result.views.display.resume, { message: 'Tool resume payload unavailable' });
+    const unknown = await peer.request('transform', { jobId: 'job-x', tool: 'nope', stage: 'resume', payload: {} });
+    assert.equal(unknown.error.code, ErrorCode.NotFound);
+  });
+
+  test('berthds_ping_and_an_unknown_method__are_answered', async () => {
+    assert.deepEqual((await peer.request('ping', {})).result, {});
+    assert.equal((await peer.request('frobnicate', {})).error.code, ErrorCode.MethodNotFound);
+    assert.equal((await peer.request('run', { nojob: true })).error.code, ErrorCode.InvalidParams);
+  });
+
+  test('the_request_context__is_mastras_RequestContext_with_the_jobs_values', async () => {
+    let seen = null;
+    const t = { id: 'rc-tool', description: 'd', execute: async (_i, ctx) => { seen = ctx.requestContext; return {}; } };
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [t], logger: false });
+    try {
+      await p2.request('run', { job: job('rc-tool', { requestContext: { tenant: 'acme' } }) });
+      assert.ok(seen instanceof MastraRequestContext);
+      assert.equal(seen.get('tenant'), 'acme');
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('a_requestContextSchema__is_checked_by_mastra__and_execute_reads_the_values', async () => {
+    const t = createTool({
+      id: 'rc-schema', description: 'd',
+      requestContextSchema: z.object({ tenant: z.string() }),
+      execute: async (_i, ctx) => ({ tenant: ctx.requestContext.get('tenant') }),
+    });
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [t], logger: false });
+    try {
+      const ok = await p2.request('run', { job: job('rc-schema', { requestContext: { tenant: 'acme' } }) });
+      assert.deepEqual(ok.result, { output: { tenant: 'acme' } });
+      const bad = await p2.request('run', { job: job('rc-schema', { requestContext: { tenant: 7 } }) });
+      assert.equal(bad.result.error.code, 'invalid_request_context');
+      assert.equal(bad.result.error.retryable, false);
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('a_dropped_connection__aborts_running_executes__and_the_worker_registers_again', async () => {
+    const j = job('sdk-block');
+    void peer.request('run', { job: j });
+    await until(() => worker.running === 1, 'the run to start');
+    peer.last.destroy();
+    await until(() => worker.running === 0, 'the run to be aborted');
+    await until(() => peer.messages('worker/register').length === 2, 'a second registration');
+    // The new connection serves runs.
+    const r = await peer.request('run', { job: job('sdk-echo', { input: { text: 'back', secret: 'x' } }) });
+    assert.equal(r.result.output.text, 'back');
+  });
+
+  test('close__drains_then_waits_for_the_running_job_before_closing', async () => {
+    const j = job('sdk-block', { input: { steps: 10 } });
+    const answer = peer.request('run', { job: j });
+    await until(() => worker.running === 1, 'the run to start');
+    const closed = worker.close();
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    const r = await answer;
+    assert.deepEqual(r.result.output, { step: 10, resumedFrom: 0 });
+    await closed;
+    assert.equal(worker.registered, false);
+    worker = null;
+  });
+});
+
+describe('serve() refused by berthd', () => {
+  test('a_conflicting_definition__rejects_serve_naming_the_fields', async () => {
+    const peer = new Peer({
+      'worker/register': {
+        error: {
+          code: -32012, message: 'sdk-echo is served with another definition: /inputSchema/required',
+          data: { status: 'conflict', differences: [{ field: '/inputSchema/required', registered: ['a'], offered: ['text'] }] },
+        },
+      },
+    });
+    await peer.listen();
+    try {
+      await assert.rejects(serve({ socket: peer.path, tools: [echoTool], logger: false }), (e) => {
+        assert.ok(e instanceof BerthError);
+        assert.equal(e.code, ErrorCode.Conflict);
+        assert.match(e.message, /differences at \/inputSchema\/required/);
+        return true;
+      });
+    } finally {
+      await peer.close();
+    }
+  });
+
+  test('a_berthd_without_the_worker_protocol__rejects_serve_with_a_clear_error', async () => {
+    const peer = new Peer({ 'worker/register': { error: { code: -32601, message: 'method not found' } } });
+    await peer.listen();
+    try {
+      await assert.rejects(serve({ socket: peer.path, tools: [askTool, blockTool, approveTool, flakyTool], logger: false }),
+        /does not speak the worker protocol/);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  test('a_signal_aborted_before_berthd_answers__rejects_serve', async () => {
+    const ac = new AbortController();
+    const serving = serve({ socket: path.join(dir, 'nobody.sock'), tools: [echoTool], signal: ac.signal, logger: false });
+    setTimeout(() => ac.abort(), 200);
+    await assert.rejects(serving, (e) => e.code === ErrorCode.ConnectionClosed && /closed before berthd accepted/.test(e.message));
+  });
+
+  test('serve__waits_for_a_berthd_that_is_not_up_yet__with_backoff', async () => {
+    const peer = new Peer();
+    const serving = serve({ socket: peer.path, tools: [echoTool], logger: false });
+    await new Promise((r) => setTimeout(r, 300));
+    await peer.listen();
+    const w = await serving;
+    assert.equal(w.registered, true);
+    await w.close();
+    await peer.close();
+  });
+});
+
+describe('examples/mastra/tools.ts', () => {
+  test('the_example__registers_its_three_tools_and_runs_a_job__then_closes_on_SIGTERM', async () => {
+    const { spawn } = await import('node:child_process');
+    const peer = new Peer();
+    await peer.listen();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+      env: { ...process.env, BERTH_SOCKET: peer.path },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (b) => { out += b; });
+    child.stderr.on('data', (b) => { out += b; });
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await until(() => peer.messages('worker/register').length === 1, `the example to register (${out})`, 60000);
+      const tools = peer.messages('worker/register')[0].params.tools;
+      assert.deepEqual(tools.map((t) => t.id), ['get-weather', 'save-note', 'confirm-plan']);
+      assert.equal(tools[1].requireApproval, true);
+      const r = await peer.request('run', { job: job('get-weather', { input: { location: 'Oslo', unit: 'F' } }) });
+      assert.deepEqual(r.result.modelOutput, { type: 'text', value: 'Oslo: 70°F and sunny' });
+      const s = await peer.request('run', { job: job('confirm-plan', { input: { plan: 'ship it' } }) });
+      assert.deepEqual(s.result, { suspend: { question: 'Who approves this plan? ship it' } });
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0, out);
+      assert.equal(peer.messages('worker/drain').length, 1);
+    } finally {
+      child.kill('SIGKILL');
+      await peer.close();
+    }
+  });
+});

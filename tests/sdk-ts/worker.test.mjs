@@ -1,0 +1,379 @@
+// worker.test.mjs: real Mastra tools served by serve() to a real berthd,
+// through the worker protocol (docs/WORKERS.md). These tests need a berthd
+// that speaks it: while worker/register is unknown to berthd (-32601) they
+// are skipped, saying so; with BERTH_REQUIRE_WORKERS=1 that is a failure.
+
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { createTool } from '@mastra/core/tools';
+import { z } from 'zod';
+
+import { BerthError, ErrorCode, connect, serve } from '@berth/sdk';
+import { BERTH, Daemon, WorkerProcess, until } from './harness.mjs';
+import { allTools, calls, echoTool } from './tools.fixture.mjs';
+
+// speaksWorkers asks a berthd whether it knows worker/register: a register
+// with no tools is -32602 there and -32601 where the method is missing.
+async function speaksWorkers() {
+  const d = new Daemon();
+  await d.start();
+  const c = await connect({ socket: d.socket, reconnect: false });
+  try {
+    await c.request('worker/register', { tools: [] });
+    return true;
+  } catch (e) {
+    return !(e instanceof BerthError && e.code === ErrorCode.MethodNotFound);
+  } finally {
+    c.close();
+    await d.cleanup();
+  }
+}
+
+const supported = await speaksWorkers();
+const required = process.env.BERTH_REQUIRE_WORKERS === '1';
+if (!supported && required) {
+  throw new Error('BERTH_REQUIRE_WORKERS=1, but this berthd answers worker/register with -32601: it lacks the worker protocol');
+}
+const skip = supported ? false : 'berthd does not speak the worker protocol yet (worker/register is -32601); BERTH_REQUIRE_WORKERS=1 makes this a failure';
+
+const quiet = { logger: false };
+
+// The summary counts the skip, so that a run that skipped them says so.
+if (skip) test('the worker tests against berthd', { skip }, () => {});
+
+describe('Mastra tools served by a worker', { skip }, () => {
+  const d = new Daemon();
+  let c;
+  let w;
+
+  before(async () => {
+    await d.start();
+    c = await connect({ socket: d.socket });
+    w = await serve({ socket: d.socket, tools: allTools, concurrency: 8, ...quiet });
+  });
+  after(async () => {
+    await w?.close({ force: true, timeoutMs: 5000 });
+    c?.close();
+    await d.cleanup();
+  });
+
+  test('the_tools__are_listed_as_worker_tools_with_their_schemas', async () => {
+    const tools = await c.tools();
+    const echo = tools.find((t) => t.name === 'sdk-echo');
+    assert.ok(echo, 'sdk-echo is listed');
+    assert.equal(echo.kind, 'worker');
+    assert.equal(echo.workers.connected, 1);
+    assert.deepEqual(echo.inputSchema.required, ['text']);
+    assert.equal(echo.annotations.readOnlyHint, true);
+    // A function decides per job; tools/list may show it as "function" or as true.
+    assert.ok(['function', true].includes(tools.find((t) => t.name === 'sdk-approve').requireApproval));
+  });
+
+  test('a_submitted_job__completes_with_its_output_model_output_and_views', async () => {
+    const j = await c.submit('sdk-echo', { text: 'hi' });
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    assert.deepEqual(done.output, { text: 'hi', secret: 's3cret' });
+    assert.deepEqual(done.modelOutput, { type: 'text', value: 'echo: hi' });
+    const display = await c.get(j.id, { view: 'display' });
+    assert.deepEqual(display.input, { text: 'hi' });
+    assert.deepEqual(display.output, { text: 'hi' });
+    const transcript = await c.get(j.id, { view: 'transcript' });
+    assert.deepEqual(transcript.output, { said: 'hi' });
+    assert.doesNotMatch(JSON.stringify(display), /s3cret/);
+  });
+
+  test('the_events__carry_the_display_views__never_the_raw_payload', async () => {
+    const j = await c.submit('sdk-echo', { text: 'ev', secret: 'hidden-value' });
+    await c.wait(j.id, { timeoutMs: 60000 });
+    const seen = [];
+    for await (const e of c.events({ since: 0, jobId: j.id })) {
+      seen.push(e);
+      if (e.type === 'completed' || e.type === 'failed') break;
+    }
+    assert.doesNotMatch(JSON.stringify(seen), /hidden-value/);
+    assert.deepEqual(seen.find((e) => e.type === 'completed').data, { text: 'ev' });
+  });
+
+  test('requireApproval_as_a_function__decides_per_job__and_a_decline_never_runs_execute', async () => {
+    const small = await c.submit('sdk-approve', { amount: 5 });
+    assert.notEqual(small.status, 'awaiting_approval');
+    assert.equal((await c.wait(small.id, { timeoutMs: 60000 })).status, 'completed');
+    const big = await c.submit('sdk-approve', { amount: 500 });
+    assert.equal(big.status, 'awaiting_approval');
+    await c.approve(big.id, { note: 'fine' });
+    const paid = await c.wait(big.id, { timeoutMs: 60000 });
+    assert.deepEqual(paid.output, { paid: 500 });
+    const no = await c.submit('sdk-approve', { amount: 900 });
+    const declined = await c.decline(no.id, { reason: 'too much' });
+    assert.equal(declined.status, 'declined');
+  });
+
+  test('a_hook_that_throws__is_logged_on_the_job_and_the_job_completes', async () => {
+    const j = await c.submit('sdk-echo', { text: 'throw-hook' });
+    assert.equal((await c.wait(j.id, { timeoutMs: 60000 })).status, 'completed');
+    const logs = await c.logs(j.id);
+    assert.ok(logs.lines.some((l) => /onOutput threw/.test(l.message)), JSON.stringify(logs.lines));
+  });
+
+  test('suspend_and_resume__with_resume_data_that_fails_the_schema_refused', async () => {
+    const j = await c.submit('sdk-ask', {});
+    const s = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(s.status, 'suspended');
+    assert.deepEqual(s.suspendPayload, { question: 'What is your name?' });
+    await assert.rejects(c.resume(j.id, { name: '' }), (e) => e.code === ErrorCode.InvalidParams && /\/name$/.test(e.errors[0].instancePath));
+    await assert.rejects(c.resume(j.id, { nom: 'x' }), (e) => e.code === ErrorCode.InvalidParams);
+    await c.resume(j.id, { name: 'Ada' });
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.deepEqual(done.output, { greeting: 'Hello, Ada' });
+  });
+
+  test('cancel__reaches_executes_abortSignal', async () => {
+    const j = await c.submit('sdk-block', {});
+    await c.wait(j.id, { until: ['running'], timeoutMs: 60000 });
+    await until(() => w.running >= 1, 'the run to reach the worker');
+    const cancelled = await c.cancel(j.id, { reason: 'stop' });
+    assert.equal(cancelled.status, 'cancelled');
+    await until(() => w.running === 0, 'execute to be aborted');
+  });
+
+  test('a_timeout__ends_the_job_timed_out_and_aborts_execute', async () => {
+    const j = await c.submit('sdk-block', {}, { timeoutMs: 300, maxRetries: 0 });
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(done.status, 'timed_out');
+    await until(() => w.running === 0, 'execute to be aborted');
+  });
+
+  test('an_error__is_retried_while_retries_are_left__and_a_NonRetryableError_is_not', async () => {
+    const j = await c.submit('sdk-flaky', {});
+    const done = await c.wait(j.id, { timeoutMs: 60000 });
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    assert.deepEqual(done.output, { attempt: 3 });
+    const f = await c.submit('sdk-flaky', { fatal: true });
+    const failed = await c.wait(f.id, { timeoutMs: 60000 });
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.attempt, 1);
+    assert.equal(failed.error.code, 'fatal');
+  });
+
+  test('toModelOutput__is_the_text_of_an_mcp_tools_call_result', async () => {
+    const transport = new StdioClientTransport({ command: BERTH, args: ['mcp', '--socket', d.socket], stderr: 'pipe' });
+    const mcp = new McpClient({ name: 'sdk-ts-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      const r = await mcp.callTool({ name: 'sdk-echo', arguments: { text: 'to the model' } });
+      assert.ok(!r.isError, JSON.stringify(r));
+      assert.match(r.content[0].text, /echo: to the model/);
+      assert.deepEqual(r.structuredContent, { text: 'to the model', secret: 's3cret' });
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  test('a_second_worker_with_a_different_definition__is_refused_naming_the_fields', async () => {
+    const other = createTool({
+      id: 'sdk-echo', description: 'another echo',
+      inputSchema: z.object({ words: z.string() }),
+      execute: async () => ({}),
+    });
+    await assert.rejects(serve({ socket: d.socket, tools: [other], ...quiet }), (e) => {
+      assert.equal(e.code, ErrorCode.Conflict);
+      assert.match(e.message, /inputSchema/);
+      return true;
+    });
+  });
+});
+
+describe('workers and crashes', { skip }, () => {
+  test('kill_9_of_the_worker_mid_run__requeues_the_job__and_the_next_worker_resumes_from_its_checkpoint', async () => {
+    const d = new Daemon();
+    await d.start();
+    const c = await connect({ socket: d.socket });
+    const w1 = new WorkerProcess({ BERTH_SOCKET: d.socket });
+    let w2;
+    try {
+      await w1.ready();
+      const j = await c.submit('sdk-block', { steps: 150 });
+      await until(async () => ((await c.get(j.id)).checkpoint?.step ?? 0) >= 3, 'a few checkpoints');
+      await w1.kill9();
+      const back = await c.wait(j.id, { until: ['pending'], timeoutMs: 60000 });
+      assert.equal(back.status, 'pending');
+      assert.equal(back.attempt, 2);
+      w2 = new WorkerProcess({ BERTH_SOCKET: d.socket });
+      await w2.ready();
+      const done = await c.wait(j.id, { timeoutMs: 120000 });
+      assert.equal(done.status, 'completed', JSON.stringify(done.error));
+      assert.ok(done.output.resumedFrom >= 3, `resumed from ${done.output.resumedFrom}`);
+    } finally {
+      await w1.kill9().catch(() => {});
+      if (w2) await w2.kill9();
+      c.close();
+      await d.cleanup();
+    }
+  });
+
+  test('kill_9_of_berthd__keeps_suspended_and_running_worker_jobs__and_the_worker_reconnects', async () => {
+    const d = new Daemon();
+    await d.start();
+    let c = await connect({ socket: d.socket });
+    const w = new WorkerProcess({ BERTH_SOCKET: d.socket });
+    try {
+      await w.ready();
+      const ask = await c.submit('sdk-ask', {});
+      assert.equal((await c.wait(ask.id, { timeoutMs: 60000 })).status, 'suspended');
+      const run = await c.submit('sdk-block', { steps: 100 });
+      await until(async () => ((await c.get(run.id)).checkpoint?.step ?? 0) >= 2, 'the run to checkpoint');
+      c.close();
+      await d.kill9();
+      await d.start();
+      c = await connect({ socket: d.socket });
+      await until(() => /worker registered again/.test(w.out), 'the worker to register again');
+      assert.equal((await c.get(ask.id)).status, 'suspended');
+      await c.resume(ask.id, { name: 'Grace' });
+      assert.deepEqual((await c.wait(ask.id, { timeoutMs: 60000 })).output, { greeting: 'Hello, Grace' });
+      const done = await c.wait(run.id, { timeoutMs: 120000 });
+      assert.equal(done.status, 'completed', JSON.stringify(done.error));
+      assert.ok(done.attempt >= 2);
+    } finally {
+      await w.kill9();
+      c.close();
+      await d.cleanup();
+    }
+  });
+
+  test('the_definitions_persist__jobs_are_accepted_while_no_worker_is_connected__and_run_when_one_is', async () => {
+    const d = new Daemon();
+    await d.start();
+    const c = await connect({ socket: d.socket });
+    try {
+      const w = await serve({ socket: d.socket, tools: [echoTool], ...quiet });
+      await w.close();
+      await d.restart();
+      const listed = (await c.tools()).find((t) => t.name === 'sdk-echo');
+      assert.ok(listed, 'the definition survived the restart');
+      assert.equal(listed.workers.connected, 0);
+      await assert.rejects(c.submit('sdk-echo', { text: 5 }), (e) => e.code === ErrorCode.InvalidParams);
+      const j = await c.submit('sdk-echo', { text: 'later' });
+      assert.equal((await c.wait(j.id, { timeoutMs: 500, until: ['completed'] })).status, 'pending');
+      const w2 = await serve({ socket: d.socket, tools: [echoTool], ...quiet });
+      try {
+        assert.equal((await c.wait(j.id, { timeoutMs: 60000 })).status, 'completed');
+      } finally {
+        await w2.close();
+      }
+    } finally {
+      c.close();
+      await d.cleanup();
+    }
+  });
+
+  test('two_workers_serving_the_same_tool__share_its_jobs', async () => {
+    const d = new Daemon();
+    await d.start();
+    const c = await connect({ socket: d.socket });
+    const a = await serve({ socket: d.socket, tools: allTools, concurrency: 1, name: 'a', ...quiet });
+    const b = await serve({ socket: d.socket, tools: allTools, concurrency: 1, name: 'b', ...quiet });
+    const ran = { a: 0, b: 0 };
+    a.on('active', () => ran.a++);
+    b.on('active', () => ran.b++);
+    try {
+      const jobs = [];
+      for (let i = 0; i < 6; i++) jobs.push(await c.submit('sdk-block', { steps: 5 }));
+      for (const j of jobs) assert.equal((await c.wait(j.id, { timeoutMs: 120000 })).status, 'completed');
+      assert.equal(ran.a + ran.b, 6);
+      assert.ok(ran.a > 0 && ran.b > 0, `both ran jobs: ${JSON.stringify(ran)}`);
+      assert.equal((await c.tools()).find((t) => t.name === 'sdk-block').workers.connected, 2);
+    } finally {
+      await a.close();
+      await b.close();
+      c.close();
+      await d.cleanup();
+    }
+  });
+
+  test('a_worker_on_tcp_with_the_token__serves__and_a_wrong_token_is_refused', async () => {
+    const d = new Daemon({ tcp: true });
+    await d.start();
+    const c = await connect({ url: d.url, token: d.token });
+    try {
+      await assert.rejects(serve({ url: d.url, token: 'wrong', tools: [echoTool], ...quiet }),
+        (e) => e.code === ErrorCode.Unauthorized);
+      const w = await serve({ url: d.url, token: d.token, tools: [echoTool], ...quiet });
+      try {
+        const j = await c.submit('sdk-echo', { text: 'over tcp' });
+        assert.equal((await c.wait(j.id, { timeoutMs: 60000 })).output.text, 'over tcp');
+      } finally {
+        await w.close();
+      }
+    } finally {
+      c.close();
+      await d.cleanup();
+    }
+  });
+
+  test('a_sigterm_of_berthd__puts_running_jobs_back_without_a_retry__and_the_worker_registers_again', async () => {
+    const d = new Daemon();
+    await d.start();
+    const c = await connect({ socket: d.socket });
+    const w = await serve({ socket: d.socket, tools: allTools, ...quiet });
+    const before = calls.block;
+    try {
+      const j = await c.submit('sdk-block', { steps: 100 });
+      await until(async () => ((await c.get(j.id)).checkpoint?.step ?? 0) >= 2, 'the run to checkpoint');
+      await d.restart();
+      await until(() => w.registered, 'the worker to register again');
+      const done = await c.wait(j.id, { timeoutMs: 120000 });
+      assert.equal(done.status, 'completed', JSON.stringify(done.error));
+      assert.equal(done.attempt, 1);
+      assert.ok(calls.block - before >= 2, 'execute ran again after the restart');
+    } finally {
+      await w.close({ force: true, timeoutMs: 5000 });
+      c.close();
+      await d.cleanup();
+    }
+  });
+});
+
+describe('examples/mastra served to berthd, driven with the berth command', { skip }, () => {
+  const berth = async (d, ...args) => {
+    const { stdout } = await promisify(execFile)(BERTH, ['--socket', d.socket, '--json', ...args]);
+    return JSON.parse(stdout);
+  };
+
+  test('the_example_tools__are_listed_submitted_approved_suspended_and_resumed_across_a_kill_9_of_the_worker', async () => {
+    const d = new Daemon();
+    await d.start();
+    const run = () => spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+      env: { ...process.env, BERTH_SOCKET: d.socket }, stdio: 'ignore',
+    });
+    let child = run();
+    try {
+      const c = await connect({ socket: d.socket });
+      await until(async () => (await c.tools()).some((t) => t.name === 'get-weather' && t.workers?.connected === 1), 'the example to register', 60000);
+      const tools = await berth(d, 'tools');
+      assert.ok(JSON.stringify(tools).includes('confirm-plan'));
+      const weather = await berth(d, 'submit', 'get-weather', '{"location":"Seattle"}', '--wait');
+      assert.equal(weather.status, 'completed');
+      assert.equal(weather.output.unit, 'C');
+      const note = await berth(d, 'submit', 'save-note', JSON.stringify({ path: `${d.dir}/note`, text: 'hi' }));
+      assert.equal(note.status, 'awaiting_approval');
+      const plan = await berth(d, 'submit', 'confirm-plan', '{"plan":"ship it"}', '--wait');
+      assert.equal(plan.status, 'suspended');
+      child.kill('SIGKILL');
+      await berth(d, 'approve', note.id);
+      await berth(d, 'resume', plan.id, '{"approvedBy":"Ada"}');
+      child = run();
+      assert.equal((await berth(d, 'wait', note.id)).status, 'completed');
+      assert.deepEqual((await berth(d, 'wait', plan.id)).output, { plan: 'ship it', approvedBy: 'Ada' });
+      c.close();
+    } finally {
+      child.kill('SIGKILL');
+      await d.cleanup();
+    }
+  });
+});
