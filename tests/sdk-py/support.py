@@ -1,0 +1,185 @@
+"""What the SDK's tests share: a real berthd in a temporary folder, and
+waiting on conditions.
+
+berthd is $BERTHD (meson sets it), else the first of build-test/ and build/
+of this clone that has one. Nothing here sleeps a fixed time to let
+something happen: every wait is on a condition, with a generous deadline,
+so that the tests hold on a slow, loaded machine.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from typing import Any, Callable
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SDK = os.path.join(ROOT, "sdk", "python")
+if SDK not in sys.path:
+    sys.path.insert(0, SDK)
+
+#: How long any wait in these tests may take before it fails: far above
+#: what anything needs on an idle machine.
+DEADLINE = 60.0
+
+
+def find_berthd() -> str | None:
+    env = os.environ.get("BERTHD")
+    if env:
+        return env
+    for build in ("build-test", "build"):
+        p = os.path.join(ROOT, build, "berthd", "berthd")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def find_berth() -> str | None:
+    env = os.environ.get("BERTH")
+    if env:
+        return env
+    for build in ("build-test", "build"):
+        p = os.path.join(ROOT, build, "cli", "berth")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+EXAMPLES = os.environ.get("BERTH_EXAMPLES",
+                          os.path.join(ROOT, "examples", "tools"))
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Berthd:
+    """A real berthd on a temporary database and socket (and, with
+    ``listen=True``, a loopback TCP port with a token)."""
+
+    def __init__(self, tmp: str, *, tools: tuple[str, ...] = (),
+                 listen: bool = False, args: tuple[str, ...] = ()):
+        exe = find_berthd()
+        if exe is None:
+            raise unittest.SkipTest("no berthd: set BERTHD or build one in "
+                                    "build-test/")
+        self.exe = exe
+        self.tmp = tmp
+        self.db = os.path.join(tmp, "berth.db")
+        self.socket = os.path.join(tmp, "berth.sock")
+        self.logpath = os.path.join(tmp, "berthd.log")
+        self.tools = tools
+        self.args = list(args)
+        self.token = None
+        self.port = None
+        if listen:
+            self.token = "sdk-py-test-token-%d-0123456789abcdef" % os.getpid()
+            tf = os.path.join(tmp, "token")
+            with open(tf, "w") as f:
+                f.write(self.token + "\n")
+            os.chmod(tf, 0o600)
+            self.port = free_port()
+            self.args += ["--listen", "127.0.0.1:%d" % self.port,
+                          "--token-file", tf]
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return "tcp://127.0.0.1:%d" % self.port
+
+    def start(self) -> "Berthd":
+        argv = [self.exe, "--db", self.db, "--socket", self.socket,
+                "--quiet", "--workers", "4"] + self.args
+        for t in self.tools:
+            argv += ["--tools", t]
+        with open(self.logpath, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("berthd exited with %d:\n%s"
+                                   % (self.proc.returncode, self.log()))
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.settimeout(5)
+                    s.connect(self.socket)
+                    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+                    if s.recv(4096):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("berthd did not answer in %d s:\n%s"
+                           % (DEADLINE, self.log()))
+
+    def stop(self) -> int:
+        """stop sends SIGTERM and returns the exit status."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def kill(self) -> None:
+        """kill is kill -9."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def log(self) -> str:
+        try:
+            with open(self.logpath, errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+
+class TempDir:
+    """A temporary folder, removed unless BERTH_KEEP is set."""
+
+    def __init__(self, prefix: str):
+        self.path = tempfile.mkdtemp(prefix=prefix)
+
+    def cleanup(self) -> None:
+        if os.environ.get("BERTH_KEEP"):
+            print("kept %s" % self.path, file=sys.stderr)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+async def until(cond: Callable[[], Any], what: str,
+                timeout: float = DEADLINE, step: float = 0.02) -> Any:
+    """until returns cond()'s first true value, calling it (a function or
+    a coroutine function) every step seconds; it fails the test after
+    timeout seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        v = cond()
+        if asyncio.iscoroutine(v):
+            v = await v
+        if v:
+            return v
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("waited %.0f s for %s" % (timeout, what))
+        await asyncio.sleep(step)
