@@ -1,5 +1,5 @@
-"""What the SDK's tests share: a real berthd in a temporary folder, and
-waiting on conditions.
+"""What the SDK's tests share: a real berthd in a temporary folder, a
+scripted berthd for the worker's unit tests, and waiting on conditions.
 
 berthd is $BERTHD (meson sets it), else the first of build-test/ and build/
 of this clone that has one. Nothing here sleeps a fixed time to let
@@ -183,3 +183,154 @@ async def until(cond: Callable[[], Any], what: str,
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("waited %.0f s for %s" % (timeout, what))
         await asyncio.sleep(step)
+
+
+# ---- the scripted berthd ----------------------------------------------------
+
+class PeerConn:
+    """One connection to the scripted berthd: the test reads what the
+    worker sent and writes what berthd would."""
+
+    def __init__(self, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter):
+        self.reader = reader
+        self.writer = writer
+        self.held: list[dict] = []
+        self.lines: list[bytes] = []  # every line received, raw
+        self.chunks = 0               # reads that returned data
+        self._next = 0
+        self.eof = False
+
+    async def _read_one(self, timeout: float) -> dict | None:
+        try:
+            line = await asyncio.wait_for(self.reader.readline(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        if not line:
+            self.eof = True
+            return None
+        self.lines.append(line)
+        return json.loads(line)
+
+    async def next(self, pred: Callable[[dict], bool] = lambda m: True,
+                   timeout: float = DEADLINE) -> dict:
+        """next returns the first message (held or new) that pred takes."""
+        for i, m in enumerate(self.held):
+            if pred(m):
+                return self.held.pop(i)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise AssertionError("the worker did not send the message "
+                                     "waited for; held: %r" % self.held[-5:])
+            m = await self._read_one(left)
+            if m is None:
+                if self.eof:
+                    raise AssertionError("the worker closed the connection; "
+                                         "held: %r" % self.held[-5:])
+                continue
+            if pred(m):
+                return m
+            self.held.append(m)
+
+    async def expect(self, method: str, timeout: float = DEADLINE) -> dict:
+        return await self.next(lambda m: m.get("method") == method, timeout)
+
+    async def answer(self, rid: Any, timeout: float = DEADLINE) -> dict:
+        return await self.next(lambda m: "method" not in m and
+                               m.get("id") == rid, timeout)
+
+    def send(self, *msgs: dict) -> None:
+        """send writes msgs in one write (so that several arrive in one
+        read of the worker)."""
+        self.writer.write(b"".join(json.dumps(m).encode() + b"\n"
+                                   for m in msgs))
+
+    def request(self, method: str, params: Any = None) -> str:
+        self._next += 1
+        rid = "berth-%d" % self._next
+        self.send(self.req(rid, method, params))
+        return rid
+
+    def req(self, rid: str, method: str, params: Any = None) -> dict:
+        m = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            m["params"] = params
+        return m
+
+    def reply(self, rid: Any, result: Any) -> None:
+        self.send({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    def reply_error(self, rid: Any, code: int, message: str,
+                    data: Any = None) -> None:
+        err = {"code": code, "message": message}
+        if data is not None:
+            err["data"] = data
+        self.send({"jsonrpc": "2.0", "id": rid, "error": err})
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def closed(self, timeout: float = DEADLINE) -> None:
+        """closed returns once the worker closed the connection, failing
+        on anything but EOF... messages meanwhile are held."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.eof:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise AssertionError("the worker did not close the "
+                                     "connection")
+            m = await self._read_one(left)
+            if m is not None:
+                self.held.append(m)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    async def register(self, result: dict | None = None) -> dict:
+        """register takes the worker's worker/register and accepts it."""
+        m = await self.expect("worker/register")
+        tools = [t["id"] for t in m["params"]["tools"]]
+        self.reply(m["id"], result or {"worker": "W-1", "tools": tools,
+                                       "heartbeatMs": 10000})
+        return m
+
+
+class Peer:
+    """The scripted berthd: a Unix socket (or TCP) server whose
+    connections come out of :attr:`conns` for the test to drive."""
+
+    def __init__(self, path: str | None = None, tcp: bool = False):
+        self.path = path
+        self.tcp = tcp
+        self.port: int | None = None
+        self.conns: asyncio.Queue[PeerConn] = asyncio.Queue()
+        self.server: asyncio.base_events.Server | None = None
+        self.all: list[PeerConn] = []
+
+    async def start(self) -> "Peer":
+        async def accept(r: asyncio.StreamReader,
+                         w: asyncio.StreamWriter) -> None:
+            c = PeerConn(r, w)
+            self.all.append(c)
+            await self.conns.put(c)
+
+        if self.tcp:
+            self.server = await asyncio.start_server(accept, "127.0.0.1", 0,
+                                                     limit=1 << 26)
+            self.port = self.server.sockets[0].getsockname()[1]
+        else:
+            self.server = await asyncio.start_unix_server(accept, self.path,
+                                                          limit=1 << 26)
+        return self
+
+    async def accept(self, timeout: float = DEADLINE) -> PeerConn:
+        return await asyncio.wait_for(self.conns.get(), timeout)
+
+    async def stop(self) -> None:
+        for c in self.all:
+            c.writer.close()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()

@@ -11,7 +11,6 @@ import unittest
 
 import support  # noqa: F401  (puts sdk/python on the path)
 import berth
-from berth import wire
 from berth.wire import Address, Connection, check_line, encode, \
     parse_address
 
