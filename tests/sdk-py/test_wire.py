@@ -31,6 +31,10 @@ class Encode(unittest.TestCase):
             encode({"x": float("inf")})
         with self.assertRaisesRegex(ValueError, "surrogate"):
             encode({"x": "\ud800"})
+        loop: list = []
+        loop.append(loop)
+        with self.assertRaisesRegex(ValueError, "contains itself"):
+            encode({"x": loop})
 
     def test_encode__dataclasses_and_models__as_their_json(self):
         @dataclasses.dataclass
@@ -185,6 +189,21 @@ class Framing(unittest.IsolatedAsyncioTestCase):
         self.conn.data_received(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n'
                                 % self.sent()[0]["id"])
         self.assertEqual(await a, {})
+
+    async def test_lines__spaces_around_a_value__are_still_one_message(
+            self):
+        self.conn.data_received(b'  {"jsonrpc":"2.0","method":"a"}  \t\r\n'
+                                b'{"jsonrpc":"2.0","method":"b"}\n')
+        self.assertEqual([m for m, _ in self.notes], ["a", "b"])
+        self.assertFalse(self.t.closed)
+
+    async def test_a_value_with_text_after_it__is_not_json(self):
+        a = asyncio.ensure_future(self.conn.request("ping"))
+        await support.until(lambda: self.t.writes, "the request")
+        self.conn.data_received(b'{"jsonrpc":"2.0","method":"a"} trailing\n')
+        with self.assertRaisesRegex(berth.ConnectionClosed, "not JSON"):
+            await a
+        self.assertEqual(self.notes, [])
 
     async def test_a_line_not_json__closes_and_fails_the_requests(self):
         a = asyncio.ensure_future(self.conn.request("ping"))

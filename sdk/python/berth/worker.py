@@ -133,6 +133,9 @@ class _Run:
                                         {"jobId": self.job_id,
                                          "value": value})
 
+    def done(self, task: asyncio.Task) -> None:
+        self.session._run_done(self, task)
+
     def abort(self, reason: str) -> None:
         self.ctx._abort(reason)
         # Only an async execute is cancelled: what runs before it checks
@@ -218,7 +221,7 @@ class _Session:
         run = _Run(self, rid, job, tool, params.get("pending"))
         self.runs[run.job_id] = run
         run.task = self.worker._loop.create_task(self.worker._run_job(run))
-        run.task.add_done_callback(functools.partial(self._run_done, run))
+        run.task.add_done_callback(run.done)
 
     def _run_done(self, run: _Run, task: asyncio.Task) -> None:
         if self.runs.get(run.job_id) is run:
