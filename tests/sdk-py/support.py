@@ -185,6 +185,27 @@ async def until(cond: Callable[[], Any], what: str,
         await asyncio.sleep(step)
 
 
+async def collect(stream: Any, last: Callable[[Any], bool],
+                  timeout: float = DEADLINE) -> list:
+    """collect reads items of an async iterator until last(item) is true
+    (that item included), failing the test after timeout seconds."""
+    items: list = []
+
+    async def read() -> None:
+        async for item in stream:
+            items.append(item)
+            if last(item):
+                return
+        raise AssertionError("the stream ended after %r" % items[-3:])
+
+    try:
+        await asyncio.wait_for(read(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError("waited %.0f s for the stream; it gave %r"
+                             % (timeout, items[-3:])) from None
+    return items
+
+
 # ---- the scripted berthd ----------------------------------------------------
 
 class PeerConn:

@@ -273,12 +273,9 @@ class Events(Daemon):
     async def test_events__replay_since_then_live(self):
         job = await self.c.submit("noop", {"e": 1})
         await self.c.wait(job["id"], timeout=support.DEADLINE)
-        seen = []
         async with self.c.events(since=0, job_id=job["id"]) as events:
-            async for e in events:
-                seen.append(e)
-                if e["type"] == "completed":
-                    break
+            seen = await support.collect(
+                events, lambda e: e["type"] == "completed")
         self.assertEqual([e["type"] for e in seen],
                          ["created", "started", "completed"])
         self.assertEqual(events.last_seq, seen[-1]["seq"])
@@ -294,11 +291,9 @@ class Events(Daemon):
     async def test_events__progress__comes_with_progress_true(self):
         job = await self.c.submit("sleep", {"ms": 600000})
         async with self.c.events(job_id=job["id"], progress=True) as events:
-            async for e in events:
-                if "seq" not in e:
-                    self.assertEqual(e["jobId"], job["id"])
-                    self.assertIn("progress", e)
-                    break
+            got = await support.collect(events, lambda e: "seq" not in e)
+        self.assertEqual(got[-1]["jobId"], job["id"])
+        self.assertIn("progress", got[-1])
         await self.c.cancel(job["id"])
 
     async def test_events__consumer_far_behind__still_gets_every_event(self):
@@ -314,11 +309,8 @@ class Events(Daemon):
             jobs = [await self.c.submit("noop", {"i": i}) for i in range(20)]
             for j in jobs:
                 await self.c.wait(j["id"], timeout=support.DEADLINE)
-            seqs = []
-            async for e in stream:
-                seqs.append(e["seq"])
-                if len(seqs) == 60:
-                    break
+            seqs = [e["seq"] for e in await support.collect(
+                stream, lambda e: e["seq"] >= since + 60)]
             await stream.close()
         finally:
             client_module.EVENT_QUEUE_MAX = saved
@@ -342,11 +334,8 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
         async with c:
             stream = c.events(since=0)
             first = [await c.submit("noop", {"i": i}) for i in range(3)]
-            got = []
-            async for e in stream:
-                got.append(e["seq"])
-                if len(got) == 4:
-                    break
+            got = [e["seq"] for e in await support.collect(
+                stream, lambda e: e["seq"] >= 4)]
             self.d.kill()
             await support.until(lambda: not c.connected,
                                 "the client to see berthd gone")
@@ -356,10 +345,8 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
                 await c.wait(j["id"], timeout=support.DEADLINE)
             polled = await c.poll_events(since=0, limit=1000)
             last = polled["events"][-1]["seq"]
-            async for e in stream:
-                got.append(e["seq"])
-                if e["seq"] == last:
-                    break
+            got += [e["seq"] for e in await support.collect(
+                stream, lambda e: e["seq"] >= last)]
             await stream.close()
         self.assertEqual(got, list(range(1, last + 1)))
 
@@ -385,7 +372,8 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
             job = await c.submit("sleep", {"ms": 600000})
             waiting = asyncio.ensure_future(c.wait(job["id"],
                                                    reconnect=False))
-            await asyncio.sleep(0.1)
+            await support.until(lambda: c._conn and c._conn._pending,
+                                "the wait to be sent")
             self.d.kill()
             with self.assertRaises(berth.ConnectionClosed):
                 await asyncio.wait_for(waiting, support.DEADLINE)

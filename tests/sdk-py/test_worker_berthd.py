@@ -265,12 +265,9 @@ class Functions(WorkerTest):
         self.assertEqual(display["input"], {"customerId": "c-1"})
         transcript = await self.c.get(job["id"], view="transcript")
         self.assertEqual(transcript["output"], {"name": "Acme"})
-        seen = {}
-        async for e in events:
-            if e["jobId"] == job["id"]:
-                seen[e["type"]] = e.get("data")
-                if e["type"] == "completed":
-                    break
+        seen = {e["type"]: e.get("data") for e in await support.collect(
+            events, lambda e: e["jobId"] == job["id"] and
+            e["type"] == "completed") if e["jobId"] == job["id"]}
         await events.close()
         self.assertEqual(seen["completed"], {"displayName": "Acme"})
         self.assertNotIn("secret-value", json.dumps(seen))
