@@ -29,6 +29,8 @@ class Daemon(unittest.IsolatedAsyncioTestCase):
     """One berthd for the class (example tools, a logging tool, TCP)."""
 
     listen = True
+    dir: support.TempDir
+    d: support.Berthd
 
     @classmethod
     def setUpClass(cls) -> None:

@@ -338,6 +338,10 @@ class Crashes(WorkerTest):
         self.assertEqual(tools["py-echo"]["kind"], "worker")
         with self.assertRaises(berth.InvalidParams):
             await self.c.submit("py-approve-fn", {"amount": "many"})
+        # requireApproval as a function, and no worker to ask: a person
+        # decides (it fails safe).
+        unsure = await self.c.submit("py-approve-fn", {"amount": 5})
+        self.assertEqual(unsure["status"], "awaiting_approval")
         job = await self.c.submit("py-echo", {"later": True})
         approval = await self.c.submit("py-approve", {})
         await self.c.approve(approval["id"])

@@ -22,7 +22,7 @@ import collections
 import datetime
 import logging
 import random
-from typing import Any, AsyncIterator, Iterable, Literal
+from typing import Any, AsyncIterator, Iterable, Iterator, Literal
 
 from .errors import ConnectionClosed
 from .types import (TERMINAL, Event, Job, JobPage, LogLine, LogPage,
@@ -79,7 +79,7 @@ def iso_time(value: datetime.datetime | str, name: str) -> str:
                                                           // 1000)
 
 
-def backoff_delays() -> Iterable[float]:
+def backoff_delays() -> Iterator[float]:
     """The delays between reconnects: 100 ms doubling to 5 s, each with
     up to a fifth added at random so that clients do not come back at
     once."""

@@ -129,7 +129,7 @@ class TransformContext:
     the ``stage``, and the payloads known at that stage (``payload`` is
     the stage's own: the input, output, error, suspend payload, approval
     decision or resume data)."""
-    target: Literal["display", "transcript"]
+    target: str  # "display" or "transcript"
     stage: str
     tool: str
     job_id: str | None = None

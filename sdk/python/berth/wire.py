@@ -78,7 +78,7 @@ def _make_dumps() -> Callable[[Any], str]:
 _dumps = _make_dumps()
 # The C scanner of a JSON text, without json.loads' wrappers (which detect
 # the encoding of bytes and check what follows in Python).
-_scan = json.JSONDecoder().scan_once
+_scan = getattr(json.JSONDecoder(), "scan_once")
 _SPACE = frozenset(" \t\r\n")
 
 
@@ -185,7 +185,7 @@ class Address:
         if self.path is not None:
             return self.path
         host = "[%s]" % self.host if ":" in (self.host or "") else self.host
-        return "tcp://%s:%d" % (host, self.port)
+        return "tcp://%s:%s" % (host, self.port)
 
 
 def _parse_hostport(spec: str, given: str) -> Address:
@@ -374,7 +374,7 @@ class Connection(asyncio.Protocol):
     def _message(self, msg: dict) -> None:
         method = msg.get("method")
         if method is None:
-            rid = msg.get("id")
+            rid: Any = msg.get("id")
             fut = self._pending.pop(rid, None) if type(rid) is int else None
             if fut is None:
                 if rid is None and "error" in msg:
@@ -583,6 +583,7 @@ async def open_connection(address: Address, **kw: Any) -> Connection:
     if address.path is not None:
         await loop.create_unix_connection(lambda: conn, address.path)
     else:
+        assert address.host is not None and address.port is not None
         await loop.create_connection(lambda: conn, address.host,
                                      address.port)
     return conn

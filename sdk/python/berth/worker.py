@@ -498,9 +498,9 @@ class Worker:
         finally:
             self._closing = True
             self.registered.clear()
-            session, self._session = self._session, None
-            if session is not None:
-                session.conn.abort()
+            last, self._session = self._session, None
+            if last is not None:
+                last.conn.abort()
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._running = False
             if self._drain_done is not None and not self._drain_done.done():
@@ -612,7 +612,7 @@ class Worker:
             return await fn.fn(*args)
         ctx = contextvars.copy_context()
         r = await self._loop.run_in_executor(
-            self._executor, functools.partial(ctx.run, fn.fn, *args))
+            self._executor, lambda: ctx.run(fn.fn, *args))
         if inspect.isawaitable(r):
             r = await r
         return r
@@ -868,10 +868,10 @@ async def serve(tools: Iterable[Tool], *, socket: str | None = None,
 
     if handle_signals and threading.current_thread() is \
             threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(s, on_signal, s)
-                installed.append(s)
+                loop.add_signal_handler(signum, on_signal, signum)
+                installed.append(signum)
             except (NotImplementedError, RuntimeError):
                 pass
     try:
@@ -879,5 +879,5 @@ async def serve(tools: Iterable[Tool], *, socket: str | None = None,
         for t in closing:
             await t
     finally:
-        for s in installed:
-            loop.remove_signal_handler(s)
+        for installed_signal in installed:
+            loop.remove_signal_handler(installed_signal)
