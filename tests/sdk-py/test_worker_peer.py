@@ -435,12 +435,30 @@ class Runs(PeerTest):
             city: str
             temps: list[float]
 
-        @berth.tool(id="forecast", input_schema=In, output_schema=Out)
+        seen = []
+
+        def big(input, info):
+            seen.append(("require_approval", type(input)))
+            return input.days > 5
+
+        def available(input, info):
+            seen.append(("on_input_available", type(input)))
+
+        def output(out, info):
+            seen.append(("on_output", type(out)))
+
+        @berth.tool(id="forecast", input_schema=In, output_schema=Out,
+                    require_approval=big, on_input_available=available,
+                    on_output=output)
         async def forecast(input: In, ctx) -> Out:
             assert isinstance(input, In)
             return Out(city=input.city, temps=[20.5] * input.days)
 
         c = await self.serve([forecast])
+        rid = c.request("input", {"job": job("F0", "forecast",
+                                             {"city": "Oslo", "days": 9})})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"requireApproval": True})
         defs = self.register["params"]["tools"][0]
         self.assertEqual(defs["inputSchema"]["required"], ["city"])
         self.assertEqual(await self.run_job(c, job(
@@ -448,6 +466,10 @@ class Runs(PeerTest):
             {"output": {"city": "Oslo", "temps": [20.5, 20.5]}})
         out = await self.run_job(c, job("F2", "forecast", {"days": 2}))
         self.assertEqual(out["error"]["code"], "invalid_input")
+        # The functions get the models too, as execute does.
+        self.assertEqual(seen, [("require_approval", In),
+                                ("on_input_available", In),
+                                ("on_output", Out)])
 
 
 class Abort(PeerTest):

@@ -85,6 +85,19 @@ def _aborted(reason: str | None) -> dict[str, Any]:
                       % (reason or "cancelled"), "code": "aborted"}}
 
 
+def _input_of(tool: Tool, job: dict) -> Any:
+    """The input as the tool's hooks take it: a model instance when the
+    input schema is a pydantic model (the raw input if the model refuses
+    it: a hook is told, not checked)."""
+    model = tool.models.get("inputSchema")
+    if model is None:
+        return job.get("input")
+    try:
+        return parse_model(model, job.get("input"))
+    except Exception:
+        return job.get("input")
+
+
 def _stage_payload(job: dict, stage: str) -> Any:
     return job.get({"input": "input", "approval": "approval",
                     "resume": "resumeData", "suspend": "suspendPayload",
@@ -688,7 +701,7 @@ class Worker:
                         tool.on_input_available is not None:
                     info = CallInfo.of_job(tool.id, job)
                     await self._hook(run, tool.on_input_available,
-                                     job.get("input"), info)
+                                     _input_of(tool, job), info)
                 stages = run.pending.get("views")
                 if isinstance(stages, list) and tool.transforms:
                     for stage in stages:
@@ -791,11 +804,10 @@ class Worker:
         out: dict[str, Any] = {}
         needs = tool._def.get("requireApproval") is True
         if tool.require_approval is not None:
-            value = job.get("input")
             try:
                 model = tool.models.get("inputSchema")
-                if model is not None:
-                    value = parse_model(model, value)
+                value = job.get("input") if model is None else \
+                    parse_model(model, job.get("input"))
                 needs = bool(await self._call_fn(tool.require_approval,
                                                  (value, info)))
             except Exception as e:
@@ -806,8 +818,8 @@ class Worker:
                 needs = True
             out["requireApproval"] = needs
         if tool.on_input_available is not None:
-            await self._hook(None, tool.on_input_available, job.get("input"),
-                             info)
+            await self._hook(None, tool.on_input_available,
+                             _input_of(tool, job), info)
         views: dict[str, dict] = {}
         stages = tool.transformed_stages()
         if "input" in stages:
