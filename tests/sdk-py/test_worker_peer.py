@@ -631,6 +631,30 @@ class Drain(PeerTest):
         await asyncio.wait_for(closing, support.DEADLINE)
 
 
+    async def test_close_twice__the_second_stops_the_first_too(self):
+        @berth.tool(id="stuck")
+        async def stuck(input, ctx):
+            await asyncio.sleep(3600)
+
+        c = await self.serve([stuck])
+        rid = c.request("run", {"job": job("T2", "stuck")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        first = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        await support.until(lambda: self.worker._drain_done is not None,
+                            "the first close to wait for the run")
+        second = asyncio.ensure_future(self.worker.close(timeout=0))
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["error"]["code"], "aborted")
+        await asyncio.wait_for(second, support.DEADLINE)
+        await asyncio.wait_for(first, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        # One drain, not two.
+        self.assertFalse([m for m in c.held
+                          if m.get("method") == "worker/drain"])
+
+
 class Functions(PeerTest):
 
     def make(self) -> berth.Tool:

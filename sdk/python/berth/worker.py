@@ -577,16 +577,22 @@ class Worker:
             self._wake.set_result(None)
         session = self._session
         if session is not None and not session.conn.closed:
-            session.draining = True
-            try:
-                await asyncio.wait_for(
-                    session.conn.request("worker/drain", {}), DRAIN_ANSWER)
-            except (BerthError, ConnectionClosed, asyncio.TimeoutError) as e:
-                log.debug("berth: worker/drain: %s", e)
+            # A second close (a second Ctrl-C, with timeout=0) joins the
+            # first: one drain, one future for the end of the runs.
+            if not session.draining:
+                session.draining = True
+                try:
+                    await asyncio.wait_for(
+                        session.conn.request("worker/drain", {}),
+                        DRAIN_ANSWER)
+                except (BerthError, ConnectionClosed,
+                        asyncio.TimeoutError) as e:
+                    log.debug("berth: worker/drain: %s", e)
             if session.runs or session.calls:
-                self._drain_done = self._loop.create_future()
-                log.info("berth: finishing %d runs before closing",
-                         len(session.runs))
+                if self._drain_done is None or self._drain_done.done():
+                    self._drain_done = self._loop.create_future()
+                    log.info("berth: finishing %d runs before closing",
+                             len(session.runs))
                 try:
                     await asyncio.wait_for(asyncio.shield(self._drain_done),
                                            timeout)
