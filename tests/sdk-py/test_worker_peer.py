@@ -10,6 +10,8 @@ real berthd (test_worker_berthd.py).
 import asyncio
 import logging
 import os
+import signal
+import sys
 import threading
 import unittest
 
@@ -653,6 +655,50 @@ class Drain(PeerTest):
         # One drain, not two.
         self.assertFalse([m for m in c.held
                           if m.get("method") == "worker/drain"])
+
+
+class Signals(PeerTest):
+    """serve() in a real process (worker_app.py), stopped by signals."""
+
+    async def start_app(self) -> tuple:
+        marks = os.path.join(self.dir.path, "marks")
+        os.mkdir(marks)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, os.path.join(support.HERE, "worker_app.py"),
+            "--marks", marks, "--socket", self.peer.path,
+            stderr=asyncio.subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.returncode is None and proc.kill())
+        c = await self.peer.accept()
+        await c.register()
+        return proc, c
+
+    async def test_sigterm__drains_finishes_the_run_and_exits_0(self):
+        proc, c = await self.start_app()
+        rid = c.request("run", {"job": job("S1", "py-slow", {"seconds": 0.5})})
+        proc.send_signal(signal.SIGTERM)
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["output"]["slept"], 0.5)
+        await c.closed()
+        self.assertEqual(await asyncio.wait_for(proc.wait(),
+                                                support.DEADLINE), 0)
+
+    async def test_second_sigterm__aborts_the_runs_and_exits_0(self):
+        proc, c = await self.start_app()
+        rid = c.request("run", {"job": job("S2", "py-slow", {})})
+        marks = os.path.join(self.dir.path, "marks")
+        await support.until(lambda: os.path.exists(
+            os.path.join(marks, "started-S2-1")), "the run to start")
+        proc.send_signal(signal.SIGTERM)
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        proc.send_signal(signal.SIGTERM)
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["error"], {"message": "execute was aborted "
+                                        "(shutdown)", "code": "aborted"})
+        self.assertEqual(await asyncio.wait_for(proc.wait(),
+                                                support.DEADLINE), 0)
 
 
 class Functions(PeerTest):
