@@ -395,6 +395,40 @@ class Runs(PeerTest):
                                  "message": "done counting",
                                  "data": {"n": 1000}}])
 
+    async def test_run__python_logging__goes_to_the_job_log(self):
+        logger = logging.getLogger("app.tools")
+        logger.setLevel(logging.DEBUG)
+        handler = berth.JobLogHandler()
+        logger.addHandler(handler)
+        self.addCleanup(logger.removeHandler, handler)
+
+        @berth.tool(id="logs")
+        async def logs(input, ctx):
+            logger.info("fetching %s", input["city"])
+            try:
+                raise KeyError("x")
+            except KeyError:
+                logger.exception("lookup failed")
+            return "ok"
+
+        def sync_logs(input, ctx):
+            logger.warning("from a thread")
+            return "ok"
+
+        c = await self.serve([logs, berth.Tool("sync-logs", sync_logs)])
+        logger.info("not in a run: nowhere")
+        await self.run_job(c, job("G1", "logs", {"city": "Oslo"}))
+        await self.run_job(c, job("G2", "sync-logs"))
+        lines = [m["params"] for m in c.held
+                 if m.get("method") == "worker/log"]
+        self.assertEqual([(x["jobId"], x["level"], x["message"])
+                          for x in lines],
+                         [("G1", "info", "fetching Oslo"),
+                          ("G1", "error", "lookup failed"),
+                          ("G2", "warn", "from a thread")])
+        self.assertEqual(lines[0]["data"], {"logger": "app.tools"})
+        self.assertIn("KeyError", lines[1]["data"]["traceback"])
+
     async def test_run__sync_execute__runs_in_a_thread_not_on_the_loop(self):
         release = threading.Event()
         threads = []

@@ -28,8 +28,8 @@ from .types import (TERMINAL, Approval, Event, Job, JobError, JobPage,
                     LogLine, LogPage, Progress, ProgressEvent, ServerInfo,
                     Stage, Status, Tool as ToolInfo)
 from .client import Client, EventStream, connect
-from .context import (CallInfo, Context, Suspend, SyncContext, ToolError,
-                      TransformContext)
+from .context import (CallInfo, Context, JobLogHandler, Suspend,
+                      SyncContext, ToolError, TransformContext)
 from .tool import STAGES, Background, Tool, Transform, tool
 from .worker import Worker, serve
 
@@ -40,7 +40,7 @@ __all__ = [
     # the worker
     "serve", "Worker", "Tool", "tool", "Background", "Transform", "STAGES",
     "Context", "SyncContext", "CallInfo", "TransformContext", "Suspend",
-    "ToolError",
+    "ToolError", "JobLogHandler",
     # errors
     "BerthError", "ParseError", "InvalidRequest", "MethodNotFound",
     "InvalidParams", "InternalError", "Unauthorized", "NotFound", "Conflict",

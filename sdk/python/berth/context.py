@@ -36,8 +36,11 @@ looks at ``ctx.cancelled`` or sleeps with ``ctx.wait_cancelled(seconds)``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime
+import logging
 import threading
+import traceback
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Mapping, NoReturn
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from .worker import _Run
 
 __all__ = ["Context", "SyncContext", "CallInfo", "TransformContext",
+           "JobLogHandler",
            "Suspend", "ToolError", "LogLevel"]
 
 LogLevel = Literal["debug", "info", "warn", "error"]
@@ -382,3 +386,56 @@ class SyncContext(Context):
         """wait_cancelled sleeps up to timeout seconds, or until the run is
         aborted; it returns True when it was."""
         return self._aborted.wait(timeout)
+
+
+# The run whose code is running: set by the worker in each run's task, and
+# so in the copy of its context that a plain execute's thread runs in.
+current_run: contextvars.ContextVar["_Run | None"] = contextvars.ContextVar(
+    "berth_current_run", default=None)
+
+_LOG_LEVELS = ((logging.ERROR, "error"), (logging.WARNING, "warn"),
+               (logging.INFO, "info"))
+
+
+class JobLogHandler(logging.Handler):
+    """A logging handler that adds each record logged while a tool runs
+    (in execute, its hooks and transforms, and the threads of plain
+    functions) to that job's log, as ``ctx.log`` does:
+
+        logging.getLogger().addHandler(berth.JobLogHandler())
+
+    Records logged outside a run, and the SDK's own (logger ``berth``,
+    which logs on the job itself where it should), are left alone. The
+    line's ``data`` holds the logger's name, and the traceback when the
+    record has one.
+    """
+
+    def __init__(self, level: int = logging.NOTSET):
+        super().__init__(level)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        run = current_run.get()
+        if run is None or record.name == "berth" or \
+                record.name.startswith("berth."):
+            return
+        try:
+            level = next((name for n, name in _LOG_LEVELS
+                          if record.levelno >= n), "debug")
+            data: dict[str, Any] = {"logger": record.name}
+            if record.exc_info:
+                data["traceback"] = "".join(
+                    traceback.format_exception(*record.exc_info))
+            line = {"jobId": run.job_id, "level": level,
+                    "message": record.getMessage(), "data": data}
+            loop = run.session.worker._loop
+            try:
+                here = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                here = False
+            if here:
+                run.send_log(line)
+            else:
+                loop.call_soon_threadsafe(run.send_log, line)
+        except Exception:
+            self.handleError(record)
+

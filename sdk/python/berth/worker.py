@@ -38,7 +38,7 @@ from typing import Any, Iterable
 from . import __version__
 from .client import backoff_delays
 from .context import (CallInfo, Context, Suspend, SyncContext,
-                      TransformContext, ToolError, _mapping)
+                      TransformContext, ToolError, _mapping, current_run)
 from .errors import (BerthError, Conflict, ConnectionClosed, InvalidParams,
                      MethodNotFound, RegistrationError, Unauthorized)
 from .tool import Tool, _Fn, parse_model
@@ -699,6 +699,7 @@ class Worker:
         execute, its hooks and the views of its outcome. It returns the
         outcome (the answer to ``run``)."""
         tool, job, ctx = run.tool, run.job, run.ctx
+        current_run.set(run)  # in this task's own context only
         views: dict[str, dict] = {}
         info = None
         try:
