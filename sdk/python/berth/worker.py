@@ -1,0 +1,902 @@
+"""The worker: serve tools to berthd (docs/WORKERS.md).
+
+    asyncio.run(berth.serve([weather], socket="/run/user/1000/berth/berth.sock"))
+
+A worker connects, registers its tools with ``worker/register``, and runs
+the jobs berthd pushes with ``run``, up to ``concurrency`` at once. The
+connection is the lease on those jobs: when it drops, every running
+``execute`` is aborted (berthd applies each tool's ``onInterrupt``), and the
+worker connects again with backoff (100 ms doubling to 5 s) and registers
+again, for as long as it runs. ``close()`` drains: it asks berthd for no new
+run (``worker/drain``), lets the running ones finish and closes (BullMQ's
+``Worker.close()``); ``serve()`` does that on SIGTERM or Ctrl-C, and stops
+at once on a second one.
+
+Abort (cancel, timeout, shutdown) reaches an async ``execute`` as asyncio's
+own cancellation: ``CancelledError`` at its next ``await``, which it may
+catch to clean up and return what it has. A synchronous ``execute`` runs in
+a thread, which nothing can interrupt: it sees ``ctx.cancelled`` turn true
+(and ``ctx.wait_cancelled()`` return), and berthd ends the run after its
+kill grace if the function goes on.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import signal
+import socket as socket_module
+import sys
+import threading
+import traceback
+from typing import Any, Iterable
+
+from . import __version__
+from .client import backoff_delays
+from .context import (CallInfo, Context, Suspend, SyncContext,
+                      TransformContext, ToolError, _mapping, current_run)
+from .errors import (BerthError, Conflict, ConnectionClosed, InvalidParams,
+                     MethodNotFound, RegistrationError, Unauthorized)
+from .tool import Tool, _Fn, parse_model
+from .wire import MAX_LINE, Address, Connection, encode, open_connection, \
+    resolve_address
+
+__all__ = ["Worker", "serve"]
+
+log = logging.getLogger("berth.worker")
+
+#: The heartbeat berthd names in its answer to worker/register, until it
+#: has answered.
+HEARTBEAT = 10.0
+#: How long close() waits for berthd to answer worker/drain.
+DRAIN_ANSWER = 10.0
+
+_BEFORE, _EXECUTE, _AFTER = 0, 1, 2
+
+
+def _placeholder(stage: str) -> dict[str, str]:
+    """The view of a stage whose transform failed or returned None: a raw
+    payload never stands in for a view the tool transforms (Mastra puts
+    the same placeholder there)."""
+    return {"message": "Tool %s payload unavailable" % stage}
+
+
+def _error_of(e: BaseException) -> dict[str, Any]:
+    if isinstance(e, ToolError):
+        err: dict[str, Any] = {"message": e.message}
+        if e.code is not None:
+            err["code"] = e.code
+        if e.data is not None:
+            err["data"] = e.data
+        if e.retryable is not None:
+            err["retryable"] = bool(e.retryable)
+        return err
+    text = str(e)
+    return {"message": "%s: %s" % (type(e).__name__, text) if text
+            else type(e).__name__}
+
+
+def _aborted(reason: str | None) -> dict[str, Any]:
+    return {"error": {"message": "execute was aborted (%s)"
+                      % (reason or "cancelled"), "code": "aborted"}}
+
+
+def _input_of(tool: Tool, job: dict) -> Any:
+    """The input as the tool's hooks take it: a model instance when the
+    input schema is a pydantic model (the raw input if the model refuses
+    it: a hook is told, not checked)."""
+    model = tool.models.get("inputSchema")
+    if model is None:
+        return job.get("input")
+    try:
+        return parse_model(model, job.get("input"))
+    except Exception:
+        return job.get("input")
+
+
+def _stage_payload(job: dict, stage: str) -> Any:
+    return job.get({"input": "input", "approval": "approval",
+                    "resume": "resumeData", "suspend": "suspendPayload",
+                    "output": "output", "error": "error"}[stage])
+
+
+class _Run:
+    """One run berthd pushed: its request id, job and task."""
+
+    __slots__ = ("session", "rid", "job", "job_id", "tool", "pending", "ctx",
+                 "task", "phase", "answered")
+
+    def __init__(self, session: "_Session", rid: Any, job: dict, tool: Tool,
+                 pending: Any):
+        self.session = session
+        self.rid = rid
+        self.job = job
+        self.job_id: str = job["id"]
+        self.tool = tool
+        self.pending = pending if isinstance(pending, dict) else None
+        loop = session.worker._loop
+        self.ctx: Context = (Context(self, job) if tool.execute.is_async
+                             else SyncContext(self, job, loop))
+        self.task: asyncio.Task | None = None
+        self.phase = _BEFORE
+        self.answered = False
+
+    @property
+    def live(self) -> bool:
+        return not self.answered and not self.session.conn.closed
+
+    def send_progress(self, params: dict) -> None:
+        if self.live:
+            self.session.progress(params)
+
+    def send_log(self, params: dict) -> None:
+        if self.live:
+            self.session.conn.notify("worker/log", params)
+
+    async def save_checkpoint(self, value: Any) -> None:
+        if not self.live:
+            raise ConnectionClosed("the run is over or its connection to "
+                                   "berthd is gone; the checkpoint was not "
+                                   "saved")
+        await self.session.conn.request("worker/checkpoint",
+                                        {"jobId": self.job_id,
+                                         "value": value})
+
+    def done(self, task: asyncio.Task) -> None:
+        self.session._run_done(self, task)
+
+    def abort(self, reason: str) -> None:
+        self.ctx._abort(reason)
+        # Only an async execute is cancelled: what runs before it checks
+        # ctx.cancelled, what runs after it keeps the outcome it has, and
+        # a thread cannot be interrupted.
+        if self.phase == _EXECUTE and self.tool.execute.is_async and \
+                self.task is not None:
+            self.task.cancel(reason)
+
+
+class _Session:
+    """One connection of a worker to berthd, from register to close."""
+
+    def __init__(self, worker: "Worker", conn: Connection):
+        self.worker = worker
+        self.conn = conn
+        self.runs: dict[str, _Run] = {}
+        self.calls: set[asyncio.Task] = set()  # input and transform
+        self.worker_id: str | None = None
+        self.heartbeat = HEARTBEAT
+        self.draining = False
+        self._progress: dict[str, dict] = {}
+        self._progress_handle: asyncio.Handle | None = None
+        self._hb_handle: asyncio.TimerHandle | None = None
+        conn.on_request = self.on_request
+        conn.on_notification = self.on_notification
+        conn.on_close(self.closed)
+
+    # -- berthd's requests and notifications ----------------------------------
+
+    def on_request(self, conn: Connection, msg: dict) -> None:
+        method, rid = msg["method"], msg["id"]
+        params = msg.get("params")
+        if method == "run":
+            self._start_run(rid, params)
+        elif method == "ping":
+            conn.respond(rid, {})
+        elif method == "transform":
+            self._call(rid, self.worker._transform(self, params))
+        elif method == "input":
+            self._call(rid, self.worker._input(self, params))
+        elif method == "abort":
+            self.on_notification(method, params)
+            conn.respond(rid, {})
+        else:
+            conn.respond_error(rid, -32601, "method not found: %s (a "
+                               "worker serves run, input, transform, abort "
+                               "and ping)" % method)
+
+    def on_notification(self, method: str, params: Any) -> None:
+        if method == "abort" and isinstance(params, dict):
+            run = self.runs.get(params.get("jobId"))  # type: ignore[arg-type]
+            if run is not None:
+                reason = params.get("reason")
+                run.abort(reason if isinstance(reason, str) else "cancelled")
+        elif method != "abort":
+            log.debug("berth: dropped berthd's notification %s", method)
+
+    def _start_run(self, rid: Any, params: Any) -> None:
+        job = params.get("job") if isinstance(params, dict) else None
+        if not isinstance(job, dict) or not isinstance(job.get("id"), str) \
+                or not isinstance(job.get("tool"), str):
+            self.conn.respond_error(rid, -32602, "run: params.job must be a "
+                                    "job with an id and a tool")
+            return
+        tool = self.worker.tools.get(job["tool"])
+        if tool is None:
+            self.conn.respond(rid, {"error": {
+                "message": "this worker does not serve the tool %s"
+                % job["tool"], "code": "unknown_tool", "retryable": True}})
+            return
+        if job["id"] in self.runs:
+            self.conn.respond_error(rid, -32012, "run: job %s is already "
+                                    "running on this connection" % job["id"],
+                                    {"status": "running"})
+            return
+        if len(self.runs) >= self.worker.concurrency:
+            self.conn.respond_error(rid, -32013, "run: this worker already "
+                                    "runs %d jobs, its concurrency"
+                                    % len(self.runs),
+                                    {"limit": self.worker.concurrency})
+            return
+        run = _Run(self, rid, job, tool, params.get("pending"))
+        self.runs[run.job_id] = run
+        run.task = self.worker._loop.create_task(self.worker._run_job(run))
+        run.task.add_done_callback(run.done)
+
+    def _run_done(self, run: _Run, task: asyncio.Task) -> None:
+        if self.runs.get(run.job_id) is run:
+            del self.runs[run.job_id]
+        if task.cancelled():
+            outcome = _aborted(run.ctx.abort_reason)
+        elif task.exception() is not None:
+            e = task.exception()
+            log.error("berth: the run of job %s failed inside the worker",
+                      run.job_id, exc_info=e)
+            outcome = {"error": _error_of(e)}  # type: ignore[arg-type]
+        else:
+            outcome = task.result()
+        if self.conn.closed:
+            run.answered = True
+            log.debug("berth: job %s ended after its connection; its "
+                      "outcome is dropped", run.job_id)
+            return
+        p = self._progress.pop(run.job_id, None)
+        if p is not None:
+            self._notify("worker/progress", p)
+        run.answered = True
+        self._answer(run, outcome)
+        if self.draining and not self.runs and not self.calls:
+            self.worker._drained(self)
+
+    def _answer(self, run: _Run, outcome: dict) -> None:
+        """_answer sends the outcome, or, when it cannot be sent (not
+        JSON, over berthd's line limit), an error outcome that says why."""
+        try:
+            self.conn.respond(run.rid, outcome)
+            return
+        except (TypeError, ValueError, BerthError) as e:
+            why = str(e)
+        if "output" in outcome:
+            code, what = "invalid_output", "output"
+            for key in ("output", "modelOutput"):
+                try:
+                    encode(outcome.get(key), "the " + key,
+                           self.conn.max_line)
+                except (TypeError, ValueError, BerthError) as e:
+                    what, why = key, str(e)
+                    break
+        elif "suspend" in outcome:
+            code, what = "invalid_suspend_payload", "suspend payload"
+        else:
+            code, what = "invalid_error", "error"
+        err = {"message": "the worker could not send the %s: %s"
+               % (what, why), "code": code, "retryable": False}
+        log.error("berth: job %s: %s", run.job_id, err["message"])
+        self.conn.respond(run.rid, {"error": err})
+
+    def _call(self, rid: Any, coro: Any) -> None:
+        task = self.worker._loop.create_task(coro)
+        self.calls.add(task)
+        task.add_done_callback(functools.partial(self._call_done, rid))
+
+    def _call_done(self, rid: Any, task: asyncio.Task) -> None:
+        self.calls.discard(task)
+        if self.conn.closed:
+            return
+        if task.cancelled():
+            self.conn.respond_error(rid, -32603, "the worker is stopping")
+        elif isinstance(task.exception(), BerthError):
+            e = task.exception()
+            self.conn.respond_error(rid, e.code, e.message, e.data)  # type: ignore[union-attr]
+        elif task.exception() is not None:
+            e = task.exception()
+            log.error("berth: a request of berthd failed inside the worker",
+                      exc_info=e)
+            self.conn.respond_error(rid, -32603, "the worker failed: %s"
+                                    % _error_of(e)["message"])  # type: ignore[arg-type]
+        else:
+            try:
+                self.conn.respond(rid, task.result())
+            except (TypeError, ValueError, BerthError) as e:
+                self.conn.respond_error(rid, -32603, "the worker could not "
+                                        "send its answer: %s" % e)
+        if self.draining and not self.runs and not self.calls:
+            self.worker._drained(self)
+
+    # -- progress and heartbeats ------------------------------------------------
+
+    def progress(self, params: dict) -> None:
+        """progress keeps the last report of each job and sends them at the
+        end of the loop's turn."""
+        self._progress[params["jobId"]] = params
+        if self._progress_handle is None:
+            self._progress_handle = self.worker._loop.call_soon(
+                self._send_progress)
+
+    def _send_progress(self) -> None:
+        self._progress_handle = None
+        reports, self._progress = self._progress, {}
+        for p in reports.values():
+            self._notify("worker/progress", p)
+
+    def _notify(self, method: str, params: dict) -> None:
+        try:
+            self.conn.notify(method, params)
+        except ConnectionClosed:
+            pass
+        except (TypeError, ValueError, BerthError) as e:
+            log.warning("berth: job %s: %s not sent: %s",
+                        params.get("jobId"), method, e)
+
+    def registered(self, result: Any) -> None:
+        if isinstance(result, dict):
+            wid = result.get("worker")
+            self.worker_id = wid if isinstance(wid, str) else None
+            hb = result.get("heartbeatMs")
+            if isinstance(hb, int) and not isinstance(hb, bool) and hb > 0:
+                self.heartbeat = hb / 1000
+        self._hb_handle = self.worker._loop.call_later(self.heartbeat / 2,
+                                                       self._beat)
+
+    def _beat(self) -> None:
+        """_beat runs every half heartbeat: berthd silent for two
+        heartbeats is taken for dead (a network cut that TCP has not
+        noticed); silent for one, it is pinged."""
+        if self.conn.closed:
+            return
+        silent = self.worker._loop.time() - self.conn.last_seen
+        if silent >= 2 * self.heartbeat:
+            log.warning("berth: berthd sent nothing for %.1f s (two "
+                        "heartbeats); dropping the connection", silent)
+            self.conn.abort(ConnectionClosed(
+                "berthd did not answer two heartbeats"))
+            return
+        if silent >= self.heartbeat:
+            try:
+                _, fut = self.conn.start_request("ping")
+                fut.add_done_callback(lambda f: f.cancelled() or
+                                      f.exception())
+            except ConnectionClosed:
+                return
+        self._hb_handle = self.worker._loop.call_later(self.heartbeat / 2,
+                                                       self._beat)
+
+    def closed(self, exc: BaseException | None) -> None:
+        if self._hb_handle is not None:
+            self._hb_handle.cancel()
+        if self._progress_handle is not None:
+            self._progress_handle.cancel()
+            self._progress_handle = None
+        self._progress.clear()
+        for run in list(self.runs.values()):
+            run.abort("disconnected")
+        for task in list(self.calls):
+            task.cancel()
+
+
+class Worker:
+    """A worker serving ``tools`` to berthd (see the module's text).
+
+    ``socket``/``url``/``token`` as for :class:`~berth.Client`;
+    ``concurrency`` is how many runs berthd may push at once (1 to 1024);
+    ``name`` shows in berthd's logs and ``server/info`` (default
+    ``PROGRAM@HOST:PID``). ``await worker.run()`` serves until
+    :meth:`close`; ``async with Worker(...)`` runs it in a task.
+    """
+
+    def __init__(self, tools: Iterable[Tool], *, socket: str | None = None,
+                 url: str | None = None, token: str | None = None,
+                 concurrency: int = 16, name: str | None = None,
+                 max_line: int = MAX_LINE):
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError("serve takes berth.Tool objects (made with "
+                                "@berth.tool or berth.Tool), not %r" % (t,))
+            if t.id in self.tools:
+                raise ValueError("two tools have the id %r" % t.id)
+            self.tools[t.id] = t
+        if not 1 <= len(self.tools) <= 1000:
+            raise ValueError("a worker serves 1 to 1000 tools, not %d"
+                             % len(self.tools))
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) \
+                or not 1 <= concurrency <= 1024:
+            raise ValueError("concurrency must be an integer from 1 to 1024, "
+                             "not %r" % (concurrency,))
+        self.concurrency = concurrency
+        self.address: Address = resolve_address(socket, url)
+        if self.address.is_tcp and not token:
+            raise ValueError("berthd's TCP listener needs a token (the one "
+                             "of berthd's --token-file): give token=")
+        self._token = token
+        self._max_line = max_line
+        self.name = name or "%s@%s:%d" % (
+            os.path.basename(sys.argv[0] or "") or "python",
+            socket_module.gethostname(), os.getpid())
+        self._definitions = [t.definition() for t in self.tools.values()]
+        self._session: _Session | None = None
+        self._closing = False
+        self._running = False
+        self._task: asyncio.Task | None = None
+        self._wake: asyncio.Future | None = None
+        self._drain_done: asyncio.Future | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore
+        #: Set while the worker is registered with berthd.
+        self.registered = asyncio.Event()
+        #: berthd's id of this worker on the current connection.
+        self.worker_id: str | None = None
+
+    def __repr__(self) -> str:
+        return "<berth.Worker %s: %d tools, %s>" % (
+            self.name, len(self.tools),
+            "registered" if self.registered.is_set() else "not registered")
+
+    @property
+    def running_jobs(self) -> list[str]:
+        """The ids of the jobs running now on the current connection."""
+        return list(self._session.runs) if self._session else []
+
+    # -- running ----------------------------------------------------------------
+
+    async def __aenter__(self) -> "Worker":
+        self._task = asyncio.ensure_future(self.run())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def run(self) -> None:
+        """run serves until close(): connects, registers, runs jobs, and
+        connects again whenever the connection drops. Raises
+        RegistrationError when berthd refuses the tools for good."""
+        if self._running:
+            raise RuntimeError("the worker is already running")
+        self._running = True
+        self._loop = asyncio.get_running_loop()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.concurrency + 4,
+            thread_name_prefix="berth-worker")
+        delays = None
+        down_since = None
+        try:
+            while not self._closing:
+                try:
+                    session = await self._open_session()
+                except (OSError, ConnectionClosed, BerthError) as e:
+                    if self._closing:
+                        break
+                    if delays is None:
+                        delays = backoff_delays()
+                        down_since = self._loop.time()
+                        log.warning("berth: cannot serve through berthd at "
+                                    "%s: %s; trying again", self.address, e)
+                    else:
+                        log.debug("berth: still cannot reach berthd at %s "
+                                  "(%.0f s): %s", self.address,
+                                  self._loop.time() - down_since, e)
+                    await self._sleep(next(delays))
+                    continue
+                delays = None
+                if self._closing:
+                    await session.conn.close()
+                    break
+                self._session = session
+                log.info("berth: serving %d tools (%s) to berthd at %s as "
+                         "worker %s", len(self.tools),
+                         ", ".join(self.tools), self.address,
+                         session.worker_id)
+                self.worker_id = session.worker_id
+                self.registered.set()
+                reason = await session.conn.wait_closed()
+                self.registered.clear()
+                self._session = None
+                if not self._closing:
+                    log.warning("berth: lost the connection to berthd at %s "
+                                "(%s); reconnecting", self.address,
+                                reason or "closed by berthd")
+        finally:
+            self._closing = True
+            self.registered.clear()
+            last, self._session = self._session, None
+            if last is not None:
+                last.conn.abort()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._running = False
+            if self._drain_done is not None and not self._drain_done.done():
+                self._drain_done.set_result(None)
+
+    async def _sleep(self, delay: float) -> None:
+        self._wake = self._loop.create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._wake), delay)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._wake = None
+
+    async def _open_session(self) -> _Session:
+        conn = await open_connection(self.address, max_line=self._max_line)
+        session = _Session(self, conn)
+        params = {"tools": self._definitions,
+                  "concurrency": self.concurrency, "name": self.name,
+                  "sdk": {"name": "berth-python", "version": __version__}}
+        try:
+            if self._token is not None:
+                await conn.request("server/auth", {"token": self._token})
+            result = await conn.request("worker/register", params)
+        except BerthError as e:
+            conn.abort()
+            raise self._refusal(e) from None
+        except BaseException:
+            conn.abort()
+            raise
+        session.registered(result)
+        return session
+
+    def _refusal(self, e: BerthError) -> BaseException:
+        """_refusal is what a refused registration raises: a
+        RegistrationError when trying again cannot help, else the error
+        itself (run() tries again)."""
+        if isinstance(e, MethodNotFound):
+            return RegistrationError(type(e)(
+                e.code, "berthd at %s does not serve workers (no method "
+                "worker/register): it is older than the worker protocol"
+                % self.address, e.data))
+        if isinstance(e, (InvalidParams, Unauthorized)):
+            return RegistrationError(e)
+        if isinstance(e, Conflict) and e.status != "conflict":
+            return RegistrationError(e)
+        if isinstance(e, Conflict):
+            # Another worker serves one of the tools with a different
+            # definition: a deployment under way. Keep trying, loudly.
+            log.error("berth: berthd refused the tools: %s", e.message)
+        return e
+
+    async def close(self, timeout: float | None = None) -> None:
+        """close drains and stops: berthd pushes no new run
+        (``worker/drain``), the runs under way finish and are answered,
+        then the connection closes and run() returns. After ``timeout``
+        seconds the runs still going are aborted (their jobs then follow
+        their tool's onInterrupt)."""
+        self._closing = True
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        session = self._session
+        if session is not None and not session.conn.closed:
+            # A second close (a second Ctrl-C, with timeout=0) joins the
+            # first: one drain, one future for the end of the runs.
+            if not session.draining:
+                session.draining = True
+                try:
+                    await asyncio.wait_for(
+                        session.conn.request("worker/drain", {}),
+                        DRAIN_ANSWER)
+                except (BerthError, ConnectionClosed,
+                        asyncio.TimeoutError) as e:
+                    log.debug("berth: worker/drain: %s", e)
+            if session.runs or session.calls:
+                if self._drain_done is None or self._drain_done.done():
+                    self._drain_done = self._loop.create_future()
+                    log.info("berth: finishing %d runs before closing",
+                             len(session.runs))
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._drain_done),
+                                           timeout)
+                except asyncio.TimeoutError:
+                    runs = list(session.runs.values())
+                    log.warning("berth: aborting %d runs that did not "
+                                "finish in time", len(runs))
+                    for run in runs:
+                        run.abort("shutdown")
+                    for task in list(session.calls):
+                        task.cancel()
+                    # Let the aborted async runs answer what they have; a
+                    # thread cannot be interrupted, so it is not waited
+                    # for.
+                    tasks = [r.task for r in runs if r.task is not None and
+                             r.tool.execute.is_async]
+                    if tasks:
+                        await asyncio.wait(tasks, timeout=1.0)
+            await session.conn.close()
+        if self._task is not None:
+            await asyncio.wait([self._task])
+            if not self._task.cancelled() and self._task.exception():
+                raise self._task.exception()  # type: ignore[misc]
+
+    def _drained(self, session: _Session) -> None:
+        if self._drain_done is not None and not self._drain_done.done():
+            self._drain_done.set_result(None)
+
+    # -- running a job ------------------------------------------------------------
+
+    async def _call_fn(self, fn: _Fn, args: tuple) -> Any:
+        """_call_fn calls a user function with as many of args as it
+        takes: on the loop when it is async, in a thread when not."""
+        args = args[:fn.nargs]
+        if fn.is_async:
+            return await fn.fn(*args)
+        ctx = contextvars.copy_context()
+        r = await self._loop.run_in_executor(
+            self._executor, lambda: ctx.run(fn.fn, *args))
+        if inspect.isawaitable(r):
+            r = await r
+        return r
+
+    async def _hook(self, run: _Run | None, fn: _Fn, payload: Any,
+                    info: CallInfo) -> None:
+        """_hook runs on_input_available or on_output: one that raises is
+        logged (on the job when it is running here) and changes nothing."""
+        try:
+            await self._call_fn(fn, (payload, info))
+        except Exception as e:
+            self._report(run, info.job_id, "%s raised %s" % (
+                fn.name.split(": ", 1)[-1], _error_of(e)["message"]), e)
+
+    def _report(self, run: _Run | None, job_id: str, message: str,
+                e: BaseException | None) -> None:
+        log.warning("berth: job %s: %s", job_id, message,
+                    exc_info=e if e is not None and
+                    log.isEnabledFor(logging.DEBUG) else None)
+        if run is not None and run.live:
+            line: dict[str, Any] = {"jobId": job_id, "level": "error",
+                                    "message": message}
+            if e is not None:
+                line["data"] = {"traceback": "".join(
+                    traceback.format_exception(e))}
+            try:
+                run.send_log(line)
+            except (TypeError, ValueError, BerthError, ConnectionClosed):
+                pass
+
+    async def _views(self, views: dict, tool: Tool, stage: str,
+                     t: dict[str, Any], run: _Run | None) -> None:
+        """_views adds to views (VIEWS of WORKERS.md) the view of stage of
+        each target the tool transforms it for. t holds the fields of the
+        TransformContext."""
+        for target, fns in tool.transforms.items():
+            fn = fns.get(stage)
+            if fn is None:
+                continue
+            tc = TransformContext(target=target, stage=stage, tool=tool.id,
+                                  **t)
+            try:
+                v = await self._call_fn(fn, (tc,))
+                if v is not None:
+                    encode(v, "the view", self._max_line)
+            except Exception as e:
+                self._report(run, t.get("job_id") or "", "transform.%s.%s "
+                             "raised %s" % (target, stage,
+                                            _error_of(e)["message"]), e)
+                v = None
+            views.setdefault(target, {})[stage] = \
+                _placeholder(stage) if v is None else v
+
+    @staticmethod
+    def _tfields(job: dict, stage: str, payload: Any) -> dict[str, Any]:
+        return {"job_id": job.get("id"), "tool_call_id": job.get("toolCallId"),
+                "payload": payload, "input": job.get("input"),
+                "resume_data": job.get("resumeData"),
+                "suspend_payload": job.get("suspendPayload"),
+                "approval": job.get("approval"),
+                "request_context": _mapping(job.get("requestContext"))}
+
+    async def _run_job(self, run: _Run) -> dict[str, Any]:
+        """_run_job is one run: what berthd still lacks (pending), then
+        execute, its hooks and the views of its outcome. It returns the
+        outcome (the answer to ``run``)."""
+        tool, job, ctx = run.tool, run.job, run.ctx
+        current_run.set(run)  # in this task's own context only
+        views: dict[str, dict] = {}
+        info = None
+        try:
+            if run.pending is not None:
+                if run.pending.get("onInputAvailable") and \
+                        tool.on_input_available is not None:
+                    info = CallInfo.of_job(tool.id, job)
+                    await self._hook(run, tool.on_input_available,
+                                     _input_of(tool, job), info)
+                stages = run.pending.get("views")
+                if isinstance(stages, list) and tool.transforms:
+                    for stage in stages:
+                        if stage in ("input", "approval", "resume",
+                                     "suspend"):
+                            await self._views(
+                                views, tool, stage, self._tfields(
+                                    job, stage, _stage_payload(job, stage)),
+                                run)
+            if ctx.cancelled:
+                return _aborted(ctx.abort_reason)
+            value = job.get("input")
+            model = tool.models.get("inputSchema")
+            try:
+                if model is not None:
+                    value = parse_model(model, value)
+                model = tool.models.get("resumeSchema")
+                if model is not None and "resumeData" in job:
+                    ctx._resume = parse_model(model, job["resumeData"])
+            except Exception as e:
+                return {"error": {
+                    "message": "the tool's pydantic model refused what "
+                    "berthd validated: %s" % e, "code": "invalid_input",
+                    "retryable": False}}
+            fn = tool.execute
+            run.phase = _EXECUTE
+            try:
+                if fn.is_async:
+                    if fn.nargs >= 2:
+                        result = await fn.fn(value, ctx)
+                    elif fn.nargs == 1:
+                        result = await fn.fn(value)
+                    else:
+                        result = await fn.fn()
+                else:
+                    result = await self._call_fn(fn, (value, ctx))
+            finally:
+                run.phase = _AFTER
+        except Suspend as s:
+            outcome: dict[str, Any] = {"suspend": s.payload}
+            stage, payload = "suspend", s.payload
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return _aborted(ctx.abort_reason)
+        except Exception as e:
+            err = _error_of(e)
+            if not isinstance(e, ToolError):
+                self._report(run, run.job_id, "execute raised " +
+                             err["message"], e)
+            outcome = {"error": err}
+            stage, payload = "error", err
+        else:
+            outcome = {"output": result}
+            stage, payload = "output", result
+            if tool.to_model_output is not None:
+                try:
+                    outcome["modelOutput"] = await self._call_fn(
+                        tool.to_model_output, (result,))
+                except Exception as e:
+                    self._report(run, run.job_id, "to_model_output raised "
+                                 + _error_of(e)["message"], e)
+                    return {"error": {
+                        "message": "to_model_output raised %s"
+                        % _error_of(e)["message"],
+                        "code": "to_model_output_failed",
+                        "retryable": False}}
+            if tool.on_output is not None:
+                await self._hook(run, tool.on_output, result,
+                                 info or CallInfo.of_job(tool.id, job))
+        if tool.transforms:
+            t = self._tfields(job, stage, payload)
+            if stage == "output":
+                t["output"] = payload
+            elif stage == "error":
+                t["error"] = payload
+            else:
+                t["suspend_payload"] = payload
+            await self._views(views, tool, stage, t, run)
+        if views:
+            outcome["views"] = views
+        return outcome
+
+    # -- berthd's questions before a stage commits ----------------------------
+
+    async def _input(self, session: _Session, params: Any) -> dict[str, Any]:
+        """``input``: requireApproval as a function, onInputAvailable, and
+        the views of the input (and of the approval request, whose payload
+        is the input the approver decides on)."""
+        job = params.get("job") if isinstance(params, dict) else None
+        if not isinstance(job, dict) or not isinstance(job.get("tool"), str):
+            raise InvalidParams(-32602, "input: params.job must be a job "
+                                "with a tool")
+        tool = self.tools.get(job["tool"])
+        if tool is None:
+            raise BerthError(-32011, "this worker does not serve the tool %s"
+                             % job["tool"], {"id": job["tool"]})
+        info = CallInfo.of_job(tool.id, job)
+        out: dict[str, Any] = {}
+        needs = tool._def.get("requireApproval") is True
+        if tool.require_approval is not None:
+            try:
+                model = tool.models.get("inputSchema")
+                value = job.get("input") if model is None else \
+                    parse_model(model, job.get("input"))
+                needs = bool(await self._call_fn(tool.require_approval,
+                                                 (value, info)))
+            except Exception as e:
+                # Fail safe: a person decides.
+                self._report(None, info.job_id, "require_approval raised %s;"
+                             " the job asks for approval"
+                             % _error_of(e)["message"], e)
+                needs = True
+            out["requireApproval"] = needs
+        if tool.on_input_available is not None:
+            await self._hook(None, tool.on_input_available,
+                             _input_of(tool, job), info)
+        views: dict[str, dict] = {}
+        stages = tool.transformed_stages()
+        if "input" in stages:
+            await self._views(views, tool, "input", self._tfields(
+                job, "input", job.get("input")), None)
+        if "approval" in stages and needs:
+            await self._views(views, tool, "approval", self._tfields(
+                job, "approval", job.get("input")), None)
+        if views:
+            out["views"] = views
+        return out
+
+    async def _transform(self, session: _Session,
+                         params: Any) -> dict[str, Any]:
+        """``transform``: the views of a stage berthd is about to commit
+        (an approval decision, resume data)."""
+        if not isinstance(params, dict) or not isinstance(
+                params.get("tool"), str) or params.get("stage") not in (
+                "input", "output", "error", "approval", "suspend", "resume"):
+            raise InvalidParams(-32602, "transform: params must have a "
+                                "tool, a stage and a payload")
+        tool = self.tools.get(params["tool"])
+        if tool is None:
+            raise BerthError(-32011, "this worker does not serve the tool %s"
+                             % params["tool"], {"id": params["tool"]})
+        stage, payload = params["stage"], params.get("payload")
+        t: dict[str, Any] = {"job_id": params.get("jobId"),
+                             "payload": payload}
+        t[{"input": "input", "output": "output", "error": "error",
+           "approval": "approval", "suspend": "suspend_payload",
+           "resume": "resume_data"}[stage]] = payload
+        views: dict[str, dict] = {}
+        await self._views(views, tool, stage, t, None)
+        return {"views": views}
+
+
+async def serve(tools: Iterable[Tool], *, socket: str | None = None,
+                url: str | None = None, token: str | None = None,
+                concurrency: int = 16, name: str | None = None,
+                handle_signals: bool = True, **kw: Any) -> None:
+    """serve runs a :class:`Worker` for tools until it is closed: on
+    SIGTERM or SIGINT (when ``handle_signals`` and on the main thread) it
+    drains and returns; a second signal aborts the runs and returns at
+    once. Raises RegistrationError when berthd refuses the tools."""
+    worker = Worker(tools, socket=socket, url=url, token=token,
+                    concurrency=concurrency, name=name, **kw)
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    closing: list[asyncio.Task] = []
+
+    def on_signal(signum: int) -> None:
+        if not closing:
+            log.info("berth: %s: draining (again to stop at once)",
+                     signal.Signals(signum).name)
+            closing.append(loop.create_task(worker.close()))
+        else:
+            closing.append(loop.create_task(worker.close(timeout=0)))
+
+    if handle_signals and threading.current_thread() is \
+            threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, on_signal, signum)
+                installed.append(signum)
+            except (NotImplementedError, RuntimeError):
+                pass
+    try:
+        await worker.run()
+        for t in closing:
+            await t
+    finally:
+        for installed_signal in installed:
+            loop.remove_signal_handler(installed_signal)

@@ -1,0 +1,869 @@
+"""The worker against a scripted berthd: framing and state of serve().
+
+This is a unit test of the SDK's side of docs/WORKERS.md (what it sends,
+how it answers, what it does when the connection drops), with the test
+playing berthd line by line. It does not stand in for the tests against a
+real berthd (test_worker_berthd.py).
+"""
+# No "from __future__ import annotations": pydantic 1 must see the
+# annotations of the models made inside the tests as types.
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+import unittest
+
+import support
+import berth
+from berth import ToolError
+
+try:
+    import pydantic
+except ImportError:
+    pydantic = None
+
+logging.getLogger("berth").setLevel(logging.CRITICAL)
+
+
+def job(jid: str, tool: str, input: object = None, **more: object) -> dict:
+    j = {"id": jid, "tool": tool, "attempt": 1, "maxRetries": 0,
+         "timeoutMs": 60000, "deadline": "2030-01-01T00:00:00.000Z",
+         "input": {} if input is None else input}
+    j.update(more)
+    return j
+
+
+@berth.tool(id="echo", input_schema={"type": "object"})
+async def echo(input, ctx):
+    return {"echo": input, "job": ctx.job_id, "attempt": ctx.attempt}
+
+
+class PeerTest(unittest.IsolatedAsyncioTestCase):
+    """A fresh scripted berthd per test, and the worker under test."""
+
+    async def asyncSetUp(self) -> None:
+        self.dir = support.TempDir("berth-sdk-py-peer.")
+        self.peer = await support.Peer(os.path.join(self.dir.path,
+                                                    "s")).start()
+        self.worker: berth.Worker | None = None
+        self.task: asyncio.Task | None = None
+
+    async def asyncTearDown(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            await asyncio.wait([self.task])
+        await self.peer.stop()
+        self.dir.cleanup()
+
+    async def serve(self, tools, **kw) -> support.PeerConn:
+        """serve starts a Worker for tools and returns its registered
+        connection."""
+        kw.setdefault("concurrency", 4)
+        self.worker = berth.Worker(tools, socket=self.peer.path, **kw)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        self.register = await c.register()
+        await support.until(self.worker.registered.is_set, "registered")
+        return c
+
+    async def run_job(self, c: support.PeerConn, j: dict,
+                      pending: dict | None = None) -> dict:
+        params = {"job": j}
+        if pending:
+            params["pending"] = pending
+        rid = c.request("run", params)
+        m = await c.answer(rid)
+        self.assertIn("result", m, m)
+        return m["result"]
+
+
+class Register(PeerTest):
+
+    async def test_register__sends_every_definition_its_concurrency_and_name(
+            self):
+        def approve_big(input, info):
+            return input["amount"] > 100
+
+        payment = berth.Tool(
+            "pay", lambda i: {"ok": True}, description="Pay",
+            input_schema={"type": "object",
+                          "properties": {"amount": {"type": "number"}}},
+            require_approval=approve_big,
+            background=berth.Background(timeout=2.5, max_retries=3,
+                                        on_interrupt="fail"),
+            mcp={"annotations": {"destructiveHint": True}},
+            input_examples=[{"input": {"amount": 5}}],
+            transform={"display": {"output": lambda t: {},
+                                   "input": lambda t: {}},
+                       "transcript": {"error": lambda t: {}}},
+            to_model_output=lambda o: "paid",
+            on_input_available=lambda i: None,
+            on_output=lambda o: None)
+        c = await self.serve([echo, payment], concurrency=7, name="test@here")
+        p = self.register["params"]
+        self.assertEqual(p["concurrency"], 7)
+        self.assertEqual(p["name"], "test@here")
+        self.assertEqual(p["sdk"]["name"], "berth-python")
+        defs = {d["id"]: d for d in p["tools"]}
+        self.assertEqual(defs["echo"], {"id": "echo",
+                                        "inputSchema": {"type": "object"}})
+        self.assertEqual(defs["pay"]["requireApproval"], "function")
+        self.assertEqual(defs["pay"]["background"],
+                         {"timeoutMs": 2500, "maxRetries": 3,
+                          "onInterrupt": "fail"})
+        self.assertEqual(defs["pay"]["functions"], {
+            "toModelOutput": True,
+            "transform": {"display": ["input", "output"],
+                          "transcript": ["error"]},
+            "onInputAvailable": True, "onOutput": True})
+        self.assertEqual(self.worker.worker_id, "W-1")
+        c.close()
+
+    async def test_register__refused_definition__raises_registration_error(
+            self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        m = await c.expect("worker/register")
+        c.reply_error(m["id"], -32602, "invalid params", {"errors": [
+            {"instancePath": "/tools/0/inputSchema", "keyword": "type",
+             "message": "must be an object"}]})
+        with self.assertRaises(berth.RegistrationError) as cm:
+            await asyncio.wait_for(task, support.DEADLINE)
+        self.assertIsInstance(cm.exception.error, berth.InvalidParams)
+        self.assertEqual(cm.exception.error.errors[0]["instancePath"],
+                         "/tools/0/inputSchema")
+
+    async def test_register__berthd_without_workers__says_so(self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        m = await c.expect("worker/register")
+        c.reply_error(m["id"], -32601, "method not found: worker/register")
+        with self.assertRaises(berth.RegistrationError) as cm:
+            await asyncio.wait_for(task, support.DEADLINE)
+        self.assertIn("does not serve workers", str(cm.exception))
+
+    async def test_register__conflict__keeps_trying_until_accepted(self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        m = await c.expect("worker/register")
+        c.reply_error(m["id"], -32012, "tool echo: another worker serves "
+                      "it with a different inputSchema",
+                      {"status": "conflict", "differences": [
+                          {"field": "/inputSchema", "registered": {},
+                           "offered": {"type": "object"}}]})
+        await c.closed()
+        c2 = await self.peer.accept()
+        await c2.register()
+        await support.until(self.worker.registered.is_set, "registered")
+        c2.close()
+
+    async def test_register__tcp__authenticates_first_with_the_token(self):
+        await self.peer.stop()
+        self.peer = await support.Peer(tcp=True).start()
+        with self.assertRaises(ValueError):
+            berth.Worker([echo], url="tcp://127.0.0.1:%d" % self.peer.port)
+        self.worker = berth.Worker([echo], url="tcp://127.0.0.1:%d"
+                                   % self.peer.port, token="s3cret")
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        first = await c.next()
+        self.assertEqual(first["method"], "server/auth")
+        self.assertEqual(first["params"], {"token": "s3cret"})
+        c.reply(first["id"], {})
+        await c.register()
+        await support.until(self.worker.registered.is_set, "registered")
+        self.assertEqual(await self.run_job(c, job("J1", "echo", {"a": 1})),
+                         {"output": {"echo": {"a": 1}, "job": "J1",
+                                     "attempt": 1}})
+
+
+class Runs(PeerTest):
+
+    async def test_run__pipelined_runs__answered_by_id_in_any_order(self):
+        gate = asyncio.Event()
+
+        @berth.tool(id="gated")
+        async def gated(input, ctx):
+            if input.get("wait"):
+                await gate.wait()
+            return input["n"]
+
+        c = await self.serve([gated])
+        # Three runs in one write: the first waits, the others answer.
+        c.send(c.req("berth-a", "run", {"job": job("A", "gated",
+                                                   {"n": 1, "wait": True})}),
+               c.req("berth-b", "run", {"job": job("B", "gated", {"n": 2})}),
+               c.req("berth-c", "run", {"job": job("C", "gated", {"n": 3})}))
+        self.assertEqual((await c.answer("berth-b"))["result"],
+                         {"output": 2})
+        self.assertEqual((await c.answer("berth-c"))["result"],
+                         {"output": 3})
+        gate.set()
+        self.assertEqual((await c.answer("berth-a"))["result"],
+                         {"output": 1})
+
+    async def test_run__lines_split_anywhere_and_crlf__are_one_message_each(
+            self):
+        c = await self.serve([echo])
+        line = ('{"jsonrpc":"2.0","id":"berth-x","method":"run","params":'
+                '{"job":{"id":"X","tool":"echo","input":{"s":"\\u00e9\\n"}}}}'
+                '\r\n').encode()
+        for i in range(0, len(line), 7):
+            c.writer.write(line[i:i + 7])
+            await c.writer.drain()
+        m = await c.answer("berth-x")
+        self.assertEqual(m["result"]["output"]["echo"], {"s": "\u00e9\n"})
+        # berthd's own ids are strings; the answer is one line of JSON.
+        self.assertTrue(all(raw.endswith(b"\n") and raw.count(b"\n") == 1
+                            for raw in c.lines))
+
+    async def test_run__answers_of_one_loop_turn__leave_in_one_write(self):
+        c = await self.serve([echo], concurrency=64)
+        transport = self.worker._session.conn._transport
+        writes = []
+        write = transport.write
+        transport.write = lambda data: (writes.append(data), write(data))
+        c.send(*[c.req("berth-%d" % i, "run",
+                       {"job": job("J%d" % i, "echo", {"i": i})})
+                 for i in range(50)])
+        for i in range(50):
+            self.assertEqual((await c.answer("berth-%d" % i))["result"],
+                             {"output": {"echo": {"i": i}, "job": "J%d" % i,
+                                         "attempt": 1}})
+        # 50 runs that arrived together end in the same turn of the loop,
+        # and their answers leave together: a handful of writes, not 50.
+        self.assertEqual(sum(d.count(b"\n") for d in writes), 50)
+        self.assertLessEqual(len(writes), 10)
+
+    async def test_run__suspend__answers_the_payload_and_its_views(self):
+        @berth.tool(id="ask", transform={"display": {
+            "suspend": lambda t: {"q": t.payload["question"].upper()}}})
+        async def ask(input, ctx):
+            if ctx.resume_data is None:
+                ctx.suspend({"question": "name?"})
+            return {"hello": ctx.resume_data["answer"],
+                    "asked": ctx.suspend_payload}
+
+        c = await self.serve([ask])
+        out = await self.run_job(c, job("S", "ask"))
+        self.assertEqual(out, {"suspend": {"question": "name?"},
+                               "views": {"display": {
+                                   "suspend": {"q": "NAME?"}}}})
+        out = await self.run_job(c, job(
+            "S", "ask", resumeData={"answer": "Ada"},
+            suspendPayload={"question": "name?"}))
+        self.assertEqual(out, {"output": {"hello": "Ada",
+                                          "asked": {"question": "name?"}}})
+
+    async def test_run__errors__carry_code_data_retryable_and_a_log_line(self):
+        @berth.tool(id="bad")
+        async def bad(input, ctx):
+            if input["kind"] == "tool":
+                raise ToolError("quota exhausted", code="quota",
+                                data={"left": 0}, retryable=False)
+            raise ValueError("no such city")
+
+        c = await self.serve([bad])
+        out = await self.run_job(c, job("E1", "bad", {"kind": "tool"}))
+        self.assertEqual(out, {"error": {"message": "quota exhausted",
+                                         "code": "quota", "data": {"left": 0},
+                                         "retryable": False}})
+        out = await self.run_job(c, job("E2", "bad", {"kind": "other"}))
+        self.assertEqual(out, {"error": {
+            "message": "ValueError: no such city"}})
+        logline = await c.expect("worker/log")
+        self.assertEqual(logline["params"]["jobId"], "E2")
+        self.assertEqual(logline["params"]["level"], "error")
+        self.assertIn("no such city", logline["params"]["message"])
+        self.assertIn("Traceback",
+                      logline["params"]["data"]["traceback"])
+
+    async def test_run__output_not_json_or_too_long__is_a_clear_error(self):
+        @berth.tool(id="odd")
+        async def odd(input, ctx):
+            return {1, 2} if input["kind"] == "set" else "x" * 5000
+
+        c = await self.serve([odd], max_line=4096)
+        out = await self.run_job(c, job("O1", "odd", {"kind": "set"}))
+        self.assertEqual(out["error"]["code"], "invalid_output")
+        self.assertFalse(out["error"]["retryable"])
+        self.assertIn("not JSON", out["error"]["message"])
+        out = await self.run_job(c, job("O2", "odd", {"kind": "long"}))
+        self.assertEqual(out["error"]["code"], "invalid_output")
+        self.assertIn("line limit", out["error"]["message"])
+
+    async def test_run__tool_it_does_not_serve__is_a_retryable_error(self):
+        c = await self.serve([echo])
+        out = await self.run_job(c, job("U", "nope"))
+        self.assertEqual(out["error"]["code"], "unknown_tool")
+        self.assertTrue(out["error"]["retryable"])
+
+    async def test_run__context__maps_the_job_fields(self):
+        seen = {}
+
+        @berth.tool(id="ctx")
+        async def ctx_tool(input, ctx):
+            seen.update(job_id=ctx.job_id, tool=ctx.tool,
+                        attempt=ctx.attempt, rc=dict(ctx.request_context),
+                        tcid=ctx.tool_call_id, run=ctx.run_id,
+                        meta=dict(ctx.metadata), mcp=dict(ctx.mcp),
+                        ckpt=ctx.checkpoint, state=ctx.state,
+                        timeout=ctx.timeout, deadline=ctx.deadline.year,
+                        resume=ctx.is_resume,
+                        approval=dict(ctx.approval))
+            with self.assertRaises(TypeError):
+                ctx.request_context["x"] = 1  # a read-only Mapping
+            return None
+
+        c = await self.serve([ctx_tool])
+        await self.run_job(c, job(
+            "C1", "ctx", attempt=2, requestContext={"user": "ada"},
+            toolCallId="call-1", runId="run-1", metadata={"m": 1},
+            mcp={"meta": {"progressToken": 3}, "client": {"name": "x"}},
+            checkpoint={"step": 4}, approval={"decision": "approved"}))
+        self.assertEqual(seen, {
+            "job_id": "C1", "tool": "ctx", "attempt": 2,
+            "rc": {"user": "ada"}, "tcid": "call-1", "run": "run-1",
+            "meta": {"m": 1},
+            "mcp": {"meta": {"progressToken": 3}, "client": {"name": "x"}},
+            "ckpt": {"step": 4}, "state": {"step": 4}, "timeout": 60.0,
+            "deadline": 2030, "resume": False,
+            "approval": {"decision": "approved"}})
+
+    async def test_run__checkpoint__waits_for_berthd_and_reports_refusal(self):
+        steps = []
+
+        @berth.tool(id="ck")
+        async def ck(input, ctx):
+            await ctx.save_checkpoint({"step": 1})
+            steps.append(ctx.checkpoint)
+            await ctx.set_state({"step": 2})
+            steps.append(ctx.state)
+            try:
+                await ctx.save_checkpoint({"step": 3})
+            except berth.Conflict as e:
+                return {"refused": e.code}
+            return {"refused": None}
+
+        c = await self.serve([ck])
+        rid = c.request("run", {"job": job("K", "ck")})
+        m = await c.expect("worker/checkpoint")
+        self.assertEqual(m["params"], {"jobId": "K", "value": {"step": 1}})
+        self.assertEqual(steps, [])  # not before berthd said it is durable
+        c.reply(m["id"], {})
+        m = await c.expect("worker/checkpoint")
+        self.assertEqual(m["params"]["value"], {"step": 2})
+        c.reply(m["id"], {})
+        m = await c.expect("worker/checkpoint")
+        c.reply_error(m["id"], -32012, "not running here",
+                      {"status": "cancelled"})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"refused": -32012}})
+        self.assertEqual(steps, [{"step": 1}, {"step": 2}])
+
+    async def test_run__progress_and_logs__reach_berthd_before_the_outcome(
+            self):
+        @berth.tool(id="busy")
+        async def busy(input, ctx):
+            for i in range(1, 1001):
+                ctx.progress(i, 1000, "step %d" % i)
+            ctx.log("done counting", {"n": 1000}, level="warning")
+            with self.assertRaises(ValueError):
+                ctx.log("x", level="loud")
+            with self.assertRaises(TypeError):
+                ctx.progress("half")
+            return "ok"
+
+        c = await self.serve([busy])
+        rid = c.request("run", {"job": job("P", "busy")})
+        await c.answer(rid)
+        lines = [m for m in c.held if m.get("method")]
+        progress = [m["params"] for m in lines
+                    if m["method"] == "worker/progress"]
+        # Coalesced: the last report of the turn, not a thousand lines.
+        self.assertLess(len(progress), 10)
+        self.assertEqual(progress[-1], {"jobId": "P", "progress": 1000,
+                                        "total": 1000,
+                                        "message": "step 1000"})
+        logs = [m["params"] for m in lines if m["method"] == "worker/log"]
+        self.assertEqual(logs, [{"jobId": "P", "level": "warn",
+                                 "message": "done counting",
+                                 "data": {"n": 1000}}])
+
+    async def test_run__python_logging__goes_to_the_job_log(self):
+        logger = logging.getLogger("app.tools")
+        logger.setLevel(logging.DEBUG)
+        handler = berth.JobLogHandler()
+        logger.addHandler(handler)
+        self.addCleanup(logger.removeHandler, handler)
+
+        @berth.tool(id="logs")
+        async def logs(input, ctx):
+            logger.info("fetching %s", input["city"])
+            try:
+                raise KeyError("x")
+            except KeyError:
+                logger.exception("lookup failed")
+            return "ok"
+
+        def sync_logs(input, ctx):
+            logger.warning("from a thread")
+            return "ok"
+
+        c = await self.serve([logs, berth.Tool("sync-logs", sync_logs)])
+        logger.info("not in a run: nowhere")
+        await self.run_job(c, job("G1", "logs", {"city": "Oslo"}))
+        await self.run_job(c, job("G2", "sync-logs"))
+        lines = [m["params"] for m in c.held
+                 if m.get("method") == "worker/log"]
+        self.assertEqual([(x["jobId"], x["level"], x["message"])
+                          for x in lines],
+                         [("G1", "info", "fetching Oslo"),
+                          ("G1", "error", "lookup failed"),
+                          ("G2", "warn", "from a thread")])
+        self.assertEqual(lines[0]["data"], {"logger": "app.tools"})
+        self.assertIn("KeyError", lines[1]["data"]["traceback"])
+
+    async def test_run__sync_execute__runs_in_a_thread_not_on_the_loop(self):
+        release = threading.Event()
+        threads = []
+
+        def blocking(input, ctx):
+            threads.append(threading.current_thread())
+            ctx.progress(1)
+            ctx.log("from a thread")
+            ctx.save_checkpoint({"from": "thread"})
+            # Held until an async run on the loop sets it: with execute
+            # on the loop this would never return.
+            if not release.wait(support.DEADLINE):
+                raise RuntimeError("never released")
+            return "unblocked"
+
+        @berth.tool(id="release")
+        async def releaser(input, ctx):
+            release.set()
+            return "released"
+
+        c = await self.serve([berth.Tool("blocking", blocking), releaser])
+        rid = c.request("run", {"job": job("B1", "blocking")})
+        m = await c.expect("worker/checkpoint")
+        c.reply(m["id"], {})
+        self.assertEqual(await self.run_job(c, job("R1", "release")),
+                         {"output": "released"})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": "unblocked"})
+        self.assertIsNot(threads[0], threading.main_thread())
+
+    async def test_run__pydantic_models__parse_input_and_dump_output(self):
+        if pydantic is None:
+            self.skipTest("pydantic is not installed")
+
+        class In(pydantic.BaseModel):
+            city: str
+            days: int = 1
+
+        class Out(pydantic.BaseModel):
+            city: str
+            temps: list[float]
+
+        seen = []
+
+        def big(input, info):
+            seen.append(("require_approval", type(input)))
+            return input.days > 5
+
+        def available(input, info):
+            seen.append(("on_input_available", type(input)))
+
+        def output(out, info):
+            seen.append(("on_output", type(out)))
+
+        @berth.tool(id="forecast", input_schema=In, output_schema=Out,
+                    require_approval=big, on_input_available=available,
+                    on_output=output)
+        async def forecast(input: In, ctx) -> Out:
+            assert isinstance(input, In)
+            return Out(city=input.city, temps=[20.5] * input.days)
+
+        c = await self.serve([forecast])
+        rid = c.request("input", {"job": job("F0", "forecast",
+                                             {"city": "Oslo", "days": 9})})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"requireApproval": True})
+        defs = self.register["params"]["tools"][0]
+        self.assertEqual(defs["inputSchema"]["required"], ["city"])
+        self.assertEqual(await self.run_job(c, job(
+            "F", "forecast", {"city": "Oslo", "days": 2})),
+            {"output": {"city": "Oslo", "temps": [20.5, 20.5]}})
+        out = await self.run_job(c, job("F2", "forecast", {"days": 2}))
+        self.assertEqual(out["error"]["code"], "invalid_input")
+        # The functions get the models too, as execute does.
+        self.assertEqual(seen, [("require_approval", In),
+                                ("on_input_available", In),
+                                ("on_output", Out)])
+
+
+class Abort(PeerTest):
+
+    async def test_abort__cancels_an_async_execute_which_may_answer(self):
+        started = asyncio.Event()
+        seen = []
+
+        @berth.tool(id="slow")
+        async def slow(input, ctx):
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                seen.append(ctx.abort_reason)
+                if input.get("partial"):
+                    return {"partial": True}
+                raise
+            return "never"
+
+        c = await self.serve([slow])
+        rid = c.request("run", {"job": job("A1", "slow")})
+        await started.wait()
+        c.notify("abort", {"jobId": "A1", "reason": "cancelled"})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"error": {"message": "execute was aborted "
+                                    "(cancelled)", "code": "aborted"}})
+        started.clear()
+        rid = c.request("run", {"job": job("A2", "slow", {"partial": True})})
+        await started.wait()
+        c.notify("abort", {"jobId": "A2", "reason": "timed_out"})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"partial": True}})
+        self.assertEqual(seen, ["cancelled", "timed_out"])
+
+    async def test_abort__sync_execute__sees_cancelled(self):
+        started = threading.Event()
+
+        def looping(input, ctx):
+            started.set()
+            if ctx.wait_cancelled(support.DEADLINE):
+                return {"stopped": ctx.abort_reason, "flag": ctx.cancelled}
+            return "never aborted"
+
+        c = await self.serve([berth.Tool("loop", looping)])
+        rid = c.request("run", {"job": job("L", "loop")})
+        await support.until(started.is_set, "the thread to start")
+        c.notify("abort", {"jobId": "L", "reason": "shutdown"})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"stopped": "shutdown", "flag": True}})
+
+    async def test_abort__before_the_run_started__answers_aborted(self):
+        c = await self.serve([echo])
+        c.send(c.req("berth-r", "run", {"job": job("Q", "echo")}),
+               {"jsonrpc": "2.0", "method": "abort",
+                "params": {"jobId": "Q", "reason": "cancelled"}})
+        out = (await c.answer("berth-r"))["result"]
+        self.assertEqual(out["error"]["code"], "aborted")
+
+    async def test_connection_drop__aborts_runs_and_registers_again(self):
+        started = asyncio.Event()
+        reasons = []
+
+        @berth.tool(id="slow")
+        async def slow(input, ctx):
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                reasons.append(ctx.abort_reason)
+                raise
+
+        c = await self.serve([slow])
+        c.request("run", {"job": job("D", "slow")})
+        await started.wait()
+        c.writer.transport.abort()  # the network fails
+        await support.until(lambda: reasons, "the run to be aborted")
+        self.assertEqual(reasons, ["disconnected"])
+        c2 = await self.peer.accept()
+        await c2.register()
+        await support.until(self.worker.registered.is_set, "registered again")
+        self.assertEqual(self.worker.running_jobs, [])
+        rid = c2.request("run", {"job": job("D2", "slow")})
+        await support.until(lambda: self.worker.running_jobs == ["D2"],
+                            "the run on the new connection")
+        c2.notify("abort", {"jobId": "D2", "reason": "cancelled"})
+        self.assertEqual((await c2.answer(rid))["result"]["error"]["code"],
+                         "aborted")
+        c2.close()
+
+    async def test_heartbeat__silent_berthd__is_pinged_then_dropped(self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        await c.register({"worker": "W-9", "tools": ["echo"],
+                          "heartbeatMs": 200})
+        ping = await c.expect("ping")
+        self.assertEqual(ping.get("params"), None)
+        # No answer: two heartbeats later the worker drops the connection
+        # and comes back.
+        await c.closed()
+        c2 = await self.peer.accept()
+        # A berthd that answers keeps the connection (a heartbeat of 1 s,
+        # so that a stall of this loaded process does not look like a
+        # dead berthd).
+        m = await c2.register({"worker": "W-10", "tools": ["echo"],
+                               "heartbeatMs": 1000})
+        self.assertEqual(m["method"], "worker/register")
+        for _ in range(2):
+            ping = await c2.expect("ping")
+            c2.reply(ping["id"], {})
+        self.assertFalse(c2.eof)
+
+    async def test_ping__from_berthd__is_answered(self):
+        c = await self.serve([echo])
+        rid = c.request("ping", {})
+        self.assertEqual((await c.answer(rid))["result"], {})
+        rid = c.request("worker/frobnicate", {})
+        self.assertEqual((await c.answer(rid))["error"]["code"], -32601)
+
+
+class Drain(PeerTest):
+
+    async def test_close__drains_finishes_the_runs_then_closes(self):
+        gate = asyncio.Event()
+
+        @berth.tool(id="gated")
+        async def gated(input, ctx):
+            await gate.wait()
+            return "finished"
+
+        c = await self.serve([gated])
+        rid = c.request("run", {"job": job("G", "gated")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        await asyncio.sleep(0)
+        self.assertFalse(closing.done())
+        gate.set()
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": "finished"})
+        await c.closed()
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close__timeout__aborts_the_runs_left(self):
+        @berth.tool(id="stuck")
+        async def stuck(input, ctx):
+            await asyncio.sleep(3600)
+
+        c = await self.serve([stuck])
+        rid = c.request("run", {"job": job("T", "stuck")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close(timeout=0.2))
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["error"], {"message": "execute was aborted "
+                                        "(shutdown)", "code": "aborted"})
+        await asyncio.wait_for(closing, support.DEADLINE)
+
+
+    async def test_close_twice__the_second_stops_the_first_too(self):
+        @berth.tool(id="stuck")
+        async def stuck(input, ctx):
+            await asyncio.sleep(3600)
+
+        c = await self.serve([stuck])
+        rid = c.request("run", {"job": job("T2", "stuck")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        first = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        await support.until(lambda: self.worker._drain_done is not None,
+                            "the first close to wait for the run")
+        second = asyncio.ensure_future(self.worker.close(timeout=0))
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["error"]["code"], "aborted")
+        await asyncio.wait_for(second, support.DEADLINE)
+        await asyncio.wait_for(first, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        # One drain, not two.
+        self.assertFalse([m for m in c.held
+                          if m.get("method") == "worker/drain"])
+
+
+class Signals(PeerTest):
+    """serve() in a real process (worker_app.py), stopped by signals."""
+
+    async def start_app(self) -> tuple:
+        marks = os.path.join(self.dir.path, "marks")
+        os.mkdir(marks)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, os.path.join(support.HERE, "worker_app.py"),
+            "--marks", marks, "--socket", self.peer.path,
+            stderr=asyncio.subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.returncode is None and proc.kill())
+        c = await self.peer.accept()
+        await c.register()
+        return proc, c
+
+    async def test_sigterm__drains_finishes_the_run_and_exits_0(self):
+        proc, c = await self.start_app()
+        rid = c.request("run", {"job": job("S1", "py-slow", {"seconds": 0.5})})
+        proc.send_signal(signal.SIGTERM)
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["output"]["slept"], 0.5)
+        await c.closed()
+        self.assertEqual(await asyncio.wait_for(proc.wait(),
+                                                support.DEADLINE), 0)
+
+    async def test_second_sigterm__aborts_the_runs_and_exits_0(self):
+        proc, c = await self.start_app()
+        rid = c.request("run", {"job": job("S2", "py-slow", {})})
+        marks = os.path.join(self.dir.path, "marks")
+        await support.until(lambda: os.path.exists(
+            os.path.join(marks, "started-S2-1")), "the run to start")
+        proc.send_signal(signal.SIGTERM)
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        proc.send_signal(signal.SIGTERM)
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["error"], {"message": "execute was aborted "
+                                        "(shutdown)", "code": "aborted"})
+        self.assertEqual(await asyncio.wait_for(proc.wait(),
+                                                support.DEADLINE), 0)
+
+
+class Functions(PeerTest):
+
+    def make(self) -> berth.Tool:
+        self.calls: list[tuple] = []
+
+        def needs_approval(input, info):
+            self.calls.append(("require_approval", info.job_id))
+            if input.get("explode"):
+                raise RuntimeError("approval policy is broken")
+            return input["amount"] > 100
+
+        async def available(input, info):
+            self.calls.append(("on_input_available", info.job_id))
+            if input.get("hook_raises"):
+                raise KeyError("hook")
+
+        def on_output(output, info):
+            self.calls.append(("on_output", info.tool))
+            raise RuntimeError("on_output is broken")
+
+        def display_output(t):
+            if t.output.get("secret") == "explode":
+                raise ValueError("transform is broken")
+            return {"shown": t.output["public"]}
+
+        return berth.Tool(
+            "pay", self.pay_execute,
+            require_approval=needs_approval,
+            on_input_available=available, on_output=on_output,
+            to_model_output=lambda o: "paid %s" % o["public"],
+            transform={
+                "display": {"input": lambda t: {"amount": t.input["amount"]},
+                            "approval": lambda t: {"ask": t.payload["amount"]},
+                            "output": display_output,
+                            "resume": lambda t: {"by": t.resume_data["by"]},
+                            "error": lambda t: {"failed": True}},
+                "transcript": {"output": lambda t: None}})
+
+    async def pay_execute(self, input, ctx):
+        self.calls.append(("execute", ctx.job_id))
+        if input.get("fail"):
+            raise ToolError("card declined", retryable=False)
+        return {"public": input["amount"], "secret": input.get("secret", "k")}
+
+    async def test_input__require_approval_views_and_hook(self):
+        c = await self.serve([self.make()])
+        rid = c.request("input", {"job": job("I1", "pay", {"amount": 500})})
+        self.assertEqual((await c.answer(rid))["result"], {
+            "requireApproval": True,
+            "views": {"display": {"input": {"amount": 500},
+                                  "approval": {"ask": 500}}}})
+        rid = c.request("input", {"job": job("I2", "pay", {"amount": 5})})
+        self.assertEqual((await c.answer(rid))["result"], {
+            "requireApproval": False,
+            "views": {"display": {"input": {"amount": 5}}}})
+        self.assertEqual(self.calls, [
+            ("require_approval", "I1"), ("on_input_available", "I1"),
+            ("require_approval", "I2"), ("on_input_available", "I2")])
+
+    async def test_input__functions_that_raise__fail_safe(self):
+        c = await self.serve([self.make()])
+        rid = c.request("input", {"job": job(
+            "I3", "pay", {"amount": 5, "explode": True,
+                          "hook_raises": True})})
+        out = (await c.answer(rid))["result"]
+        # A broken approval function asks a person; a broken hook changes
+        # nothing.
+        self.assertTrue(out["requireApproval"])
+        self.assertIn("approval", out["views"]["display"])
+
+    async def test_transform__stage_views_and_a_broken_one_is_a_placeholder(
+            self):
+        c = await self.serve([self.make()])
+        rid = c.request("transform", {"jobId": "T1", "tool": "pay",
+                                      "stage": "resume",
+                                      "payload": {"by": "ada"}})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"views": {"display": {"resume": {"by": "ada"}}}})
+        rid = c.request("transform", {"jobId": "T1", "tool": "pay",
+                                      "stage": "resume", "payload": {}})
+        self.assertEqual((await c.answer(rid))["result"], {"views": {
+            "display": {"resume": {"message":
+                                   "Tool resume payload unavailable"}}}})
+        rid = c.request("transform", {"jobId": "T1", "tool": "nope",
+                                      "stage": "resume", "payload": {}})
+        self.assertEqual((await c.answer(rid))["error"]["code"], -32011)
+        rid = c.request("transform", {"jobId": "T1", "tool": "pay",
+                                      "stage": "inputDelta", "payload": {}})
+        self.assertEqual((await c.answer(rid))["error"]["code"], -32602)
+
+    async def test_run__views_model_output_and_hooks_that_raise(self):
+        c = await self.serve([self.make()])
+        out = await self.run_job(c, job("R1", "pay", {"amount": 7}))
+        self.assertEqual(out, {
+            "output": {"public": 7, "secret": "k"},
+            "modelOutput": "paid 7",
+            "views": {"display": {"output": {"shown": 7}},
+                      "transcript": {"output": {
+                          "message": "Tool output payload unavailable"}}}})
+        # on_output raised: logged on the job, the outcome unchanged.
+        logline = await c.expect("worker/log")
+        self.assertIn("on_output raised RuntimeError",
+                      logline["params"]["message"])
+        out = await self.run_job(c, job("R2", "pay", {"amount": 7,
+                                                      "secret": "explode"}))
+        self.assertEqual(out["views"]["display"]["output"],
+                         {"message": "Tool output payload unavailable"})
+        out = await self.run_job(c, job("R3", "pay", {"amount": 7,
+                                                      "fail": True}))
+        self.assertEqual(out, {"error": {"message": "card declined",
+                                         "retryable": False},
+                               "views": {"display": {"error": {
+                                   "failed": True}}}})
+
+    async def test_run__pending__runs_the_hook_and_returns_missing_views(self):
+        c = await self.serve([self.make()])
+        out = await self.run_job(
+            c, job("P1", "pay", {"amount": 9},
+                   resumeData={"by": "bob"}),
+            pending={"onInputAvailable": True,
+                     "views": ["input", "resume"]})
+        self.assertEqual(out["views"]["display"],
+                         {"input": {"amount": 9}, "resume": {"by": "bob"},
+                          "output": {"shown": 9}})
+        self.assertEqual(self.calls[:2], [("on_input_available", "P1"),
+                                          ("execute", "P1")])
+
+
+if __name__ == "__main__":
+    unittest.main()
