@@ -471,48 +471,57 @@ static void finish_close(struct store *st)
  */
 static void deliver(struct store *st)
 {
-	bool finished = false;
+	struct store__batch *b;
+	bool finished, more;
 
+	/* Only the batches committed before this call: one committed while
+	 * their callbacks run waits for the next loop turn (the callbacks'
+	 * own uv_async_send woke it). What these callbacks gathered for a
+	 * client (replies, written before the loop blocks) then leaves
+	 * before a later commit's callbacks act on it: the claim that starts
+	 * a job comes after its submission was answered, as DESIGN.md
+	 * promises, even when the loop thread was held up long enough for
+	 * the writer to commit the claim meanwhile. */
 	st->delivering = true;
-	for (;;) {
-		pthread_mutex_lock(&st->mu);
-		struct store__batch *b = st->dhead;
-		st->dhead = st->dtail = NULL;
-		finished = b == NULL && st->writer_done;
-		pthread_mutex_unlock(&st->mu);
-		if (b == NULL)
-			break;
-
-		while (b != NULL) {
-			for (size_t e = 0; e < b->nevents; e++)
-				emit(st, &b->events[e]);
-			struct store__wreq *w = b->head;
-			while (w != NULL) {
-				struct store__wreq *next = w->next;
-				struct store_req *req = w->req;
-				int rc = w->rc;
-				parse_raw(w);
-				if (rc == 0 && ((req->op == STORE_OP_CREATE &&
-						 !req->existed) ||
-						w->absorbed)) {
-					req->job = w->job;
-					w->job = NULL;
-				}
-				wreq_free(w);
-				if (req->op == STORE_OP_CLAIM && rc == 0)
-					atomic_fetch_sub(&st->claimed,
-							 (int)req->njobs);
-				req->done(req, rc);
-				w = next;
+	pthread_mutex_lock(&st->mu);
+	b = st->dhead;
+	st->dhead = st->dtail = NULL;
+	pthread_mutex_unlock(&st->mu);
+	while (b != NULL) {
+		for (size_t e = 0; e < b->nevents; e++)
+			emit(st, &b->events[e]);
+		struct store__wreq *w = b->head;
+		while (w != NULL) {
+			struct store__wreq *next = w->next;
+			struct store_req *req = w->req;
+			int rc = w->rc;
+			parse_raw(w);
+			if (rc == 0 && ((req->op == STORE_OP_CREATE &&
+					 !req->existed) ||
+					w->absorbed)) {
+				req->job = w->job;
+				w->job = NULL;
 			}
-			struct store__batch *nb = b->next;
-			batch_drop_events(b);
-			free(b->events);
-			free(b);
-			b = nb;
+			wreq_free(w);
+			if (req->op == STORE_OP_CLAIM && rc == 0)
+				atomic_fetch_sub(&st->claimed,
+						 (int)req->njobs);
+			req->done(req, rc);
+			w = next;
 		}
+		struct store__batch *nb = b->next;
+		batch_drop_events(b);
+		free(b->events);
+		free(b);
+		b = nb;
 	}
+	pthread_mutex_lock(&st->mu);
+	more = st->dhead != NULL;
+	finished = !more && st->writer_done;
+	pthread_mutex_unlock(&st->mu);
 	st->delivering = false;
+	if (more)
+		uv_async_send(&st->async);
 	if (st->listeners_dirty)
 		compact_listeners(st);
 	if (finished && st->closing && !st->closed)
