@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,13 +262,30 @@ static void pool_take(unsigned char *out, size_t n)
 void store_uuid7(char out[40])
 {
 	static const char hex[] = "0123456789abcdef";
+	static _Atomic uint64_t last; /* the last id's 60 bits of time */
 	unsigned char b[16];
-	uint64_t ms = (uint64_t)store_now();
+	struct timespec ts;
+	uint64_t t, prev;
+
+	/* RFC 9562, 6.2, method 3: the 12 bits after the version hold the
+	 * fraction of the millisecond in 4096ths, so that ids sort in the
+	 * order they were made, also many to a millisecond; an id made in
+	 * the same 4096th as the last one (or after the clock stepped back)
+	 * takes the next value. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) << 12 |
+	    (uint64_t)(ts.tv_nsec % 1000000) * 4096 / 1000000;
+	prev = atomic_load(&last);
+	do {
+		if (t <= prev)
+			t = prev + 1;
+	} while (!atomic_compare_exchange_weak(&last, &prev, t));
 
 	for (int i = 0; i < 6; i++)
-		b[i] = (unsigned char)(ms >> (40 - 8 * i));
-	pool_take(b + 6, 10);
-	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
+		b[i] = (unsigned char)(t >> (52 - 8 * i));
+	b[6] = (unsigned char)(0x70 | ((t >> 8) & 0x0f)); /* version 7 */
+	b[7] = (unsigned char)(t & 0xff);
+	pool_take(b + 8, 8);
 	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
 
 	char *p = out;

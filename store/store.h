@@ -199,8 +199,10 @@ int store_parse_time(const char *s, int64_t *t);
 /* store_now returns the wall-clock time in milliseconds since the epoch. */
 int64_t store_now(void);
 
-/* store_uuid7 writes a new UUIDv7 (time-ordered, 74 random bits from the
- * kernel's CSPRNG) as 36 characters and a NUL into out. */
+/* store_uuid7 writes a new UUIDv7 as 36 characters and a NUL into out:
+ * the time in milliseconds and 4096ths of one (RFC 9562, method 3), so
+ * that the ids this process makes increase strictly, and 62 random bits
+ * from the kernel's CSPRNG. Any thread. */
 void store_uuid7(char out[40]);
 
 /* ---- opening ---------------------------------------------------------- */

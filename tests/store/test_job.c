@@ -190,8 +190,11 @@ static void uuid7__is_version_7_time_ordered_and_unique(void **state)
 	for (int i = 0; i < 1000; i++) {
 		store_uuid7(b);
 		assert_string_not_equal(a, b);
-		/* The first 48 bits are the time in ms: never going back. */
-		assert_true(memcmp(a, b, 13) <= 0);
+		/* The first 48 bits are the time in ms and the next 12 (after
+		 * the version) its fraction: ids made one after the other
+		 * increase strictly, also many to a millisecond. */
+		assert_true(strcmp(a, b) < 0);
+		assert_int_equal(b[14], '7');
 		memcpy(a, b, 40);
 	}
 }
