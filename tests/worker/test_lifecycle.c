@@ -282,7 +282,7 @@ static void submit__with_approval__waits_then_runs_once_approved(void **state)
 	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVAL_REQUESTED), 1);
 	fx_run_for(f, 50);
 	assert_int_equal(atomic_load(&executed), 0);
-	assert_int_equal(worker_approve(f->w, id, "looks fine", fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, "looks fine", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_int_equal(res.status, STORE_PENDING);
@@ -294,7 +294,7 @@ static void submit__with_approval__waits_then_runs_once_approved(void **state)
 
 	/* A second approval is a conflict, never a second run. */
 	memset(&res, 0, sizeof(res));
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_ECONFLICT);
 	fx_res_finish(&res);
@@ -310,7 +310,7 @@ static void decline__stores_the_reason_and_never_runs_execute(void **state)
 	char id[40];
 
 	fx_submit_ok(f, "gated", "{}", NULL, id);
-	assert_int_equal(worker_decline(f->w, id, "too risky", fx_cb, &res), 0);
+	assert_int_equal(worker_decline(f->w, id, "too risky", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_int_equal(res.status, STORE_DECLINED);
@@ -324,7 +324,7 @@ static void decline__stores_the_reason_and_never_runs_execute(void **state)
 	assert_int_equal(atomic_load(&executed), 0);
 
 	memset(&res, 0, sizeof(res));
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_ECONFLICT);
 	fx_res_finish(&res);
@@ -357,7 +357,7 @@ static void resume__with_valid_data__runs_again_with_it(void **state)
 				    j->suspend_payload, "question")),
 			    "what is your name?");
 	store_job_free(j);
-	assert_int_equal(worker_resume(f->w, id, data, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, data, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
@@ -383,7 +383,7 @@ static void resume__with_invalid_data__keeps_job_suspended(void **state)
 
 	fx_submit_ok(f, "ask", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
-	assert_int_equal(worker_resume(f->w, id, bad, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, bad, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_EINVAL);
 	assert_non_null(json_object_get(res.data, "errors"));
@@ -410,7 +410,7 @@ static void resume__of_several_suspended_calls__gives_each_its_own_data(
 		struct fx_res res = {0};
 		json_t *d = json_pack("{s:s}", "answer", names[i]);
 
-		assert_int_equal(worker_resume(f->w, ids[i], d, fx_cb, &res), 0);
+		assert_int_equal(worker_resume(f->w, ids[i], d, NULL, fx_cb, &res), 0);
 		fx_wait_res(f, &res);
 		assert_int_equal(res.err, WORKER_OK);
 		fx_res_finish(&res);
@@ -432,7 +432,7 @@ static void cancel(struct fx *f, const char *id, int want_err)
 {
 	struct fx_res res = {0};
 
-	assert_int_equal(worker_cancel(f->w, id, "no longer needed", fx_cb,
+	assert_int_equal(worker_cancel(f->w, id, "no longer needed", NULL, fx_cb,
 				       &res),
 			 0);
 	fx_wait_res(f, &res);
@@ -521,7 +521,7 @@ static void cancel__while_the_result_waits_to_be_stored_again__lets_shutdown_fin
 	fx_run_for(f, 300);
 	assert_int_equal(fx_status(f, id), STORE_RUNNING);
 	assert_int_equal(store__max_page_count(f->st, 1 << 30), 0);
-	assert_int_equal(worker_cancel(f->w, id, "changed my mind", fx_cb, &res),
+	assert_int_equal(worker_cancel(f->w, id, "changed my mind", NULL, fx_cb, &res),
 			 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
@@ -902,7 +902,7 @@ static void retry__of_a_failed_job__makes_a_new_job(void **state)
 
 	fx_submit_ok(f, "flaky", "{\"okAt\":2}", &p, id);
 	fx_wait_status(f, id, STORE_FAILED, 5000);
-	assert_int_equal(worker_retry(f->w, id, fx_cb, &res), 0);
+	assert_int_equal(worker_retry(f->w, id, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_string_not_equal(res.id, id);
