@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/role.h"
 #include "fixture.h"
 #include "store/store_int.h" /* store__max_page_count */
 
@@ -41,6 +42,15 @@ static const struct berth_tool gated = {
 	.require_approval = true,
 	.execute = exec_echo,
 	.on_output = hook_fails,
+};
+
+/* quorum2 needs two distinct approvals before it runs. */
+static const struct berth_tool quorum2 = {
+	.id = "quorum2",
+	.input_schema = "{\"type\":\"object\"}",
+	.require_approval = true,
+	.approval_policy = "{\"quorum\": 2}",
+	.execute = exec_echo,
 };
 
 static bool approval_when_big(const json_t *input, void *data)
@@ -246,7 +256,7 @@ static int setup(void **state)
 {
 	const struct berth_tool *tools[] = {
 		&gated, &policy, &ask, &slow, &quick_timeout, &stuck, &flaky,
-		&ctxed, &badout, &ckpt, &shown, &shown_gated, &held,
+		&ctxed, &badout, &ckpt, &shown, &shown_gated, &held, &quorum2,
 	};
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200};
@@ -913,6 +923,53 @@ static void retry__of_a_failed_job__makes_a_new_job(void **state)
 	assert_int_equal(fx_status(f, id), STORE_FAILED);
 }
 
+/* Approvals of one job that arrive together are each judged on the list
+ * of approvals they read, before any of them commits: the one whose list
+ * changed under it is judged again, so alice's and bob's both count
+ * (never one over the other), and a second one of alice's that came with
+ * them is answered already_approved. */
+static void quorum__approvals_that_race__all_count_and_none_twice(void **state)
+{
+	struct fx *f = *state;
+	struct worker_actor alice = {"alice", "tcp", NULL, BERTH_ROLE_APPROVE};
+	struct worker_actor bob = {"bob", "http", NULL, BERTH_ROLE_APPROVE};
+	struct fx_res a = {0}, b = {0}, a2 = {0};
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "quorum2", "{}", NULL, id);
+	/* All three read the job now: it has no approval yet. */
+	assert_int_equal(worker_approve(f->w, id, "a", &alice, fx_cb, &a), 0);
+	assert_int_equal(worker_approve(f->w, id, "b", &bob, fx_cb, &b), 0);
+	assert_int_equal(worker_approve(f->w, id, "again", &alice, fx_cb, &a2), 0);
+	fx_wait_res(f, &a);
+	fx_wait_res(f, &b);
+	fx_wait_res(f, &a2);
+	assert_int_equal(a.err, WORKER_OK);
+	assert_int_equal(b.err, WORKER_OK);
+	assert_int_equal(a2.err, WORKER_ECONFLICT);
+	assert_string_equal(json_string_value(json_object_get(a2.data, "reason")),
+			    "already_approved");
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	j = fx_get(f, id);
+	assert_int_equal(json_array_size(j->approvals), 2);
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(j->approvals, 0), "by")), "alice");
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(j->approvals, 1), "by")), "bob");
+	assert_string_equal(j->decided_by, "bob");
+	assert_string_equal(j->decided_via, "http");
+	assert_string_equal(j->submitted_by, "berthd");
+	/* One approved event each: alice's below the quorum, bob's that met
+	 * it; one job ran once. */
+	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVED), 2);
+	assert_int_equal(atomic_load(&executed), 1);
+	store_job_free(j);
+	fx_res_finish(&a);
+	fx_res_finish(&b);
+	fx_res_finish(&a2);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -943,6 +1000,7 @@ int main(void)
 		T(events__carry_the_display_view),
 		T(approval_requested__carries_the_approval_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
+		T(quorum__approvals_that_race__all_count_and_none_twice),
 	};
 
 	return cmocka_run_group_tests_name("worker lifecycle", tests, NULL,
