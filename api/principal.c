@@ -503,6 +503,11 @@ const struct api_principal *api_principal_of_uid(struct api_principals *set,
 			roles = ALLOWED_USER_ROLES;
 	if (!roles)
 		return NULL;
+	/* Made once per user: every connection of the owner must not cost a
+	 * look-up in the user database. */
+	for (const struct api_principal *p = set->implicit; p; p = p->next)
+		if (p->has_uid && p->uid == uid)
+			return p;
 	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp &&
 	    strlen(pw.pw_name) < sizeof name)
 		snprintf(name, sizeof name, "%s", pw.pw_name);

@@ -518,9 +518,9 @@ static int refuse_auth(struct http_conn *c, int auth)
 		      "session (POST /api/session)";
 		break;
 	default:
-		msg = "unauthorized: send Authorization: Bearer TOKEN (the "
-		      "--token-file token, or a session's), or open the login "
-		      "URL berthd logged";
+		msg = "unauthorized: send Authorization: Bearer TOKEN (a "
+		      "principal's token, the --token-file token, or a "
+		      "session's), or open the login URL berthd logged";
 		break;
 	}
 	if (c->auth_failures >= HTTP_AUTH_TRIES)
