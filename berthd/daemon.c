@@ -22,6 +22,7 @@
 
 #include "api/activation.h"
 #include "api/api.h"
+#include "api/principal.h"
 #ifdef BERTH_HAVE_HTTP
 #include "http/http.h"
 #endif
@@ -70,6 +71,7 @@ struct options {
 	int durability;
 	const char *listen;
 	const char *token_file;
+	const char *principals;
 	const char *http;
 	bool http_open;
 	uid_t allow_uids[MAX_ALLOW_UIDS];
@@ -103,6 +105,10 @@ static const char usage_text[] =
 	"  --allow-uid UID        let this user use the Unix socket too (repeatable);\n"
 	"                         the socket is then mode 0666 and the peer check\n"
 	"                         (SO_PEERCRED) alone decides who is served\n"
+	"  --principals FILE      who may do what: principals (a token or a Unix\n"
+	"                         user each) and their roles, as JSON; mode 0600.\n"
+	"                         The submitter of a job may then not approve it\n"
+	"                         unless its tool's approvalPolicy says so\n"
 	"  --default-timeout DURATION\n"
 	"                         timeout of a job whose tool and submit name none\n"
 	"                         (default 5m)\n"
@@ -158,6 +164,7 @@ enum {
 	OPT_DURABILITY,
 	OPT_LISTEN,
 	OPT_TOKEN_FILE,
+	OPT_PRINCIPALS,
 	OPT_ALLOW_UID,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_RETENTION,
@@ -179,6 +186,7 @@ static const struct option long_options[] = {
 	{"durability", required_argument, NULL, OPT_DURABILITY},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"principals", required_argument, NULL, OPT_PRINCIPALS},
 	{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 	{"default-timeout", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
 	{"retention", required_argument, NULL, OPT_RETENTION},
@@ -288,6 +296,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_TOKEN_FILE:
 			o->token_file = optarg;
 			break;
+		case OPT_PRINCIPALS:
+			o->principals = optarg;
+			break;
 		case OPT_ALLOW_UID:
 			if (o->nallow_uids == MAX_ALLOW_UIDS ||
 			    parse_int64(optarg, 0, UINT_MAX - 1, &v)) {
@@ -357,9 +368,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 			"Try 'berthd --help'.\n", argv[optind]);
 		return 2;
 	}
-	if (o->listen && !o->token_file) {
-		fputs("berthd: --listen needs --token-file: TCP clients must "
-		      "authenticate\n", stderr);
+	if (o->listen && !o->token_file && !o->principals) {
+		fputs("berthd: --listen needs --token-file (or --principals with "
+		      "a token): TCP clients must authenticate\n", stderr);
+		return 2;
+	}
+	if (o->principals && o->token_file) {
+		fputs("berthd: --token-file and --principals together: declare "
+		      "that token as a principal instead\n", stderr);
+		return 2;
+	}
+	if (o->principals && o->http_open) {
+		fputs("berthd: --http-open and --principals together: an open "
+		      "gateway would let anyone act as an admin\n", stderr);
 		return 2;
 	}
 	return 0;
@@ -563,35 +584,46 @@ static int start(struct daemon *d, const struct options *o,
 	int rc;
 
 	d->shutdown_grace_ms = o->shutdown_grace_ms;
+	/* Read first: a principals file that does not load stops berthd
+	 * before it touches the database. */
+	if (o->principals &&
+	    api_principals_load(o->principals, &acfg.principals, &err) < 0) {
+		log_error("%s", err ? err : "cannot read --principals");
+		free(err);
+		return 1;
+	}
+	/* With principals, a request is not its own approval (docs/API.md);
+	 * without, every caller is one trust domain, as before. */
+	wcfg.self_approval = o->principals == NULL;
 	rc = store_open(&d->loop, &scfg, &d->store, &err);
 	if (rc < 0) {
 		log_error("%s", err ? err : strerror(-rc));
 		free(err);
-		return 1;
+		goto fail;
 	}
 	d->worker = worker_create(&d->loop, d->store, &wcfg);
 	if (!d->worker) {
 		log_error("out of memory");
-		return 1;
+		goto fail;
 	}
 	for (size_t i = 0; i < ntools; i++) {
 		if (worker_add_tool(d->worker, tools[i], &err) < 0) {
 			log_error("%s", err);
 			free(err);
-			return 1;
+			goto fail;
 		}
 	}
 	for (size_t i = 0; i < o->ntool_dirs; i++) {
 		if (worker_load_dir(d->worker, o->tool_dirs[i], &err) < 0) {
 			log_error("%s", err);
 			free(err);
-			return 1;
+			goto fail;
 		}
 	}
 	if (worker_start(d->worker, &err) < 0) {
 		log_error("%s", err ? err : "cannot start");
 		free(err);
-		return 1;
+		goto fail;
 	}
 	rc = api_start(&d->loop, d->worker, d->store, &acfg, &d->api, &err);
 	if (rc < 0) {
@@ -625,6 +657,10 @@ static int start(struct daemon *d, const struct options *o,
 			 worker_tool_count(d->worker) == 1 ? "" : "s");
 	api_activation_notify("READY=1");
 	return 0;
+fail:
+	/* api_start takes the principals; before it, they are ours. */
+	api_principals_free(acfg.principals);
+	return 1;
 }
 
 /* abandon tears down what start built when start-up failed part way. */

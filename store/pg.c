@@ -112,14 +112,17 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ($1, $2, $3,"
 			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
-			 " $26, $27, $28, $29, $30, $31, $32)"
+			 " $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,"
+			 " $36, $37, $38)"
 			 " ON CONFLICT DO NOTHING RETURNING id",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = $1",
 	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
 	 * $8 output, $9 model_output, $10 error, $11 suspend payload, $12
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
-	 * expires_at, $17 progress, $18 this node, $19 the lease. As in
-	 * sqlite.c, plus the lease: a job entering running is this node's,
+	 * expires_at, $17 progress, $18 this node, $19 the lease, $20 by,
+	 * $21 via, $22 approvals, $23 quorum, $24 the approvals the job
+	 * must hold. As in sqlite.c, plus the lease: a job entering running
+	 * is this node's,
 	 * a job leaving it is nobody's; a transition from exactly running
 	 * (the end of a run) needs this node to hold the lease. */
 	[S_TRANSITION] =
@@ -140,6 +143,14 @@ static const char *const sql_text[S_NSTMT] = {
 		" reason = CASE WHEN $5::int & 128 <> 0 THEN $15::text ELSE reason END,"
 		" decided_at = CASE WHEN $5::int & 128 <> 0 THEN $4::bigint"
 		"   ELSE decided_at END,"
+		" decided_by = CASE WHEN $5::int & 128 <> 0 THEN $20::text"
+		"   ELSE decided_by END,"
+		" decided_via = CASE WHEN $5::int & 128 <> 0 THEN $21::text"
+		"   ELSE decided_via END,"
+		" approvals = CASE WHEN $5::int & 4096 <> 0 THEN $22::text"
+		"   ELSE approvals END,"
+		" quorum = CASE WHEN $5::int & 4096 <> 0 THEN $23::int"
+		"   ELSE quorum END,"
 		" started_at = CASE WHEN $5::int & 256 <> 0 THEN $4::bigint"
 		"   ELSE started_at END,"
 		" finished_at = CASE WHEN $5::int & 512 <> 0 OR $3::int >= 4"
@@ -154,6 +165,8 @@ static const char *const sql_text[S_NSTMT] = {
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
 		" AND (status <> 2 OR $2::int <> 4 OR lease_owner IS NULL"
 		"   OR lease_owner = $18::text)"
+		" AND ($5::int & 4096 = 0"
+		"   OR coalesce(json_array_length(approvals::json), 0) = $24::int)"
 		" RETURNING " STORE__JOB_COLS,
 	/* The keys come sorted: every node takes them in one order. */
 	[S_LOCKS] = "SELECT count(pg_advisory_xact_lock(k)) FROM"
@@ -219,9 +232,11 @@ static const char *const sql_text[S_NSTMT] = {
 			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " AND lease_owner = $1 ORDER BY id",
-	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
+	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data, actor,"
+		     " via, client"
 		     " FROM events WHERE seq > $1::bigint ORDER BY seq LIMIT $2::int",
-	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data"
+	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data,"
+			 " actor, via, client"
 			 " FROM events WHERE job_id = $3 AND seq > $1::bigint"
 			 " ORDER BY seq LIMIT $2::int",
 	[S_LAST_SEQ] = "SELECT n FROM event_seq WHERE one = 1",
@@ -465,6 +480,12 @@ static struct store_job *row_job(const PGresult *r, int row)
 	j->updated_at = get_int(r, row, C_UPDATED_AT);
 	j->started_at = get_int(r, row, C_STARTED_AT);
 	j->finished_at = get_int(r, row, C_FINISHED_AT);
+	j->submitted_by = get_str(r, row, C_SUBMITTED_BY, &oom);
+	j->submitted_via = get_str(r, row, C_SUBMITTED_VIA, &oom);
+	j->decided_by = get_str(r, row, C_DECIDED_BY, &oom);
+	j->decided_via = get_str(r, row, C_DECIDED_VIA, &oom);
+	j->approvals = get_json(r, row, C_APPROVALS);
+	j->quorum = (int)get_int(r, row, C_QUORUM);
 	if (oom || j->tool == NULL) {
 		store_job_free(j);
 		return NULL;
@@ -638,10 +659,20 @@ static int flush_events(struct conn *c, struct store__batch *b, size_t from,
 		copy_int(&out, ev->type, '\t');
 		copy_int(&out, ev->status, '\t');
 		copy_int(&out, ev->at, '\t');
-		store__copy_field(&out, texts[i - from], '\n');
+		store__copy_field(&out, texts[i - from], '\t');
+		store__copy_field(&out, ev->by, '\t');
+		store__copy_field(&out, ev->via, '\t');
+		/* Only an MCP client's events carry one: a small object,
+		 * serialized here rather than kept beside every text. */
+		char *client = ev->client != NULL ? store__json_text(ev->client)
+						  : NULL;
+		if (ev->client != NULL && client == NULL)
+			out.oom = true;
+		store__copy_field(&out, client, '\n');
+		free(client);
 	}
 	rc = store__pg_copy_in(c->pg, "COPY events (seq, job_id, tool, type, status, at,"
-			    " data) FROM STDIN", &out);
+			    " data, actor, via, client) FROM STDIN", &out);
 	free(out.p);
 	return rc;
 }
@@ -786,7 +817,7 @@ out:
  * with its seq, just before the commit (flush_events). */
 static int add_event(struct pg *q, const char *job_id, const char *tool,
 		     int type, int status, int64_t at, const char *text,
-		     json_t *data)
+		     json_t *data, const struct store__who *who)
 {
 	struct store__batch *b = q->batch;
 	if (b->nevents >= q->cap_texts) {
@@ -800,7 +831,8 @@ static int add_event(struct pg *q, const char *job_id, const char *tool,
 		q->cap_texts = cap;
 	}
 	q->texts[b->nevents] = text;
-	return store__batch_event(b, 0, job_id, tool, type, status, at, data);
+	return store__batch_event(b, 0, job_id, tool, type, status, at, data,
+				  who);
 }
 
 /* conflict settles a request whose compare-and-set matched no row. */
@@ -886,6 +918,15 @@ static int do_create(struct pg *q, struct store__wreq *w)
 	p_int(&p, w->created_at);
 	p_time(&p, j->started_at);
 	p_time(&p, j->finished_at);
+	p_str(&p, j->submitted_by);
+	p_str(&p, j->submitted_via);
+	p_str(&p, j->decided_by);
+	p_str(&p, j->decided_via);
+	p_str(&p, t[STORE__T_APPROVALS]);
+	if (j->quorum > 0)
+		p_int(&p, j->quorum);
+	else
+		p_str(&p, NULL);
 	PGresult *r = exec(c, S_JOB_INSERT, &p);
 	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
 		return rc;
@@ -903,8 +944,11 @@ static int do_create(struct pg *q, struct store__wreq *w)
 	}
 
 	json_t *data = req->u.create.event_data;
+	/* The creation's events are its submitter's. */
+	struct store__who who = {j->submitted_by, j->submitted_via,
+				 req->u.create.client};
 	rc = add_event(q, j->id, j->tool, STORE_EV_CREATED, j->status,
-		       w->created_at, t[STORE__T_EVENT], data);
+		       w->created_at, t[STORE__T_EVENT], data, &who);
 	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL) {
 		/* approval_requested shows what the approver decides on: the
 		 * approval view when the caller gave one, else the same data
@@ -916,7 +960,7 @@ static int do_create(struct pg *q, struct store__wreq *w)
 			atext = t[STORE__T_EVENT];
 		}
 		rc = add_event(q, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
-			       j->status, w->created_at, atext, adata);
+			       j->status, w->created_at, atext, adata, &who);
 	}
 	w->rc = 0;
 	return rc;
@@ -948,6 +992,11 @@ static int do_transition(struct pg *q, struct store__wreq *w)
 	p_str(&p, t[STORE__T_PROGRESS]);
 	p_str(&p, q->node);
 	p_int(&p, q->lease_ms);
+	p_str(&p, tr->by ? tr->by : STORE_BERTHD);
+	p_str(&p, tr->via ? tr->via : STORE_BERTHD);
+	p_str(&p, t[STORE__T_APPROVALS]);
+	p_int(&p, tr->quorum);
+	p_int(&p, tr->approvals_had);
 	PGresult *r = exec(c, S_TRANSITION, &p);
 	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
 	if (rc != 0)
@@ -962,8 +1011,9 @@ static int do_transition(struct pg *q, struct store__wreq *w)
 		return -ENOMEM;
 	w->req->job = j;
 	w->rc = 0;
+	struct store__who who = {tr->by, tr->via, tr->client};
 	return add_event(q, j->id, j->tool, tr->event, tr->to, now,
-			 t[STORE__T_EVENT], tr->event_data);
+			 t[STORE__T_EVENT], tr->event_data, &who);
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -1160,7 +1210,7 @@ static int take(struct pg *q, struct store_req *req, struct strs *picked,
 			}
 			req->jobs[req->njobs++] = j;
 			rc = add_event(q, j->id, j->tool, STORE_EV_STARTED,
-				       j->status, now, NULL, NULL);
+				       j->status, now, NULL, NULL, NULL);
 			break;
 		}
 	}
@@ -1304,7 +1354,7 @@ static int do_expire(struct pg *q, struct store__wreq *w)
 		}
 		req->jobs[req->njobs++] = j;
 		rc = add_event(q, j->id, j->tool, STORE_EV_EXPIRED, j->status,
-			       w->arg, NULL, NULL);
+			       w->arg, NULL, NULL, NULL);
 	}
 	PQclear(r);
 	return rc;
@@ -1607,6 +1657,9 @@ static int pg_events(void *be, int64_t after, const char *job_id, int limit,
 		ev->status = (int)get_int(r, i, 4);
 		ev->at = get_int(r, i, 5);
 		ev->data = get_json(r, i, 6);
+		ev->by = get_str(r, i, 7, &oom);
+		ev->via = get_str(r, i, 8, &oom);
+		ev->client = get_json(r, i, 9);
 	}
 	PQclear(r);
 	if (oom) {
@@ -1853,7 +1906,8 @@ static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
 			continue;
 		rc = store__batch_event(&b, 0, id, tool,
 					rerun ? STORE_EV_RETRYING : STORE_EV_FAILED,
-					rerun ? STORE_PENDING : STORE_FAILED, now, NULL);
+					rerun ? STORE_PENDING : STORE_FAILED, now, NULL,
+					NULL);
 		if (rc != 0)
 			goto out;
 		done++;

@@ -121,7 +121,7 @@ struct store {
 
 int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		       const char *tool, int type, int status, int64_t at,
-		       json_t *data)
+		       json_t *data, const struct store__who *who)
 {
 	if (b->nevents == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 64;
@@ -141,6 +141,9 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 	ev->status = status;
 	ev->at = at;
 	ev->data = data; /* borrowed from the request */
+	ev->by = (char *)(who && who->by ? who->by : STORE_BERTHD);
+	ev->via = (char *)(who && who->via ? who->via : STORE_BERTHD);
+	ev->client = who ? who->client : NULL;
 	b->nevents++;
 	return 0;
 }
@@ -913,7 +916,9 @@ static int prepare(struct store__wreq *w)
 		     dump(j->suspend_payload, &t[STORE__T_SUSPEND]) &&
 		     dump(j->resume_data, &t[STORE__T_RESUME]) &&
 		     dump(j->checkpoint, &t[STORE__T_CHECKPOINT]) &&
-		     dump(j->progress, &t[STORE__T_PROGRESS]);
+		     dump(j->progress, &t[STORE__T_PROGRESS]) &&
+		     dump(j->approvals, &t[STORE__T_APPROVALS]) &&
+		     dump(req->u.create.client, &t[STORE__T_CLIENT]);
 		/* The created event often carries the input itself. */
 		if (ok && req->u.create.event_data == j->input && j->input != NULL)
 			t[STORE__T_EVENT] = t[STORE__T_INPUT]; /* shared */
@@ -954,6 +959,10 @@ static int prepare(struct store__wreq *w)
 			ok = dump(tr->checkpoint, &t[STORE__T_CHECKPOINT]);
 		if (ok && (tr->set & STORE_SET_PROGRESS))
 			ok = dump(tr->progress, &t[STORE__T_PROGRESS]);
+		if (ok && (tr->set & STORE_SET_APPROVALS))
+			ok = dump(tr->approvals, &t[STORE__T_APPROVALS]);
+		if (ok)
+			ok = dump(tr->client, &t[STORE__T_CLIENT]);
 		/* A completion's event often carries its output itself. */
 		if (ok && (tr->set & STORE_SET_OUTPUT) &&
 		    tr->event_data == tr->output && tr->output != NULL)

@@ -137,6 +137,17 @@ struct store_job {
 	int64_t updated_at;
 	int64_t started_at;
 	int64_t finished_at;
+	/* The audit (docs/API.md): who submitted the job and how, who
+	 * decided it (the approval that met its quorum, or the decline) and
+	 * how, each approval so far ([{by, via, at, note?, client?}]) and how
+	 * many distinct approvals it needs (0: 1). A job stored before berth
+	 * recorded them has NULLs, shown as "unknown". */
+	char *submitted_by;
+	char *submitted_via;
+	char *decided_by;
+	char *decided_via;
+	json_t *approvals;
+	int quorum;
 };
 
 /* store_job_free frees j and everything it owns; NULL is ignored. */
@@ -153,7 +164,12 @@ json_t *store_job_to_json(const struct store_job *j);
  * without building the tree; NULL when out of memory. */
 char *store_job_text(const struct store_job *j);
 
-/* An event of the log. data is owned by the event. */
+/* The name and the way of berthd's own transitions (a claim, a run's
+ * end, a retry, a timeout, an expiry, a recovery) in the audit. */
+#define STORE_BERTHD "berthd"
+
+/* An event of the log. data (and by, via and client) are owned by the
+ * event. */
 struct store_event {
 	int64_t seq;
 	char job_id[40];
@@ -162,6 +178,13 @@ struct store_event {
 	int status; /* the job's status after the transition */
 	int64_t at;
 	json_t *data; /* display-transformed payload, or NULL */
+	/* Who caused it and how (docs/API.md): a principal's name and
+	 * "socket", "tcp", "http", "mcp" or "worker", or STORE_BERTHD for
+	 * both; by NULL is an event stored before berth recorded it
+	 * ("unknown"). client: an MCP client's {name, version}, or NULL. */
+	char *by;
+	char *via;
+	json_t *client;
 };
 
 /* store_event_finish frees what ev owns (not ev itself). */
@@ -355,6 +378,7 @@ enum {
 	STORE_SET_FINISHED = 1u << 9,     /* finished_at = now */
 	STORE_SET_EXPIRES_AT = 1u << 10,
 	STORE_SET_PROGRESS = 1u << 11,
+	STORE_SET_APPROVALS = 1u << 12,   /* approvals and quorum, below */
 };
 
 /* A transition: a compare-and-set on the job's status, committed with
@@ -385,6 +409,20 @@ struct store_transition {
 	const char *reason;
 	int64_t expires_at;
 	json_t *progress;
+	/* Who makes the transition and how: its event's by, via and client
+	 * (borrowed), and with STORE_SET_DECISION the job's decided_by and
+	 * decided_via. by NULL: berthd itself (STORE_BERTHD). */
+	const char *by;
+	const char *via;
+	json_t *client;
+	/* STORE_SET_APPROVALS: the job's approvals become approvals (an
+	 * array, borrowed) and its quorum quorum, only if it holds exactly
+	 * approvals_had approvals now; else nothing changes and the result
+	 * is STORE_ECONFLICT with the job as it is. Two approvals decided
+	 * on the same list can so never both count on it. */
+	json_t *approvals;
+	int approvals_had;
+	int quorum;
 };
 
 /* A claim: moves up to limit runnable jobs (status pending, run_at <= now,
@@ -444,6 +482,11 @@ struct store_req {
 			json_t *event_data;          /* borrowed */
 			json_t *approval_event_data; /* borrowed, or NULL */
 			bool start;
+			/* The events of a creation are the submitter's
+			 * (job->submitted_by and submitted_via; started:
+			 * berthd's), with this MCP client (borrowed), or
+			 * NULL. */
+			json_t *client;
 		} create;
 
 		struct store_transition transition;

@@ -26,6 +26,8 @@ enum store__text {
 	STORE__T_PROGRESS,
 	STORE__T_EVENT,
 	STORE__T_APPROVAL_EVENT, /* CREATE: approval_requested's own data */
+	STORE__T_APPROVALS,      /* the job's approvals */
+	STORE__T_CLIENT,         /* the events' MCP client */
 	STORE__T_COUNT
 };
 
@@ -93,11 +95,20 @@ struct store__batch {
 	struct store__batch *next;
 };
 
-/* store__batch_event appends an event to b; tool and data are borrowed
- * (see above). Returns 0 or -ENOMEM. */
+/* The audit of an event as a backend appends it: who (NULL: berthd), how
+ * (NULL: berthd) and the MCP client (NULL: none), all borrowed. */
+struct store__who {
+	const char *by;
+	const char *via;
+	json_t *client;
+};
+
+/* store__batch_event appends an event to b; tool, data and who's strings
+ * are borrowed (see above), and a NULL by or via is berthd's. Returns 0
+ * or -ENOMEM. */
 int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		       const char *tool, int type, int status, int64_t at,
-		       json_t *data);
+		       json_t *data, const struct store__who *who);
 
 /*
  * struct store__backend is the table a backend fills. Every function gets
@@ -195,7 +206,8 @@ char *store__json_text(json_t *v);
 	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
 	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
 	"decision, reason, decided_at, progress, retry_of, created_at, "      \
-	"updated_at, started_at, finished_at"
+	"updated_at, started_at, finished_at, submitted_by, submitted_via, "  \
+	"decided_by, decided_via, approvals, quorum"
 
 enum store__col {
 	C_ID,
@@ -230,6 +242,12 @@ enum store__col {
 	C_UPDATED_AT,
 	C_STARTED_AT,
 	C_FINISHED_AT,
+	C_SUBMITTED_BY,
+	C_SUBMITTED_VIA,
+	C_DECIDED_BY,
+	C_DECIDED_VIA,
+	C_APPROVALS,
+	C_QUORUM,
 	C_NCOLS
 };
 

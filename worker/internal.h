@@ -57,6 +57,25 @@ struct worker__cmd {
 };
 
 /*
+ * struct worker__policy is a tool's approvalPolicy (policy.c), as parsed
+ * and checked at load.
+ *   self_approval   -1: not said (worker_config.self_approval), 0, 1
+ *   approvers       principal names and "role:NAME", or none: anyone
+ *                   who may call jobs/approve
+ *   approver_roles  the roles those "role:NAME" name, BERTH_ROLE_*
+ *   quorum          distinct approvals a job needs, >= 1
+ *   declared        the policy as written, or NULL: none was
+ */
+struct worker__policy {
+	int self_approval;
+	char **approvers;
+	size_t napprovers;
+	unsigned approver_roles;
+	int quorum;
+	json_t *declared;
+};
+
+/*
  * struct worker_tool is a registered tool. Both kinds keep their own parsed
  * copies of every JSON field; a C tool also keeps its borrowed declaration
  * for the functions (c), an external tool its command (cmd).
@@ -78,6 +97,7 @@ struct worker_tool {
 	 * "transcript": ...}, view.c), checked at load; NULL for none and
 	 * for a C tool, whose functions transform. */
 	json_t *transform;
+	struct worker__policy policy;
 
 	const struct berth_tool *c; /* NULL for an external tool */
 	struct worker__cmd *cmd;    /* NULL for a C tool */
@@ -239,6 +259,16 @@ struct worker__op {
 	/* A submission whose run started before its creation committed
 	 * (submit_and_run), which creates it started (create.start). */
 	bool run_now;
+	/* Who asks (worker_actor), copied: the audit of the transition, and
+	 * an approval's judge, which ops.c may consult again (a decision
+	 * judged anew when another approval landed first). name NULL:
+	 * berthd. */
+	char *by_name;
+	char *by_via;
+	json_t *by_client;
+	unsigned by_roles;
+	bool approve;  /* a decision: approve, else decline */
+	int tries;     /* of a decision, judged again */
 	/* A reply deferred to the next loop iteration. */
 	struct worker__op *next;
 	int err;
@@ -382,6 +412,28 @@ int worker__check_annotations(const char *id, const json_t *ann,
 /* worker__errmsg returns a malloc'd printf-formatted string (or NULL). */
 char *worker__errmsg(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+
+/* ---- policy.c --------------------------------------------------------- */
+
+void worker__policy_init(struct worker__policy *p);
+void worker__policy_finish(struct worker__policy *p);
+/* worker__policy_parse reads an approvalPolicy (borrowed) into p, which
+ * it finishes first. Returns 0, or -EINVAL with *errmsg "WHERE: FIELD
+ * WHY", -ENOMEM. */
+int worker__policy_parse(struct worker__policy *p, const json_t *v,
+			 const char *where, char **errmsg);
+/* worker__policy_self is true when the submitter of a job may decide it
+ * under p. */
+bool worker__policy_self(const struct worker__policy *p,
+			 const struct worker *w);
+/* worker__policy_approver is true when by is one of p's approvers (any
+ * caller, when p names none). */
+bool worker__policy_approver(const struct worker__policy *p,
+			     const struct worker_actor *by);
+/* worker__policy_to_json returns p as tools/list shows it: selfApproval
+ * and quorum as they take effect, and approvers when there are. */
+json_t *worker__policy_to_json(const struct worker__policy *p,
+			       const struct worker *w);
 
 /* ---- manifest.c ------------------------------------------------------- */
 

@@ -47,6 +47,9 @@ void worker__op_free(struct worker__op *op)
 	free(op->lines);
 	free(op->message);
 	json_decref(op->data);
+	free(op->by_name);
+	free(op->by_via);
+	json_decref(op->by_client);
 	if (op->run)
 		worker__run_unref(op->run);
 	worker__tool_unref(op->tool);

@@ -409,6 +409,92 @@ static void create__awaiting_approval__approval_requested_carries_its_own_data(v
 	json_decref(approval);
 }
 
+/* decide runs an approval (or a decline, approve false) of id by who on
+ * node: a new list of approvals judged on one of had approvals. */
+static int decide(struct fx *f, int node, const char *id, const char *who,
+		  const char *via, json_t *approvals, int had, bool final)
+{
+	struct waiter w = {.req = {.op = STORE_OP_TRANSITION}};
+	struct store_transition *tr = &w.req.u.transition;
+	snprintf(tr->job_id, 40, "%s", id);
+	tr->from_mask = STORE_MASK(STORE_AWAITING_APPROVAL);
+	tr->to = final ? STORE_PENDING : STORE_AWAITING_APPROVAL;
+	tr->event = STORE_EV_APPROVED;
+	tr->set = STORE_SET_APPROVALS | (final ? STORE_SET_DECISION : 0);
+	tr->decision = STORE_DECISION_APPROVED;
+	tr->by = who;
+	tr->via = via;
+	tr->approvals = approvals;
+	tr->approvals_had = had;
+	tr->quorum = 2;
+	int rc = run_req(f, f->n[node].st, &w);
+	store_req_finish(&w.req);
+	return rc;
+}
+
+/* The audit on PostgreSQL: a creation's events are its submitter's, a
+ * list of approvals is written only over the list it was judged on (a
+ * stale one conflicts, changing nothing), and the decision records its
+ * decider. */
+static void approvals__on_postgres__are_written_over_the_list_they_were_judged_on(void **state)
+{
+	struct fx *f = *state;
+	struct store_job j = {0}, *got = NULL;
+	json_t *client = json_pack("{s:s, s:s}", "name", "claude", "version", "1");
+	json_t *one = json_pack("[{s:s}]", "by", "alice");
+	json_t *two = json_pack("[{s:s}, {s:s}]", "by", "alice", "by", "bob");
+	struct store_event *ev;
+	size_t n;
+	char id[40];
+
+	j.tool = "deploy";
+	j.status = STORE_AWAITING_APPROVAL;
+	j.approval_required = true;
+	j.quorum = 2;
+	j.submitted_by = "agent";
+	j.submitted_via = "mcp";
+	j.input = json_object();
+	struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+	w.req.u.create.job = &j;
+	w.req.u.create.client = client;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	snprintf(id, sizeof id, "%s", w.req.job->id);
+	store_req_finish(&w.req);
+
+	assert_int_equal(decide(f, 0, id, "alice", "tcp", one, 0, false), 0);
+	/* Judged on the empty list, which is gone: nothing changes. */
+	assert_int_equal(decide(f, 0, id, "carol", "tcp", one, 0, false),
+			 STORE_ECONFLICT);
+	assert_int_equal(decide(f, 0, id, "bob", "http", two, 1, true), 0);
+	assert_int_equal(store_get(f->n[0].st, id, &got), 0);
+	assert_int_equal(got->status, STORE_PENDING);
+	assert_string_equal(got->submitted_by, "agent");
+	assert_string_equal(got->submitted_via, "mcp");
+	assert_string_equal(got->decided_by, "bob");
+	assert_string_equal(got->decided_via, "http");
+	assert_int_equal(got->quorum, 2);
+	assert_true(json_equal(got->approvals, two));
+	store_job_free(got);
+
+	assert_int_equal(store_events(f->n[0].st, 0, id, 10, &ev, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(ev[0].by, "agent");
+	assert_string_equal(ev[0].via, "mcp");
+	assert_true(json_equal(ev[0].client, client));
+	assert_string_equal(ev[2].by, "alice");
+	assert_int_equal(ev[2].status, STORE_AWAITING_APPROVAL);
+	assert_string_equal(ev[3].by, "bob");
+	assert_string_equal(ev[3].via, "http");
+	assert_null(ev[3].client);
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+	json_decref(j.input);
+	json_decref(client);
+	json_decref(one);
+	json_decref(two);
+}
+
 /* A newer schema is refused and left untouched. */
 static void open__newer_schema__is_refused(void **state)
 {
@@ -735,6 +821,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(list__by_id_prefix__reads_the_range_of_ids_that_begin_so,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(approvals__on_postgres__are_written_over_the_list_they_were_judged_on,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(create__awaiting_approval__approval_requested_carries_its_own_data,
 						setup_one, teardown),

@@ -377,7 +377,7 @@ static void shutdown__puts_running_jobs_back_without_using_a_retry(
 	assert_int_equal(worker_start(f->w, &err), 0);
 	fx_wait_status(f, id, STORE_RUNNING, 2000);
 	struct fx_res res = {0};
-	assert_int_equal(worker_cancel(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_cancel(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	fx_res_finish(&res);
 }
