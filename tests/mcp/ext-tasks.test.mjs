@@ -26,7 +26,11 @@ const open = [];
 
 // connect returns an ext-tasks session over a 2.x client with form
 // elicitation; answer(request, context) answers each input request and
-// inputs records them.
+// inputs records them. errors collects what the session reports, and
+// failed rejects with the first of them: a question the session could not
+// place (it answers it "cancel", and berth does not ask again in that
+// wait) then fails a test at once instead of leaving it to poll until its
+// limit.
 async function connect(answer) {
   const client = new Client({ name: 'berth-ext-tasks-test', version: '1.0.0' },
     { capabilities: { elicitation: { form: {} } } });
@@ -38,16 +42,19 @@ async function connect(answer) {
   });
   const errors = [];
   const inputs = [];
+  let fail;
+  const failed = new Promise((_, reject) => { fail = reject; });
+  failed.catch(() => {}); // not unhandled in a test that settles no task
   await client.connect(transport);
   const session = createTaskSessionFromClient(client, {
     endpointId: 'berth',
-    onError: (e) => errors.push(e),
+    onError: (e) => { errors.push(e); fail(e); },
     onInputRequest: async (request, context) => {
       inputs.push({ request, context });
       return answer(request, context);
     },
   });
-  const s = { client, session, errors, inputs };
+  const s = { client, session, errors, inputs, failed };
   open.push(s);
   return s;
 }
@@ -57,12 +64,18 @@ async function close(s) {
   await s.client.close();
 }
 
+// outcomeOf waits for execution, a task of session s, to end and returns
+// its outcome, or throws the first error s reports.
+async function outcomeOf(s, execution) {
+  const { outcome } = await Promise.race([execution.settle(), s.failed]);
+  return outcome;
+}
+
 // settled runs a task-backed call to its end and returns its outcome.
 async function settled(s, name, args, options = {}) {
   const execution = await s.session.callTool(name, args, { task: { preference: 'require' }, ...options });
   assert.equal(execution.kind, 'task');
-  const { outcome } = await execution.settle();
-  return { execution, outcome };
+  return { execution, outcome: await outcomeOf(s, execution) };
 }
 
 before(async () => {
@@ -159,9 +172,10 @@ describe('ext-tasks', () => {
     await first.client.close();
     const second = await connect(async () => ({ action: 'accept', content: { answer: 'yes' } }));
     const resumed = await second.session.resumeTask(reference);
-    const { outcome } = await resumed.settle();
+    const outcome = await outcomeOf(second, resumed);
     assert.equal(outcome.status, 'completed', outcome.error?.message);
     assert.deepEqual(resultFromTaskOutcome(outcome).structuredContent, { question: 'Still there?', answer: 'yes' });
     assert.equal(second.inputs.length, 1);
+    assert.deepEqual(second.errors, []);
   });
 });
