@@ -32,10 +32,14 @@
  * tasks/result, and by the owner's status watch as soon as the task
  * enters input_required, with the related-task _meta, because a task
  * client need not call tasks/result before the task ends (the ext-tasks
- * client only polls tasks/get). One connection is asked once per wait:
- * its watches of one job share the question. The answer approves,
- * declines or resumes the job through the worker, like jobs/approve,
- * jobs/decline and jobs/resume do.
+ * client only polls tasks/get). The owner is asked only once it has
+ * asked about the task after the reply that made it the owner (the
+ * CreateTaskResult, or the reply to the tasks/get that took the task
+ * over): that reply is the client's first sight of the task, and a
+ * question that overtakes it cannot be placed. One connection is asked
+ * once per wait: its watches of one job share the question. The answer
+ * approves, declines or resumes the job through the worker, like
+ * jobs/approve, jobs/decline and jobs/resume do.
  */
 #include "api/mcp.h"
 
@@ -145,10 +149,12 @@ struct mcp_watch {
 	char job_id[40];
 	struct api_req *req;   /* CALL and RESULT */
 	int last;              /* STATUS: the status last told, or -1 */
-	bool owner;            /* STATUS: the task was created here, so its
-				  questions are asked here */
+	bool owner;            /* STATUS: the task was created here, or
+				  taken over, so its questions are asked
+				  here */
 	bool followed;         /* STATUS, owner: the client has asked about
-				  the task since (tasks/get, tasks/result) */
+				  the task (tasks/get, tasks/result) since
+				  the reply that made it the owner */
 	struct mcp_ask *ask;   /* a question or its answer under way */
 	int64_t episode;       /* updated_at of the wait asked about */
 	bool held;             /* no more questions in this episode */
@@ -1291,10 +1297,11 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 			return;
 		}
 		/* The owner is asked once it has shown that it follows the
-		 * task: a question sent with the CreateTaskResult can reach
-		 * a client before it has taken in the task, and a client
-		 * that cannot place it answers "cancel" (the ext-tasks
-		 * client does). */
+		 * task: a question sent with the reply that made it the
+		 * owner can reach a client before it has taken in the
+		 * task, and a client that cannot place it answers "cancel"
+		 * (the ext-tasks client does), after which it is not asked
+		 * again in this wait (watch_status). */
 		if (!w->owner || !w->followed)
 			return;
 	} else if (store_status_terminal(j->status)) {
@@ -1368,12 +1375,23 @@ static bool has_asker(const struct mcp_hub *hub, const char *job_id)
  * watch_status starts status notifications about job j on mc (unless it
  * has them already, or too many), as if last had been told. owner: mc
  * created the task, so it is also asked the task's questions, once it
- * follows the task: when mc asks about a task it owns, that is noted and
- * a waiting question is asked. A connection with elicitation that asks
- * about a task no such connection owns (its creator is gone: a restart of
- * berthd or of the client, a task resumed from a stored reference; its
- * creator cannot answer; a job submitted through berth's own protocol)
- * takes it over, or its questions would reach nobody who only polls.
+ * follows the task. A connection with elicitation that asks about a task
+ * no such connection owns (its creator is gone: a restart of berthd or of
+ * the client, a task resumed from a stored reference; its creator cannot
+ * answer; a job submitted through berth's own protocol) takes it over, or
+ * its questions would reach nobody who only polls.
+ *
+ * An owner follows the task from its first request about it after the
+ * reply that made it the owner, never on that reply: then it is asked a
+ * waiting question. The reply to a tasks/get that takes a task over is
+ * the client's first sight of it, as a CreateTaskResult is, and a
+ * question sent with it overtakes it: the ext-tasks client's resumeTask
+ * takes in the task only once that reply has come back, answers the
+ * question it cannot place yet with "cancel", and then polls tasks/get
+ * as long as the task waits, since a question put aside is not asked
+ * again in that wait.
+ * A tasks/result that takes a task over is asked on its own (it waits for
+ * the task, so its client has it in hand).
  */
 static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 			 int last, bool owner)
@@ -1386,14 +1404,16 @@ static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 	for (w = mc->watches; w; w = w->cnext) {
 		if (w->kind != MCP_W_STATUS || strcmp(w->job_id, j->id) != 0)
 			continue;
-		if (!owner && (w->owner || adopt) && !w->followed) {
-			if (!w->owner) {
-				w->owner = true;
-				mc->nstatus--;
-				mc->nowned++;
-			}
+		if (owner)
+			return;
+		if (w->owner && !w->followed) {
 			w->followed = true;
 			watch_update(w, j);
+		} else if (!w->owner && adopt && mc->nowned < MCP_MAX_OWNED) {
+			/* Taken over: followed from the next request. */
+			w->owner = true;
+			mc->nstatus--;
+			mc->nowned++;
 		}
 		return;
 	}
@@ -1404,7 +1424,6 @@ static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 	if (!w)
 		return;
 	w->owner = owner || adopt;
-	w->followed = adopt;
 	if (w->owner)
 		mc->nowned++;
 	else

@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 
-import { BERTH, Daemon, rawCall, sanitizerEnv } from './harness.mjs';
+import { BERTH, Daemon, rawCall, sanitizerEnv, waitFor } from './harness.mjs';
 
 const APPROVE = 'mcp-approve'; // requireApproval; output {done: true, action}
 const ASK = 'mcp-ask';         // suspends with {question}; resumeSchema {answer}
@@ -177,5 +177,31 @@ describe('ext-tasks', () => {
     assert.deepEqual(resultFromTaskOutcome(outcome).structuredContent, { question: 'Still there?', answer: 'yes' });
     assert.equal(second.inputs.length, 1);
     assert.deepEqual(second.errors, []);
+  });
+
+  test('a task resumed on another session once it waits is asked there only after resumeTask has taken it in', LIMIT, async () => {
+    // The bad ordering, forced: the job waits already when the second
+    // session's resumeTask sends its tasks/get, which takes the task over.
+    // A question sent with that reply reached the session before
+    // resumeTask had the task in hand; it answered "cancel" (reporting an
+    // InputCorrelationError), and was never asked again.
+    const first = await connect(async () => ({ action: 'cancel' }));
+    const execution = await first.session.callTool(ASK, { question: 'Waiting?' }, { task: { preference: 'require' } });
+    const id = execution.handle.taskId;
+    let reference;
+    await execution.handoff((r) => { reference = r; });
+    open.splice(open.indexOf(first), 1);
+    await first.client.close();
+    await waitFor(async () => (await rawCall(daemon, 'jobs/get', { id })).status === 'suspended',
+      30000, 'the job to suspend');
+    const second = await connect(async () => ({ action: 'accept', content: { answer: 'still' } }));
+    const resumed = await second.session.resumeTask(reference);
+    const outcome = await outcomeOf(second, resumed);
+    assert.equal(outcome.status, 'completed', outcome.error?.message);
+    assert.deepEqual(resultFromTaskOutcome(outcome).structuredContent, { question: 'Waiting?', answer: 'still' });
+    assert.equal(second.inputs.length, 1);
+    assert.equal(second.inputs[0].context.taskId, id);
+    assert.deepEqual(second.errors, []);
+    assert.equal(first.inputs.length, 0);
   });
 });
