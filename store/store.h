@@ -470,13 +470,17 @@ struct store_req {
 		 * written, existed is set and out holds that job.
 		 *
 		 * start claims the new job in the same transaction, as a
-		 * claim would: it is written running (started_at now), and a
-		 * "started" event follows "created"; job (out) still shows
-		 * the job as submitted, pending. For a caller that runs the
-		 * job itself (the worker's submit_and_run). Only for a
-		 * PENDING job without an idempotency key, and only on a store
-		 * that is not shared (store_shared): a claim on a shared
-		 * store must count the tool's jobs on every node. */
+		 * claim would: it is written running (started_at now; on a
+		 * shared store, under this node's lease), and a "started"
+		 * event follows "created"; job (out) still shows the job as
+		 * submitted, pending. For a caller that runs the job itself
+		 * (the worker's submit_and_run), of a tool with no
+		 * concurrency limit: the start counts no other node's jobs.
+		 * Only for a PENDING job without an idempotency key. On a
+		 * shared store, a tool paused (by any node) when the
+		 * creation commits is not started: the job is written as
+		 * submitted, and the transition that ends the run meets it
+		 * pending (STORE_ECONFLICT). */
 		struct {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */

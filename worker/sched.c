@@ -174,14 +174,18 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	int paused;
 
 	if (!w->started || w->stopping || w->backlog ||
-	    w->busy >= w->cfg.workers || store_shared(w->st))
+	    w->busy >= w->cfg.workers)
 		return false;
 	/* Only a nonblocking tool's execute may run before its job is
 	 * durable (berth.h), and only without a hook that must come first.
 	 * Any other job starts by a claim, after its submission was
 	 * answered: the answer leaves before a tool that crashes the daemon
 	 * can run. A tool with a limit is left to the claim, which counts
-	 * it; so is a delayed job or a retry that has just become due. */
+	 * it (on a shared database, every node's jobs); so is a delayed job
+	 * or a retry that has just become due. On a shared database the
+	 * paused flag known here may be stale (another node may have paused
+	 * the tool): the store checks it again when the creation commits,
+	 * and writes the job as submitted if it is paused (store.h). */
 	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
 	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
 	    j->run_at > now || j->idempotency_key)
