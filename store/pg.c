@@ -2017,14 +2017,15 @@ static int take(struct pg *q, struct store_req *req, struct strs *picked,
  * its jobs: left[i] is what is left of caps[i], after the cluster's
  * running jobs were counted. Returns 0 or a negative code. */
 static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
-		       const int *left)
+		       const int *left, int pool_left)
 {
 	struct strs out = {0};
 	int rc = 0;
 
 	req->next_run_at = 0;
 	for (size_t i = 0; i < req->u.claim.ncaps; i++)
-		if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+		if ((left[i] <= 0 || (req->u.claim.caps[i].pool && pool_left <= 0)) &&
+		    (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
 			break;
 	char *lit = rc == 0 ? text_array(out.v, out.n) : NULL;
 	free(out.v);
@@ -2050,9 +2051,12 @@ static bool piped_claim(const struct store_req *req)
 {
 	if (req->u.claim.global_limit > 0)
 		return false;
-	for (size_t i = 0; i < req->u.claim.ncaps; i++)
-		if (req->u.claim.caps[i].limit > 0 || req->u.claim.caps[i].remaining > 0)
+	for (size_t i = 0; i < req->u.claim.ncaps; i++) {
+		const struct store_cap *cap = &req->u.claim.caps[i];
+		if (cap->limit > 0 ||
+		    (cap->remaining > 0 && !(cap->pool && req->u.claim.pool_remaining <= 0)))
 			return false;
+	}
 	return true;
 }
 
@@ -2112,6 +2116,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
 	struct strs picked = {0}, out = {0};
 	int *left = NULL, global = 0, rc = 0;
+	int pool_left = req->u.claim.pool_remaining;
 
 	w->rc = 0;
 	if (limit <= 0)
@@ -2127,7 +2132,8 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		int want = limit - (int)req->njobs;
 		out.n = 0;
 		for (size_t i = 0; i < ncaps; i++)
-			if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+			if ((left[i] <= 0 || (req->u.claim.caps[i].pool && pool_left <= 0)) &&
+			    (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
 				goto done;
 		char *lit = text_array(out.v, out.n);
 		if (lit == NULL) {
@@ -2149,12 +2155,16 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 			size_t k = 0;
 			while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 				k++;
-			if (k < ncaps && left[k] <= 0) {
+			if (k < ncaps && (left[k] <= 0 || (req->u.claim.caps[k].pool &&
+							   pool_left <= 0))) {
 				skipped = true;
 				continue;
 			}
-			if (k < ncaps)
+			if (k < ncaps) {
 				left[k]--;
+				if (req->u.claim.caps[k].pool)
+					pool_left--;
+			}
 			char *id = strdup(PQgetvalue(r, row, 0));
 			if (id == NULL || strs_push(&picked, id) != 0) {
 				free(id);
@@ -2170,7 +2180,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		if (rows < want || !skipped)
 			break;
 	}
-	rc = next_run_at(c, req, now, left);
+	rc = next_run_at(c, req, now, left, pool_left);
 done:
 	strs_free_all(&picked);
 	free(out.v);

@@ -438,11 +438,17 @@ struct store_transition {
  * tool's running jobs in the database, under a lock that serializes the
  * claims of that tool on every node, and claims at most limit minus that
  * count (and at most remaining). 0 means no cluster-wide limit. SQLite,
- * with one node, uses remaining only. */
+ * with one node, uses remaining only.
+ *
+ * pool: the tool's jobs also take slots of a pool the claim's caps share
+ * (the worker's threads for C tools, worker/sched.c): at most
+ * pool_remaining jobs of all the tools so marked are claimed. A pool
+ * spent excludes them as a cap of 0 would. */
 struct store_cap {
 	const char *tool;
 	int remaining;
 	int limit;
+	bool pool;
 };
 
 /*
@@ -504,6 +510,9 @@ struct store_req {
 			 * (PostgreSQL; 0: none). Counted in the database
 			 * under a lock, like a cap's limit. */
 			int global_limit;
+			/* What is left of the pool of the caps marked
+			 * pool (struct store_cap). */
+			int pool_remaining;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is

@@ -1177,6 +1177,38 @@ static void claim__in_one_statement__takes_jobs_in_order_up_to_its_limit(void **
 			 5);
 }
 
+/* Caps marked pool share the claim's pool on PostgreSQL as on SQLite:
+ * at most pool_remaining jobs of those tools; a spent pool excludes them,
+ * and the claim that excludes them only is one statement again. */
+static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(create(f, 0, "a", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "b", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "c", NULL, NULL), 0);
+	}
+	const struct store_cap caps[] = {{"a", 3, 0, true}, {"b", 3, 0, true}};
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 9;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	w.req.u.claim.pool_remaining = 2;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 5);
+	store_req_finish(&w.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+				       " AND tool IN ('a', 'b')"), 2);
+	memset(&w, 0, sizeof(w));
+	w.req.op = STORE_OP_CLAIM;
+	w.req.u.claim.limit = 9;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 0);
+	store_req_finish(&w.req);
+}
+
 int main(void)
 {
 	if (base_url() == NULL) {
@@ -1224,6 +1256,8 @@ int main(void)
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(claim__in_one_statement__takes_jobs_in_order_up_to_its_limit,
 						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__pooled_caps_share_what_is_left_of_the_pool,
+						setup_one, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
