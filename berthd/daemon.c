@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,24 @@
 
 #define MAX_TOOL_DIRS 64
 #define MAX_ALLOW_UIDS 64
+
+/*
+ * The slots (berthd --help, "Slots"). Jobs that only wait cost a process,
+ * its memory and four descriptors (an external tool), or nothing but a
+ * little memory (a sleep, a worker process's run), so their default is
+ * large: a slot per WORKER_MEMORY of the machine's memory, at most
+ * DEFAULT_WORKERS, and fewer when the open-file limit allows fewer. A
+ * claim only takes jobs into free slots, so the slots should hold more
+ * than the jobs in flight: with 8 connections x 32 sleeps in flight,
+ * bench/compare measured 4,417 jobs/s with 256 slots and 8,096/s with
+ * 1,000 (docs/BENCHMARKS.md). Runs that take a thread are CPU work: more
+ * than the CPUs only share them. libuv's pool has at most 1024 threads,
+ * four of them spares (worker_create).
+ */
+#define DEFAULT_WORKERS 1024
+#define WORKER_MEMORY (16 << 20)
+#define MAX_WORKERS 100000
+#define MAX_THREADS 1020
 
 /*
  * How long running jobs may go on finishing after SIGTERM, unless
@@ -68,6 +87,7 @@ struct options {
 	const char *tool_dirs[MAX_TOOL_DIRS];
 	size_t ntool_dirs;
 	int workers;
+	int threads;
 	int durability;
 	const char *listen;
 	const char *token_file;
@@ -95,7 +115,12 @@ static const char usage_text[] =
 	"                         $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
 	"  --tools DIR            load every *.json tool manifest in DIR (repeatable;\n"
 	"                         SIGHUP reads them again)\n"
-	"  --workers N            jobs that may run at once (default 4)\n"
+	"  --workers N            jobs that may run at once, of every kind (default\n"
+	"                         one per 16 MiB of memory, at most 1024, fewer\n"
+	"                         when the open-file limit is low)\n"
+	"  --threads N            of those, runs of C tools whose execute takes a\n"
+	"                         thread (CPU work) at once (default: the CPUs, at\n"
+	"                         least 2)\n"
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
 	"  --listen HOST:PORT     also serve TCP (loopback unless HOST says otherwise);\n"
@@ -133,11 +158,20 @@ static const char usage_text[] =
 	"                         logs on stderr, one line per event\n"
 	"  --quiet                do not log the start-up line\n"
 	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n";
+
+/* The rest of --help: ISO C asks compilers for string literals of 4095
+ * bytes only. */
+static const char usage_more[] =
 	"\n"
 	"DURATION is milliseconds, or a number with a unit: 500ms, 30s, 5m, 1h, 7d.\n"
 	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
 	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
+	"\n"
+	"Slots: a job that only waits (an external tool's process, the built-in\n"
+	"sleep, a nonblocking C tool) takes one of --workers; a C tool that runs on\n"
+	"a thread takes one of --threads as well, so that CPU work never holds the\n"
+	"slots of the jobs that wait, nor they its threads.\n"
 	"\n"
 	"A service manager may pass the sockets instead (systemd's socket\n"
 	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
@@ -161,6 +195,7 @@ enum {
 	OPT_SOCKET,
 	OPT_TOOLS,
 	OPT_WORKERS,
+	OPT_THREADS,
 	OPT_DURABILITY,
 	OPT_LISTEN,
 	OPT_TOKEN_FILE,
@@ -183,6 +218,7 @@ static const struct option long_options[] = {
 	{"socket", required_argument, NULL, OPT_SOCKET},
 	{"tools", required_argument, NULL, OPT_TOOLS},
 	{"workers", required_argument, NULL, OPT_WORKERS},
+	{"threads", required_argument, NULL, OPT_THREADS},
 	{"durability", required_argument, NULL, OPT_DURABILITY},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
@@ -271,13 +307,22 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->tool_dirs[o->ntool_dirs++] = optarg;
 			break;
 		case OPT_WORKERS:
-			if (parse_int64(optarg, 1, 1000, &v)) {
+			if (parse_int64(optarg, 1, MAX_WORKERS, &v)) {
 				fprintf(stderr, "berthd: --workers takes a "
-					"number from 1 to 1000, not '%s'\n",
-					optarg);
+					"number from 1 to %d, not '%s'\n",
+					MAX_WORKERS, optarg);
 				return 2;
 			}
 			o->workers = (int)v;
+			break;
+		case OPT_THREADS:
+			if (parse_int64(optarg, 1, MAX_THREADS, &v)) {
+				fprintf(stderr, "berthd: --threads takes a "
+					"number from 1 to %d, not '%s'\n",
+					MAX_THREADS, optarg);
+				return 2;
+			}
+			o->threads = (int)v;
 			break;
 		case OPT_DURABILITY:
 			if (strcmp(optarg, "full") == 0) {
@@ -354,6 +399,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			fputs(usage_more, stdout);
 			return 1;
 		case 'V':
 			printf("berthd %s\n", BERTH_VERSION);
@@ -396,6 +442,39 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* default_workers returns --workers' default: a slot per WORKER_MEMORY of
+ * memory, at most DEFAULT_WORKERS, and no more than the open-file limit
+ * leaves room for (an external tool's run holds four descriptors, and the
+ * database, sockets and clients need some); at least 4. After
+ * raise_nofile. */
+static int default_workers(void)
+{
+	struct rlimit rl;
+	int64_t n = DEFAULT_WORKERS;
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	if (pages > 0 && page > 0 && (int64_t)pages * page / WORKER_MEMORY < n)
+		n = (int64_t)pages * page / WORKER_MEMORY;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    ((int64_t)rl.rlim_cur - 256) / 4 < n)
+		n = ((int64_t)rl.rlim_cur - 256) / 4;
+	return n < 4 ? 4 : (int)n;
+}
+
+/* default_threads returns --threads' default: the CPUs this process may
+ * run on, at least 2 (one long C tool must not hold every thread). */
+static int default_threads(void)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n <= 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 2 ? 2 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
 static void on_store_closed(void *arg)
@@ -565,6 +644,7 @@ static int start(struct daemon *d, const struct options *o,
 	};
 	struct worker_config wcfg = {
 		.workers = o->workers,
+		.threads = o->threads,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
 		/* The worker reads 0 as its default and a negative grace as
@@ -725,14 +805,19 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 		return 1;
 	}
 
-	/* The pool must be sized before libuv first uses it: one thread per
-	 * worker slot, and a few more so that filesystem requests and
-	 * checkpoint waits never queue behind long-running tools. */
-	snprintf(nthreads, sizeof nthreads, "%d",
-		 (o.workers ? o.workers : 4) + 4);
-	setenv("UV_THREADPOOL_SIZE", nthreads, 1);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (!o.workers)
+		o.workers = default_workers();
+	if (!o.threads)
+		o.threads = default_threads();
+	if (o.threads > o.workers)
+		o.threads = o.workers;
+	/* The pool must be sized before libuv first uses it: one thread per
+	 * slot of --threads, and a few more so that filesystem requests and
+	 * checkpoint waits never queue behind long-running tools. */
+	snprintf(nthreads, sizeof nthreads, "%d", o.threads + 4);
+	setenv("UV_THREADPOOL_SIZE", nthreads, 1);
 
 	memset(&d, 0, sizeof d);
 	uv_loop_init(&d.loop);

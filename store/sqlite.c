@@ -991,7 +991,7 @@ static int change_each(struct conn *c, struct store__wreq *w,
  * excluded, so it reads past only the excluded tools' earlier jobs.
  * Returns 0 or a negative code. */
 static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
-		       const int *left)
+		       const int *left, int pool_left)
 {
 	size_t ncaps = req->u.claim.ncaps;
 	sqlite3_stmt *s = get(c, S_CLAIM_NEXT);
@@ -1006,7 +1006,8 @@ static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
 		size_t k = 0;
 		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 			k++;
-		if (k < ncaps && left[k] <= 0)
+		if (k < ncaps && (left[k] <= 0 ||
+				  (req->u.claim.caps[k].pool && pool_left <= 0)))
 			continue;
 		req->next_run_at = sqlite3_column_int64(s, 0);
 		break;
@@ -1022,6 +1023,7 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 	int limit = req->u.claim.limit;
 	size_t ncaps = req->u.claim.ncaps;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
+	int pool_left = req->u.claim.pool_remaining;
 	struct ids ids = {0};
 	int rc = 0;
 
@@ -1045,16 +1047,20 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 		size_t k = 0;
 		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 			k++;
-		if (k < ncaps && left[k] <= 0)
+		if (k < ncaps && (left[k] <= 0 ||
+				  (req->u.claim.caps[k].pool && pool_left <= 0)))
 			continue;
-		if (k < ncaps)
+		if (k < ncaps) {
 			left[k]--;
+			if (req->u.claim.caps[k].pool)
+				pool_left--;
+		}
 		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
 			break;
 	}
 	done(s);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		rc = next_run_at(c, w->req, now, left);
+		rc = next_run_at(c, w->req, now, left, pool_left);
 	free(left);
 	if (rc < 0 || (rc != 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)) {
 		free(ids.v);

@@ -220,11 +220,13 @@ static void run_batch(struct store *st, struct store__batch *b)
 	for (int tries = 1;; tries++) {
 		int rc = st->ops->begin(st->be);
 		int claimed = 0;
-		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next) {
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
 			rc = st->ops->apply(st->be, w, b);
-			if (rc == 0 && w->req->op == STORE_OP_CLAIM && w->rc == 0)
+		if (rc == 0 && st->ops->settle != NULL)
+			rc = st->ops->settle(st->be);
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
+			if (w->req->op == STORE_OP_CLAIM && w->rc == 0)
 				claimed += (int)w->req->njobs;
-		}
 		atomic_fetch_add(&st->claimed, claimed);
 		if (rc == 0)
 			rc = st->ops->commit(st->be);
@@ -1011,8 +1013,6 @@ static int enqueue(struct store *st, struct store_req *req,
 	int rc = check(req);
 	if (rc != 0)
 		return rc;
-	if (req->op == STORE_OP_CREATE && req->u.create.start && st->ops->shared)
-		return -EINVAL;
 
 	req->job = NULL;
 	req->jobs = NULL;
@@ -1124,8 +1124,7 @@ void store_release(struct store *st)
 		return;
 	struct store__wreq *first = st->hhead, *last = st->htail;
 	st->hhead = st->htail = NULL;
-	if (!st->ops->shared)
-		pair_held(first);
+	pair_held(first);
 	hand_over(st, first, last);
 }
 

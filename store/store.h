@@ -438,11 +438,17 @@ struct store_transition {
  * tool's running jobs in the database, under a lock that serializes the
  * claims of that tool on every node, and claims at most limit minus that
  * count (and at most remaining). 0 means no cluster-wide limit. SQLite,
- * with one node, uses remaining only. */
+ * with one node, uses remaining only.
+ *
+ * pool: the tool's jobs also take slots of a pool the claim's caps share
+ * (the worker's threads for C tools, worker/sched.c): at most
+ * pool_remaining jobs of all the tools so marked are claimed. A pool
+ * spent excludes them as a cap of 0 would. */
 struct store_cap {
 	const char *tool;
 	int remaining;
 	int limit;
+	bool pool;
 };
 
 /*
@@ -470,13 +476,17 @@ struct store_req {
 		 * written, existed is set and out holds that job.
 		 *
 		 * start claims the new job in the same transaction, as a
-		 * claim would: it is written running (started_at now), and a
-		 * "started" event follows "created"; job (out) still shows
-		 * the job as submitted, pending. For a caller that runs the
-		 * job itself (the worker's submit_and_run). Only for a
-		 * PENDING job without an idempotency key, and only on a store
-		 * that is not shared (store_shared): a claim on a shared
-		 * store must count the tool's jobs on every node. */
+		 * claim would: it is written running (started_at now; on a
+		 * shared store, under this node's lease), and a "started"
+		 * event follows "created"; job (out) still shows the job as
+		 * submitted, pending. For a caller that runs the job itself
+		 * (the worker's submit_and_run), of a tool with no
+		 * concurrency limit: the start counts no other node's jobs.
+		 * Only for a PENDING job without an idempotency key. On a
+		 * shared store, a tool paused (by any node) when the
+		 * creation commits is not started: the job is written as
+		 * submitted, and the transition that ends the run meets it
+		 * pending (STORE_ECONFLICT). */
 		struct {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
@@ -500,6 +510,9 @@ struct store_req {
 			 * (PostgreSQL; 0: none). Counted in the database
 			 * under a lock, like a cap's limit. */
 			int global_limit;
+			/* What is left of the pool of the caps marked
+			 * pool (struct store_cap). */
+			int pool_remaining;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is

@@ -114,7 +114,8 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
  * struct store__backend is the table a backend fills. Every function gets
  * the backend's own state (be).
  *
- * Writer thread: begin, apply and commit/rollback make one transaction.
+ * Writer thread: begin, apply (and settle) and commit/rollback make one
+ * transaction.
  * apply performs one request: it returns 0 when the request was dealt with
  * (its outcome, 0 or a logical error such as STORE_ECONFLICT, is in w->rc,
  * and a failed request wrote nothing) or a negative storage error, which
@@ -129,6 +130,13 @@ struct store__backend {
 
 	int (*begin)(void *be);
 	int (*apply)(void *be, struct store__wreq *w, struct store__batch *b);
+	/* settle, when not NULL, runs after the last apply and before
+	 * commit: a backend that sends requests ahead of their results
+	 * (PostgreSQL's pipeline) reads them here, so that every request
+	 * of the batch has its outcome and results (a claim its jobs) before
+	 * the commit makes them visible. A negative code aborts the
+	 * transaction, as apply's does. */
+	int (*settle)(void *be);
 	int (*commit)(void *be);
 	void (*rollback)(void *be);
 

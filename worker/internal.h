@@ -189,6 +189,7 @@ struct worker__run {
 	int abort_reason;        /* enum worker__abort */
 	atomic_bool aborted;     /* pool: berth_ctx_aborted */
 	bool slot_held;
+	bool thread_slot;        /* the slot is also one of cfg.threads */
 	bool exec_started;
 	bool exec_done;
 	bool listed;
@@ -220,6 +221,13 @@ struct worker__run {
 	struct berth_outcome outcome;
 	json_t *progress_latest; /* pool + loop, under hub->mu */
 	bool progress_queued;    /* hub->mu */
+
+	/* The built-in sleep waits on this timer of the loop, not on a
+	 * thread (exec.c): from wait_from for wait_ms; waiting until its
+	 * outcome is handed over. */
+	uv_timer_t wait;
+	bool waiting;
+	int64_t wait_from, wait_ms;
 
 	/* External tools. */
 	struct worker__proc *proc;
@@ -301,6 +309,9 @@ struct worker {
 	struct worker__run **by_id; /* the same runs, hashed by job id */
 	size_t nby_id;              /* buckets: a power of two */
 	int busy;                 /* runs holding a slot */
+	/* Of those, runs of C tools executing on the thread pool (CPU
+	 * work), bounded by cfg.threads apart from the rest (sched.c). */
+	int threads_busy;
 
 	/* Scheduling (sched.c). */
 	bool started;
@@ -528,6 +539,11 @@ void worker__tool_missing(struct worker *w, const char *name);
 void worker__tool_present(struct worker *w, const char *name);
 bool worker__tool_is_missing(const struct worker *w, const char *name);
 
+/* worker__tool_uses_thread tells whether t's runs execute on the thread
+ * pool, one thread each: a C tool that is not nonblocking and does not
+ * only wait (the built-in sleep). Their slots are also cfg.threads'. */
+bool worker__tool_uses_thread(const struct worker_tool *t);
+
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
@@ -536,8 +552,8 @@ void worker__sched_kick(struct worker *w);
  * is nonblocking (berth.h) without on_input_available, has no concurrency
  * limit and is not paused; a slot is free and nothing runnable is pending
  * ahead of it (backlog clear, no delayed job due); the job is due, needs
- * no approval and has no idempotency key; the store is not shared. Other
- * tools' jobs start after their submission is answered, by a claim. */
+ * no approval and has no idempotency key. Other tools' jobs start after
+ * their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
 /* worker__sched_wakeup is told of a job that waits for a claim: it sets
@@ -621,6 +637,10 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out);
 void worker__line_finish(struct worker__line *l);
 
 int worker__exec_start(struct worker__run *r);
+/* worker__exec_abort ends a run waiting on its timer (the built-in sleep)
+ * on the next loop turn, with the error an abort gives; nothing for other
+ * runs, whose execute looks at the abort flag itself. */
+void worker__exec_abort(struct worker__run *r);
 /* worker__exec_inline runs the queued executions of nonblocking tools, on
  * the loop thread: from the worker's idle handle, or from submit_and_run
  * once the run it started has been queued. */

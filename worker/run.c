@@ -135,6 +135,8 @@ static void run_maybe_end(struct worker__run *r)
 
 		r->slot_held = false;
 		w->busy--;
+		if (r->thread_slot)
+			w->threads_busy--;
 		/* The definition that holds the id now counts the slot: a
 		 * reload counted this run for it (internal.h). */
 		if (t)
@@ -189,6 +191,7 @@ void worker__run_abort(struct worker__run *r, int reason)
 	    r->abort_reason == WORKER__ABORT_FINISHED)
 		r->abort_reason = reason;
 	atomic_store(&r->aborted, true);
+	worker__exec_abort(r);
 	if (r->proc && r->w && r->w->now)
 		worker__proc_kill_now(r->proc);
 	else if (r->proc)
@@ -718,6 +721,9 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	w->busy++;
 	if (r->tool)
 		r->tool->running++;
+	r->thread_slot = r->tool && worker__tool_uses_thread(r->tool);
+	if (r->thread_slot)
+		w->threads_busy++;
 	list(w, r);
 	uv_timer_init(w->loop, &r->timer);
 	r->timer.data = r;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/builtin.h"
 #include "worker/internal.h"
 
 /* At most this many future run_at values are remembered; beyond it the
@@ -37,13 +38,27 @@ static void expiry_retry_cb(uv_timer_t *h);
 /* The longest tool name (worker__valid_tool_name), and its NUL. */
 #define CAP_NAME 129
 
+bool worker__tool_uses_thread(const struct worker_tool *t)
+{
+	return t->c && !t->c->nonblocking && !worker__builtin_is_sleep(t->c);
+}
+
+/* pooled tells whether the runs of t take a slot of cfg.threads too:
+ * they use a thread, and the threads are fewer than the slots. */
+static bool pooled(const struct worker *w, const struct worker_tool *t)
+{
+	return w->cfg.threads > 0 && w->cfg.threads < w->cfg.workers &&
+	       worker__tool_uses_thread(t);
+}
+
 /*
  * claim_caps returns the caps of a claim (calloc'd, one block that
  * worker__op_free frees) and their number in *n: a cap of 0 for each
  * missing tool, whose jobs wait for it, and one for each tool with a
- * concurrency limit. The claim runs on the store's writer thread, and a
- * reload may free a tool before it comes back, so each cap's name is a
- * copy of its own, after the caps in the same block.
+ * concurrency limit or whose runs take a thread (pool: the claim takes
+ * no more of those than threads are free). The claim runs on the store's
+ * writer thread, and a reload may free a tool before it comes back, so
+ * each cap's name is a copy of its own, after the caps in the same block.
  */
 static struct store_cap *claim_caps(struct worker *w, size_t *n)
 {
@@ -52,7 +67,7 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n)
 	char *names;
 
 	for (size_t i = 0; i < w->ntools; i++)
-		if (w->tools[i]->bg.concurrency > 0)
+		if (w->tools[i]->bg.concurrency > 0 || pooled(w, w->tools[i]))
 			want++;
 	caps = calloc(want ? want : 1, sizeof(*caps) + CAP_NAME);
 	if (!caps)
@@ -66,16 +81,22 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n)
 		struct worker_tool *t = w->tools[i];
 		int left = t->bg.concurrency - t->running;
 
-		if (t->bg.concurrency <= 0)
+		if (t->bg.concurrency <= 0 && !pooled(w, t))
 			continue;
 		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", t->id);
 		caps[k].tool = names + k * CAP_NAME;
-		caps[k].remaining = left > 0 ? left : 0;
-		/* A tool's concurrency holds for the whole cluster on a
-		 * shared database: the store counts the tool's running jobs
-		 * of every node under a lock. remaining alone would let
-		 * each node run that many. */
-		caps[k].limit = t->bg.concurrency;
+		if (t->bg.concurrency > 0) {
+			caps[k].remaining = left > 0 ? left : 0;
+			/* A tool's concurrency holds for the whole cluster
+			 * on a shared database: the store counts the tool's
+			 * running jobs of every node under a lock.
+			 * remaining alone would let each node run that
+			 * many. */
+			caps[k].limit = t->bg.concurrency;
+		} else {
+			caps[k].remaining = w->cfg.threads;
+		}
+		caps[k].pool = pooled(w, t);
 		k++;
 	}
 	*n = k;
@@ -156,6 +177,10 @@ void worker__sched_kick(struct worker *w)
 	 * no such setting for berthd either. */
 	op->req.u.claim.global_limit = 0;
 	op->req.u.claim.limit = free_slots;
+	/* The threads apart: CPU work takes no more than cfg.threads, and
+	 * jobs that only wait (processes, sleeps, nonblocking tools) the
+	 * other slots (daemon.c's --threads). */
+	op->req.u.claim.pool_remaining = w->cfg.threads - w->threads_busy;
 	op->req.u.claim.now = w->last_claim_now = store_now();
 	op->req.u.claim.caps = op->caps;
 	op->req.u.claim.ncaps = ncaps;
@@ -174,14 +199,18 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	int paused;
 
 	if (!w->started || w->stopping || w->backlog ||
-	    w->busy >= w->cfg.workers || store_shared(w->st))
+	    w->busy >= w->cfg.workers)
 		return false;
 	/* Only a nonblocking tool's execute may run before its job is
 	 * durable (berth.h), and only without a hook that must come first.
 	 * Any other job starts by a claim, after its submission was
 	 * answered: the answer leaves before a tool that crashes the daemon
 	 * can run. A tool with a limit is left to the claim, which counts
-	 * it; so is a delayed job or a retry that has just become due. */
+	 * it (on a shared database, every node's jobs); so is a delayed job
+	 * or a retry that has just become due. On a shared database the
+	 * paused flag known here may be stale (another node may have paused
+	 * the tool): the store checks it again when the creation commits,
+	 * and writes the job as submitted if it is paused (store.h). */
 	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
 	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
 	    j->run_at > now || j->idempotency_key)

@@ -78,7 +78,12 @@ struct worker_actor {
 };
 
 struct worker_config {
-	int workers;                 /* pool size; 0: 4 */
+	int workers;                 /* jobs running at once; 0: 4 */
+	/* Of those, runs of C tools executing on the thread pool at once
+	 * (CPU work: not nonblocking, not the built-in sleep), so that jobs
+	 * that only wait keep the other slots; 0: no bound but workers.
+	 * The pool has threads + 4 threads (worker_create). */
+	int threads;
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
 	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
