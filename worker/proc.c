@@ -177,6 +177,12 @@ void worker__proc_kill_now(struct worker__proc *p)
 }
 
 /* final hands an outcome to the run (once). */
+static void drain_err(struct worker__proc *p);
+static void end_err(struct worker__proc *p);
+
+/* final hands the run its outcome. What the tool wrote to stderr before
+ * its final line is read first, so that its log lines commit before the
+ * job's end: the loop may read stdout first when both pipes are ready. */
 static void final(struct worker__proc *p, struct berth_outcome o)
 {
 	if (p->has_final) {
@@ -184,6 +190,7 @@ static void final(struct worker__proc *p, struct berth_outcome o)
 		return;
 	}
 	p->has_final = true;
+	drain_err(p);
 	worker__run_outcome(p->run, &o);
 }
 
@@ -253,10 +260,7 @@ static void reap_grace_cb(uv_timer_t *h)
 	}
 	if (!p->err_eof) {
 		uv_read_stop((uv_stream_t *)&p->err);
-		if (p->elen)
-			err_line(p, p->eline, p->elen);
-		p->elen = 0;
-		p->err_eof = true;
+		end_err(p);
 	}
 	maybe_end(p);
 }
@@ -525,24 +529,14 @@ static void keep_tail(struct worker__proc *p, const char *d, size_t n)
 	p->tail_len += n;
 }
 
-/* read_err makes log lines of stderr, until the run's log is full
- * (worker__run_log); its end is kept for error messages whatever the
- * cap. */
-static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* err_data makes log lines of n bytes of stderr, until the run's log is
+ * full (worker__run_log); its end is kept for error messages whatever
+ * the cap. */
+static void err_data(struct worker__proc *p, const char *d, size_t n)
 {
-	struct worker__proc *p = s->data;
-	const char *d = buf->base, *end, *nl;
+	const char *end, *nl;
 
-	if (n < 0) {
-		uv_read_stop(s);
-		if (p->elen)
-			err_line(p, p->eline, p->elen);
-		p->elen = 0;
-		p->err_eof = true;
-		maybe_end(p);
-		return;
-	}
-	keep_tail(p, d, (size_t)n);
+	keep_tail(p, d, n);
 	p->err_total += n;
 	if (p->run->log_capped)
 		return;
@@ -567,6 +561,48 @@ static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			append(&p->eline, &p->elen, &p->ecap, d,
 			       (size_t)(end - d));
 		}
+	}
+}
+
+static void end_err(struct worker__proc *p)
+{
+	if (p->elen)
+		err_line(p, p->eline, p->elen);
+	p->elen = 0;
+	p->err_eof = true;
+}
+
+static void read_err(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct worker__proc *p = s->data;
+
+	if (n < 0) {
+		uv_read_stop(s);
+		end_err(p);
+		maybe_end(p);
+		return;
+	}
+	err_data(p, buf->base, (size_t)n);
+}
+
+/* drain_err reads what is in the stderr pipe now, without waiting (the
+ * pipe is nonblocking, as uv_pipe_open leaves it), and at most 1 MiB, so
+ * that a process writing on cannot hold the loop; its end of file is left
+ * to read_err. The final line's own read may be using the worker's read
+ * buffer, so this one is on the stack. */
+static void drain_err(struct worker__proc *p)
+{
+	char buf[4096];
+	uv_os_fd_t fd;
+	ssize_t n;
+	size_t total = 0;
+
+	if (p->err_eof || uv_fileno((uv_handle_t *)&p->err, &fd))
+		return;
+	while (total < 1024 * 1024 &&
+	       (n = read(fd, buf, sizeof(buf))) > 0) {
+		err_data(p, buf, (size_t)n);
+		total += (size_t)n;
 	}
 }
 

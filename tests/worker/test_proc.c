@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fixture.h"
 #include "worker/internal.h" /* worker__parse_line */
@@ -48,6 +49,12 @@ static const char *const manifests[][2] = {
 	 "\"env\":{\"PIDFILE\":\"@DIR@/stubborn.pid\"},"
 	 "\"command\":[\"/bin/sh\",\"-c\",\"trap '' TERM; echo $$ > "
 	 "\\\"$PIDFILE\\\"; exec sleep 30\"]}"},
+	/* Writes a log line, a line of stderr and its final line, in that
+	 * order, then holds its pipes open a while. */
+	{"ordered.json",
+	 "{\"id\":\"p-ordered\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; sleep 0.2; echo '{\\\"log\\\":\\\"first\\\"}'; "
+	 "echo 'second' >&2; echo '{\\\"output\\\":{}}'; exec sleep 2\"]}"},
 	{"long.json",
 	 "{\"id\":\"p-long\",\"command\":[\"/bin/sh\",\"-c\","
 	 "\"cat >/dev/null; exec sleep 30\"]}"},
@@ -210,6 +217,35 @@ static void external_tool__output__completes_with_logs_and_progress(
 	}
 	free(lines);
 	assert_true(saw_log);
+	assert_true(saw_stderr);
+}
+
+/* What a tool wrote to stderr before its final line is in the job's log
+ * by the time the job has ended, whatever order berthd reads its pipes
+ * in: the loop is held up while the tool writes, so that its stdout,
+ * which was written first, is read first. */
+static void external_tool__stderr_before_its_final_line__is_logged_before_the_end(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_log_line *lines = NULL;
+	struct timespec ts = {0, 700 * 1000 * 1000};
+	size_t n = 0;
+	bool saw_stderr = false;
+	char id[40];
+
+	fx_submit_ok(f, "p-ordered", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 5000);
+	fx_run_for(f, 50); /* its stdin line, and the end of it */
+	nanosleep(&ts, NULL);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(store_logs(f->st, id, 0, 100, &lines, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(lines[i].message, "second") == 0)
+			saw_stderr = true;
+		store_log_line_finish(&lines[i]);
+	}
+	free(lines);
 	assert_true(saw_stderr);
 }
 
@@ -656,6 +692,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(external_tool__output__completes_with_logs_and_progress),
+		T(external_tool__stderr_before_its_final_line__is_logged_before_the_end),
 		T(external_tool__suspend__is_resumed_with_its_data),
 		T(external_tool__error__fails_with_its_message_and_data),
 		T(external_tool__garbage_line__fails_and_is_killed),
