@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/strf.h"
 #include "log/log.h"
 
 /* The first passed descriptor (SD_LISTEN_FDS_START). */
@@ -50,19 +50,6 @@ struct passed {
 static struct passed passed[MAX_PASSED];
 static size_t npassed;
 
-static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *errorf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
 /* describe fills p's family and address from its descriptor and checks
  * that it is a listening stream socket. Returns 0 or -1 with *errmsg. */
 static int describe(struct passed *p, char **errmsg)
@@ -74,24 +61,24 @@ static int describe(struct passed *p, char **errmsg)
 	char host[INET6_ADDRSTRLEN];
 
 	if (fcntl(p->fd, F_GETFD) < 0) {
-		*errmsg = errorf("socket activation: descriptor %d ('%s') is "
-				 "not open", p->fd, p->name);
+		*errmsg = berth_strf("socket activation: descriptor %d ('%s') is "
+				     "not open", p->fd, p->name);
 		return -1;
 	}
 	if (getsockopt(p->fd, SOL_SOCKET, SO_TYPE, &type, &olen) < 0 ||
 	    type != SOCK_STREAM || getsockname(p->fd, (struct sockaddr *)&ss,
 					       &len) < 0) {
-		*errmsg = errorf("socket activation: descriptor %d ('%s') is "
-				 "not a stream socket (ListenStream=)", p->fd,
-				 p->name);
+		*errmsg = berth_strf("socket activation: descriptor %d ('%s') is "
+				     "not a stream socket (ListenStream=)", p->fd,
+				     p->name);
 		return -1;
 	}
 	olen = sizeof listening;
 	if (getsockopt(p->fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) < 0 ||
 	    !listening) {
-		*errmsg = errorf("socket activation: descriptor %d ('%s') is "
-				 "not listening (Accept=no is what berthd "
-				 "takes)", p->fd, p->name);
+		*errmsg = berth_strf("socket activation: descriptor %d ('%s') is "
+				     "not listening (Accept=no is what berthd "
+				     "takes)", p->fd, p->name);
 		return -1;
 	}
 	if (ss.ss_family == AF_UNIX) {
@@ -120,9 +107,9 @@ static int describe(struct passed *p, char **errmsg)
 		snprintf(p->address, sizeof p->address, "[%s]:%d", host,
 			 ntohs(in6->sin6_port));
 	} else {
-		*errmsg = errorf("socket activation: descriptor %d ('%s') is "
-				 "neither a Unix nor a TCP socket", p->fd,
-				 p->name);
+		*errmsg = berth_strf("socket activation: descriptor %d ('%s') is "
+				     "neither a Unix nor a TCP socket", p->fd,
+				     p->name);
 		return -1;
 	}
 	return 0;
@@ -145,19 +132,19 @@ static int assign(char **errmsg)
 			continue;
 		for (size_t k = 0; k < i; k++) {
 			if (passed[k].role == p->role) {
-				*errmsg = errorf("socket activation: descriptors "
-						 "%d and %d are both named '%s'",
-						 passed[k].fd, p->fd,
-						 p->role->name);
+				*errmsg = berth_strf("socket activation: descriptors "
+						     "%d and %d are both named '%s'",
+						     passed[k].fd, p->fd,
+						     p->role->name);
 				return -1;
 			}
 		}
 		if (p->unix_socket != p->role->unix_socket) {
-			*errmsg = errorf("socket activation: descriptor %d is "
-					 "named '%s', which is %s, but it is %s "
-					 "socket (%s)", p->fd, p->name,
-					 p->role->what, p->unix_socket
-					 ? "a Unix" : "a TCP", p->address);
+			*errmsg = berth_strf("socket activation: descriptor %d is "
+					     "named '%s', which is %s, but it is %s "
+					     "socket (%s)", p->fd, p->name,
+					     p->role->what, p->unix_socket
+					     ? "a Unix" : "a TCP", p->address);
 			return -1;
 		}
 	}
@@ -170,11 +157,11 @@ static int assign(char **errmsg)
 		for (size_t k = 0; k < npassed; k++)
 			taken = taken || passed[k].role == socket_role;
 		if (!p->unix_socket || taken) {
-			*errmsg = errorf("socket activation: descriptor %d (%s) "
-					 "is named '%s', which berthd does not "
-					 "know: name it (FileDescriptorName=) "
-					 "socket, listen or http", p->fd,
-					 p->address, p->name);
+			*errmsg = berth_strf("socket activation: descriptor %d (%s) "
+					     "is named '%s', which berthd does not "
+					     "know: name it (FileDescriptorName=) "
+					     "socket, listen or http", p->fd,
+					     p->address, p->name);
 			return -1;
 		}
 		p->role = socket_role;
@@ -214,21 +201,21 @@ int api_activation_init(char **errmsg)
 		goto out;
 	n = parse_count(fds);
 	if (n < 0) {
-		*errmsg = errorf("socket activation: LISTEN_FDS is not a "
-				 "number: '%s'", fds);
+		*errmsg = berth_strf("socket activation: LISTEN_FDS is not a "
+				     "number: '%s'", fds);
 		rc = -1;
 		goto out;
 	}
 	if (n > MAX_PASSED) {
-		*errmsg = errorf("socket activation: %ld sockets passed; berthd "
-				 "takes at most 3 (socket, listen and http)", n);
+		*errmsg = berth_strf("socket activation: %ld sockets passed; berthd "
+				     "takes at most 3 (socket, listen and http)", n);
 		rc = -1;
 		goto out;
 	}
 	if (names) {
 		copy = strdup(names);
 		if (!copy) {
-			*errmsg = errorf("out of memory");
+			*errmsg = berth_strf("out of memory");
 			rc = -1;
 			goto out;
 		}
@@ -243,9 +230,9 @@ int api_activation_init(char **errmsg)
 		tok = save ? strsep(&save, ":") : NULL;
 		snprintf(p->name, sizeof p->name, "%s", tok ? tok : "unknown");
 		if (names && !tok) {
-			*errmsg = errorf("socket activation: LISTEN_FDNAMES names "
-					 "%ld sockets, LISTEN_FDS says %ld",
-					 i, n);
+			*errmsg = berth_strf("socket activation: LISTEN_FDNAMES names "
+					     "%ld sockets, LISTEN_FDS says %ld",
+					     i, n);
 			rc = -1;
 			goto out;
 		}
@@ -257,15 +244,15 @@ int api_activation_init(char **errmsg)
 		 * clients' connections waiting on a process that never
 		 * answers them. */
 		if (fcntl(p->fd, F_SETFD, FD_CLOEXEC) < 0) {
-			*errmsg = errorf("socket activation: descriptor %d: %s",
-					 p->fd, strerror(errno));
+			*errmsg = berth_strf("socket activation: descriptor %d: %s",
+					     p->fd, strerror(errno));
 			rc = -1;
 			goto out;
 		}
 	}
 	if (n > 0 && names && save) {
-		*errmsg = errorf("socket activation: LISTEN_FDNAMES names more "
-				 "sockets than LISTEN_FDS (%ld) says", n);
+		*errmsg = berth_strf("socket activation: LISTEN_FDNAMES names more "
+				     "sockets than LISTEN_FDS (%ld) says", n);
 		rc = -1;
 		goto out;
 	}
@@ -281,7 +268,7 @@ out:
 	if (rc < 0) {
 		npassed = 0;
 		if (!*errmsg)
-			*errmsg = errorf("out of memory");
+			*errmsg = berth_strf("out of memory");
 		return -1;
 	}
 	return (int)npassed;

@@ -18,13 +18,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/strf.h"
 #include "log/log.h"
 
 /* A token shorter than this is warned about: 32 random bytes cannot be
@@ -44,19 +44,6 @@ static const char *const entry_fields[] = {
 	"name", "token", "tokenSha256", "uid", "user", "roles", "$comment",
 	NULL,
 };
-
-static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *errorf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 static void sha256_of(const char *s, size_t len,
 		      unsigned char out[API_SHA256_SIZE])
@@ -149,8 +136,8 @@ static int read_file(const char *path, json_t **out, char **errmsg)
 	json_t *v;
 
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		*errmsg = errorf("cannot read the principals file %s: %s", path,
-				 strerror(errno));
+		*errmsg = berth_strf("cannot read the principals file %s: %s", path,
+				     strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -EACCES;
@@ -159,40 +146,40 @@ static int read_file(const char *path, json_t **out, char **errmsg)
 	 * those principals, and anyone who could write it could make
 	 * themselves one. */
 	if (!S_ISREG(st.st_mode)) {
-		*errmsg = errorf("the principals file %s is not a regular file",
-				 path);
+		*errmsg = berth_strf("the principals file %s is not a regular file",
+				     path);
 		close(fd);
 		return -EACCES;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		*errmsg = errorf("the principals file %s is mode %04o: it holds "
-				 "tokens, so no other user may read or change "
-				 "it; chmod 600 %s",
-				 path, (unsigned)(st.st_mode & 07777), path);
+		*errmsg = berth_strf("the principals file %s is mode %04o: it holds "
+				     "tokens, so no other user may read or change "
+				     "it; chmod 600 %s",
+				     path, (unsigned)(st.st_mode & 07777), path);
 		close(fd);
 		return -EACCES;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		*errmsg = errorf("the principals file %s belongs to uid %lu: it "
-				 "must belong to berthd's user (uid %lu) or "
-				 "root, since its owner could change it",
-				 path, (unsigned long)st.st_uid,
-				 (unsigned long)geteuid());
+		*errmsg = berth_strf("the principals file %s belongs to uid %lu: it "
+				     "must belong to berthd's user (uid %lu) or "
+				     "root, since its owner could change it",
+				     path, (unsigned long)st.st_uid,
+				     (unsigned long)geteuid());
 		close(fd);
 		return -EACCES;
 	}
 	if (st.st_size > FILE_MAX) {
-		*errmsg = errorf("the principals file %s is larger than %d "
-				 "bytes", path, FILE_MAX);
+		*errmsg = berth_strf("the principals file %s is larger than %d "
+				     "bytes", path, FILE_MAX);
 		close(fd);
 		return -EINVAL;
 	}
 	v = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
 	close(fd);
 	if (!v) {
-		*errmsg = errorf("the principals file %s is not JSON (line %d, "
-				 "column %d: %s)", path, jerr.line, jerr.column,
-				 jerr.text);
+		*errmsg = berth_strf("the principals file %s is not JSON (line %d, "
+				     "column %d: %s)", path, jerr.line, jerr.column,
+				     jerr.text);
 		return -EINVAL;
 	}
 	*out = v;
@@ -210,12 +197,12 @@ static int bad(char **errmsg, const struct where *at, const char *field,
 	       const char *why)
 {
 	if (at->name)
-		*errmsg = errorf("the principals file %s: principals[%zu] "
-				 "(\"%s\"): %s %s", at->path, at->i, at->name,
-				 field, why);
+		*errmsg = berth_strf("the principals file %s: principals[%zu] "
+				     "(\"%s\"): %s %s", at->path, at->i, at->name,
+				     field, why);
 	else
-		*errmsg = errorf("the principals file %s: principals[%zu]: "
-				 "%s %s", at->path, at->i, field, why);
+		*errmsg = berth_strf("the principals file %s: principals[%zu]: "
+				     "%s %s", at->path, at->i, field, why);
 	return -EINVAL;
 }
 
@@ -406,15 +393,15 @@ int api_principals_load(const char *path, struct api_principals **out,
 		return rc;
 	list = json_object_get(doc, "principals");
 	if (!json_is_object(doc) || !json_is_array(list)) {
-		*errmsg = errorf("the principals file %s must be an object "
-				 "{\"principals\": [...]}", path);
+		*errmsg = berth_strf("the principals file %s must be an object "
+				     "{\"principals\": [...]}", path);
 		json_decref(doc);
 		return -EINVAL;
 	}
 	json_object_foreach(doc, key, v) {
 		if (strcmp(key, "principals") && strcmp(key, "$comment")) {
-			*errmsg = errorf("the principals file %s: %s is not a "
-					 "known field (principals)", path, key);
+			*errmsg = berth_strf("the principals file %s: %s is not a "
+					     "known field (principals)", path, key);
 			json_decref(doc);
 			return -EINVAL;
 		}
@@ -425,7 +412,7 @@ int api_principals_load(const char *path, struct api_principals **out,
 	if (!set || !set->v) {
 		api_principals_free(set);
 		json_decref(doc);
-		*errmsg = errorf("out of memory");
+		*errmsg = berth_strf("out of memory");
 		return -ENOMEM;
 	}
 	set->declared = true;
@@ -441,7 +428,7 @@ int api_principals_load(const char *path, struct api_principals **out,
 		}
 		if (rc) {
 			if (rc == -ENOMEM && !*errmsg)
-				*errmsg = errorf("out of memory");
+				*errmsg = berth_strf("out of memory");
 			api_principals_free(set);
 			json_decref(doc);
 			return rc;

@@ -10,7 +10,6 @@
 #include <grp.h>
 #include <pwd.h>
 #include <stdbool.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include "api/principal.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "common/strf.h"
 #include "log/log.h"
 
 #define DEFAULT_MAX_LINE (16u * 1024 * 1024)
@@ -35,19 +35,6 @@
 #define DEFAULT_MAX_INFLIGHT 1024
 #define DEFAULT_MAX_OUTBUF (64u * 1024 * 1024)
 #define LISTEN_BACKLOG 4096
-
-static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *errorf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 static void api_free(struct api *a)
 {
@@ -136,32 +123,32 @@ static int clear_stale(const char *path, char **errmsg)
 	if (lstat(path, &st) < 0)
 		return 0;
 	if (!S_ISSOCK(st.st_mode)) {
-		*errmsg = errorf("%s exists and is not a socket; remove it or "
-				 "choose another --socket", path);
+		*errmsg = berth_strf("%s exists and is not a socket; remove it or "
+				     "choose another --socket", path);
 		return -1;
 	}
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		*errmsg = errorf("cannot make a socket: %s", strerror(errno));
+		*errmsg = berth_strf("cannot make a socket: %s", strerror(errno));
 		return -1;
 	}
 	rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
 	close(fd);
 	if (rc == 0) {
-		*errmsg = errorf("another berthd is serving %s; stop it or "
-				 "choose another --socket", path);
+		*errmsg = berth_strf("another berthd is serving %s; stop it or "
+				     "choose another --socket", path);
 		return -1;
 	}
 	if (errno != ECONNREFUSED) {
-		*errmsg = errorf("cannot tell whether %s is in use: %s", path,
-				 strerror(errno));
+		*errmsg = berth_strf("cannot tell whether %s is in use: %s", path,
+				     strerror(errno));
 		return -1;
 	}
 	/* Nobody listens: the file is what a crashed daemon left. */
 	if (unlink(path) < 0 && errno != ENOENT) {
-		*errmsg = errorf("cannot remove the stale socket %s: %s", path,
-				 strerror(errno));
+		*errmsg = berth_strf("cannot remove the stale socket %s: %s", path,
+				     strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -360,15 +347,15 @@ static int start_unix(struct api *a, char **errmsg)
 	if (a->unix_passed)
 		goto init;
 	if (strlen(a->socket_path) >= sizeof((struct sockaddr_un *)0)->sun_path) {
-		*errmsg = errorf("the socket path %s is too long (at most %zu "
-				 "bytes)", a->socket_path,
-				 sizeof((struct sockaddr_un *)0)->sun_path - 1);
+		*errmsg = berth_strf("the socket path %s is too long (at most %zu "
+				     "bytes)", a->socket_path,
+				     sizeof((struct sockaddr_un *)0)->sun_path - 1);
 		return -ENAMETOOLONG;
 	}
 	rc = make_dirs(a->socket_path, shared ? 0711 : 0700);
 	if (rc < 0) {
-		*errmsg = errorf("cannot create the directory of %s: %s",
-				 a->socket_path, strerror(-rc));
+		*errmsg = berth_strf("cannot create the directory of %s: %s",
+				     a->socket_path, strerror(-rc));
 		return rc;
 	}
 	if (clear_stale(a->socket_path, errmsg) < 0)
@@ -376,7 +363,7 @@ static int start_unix(struct api *a, char **errmsg)
 init:
 	rc = uv_pipe_init(a->loop, &a->unix_listener, 0);
 	if (rc < 0) {
-		*errmsg = errorf("cannot make the socket: %s", uv_strerror(rc));
+		*errmsg = berth_strf("cannot make the socket: %s", uv_strerror(rc));
 		return rc;
 	}
 	a->unix_listener.data = a;
@@ -400,8 +387,8 @@ init:
 		rc = uv_listen((uv_stream_t *)&a->unix_listener, LISTEN_BACKLOG,
 			       on_unix_connection);
 	if (rc < 0) {
-		*errmsg = errorf("cannot listen on %s: %s", a->socket_path,
-				 uv_strerror(rc));
+		*errmsg = berth_strf("cannot listen on %s: %s", a->socket_path,
+				     uv_strerror(rc));
 		return rc;
 	}
 	return 0;
@@ -472,20 +459,20 @@ static int start_tcp(struct api *a, char **errmsg)
 	int rc;
 
 	if (!a->cfg.token_file && !api_principals_has_token(a->principals)) {
-		*errmsg = errorf("%s needs --token-file, or a principal with a "
-				 "token in --principals: TCP clients must "
-				 "authenticate", api_activation_address("listen")
-				 ? "the TCP socket passed as 'listen'" : "--listen");
+		*errmsg = berth_strf("%s needs --token-file, or a principal with a "
+				     "token in --principals: TCP clients must "
+				     "authenticate", api_activation_address("listen")
+				     ? "the TCP socket passed as 'listen'" : "--listen");
 		return -EINVAL;
 	}
 	if (api_parse_address(a->cfg.listen, true, &ss, NULL) < 0) {
-		*errmsg = errorf("--listen takes HOST:PORT (a numeric address), "
-				 "not '%s'", a->cfg.listen);
+		*errmsg = berth_strf("--listen takes HOST:PORT (a numeric address), "
+				     "not '%s'", a->cfg.listen);
 		return -EINVAL;
 	}
 	rc = uv_tcp_init(a->loop, &a->tcp_listener);
 	if (rc < 0) {
-		*errmsg = errorf("cannot make a TCP socket: %s", uv_strerror(rc));
+		*errmsg = berth_strf("cannot make a TCP socket: %s", uv_strerror(rc));
 		return rc;
 	}
 	a->tcp_listener.data = a;
@@ -497,8 +484,8 @@ static int start_tcp(struct api *a, char **errmsg)
 		rc = uv_listen((uv_stream_t *)&a->tcp_listener, LISTEN_BACKLOG,
 			       on_tcp_connection);
 	if (rc < 0) {
-		*errmsg = errorf("cannot listen on %s: %s", a->cfg.listen,
-				 uv_strerror(rc));
+		*errmsg = berth_strf("cannot listen on %s: %s", a->cfg.listen,
+				     uv_strerror(rc));
 		return rc;
 	}
 	return 0;
@@ -619,9 +606,9 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 		/* Which principal would that token be? The file of
 		 * principals says who each token is; one outside it would be
 		 * an admin nobody declared. */
-		*errmsg = errorf("--token-file and --principals together: "
-				 "declare that token as a principal in %s "
-				 "instead", "the principals file");
+		*errmsg = berth_strf("--token-file and --principals together: "
+				     "declare that token as a principal in %s "
+				     "instead", "the principals file");
 		api_free(a);
 		return -EINVAL;
 	}
@@ -650,7 +637,7 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 			rc = worker_add_progress_listener(w, on_progress, a);
 		if (rc < 0) {
 			store_remove_listener(st, on_event, a);
-			*errmsg = errorf("out of memory");
+			*errmsg = berth_strf("out of memory");
 		}
 	}
 	if (rc < 0) {

@@ -6,7 +6,6 @@
 #include "http/internal.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,22 +13,10 @@
 #include "api/activation.h"
 #include "api/api.h"
 #include "api/local.h"
+#include "common/strf.h"
 #include "log/log.h"
 
 #define LISTEN_BACKLOG 511
-
-static char *errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *errorf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 /* Connections accepted per loop turn: as on the socket (api/server.c's
  * accept_or_defer), one left unaccepted pauses the listener until the
@@ -139,15 +126,15 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	*out = NULL;
 	*errmsg = NULL;
 	if (!cfg->listen || api_parse_address(cfg->listen, false, &ss, &loopback) < 0) {
-		*errmsg = errorf("--http takes HOST:PORT (a numeric address or "
-				 "localhost), not '%s'",
-				 cfg->listen ? cfg->listen : "");
+		*errmsg = berth_strf("--http takes HOST:PORT (a numeric address or "
+				     "localhost), not '%s'",
+				     cfg->listen ? cfg->listen : "");
 		return -EINVAL;
 	}
 	if (cfg->open && !loopback) {
-		*errmsg = errorf("--http-open drops authentication, so it is "
-				 "allowed only on a loopback address, not %s",
-				 cfg->listen);
+		*errmsg = berth_strf("--http-open drops authentication, so it is "
+				     "allowed only on a loopback address, not %s",
+				     cfg->listen);
 		return -EINVAL;
 	}
 	h = calloc(1, sizeof *h);
@@ -169,7 +156,7 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 	}
 	h->metrics = http_metrics_create(st, w, api);
 	if (!h->metrics) {
-		*errmsg = errorf("out of memory");
+		*errmsg = berth_strf("out of memory");
 		http_auth_finish(h);
 		free(h);
 		return -ENOMEM;
@@ -207,8 +194,8 @@ int http_start(uv_loop_t *loop, struct api *api, struct worker *w,
 			 port);
 	}
 	if (rc < 0) {
-		*errmsg = errorf("cannot serve HTTP on %s: %s", cfg->listen,
-				 uv_strerror(rc));
+		*errmsg = berth_strf("cannot serve HTTP on %s: %s", cfg->listen,
+				     uv_strerror(rc));
 		h->stop_done = NULL;
 		close_all(h);
 		return rc;

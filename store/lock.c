@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +12,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/strf.h"
 #include "store/lock.h"
-
-static char *sentence(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *sentence(const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 /* holder_pid returns the pid written in the lock file fd, or 0 when it
  * holds none (yet: the holder writes it just after locking). */
@@ -110,14 +97,14 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 	if (l->db_fd < 0) {
 		e = -l->db_fd;
 		if (e == ENOENT && !create)
-			*errmsg = sentence("the database %s does not exist", db_path);
+			*errmsg = berth_strf("the database %s does not exist", db_path);
 		else if (e == EACCES || e == EPERM || e == EROFS)
-			*errmsg = sentence("cannot write the database %s: %s; "
-					   "berthd needs to write its database",
-					   db_path, strerror(e));
+			*errmsg = berth_strf("cannot write the database %s: %s; "
+					     "berthd needs to write its database",
+					     db_path, strerror(e));
 		else
-			*errmsg = sentence("cannot open the database %s: %s", db_path,
-					   strerror(e));
+			*errmsg = berth_strf("cannot open the database %s: %s", db_path,
+					     strerror(e));
 		l->db_fd = -1;
 		return -e;
 	}
@@ -125,11 +112,11 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 	 * spelling of the path finds the holder's pid in the same file. */
 	if ((real = realpath(db_path, NULL)) == NULL) {
 		e = errno;
-		*errmsg = sentence("cannot resolve the path %s: %s", db_path,
-				   strerror(e));
+		*errmsg = berth_strf("cannot resolve the path %s: %s", db_path,
+				     strerror(e));
 		goto fail;
 	}
-	if ((path = sentence("%s.lock", real)) == NULL) {
+	if ((path = berth_strf("%s.lock", real)) == NULL) {
 		e = ENOMEM;
 		goto fail;
 	}
@@ -144,15 +131,15 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 			if (pid == 0)
 				pid = flock_holder(l->db_fd);
 			if (pid > 0)
-				*errmsg = sentence("the database %s (%s) is in use by berthd pid %ld",
-						   db_path, real, pid);
+				*errmsg = berth_strf("the database %s (%s) is in use by berthd pid %ld",
+						     db_path, real, pid);
 			else
-				*errmsg = sentence("the database %s (%s) is in use by another berthd",
-						   db_path, real);
+				*errmsg = berth_strf("the database %s (%s) is in use by another berthd",
+						     db_path, real);
 			e = EBUSY;
 		} else {
-			*errmsg = sentence("cannot lock the database %s: %s", db_path,
-					   strerror(e));
+			*errmsg = berth_strf("cannot lock the database %s: %s", db_path,
+					     strerror(e));
 		}
 		goto fail;
 	}
@@ -161,7 +148,7 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 	if (l->file_fd < 0) {
 		e = -l->file_fd;
 		l->file_fd = -1;
-		*errmsg = sentence("cannot open the lock file %s: %s", path, strerror(e));
+		*errmsg = berth_strf("cannot open the lock file %s: %s", path, strerror(e));
 		goto fail;
 	}
 	if (flock(l->file_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -169,14 +156,14 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 		if (e == EWOULDBLOCK) {
 			long pid = holder_pid(l->file_fd);
 			if (pid > 0)
-				*errmsg = sentence("the database %s is in use by berthd pid %ld (lock file %s)",
-						   db_path, pid, path);
+				*errmsg = berth_strf("the database %s is in use by berthd pid %ld (lock file %s)",
+						     db_path, pid, path);
 			else
-				*errmsg = sentence("the database %s is in use by another berthd (lock file %s)",
-						   db_path, path);
+				*errmsg = berth_strf("the database %s is in use by another berthd (lock file %s)",
+						     db_path, path);
 			e = EBUSY;
 		} else {
-			*errmsg = sentence("cannot lock %s: %s", path, strerror(e));
+			*errmsg = berth_strf("cannot lock %s: %s", path, strerror(e));
 		}
 		goto fail;
 	}
