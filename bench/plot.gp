@@ -1,11 +1,11 @@
 # plot.gp: bench/compare's figure. Called with the variables throughput,
 # latency (data files written by bench/compare) and output (the PNG).
-#   throughput: "label" submit_acks_per_s e2e_jobs_per_s
+#   throughput: "label" submit_acks_per_s e2e_jobs_per_s ("-": not measured)
 #   latency:    "label" p50_ms p99_ms p99.9_ms   (at the offered rate in the
 #               label: 200/s on one connection, or half the e2e rate)
-set terminal pngcairo size 1400,560 font "sans,10"
+set terminal pngcairo size 1600,600 font "sans,10"
 set output output
-set multiplot layout 1,2 title "berth vs beanstalkd: 8 producer connections, one round trip per job unless pipelined"
+set multiplot layout 1,2 title "berth vs beanstalkd and graphile-worker: 8 producer connections, one round trip per job unless pipelined"
 
 set style data histograms
 set style histogram clustered gap 1
@@ -15,9 +15,13 @@ set grid ytics
 set key top right
 set xtics rotate by -30 left
 
-set title "Throughput (jobs/s)"
+set datafile missing "-"
+# A log scale: the rows span graphile-worker's hundreds to acknowledgements'
+# tens of thousands a second.
+set title "Throughput (jobs/s, log)"
 set ylabel "jobs per second"
-set yrange [0:*]
+set logscale y
+set yrange [10:100000]
 plot throughput using 2:xtic(1) title "submit acks/s", \
      '' using 3 title "end to end (completed)/s"
 
