@@ -526,6 +526,30 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	dflt.quorum = j->quorum > 0 ? j->quorum : 1;
 	pol = t ? &t->policy : &dflt;
 	quorum = pol->quorum;
+	had = json_array_size(j->approvals);
+	if (op->approve && op->by_name &&
+	    approved_by(j->approvals, op->by_name)) {
+		/* The same approver twice counts once, and is told so, also
+		 * once the quorum is met: an approval that raced the one
+		 * that met it is judged again after it. */
+		if (j->status == STORE_AWAITING_APPROVAL)
+			snprintf(msg, sizeof(msg), "conflict: %.64s approved "
+				 "job %s already; it waits for %d approval%s "
+				 "of %d", op->by_name, j->id,
+				 quorum - (int)had,
+				 quorum - (int)had == 1 ? "" : "s", quorum);
+		else
+			snprintf(msg, sizeof(msg), "conflict: %.64s approved "
+				 "job %s already; it is %s", op->by_name,
+				 j->id, store_status_name(j->status));
+		worker__op_defer(op, WORKER_ECONFLICT, msg,
+				 json_pack("{s:s, s:s, s:i, s:i}", "status",
+					   store_status_name(j->status),
+					   "reason", "already_approved",
+					   "approvals", (int)had, "quorum",
+					   quorum));
+		return 1;
+	}
 	if (j->status != STORE_AWAITING_APPROVAL) {
 		defer_conflict(op, j);
 		return 1;
@@ -563,21 +587,6 @@ static int judge(struct worker__op *op, const struct store_job *j)
 		op->own[0] = tr->event_data = json_pack("{s:s*}", "reason",
 							 text);
 		return 0;
-	}
-	had = json_array_size(j->approvals);
-	if (op->by_name && approved_by(j->approvals, op->by_name)) {
-		/* The same approver twice counts once, and is told so. */
-		snprintf(msg, sizeof(msg), "conflict: %.64s approved job %s "
-			 "already; it waits for %d approval%s of %d", op->by_name,
-			 j->id, quorum - (int)had, quorum - (int)had == 1 ? "" : "s",
-			 quorum);
-		worker__op_defer(op, WORKER_ECONFLICT, msg,
-				 json_pack("{s:s, s:s, s:i, s:i}", "status",
-					   store_status_name(j->status),
-					   "reason", "already_approved",
-					   "approvals", (int)had, "quorum",
-					   quorum));
-		return 1;
 	}
 	entry = json_pack("{s:s, s:s, s:s}", "by",
 			  op->by_name ? op->by_name : STORE_BERTHD, "via",

@@ -948,6 +948,7 @@ static void quorum__approvals_that_race__all_count_and_none_twice(void **state)
 	assert_int_equal(a.err, WORKER_OK);
 	assert_int_equal(b.err, WORKER_OK);
 	assert_int_equal(a2.err, WORKER_ECONFLICT);
+	assert_non_null(json_object_get(a2.data, "reason"));
 	assert_string_equal(json_string_value(json_object_get(a2.data, "reason")),
 			    "already_approved");
 	fx_wait_status(f, id, STORE_COMPLETED, 5000);
@@ -965,6 +966,39 @@ static void quorum__approvals_that_race__all_count_and_none_twice(void **state)
 	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVED), 2);
 	assert_int_equal(atomic_load(&executed), 1);
 	store_job_free(j);
+	fx_res_finish(&a);
+	fx_res_finish(&b);
+	fx_res_finish(&a2);
+}
+
+/* An approver who approves again once the quorum is met is told that
+ * they approved already, as before it was met: an approval that raced the
+ * one that met the quorum is judged again after it. */
+static void quorum__an_approver_again_after_the_quorum__is_already_approved(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_actor alice = {"alice", "tcp", NULL, BERTH_ROLE_APPROVE};
+	struct worker_actor bob = {"bob", "http", NULL, BERTH_ROLE_APPROVE};
+	struct fx_res a = {0}, b = {0}, a2 = {0};
+	char id[40];
+
+	fx_submit_ok(f, "quorum2", "{}", NULL, id);
+	assert_int_equal(worker_approve(f->w, id, "a", &alice, fx_cb, &a), 0);
+	fx_wait_res(f, &a);
+	assert_int_equal(worker_approve(f->w, id, "b", &bob, fx_cb, &b), 0);
+	fx_wait_res(f, &b);
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	assert_int_equal(worker_approve(f->w, id, "again", &alice, fx_cb, &a2),
+			 0);
+	fx_wait_res(f, &a2);
+	assert_int_equal(a2.err, WORKER_ECONFLICT);
+	assert_non_null(json_object_get(a2.data, "reason"));
+	assert_string_equal(json_string_value(json_object_get(a2.data, "reason")),
+			    "already_approved");
+	assert_string_equal(json_string_value(json_object_get(a2.data, "status")),
+			    "completed");
+	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVED), 2);
 	fx_res_finish(&a);
 	fx_res_finish(&b);
 	fx_res_finish(&a2);
@@ -1001,6 +1035,7 @@ int main(void)
 		T(approval_requested__carries_the_approval_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
 		T(quorum__approvals_that_race__all_count_and_none_twice),
+		T(quorum__an_approver_again_after_the_quorum__is_already_approved),
 	};
 
 	return cmocka_run_group_tests_name("worker lifecycle", tests, NULL,
