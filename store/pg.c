@@ -91,6 +91,9 @@ enum stmt_id {
 	S_PROC_PUT,
 	S_PROC_DEL,
 	S_PROCS,
+	S_DEF_PUT,
+	S_DEF_DEL,
+	S_DEFS,
 	S_NSTMT
 };
 
@@ -112,13 +115,14 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ($1, $2, $3,"
 			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
-			 " $26, $27, $28, $29, $30, $31, $32)"
+			 " $26, $27, $28, $29, $30, $31, $32, $33)"
 			 " ON CONFLICT DO NOTHING RETURNING id",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = $1",
 	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
 	 * $8 output, $9 model_output, $10 error, $11 suspend payload, $12
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
-	 * expires_at, $17 progress, $18 this node, $19 the lease. As in
+	 * expires_at, $17 progress, $18 this node, $19 the lease, $20
+	 * views. As in
 	 * sqlite.c, plus the lease: a job entering running is this node's,
 	 * a job leaving it is nobody's; a transition from exactly running
 	 * (the end of a run) needs this node to hold the lease. */
@@ -149,6 +153,8 @@ static const char *const sql_text[S_NSTMT] = {
 		"   ELSE expires_at END,"
 		" progress = CASE WHEN $5::int & 2048 <> 0 THEN $17::text"
 		"   ELSE progress END,"
+		" views = CASE WHEN $5::int & 4096 <> 0 THEN $20::text"
+		"   ELSE views END,"
 		" lease_owner = CASE WHEN $3::int = 2 THEN $18::text END,"
 		" lease_until = CASE WHEN $3::int = 2 THEN $4::bigint + $19::bigint END"
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
@@ -162,8 +168,11 @@ static const char *const sql_text[S_NSTMT] = {
 			    " AND tool = ANY($1::text[]) GROUP BY tool",
 	[S_RUNNING_ALL] = "SELECT count(*) FROM jobs WHERE status = 2",
 	/* SKIP LOCKED: rows another node's claim holds are left to it. */
+	/* $4 false: only the tools of $5 (the claim's limit is spent, and
+	 * only groups have room, store.h). */
 	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs WHERE status = 0"
 			 " AND run_at <= $1::bigint AND NOT (tool = ANY($2::text[]))"
+			 " AND ($4::boolean OR tool = ANY($5::text[]))"
 			 " AND NOT EXISTS (SELECT 1 FROM tools"
 			 "   WHERE name = jobs.tool AND paused <> 0)"
 			 " ORDER BY priority DESC, run_at, id LIMIT $3::int"
@@ -261,6 +270,12 @@ static const char *const sql_text[S_NSTMT] = {
 		       " AND start_min = $3::bigint",
 	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
 		    " WHERE node = $1 ORDER BY pid",
+	[S_DEF_PUT] = "INSERT INTO worker_tools (name, definition, updated_at)"
+		      " VALUES ($1, $2, $3::bigint) ON CONFLICT (name) DO UPDATE"
+		      " SET definition = excluded.definition,"
+		      " updated_at = excluded.updated_at",
+	[S_DEF_DEL] = "DELETE FROM worker_tools WHERE name = $1",
+	[S_DEFS] = "SELECT name, definition FROM worker_tools ORDER BY name",
 };
 
 struct conn {
@@ -465,6 +480,7 @@ static struct store_job *row_job(const PGresult *r, int row)
 	j->updated_at = get_int(r, row, C_UPDATED_AT);
 	j->started_at = get_int(r, row, C_STARTED_AT);
 	j->finished_at = get_int(r, row, C_FINISHED_AT);
+	j->views = get_json(r, row, C_VIEWS);
 	if (oom || j->tool == NULL) {
 		store_job_free(j);
 		return NULL;
@@ -886,6 +902,7 @@ static int do_create(struct pg *q, struct store__wreq *w)
 	p_int(&p, w->created_at);
 	p_time(&p, j->started_at);
 	p_time(&p, j->finished_at);
+	p_str(&p, t[STORE__T_VIEWS]);
 	PGresult *r = exec(c, S_JOB_INSERT, &p);
 	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
 		return rc;
@@ -911,7 +928,7 @@ static int do_create(struct pg *q, struct store__wreq *w)
 		 * as "created". */
 		json_t *adata = req->u.create.approval_event_data;
 		const char *atext = t[STORE__T_APPROVAL_EVENT];
-		if (adata == NULL) {
+		if (adata == NULL && !req->u.create.approval_event_empty) {
 			adata = data;
 			atext = t[STORE__T_EVENT];
 		}
@@ -948,6 +965,7 @@ static int do_transition(struct pg *q, struct store__wreq *w)
 	p_str(&p, t[STORE__T_PROGRESS]);
 	p_str(&p, q->node);
 	p_int(&p, q->lease_ms);
+	p_str(&p, t[STORE__T_VIEWS]);
 	PGresult *r = exec(c, S_TRANSITION, &p);
 	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
 	if (rc != 0)
@@ -1201,64 +1219,98 @@ static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
 /*
  * do_claim picks the jobs to claim with FOR UPDATE SKIP LOCKED, in the
  * order of priority, run_at and id, skipping tools whose allowance is
- * spent, and moves them to running with this node's lease. Rows skipped
- * for a spent tool may hide runnable jobs of other tools further down, so
- * the scan is repeated without the spent tools: at most once more per
- * limited tool. Jobs taken are running by then, so no scan sees them
- * twice.
+ * spent and the jobs of a spent group (store.h), and moves them to
+ * running with this node's lease. Rows skipped for a spent tool or group
+ * may hide runnable jobs of other tools further down, so the scan is
+ * repeated without the spent tools (and, once the claim's limit is spent,
+ * with only the tools of groups that have room): at most once more per
+ * limited tool or group. Jobs taken are running by then, so no scan sees
+ * them twice.
  */
 static int do_claim(struct pg *q, struct store__wreq *w)
 {
 	struct conn *c = &q->w;
 	struct store_req *req = w->req;
-	int limit = req->u.claim.limit;
-	size_t ncaps = req->u.claim.ncaps;
+	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
-	struct strs picked = {0}, out = {0};
-	int *left = NULL, global = 0, rc = 0;
+	struct strs picked = {0}, out = {0}, only = {0};
+	int *left = NULL, global = 0, rc = 0, pool, room;
 
 	w->rc = 0;
-	if (limit <= 0)
+	pool = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
+	room = pool;
+	for (size_t g = 0; g < ngroups; g++)
+		room += req->u.claim.groups[g] > 0 ? req->u.claim.groups[g] : 0;
+	if (room <= 0)
 		return 0;
-	if ((left = calloc(ncaps + 1, sizeof(*left))) == NULL)
+	/* left[i] is what is left of caps[i], then, from ncaps on, of each
+	 * group. */
+	if ((left = calloc(ncaps + ngroups + 1, sizeof(*left))) == NULL)
 		return -ENOMEM;
 	if ((rc = allowance(c, req, left, &global)) != 0)
 		goto done;
-	if (global < limit)
-		limit = global;
+	for (size_t g = 0; g < ngroups; g++)
+		left[ncaps + g] = req->u.claim.groups[g];
+	if (global < pool) {
+		room -= pool - global;
+		pool = global;
+	}
 
-	while ((int)req->njobs < limit) {
-		int want = limit - (int)req->njobs;
-		out.n = 0;
-		for (size_t i = 0; i < ncaps; i++)
-			if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+	while (room > 0) {
+		int want = room;
+		out.n = only.n = 0;
+		for (size_t i = 0; i < ncaps; i++) {
+			int g = req->u.claim.caps[i].group;
+			bool spent = left[i] <= 0 || g < 0 || (size_t)g > ngroups ||
+				     (g > 0 && left[ncaps + (size_t)g - 1] <= 0);
+			if (spent)
+				rc = strs_push(&out, req->u.claim.caps[i].tool);
+			else if (g > 0)
+				rc = strs_push(&only, req->u.claim.caps[i].tool);
+			if (rc != 0)
 				goto done;
+		}
 		char *lit = text_array(out.v, out.n);
-		if (lit == NULL) {
+		char *olit = text_array(only.v, only.n);
+		if (lit == NULL || olit == NULL) {
+			free(lit);
+			free(olit);
 			rc = -ENOMEM;
 			goto done;
 		}
+		/* $1 now, $2 the spent tools, $3 the most rows, $4 whether
+		 * the claim's limit has room, $5 the tools of groups. */
 		struct params p = {0};
 		p_int(&p, now);
 		p_str(&p, lit);
 		p_int(&p, want);
+		p_str(&p, pool > 0 ? "true" : "false");
+		p_str(&p, olit);
 		PGresult *r = exec(c, S_CLAIM_SCAN, &p);
 		free(lit);
+		free(olit);
 		if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
 			goto done;
 		int rows = PQntuples(r);
 		bool skipped = false;
-		for (int row = 0; row < rows && (int)(req->njobs + picked.n) < limit; row++) {
+		for (int row = 0; row < rows && room > 0; row++) {
 			const char *tool = PQgetvalue(r, row, 1);
 			size_t k = 0;
+			int g, *group;
 			while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 				k++;
-			if (k < ncaps && left[k] <= 0) {
+			g = k < ncaps ? req->u.claim.caps[k].group : 0;
+			group = g > 0 && (size_t)g <= ngroups
+					? &left[ncaps + (size_t)g - 1]
+					: &pool;
+			if ((k < ncaps && left[k] <= 0) || *group <= 0) {
 				skipped = true;
 				continue;
 			}
 			if (k < ncaps)
 				left[k]--;
+			(*group)--;
+			room--;
 			char *id = strdup(PQgetvalue(r, row, 0));
 			if (id == NULL || strs_push(&picked, id) != 0) {
 				free(id);
@@ -1278,6 +1330,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 done:
 	strs_free_all(&picked);
 	free(out.v);
+	free(only.v);
 	free(left);
 	return rc;
 }
@@ -1417,6 +1470,20 @@ static int do_proc(struct pg *q, struct store__wreq *w)
 	return cmd(&q->w, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT, &p, NULL);
 }
 
+static int do_define(struct pg *q, struct store__wreq *w)
+{
+	const struct store_req *req = w->req;
+	struct params p = {0};
+	p_str(&p, req->u.define.name);
+	if (!req->u.define.remove) {
+		p_str(&p, w->text[STORE__T_DEFINITION]);
+		p_int(&p, store_now());
+	}
+	w->rc = 0;
+	return cmd(&q->w, req->u.define.remove ? S_DEF_DEL : S_DEF_PUT, &p,
+		   NULL);
+}
+
 static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 {
 	struct pg *q = be;
@@ -1449,6 +1516,8 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_prune(q, w);
 	case STORE_OP_PROC:
 		return do_proc(q, w);
+	case STORE_OP_TOOL_DEFINE:
+		return do_define(q, w);
 	default: /* STORE__OP_MAX_PAGES is SQLite's */
 		w->rc = -ENOTSUP;
 		return 0;
@@ -1713,6 +1782,40 @@ static int pg_procs(void *be, struct store_proc **out, size_t *n)
 		v[i].start_min = get_int(r, i, 2);
 		v[i].start_max = get_int(r, i, 3);
 		snprintf(v[i].boot_id, sizeof(v[i].boot_id), "%s", PQgetvalue(r, i, 4));
+	}
+	PQclear(r);
+	*out = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
+static int pg_definitions(void *be, struct store_definition **out,
+			  size_t *n)
+{
+	struct pg *q = be;
+	int rc;
+	PGresult *r = query(q, S_DEFS, NULL, &rc);
+	if (r == NULL)
+		return rc;
+	int rows = PQntuples(r);
+	struct store_definition *v = calloc((size_t)rows + 1, sizeof(*v));
+	if (v == NULL) {
+		PQclear(r);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		bool oom = false;
+		/* A definition that does not parse is handed on as NULL (as
+		 * in sqlite.c). */
+		v[i].name = get_str(r, i, 0, &oom);
+		v[i].definition = get_json(r, i, 1);
+		if (v[i].name == NULL) {
+			for (int k = 0; k <= i; k++)
+				store_definition_finish(&v[k]);
+			free(v);
+			PQclear(r);
+			return -ENOMEM;
+		}
 	}
 	PQclear(r);
 	*out = v;
@@ -2007,6 +2110,7 @@ const struct store__backend store__pg = {
 	.next_run_at = pg_next_run_at,
 	.next_expiry = pg_next_expiry,
 	.procs = pg_procs,
+	.definitions = pg_definitions,
 	.shared = true,
 	.watch_fd = pg_watch_fd,
 	.notified = pg_notified,

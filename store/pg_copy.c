@@ -30,10 +30,11 @@ static const struct {
 		 "max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, "
 		 "error, suspend_payload, resume_data, checkpoint, approval_required, "
 		 "decision, reason, decided_at, progress, retry_of, created_at, "
-		 "updated_at, started_at, finished_at"},
+		 "updated_at, started_at, finished_at, views"},
 	{"events", "seq, job_id, tool, type, status, at, data"},
 	{"job_logs", "job_id, n, at, level, message, data"},
 	{"tools", "name, paused"},
+	{"worker_tools", "name, definition, updated_at"},
 };
 
 /* Rows are sent in chunks of about this size. */

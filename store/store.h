@@ -137,6 +137,11 @@ struct store_job {
 	int64_t updated_at;
 	int64_t started_at;
 	int64_t finished_at;
+	/* The views a worker process computed for the job's payloads
+	 * (docs/WORKERS.md): {"display": {STAGE: VIEW}, "transcript": {...},
+	 * "pending": [STAGE, ...], ...}, kept by the worker (worker/view.c)
+	 * and never part of the Job object; NULL for other tools' jobs. */
+	json_t *views;
 };
 
 /* store_job_free frees j and everything it owns; NULL is ignored. */
@@ -322,6 +327,7 @@ enum store_op {
 	STORE_OP_TOOL_PAUSE,
 	STORE_OP_PRUNE,
 	STORE_OP_PROC,
+	STORE_OP_TOOL_DEFINE,
 };
 
 /*
@@ -353,6 +359,7 @@ enum {
 	STORE_SET_FINISHED = 1u << 9,     /* finished_at = now */
 	STORE_SET_EXPIRES_AT = 1u << 10,
 	STORE_SET_PROGRESS = 1u << 11,
+	STORE_SET_VIEWS = 1u << 12,       /* views (store_job.views) */
 };
 
 /* A transition: a compare-and-set on the job's status, committed with
@@ -383,6 +390,7 @@ struct store_transition {
 	const char *reason;
 	int64_t expires_at;
 	json_t *progress;
+	json_t *views;
 };
 
 /* A claim: moves up to limit runnable jobs (status pending, run_at <= now,
@@ -392,6 +400,14 @@ struct store_transition {
  * may be claimed (tools not in caps are bounded by limit alone); a cap of
  * 0 skips the tool. The claim also reports the next run_at that concerns
  * its caller (req->next_run_at).
+ *
+ * Groups: a cap whose group is k > 0 takes no part of limit; its tool's
+ * jobs count against groups[k - 1] instead (and its own remaining), so
+ * that one claim fills two kinds of room that do not share (the worker's
+ * pool, which limit sizes, and each set of worker processes with room,
+ * docs/WORKERS.md) without either kind starving the other. A claim ends
+ * when limit and every group are spent or no job is left to take; limit
+ * may be 0 when only groups have room.
  *
  * For a database several nodes share (PostgreSQL), limit is the tool's
  * concurrency for the whole cluster: when it is > 0 the claim counts the
@@ -403,6 +419,7 @@ struct store_cap {
 	const char *tool;
 	int remaining;
 	int limit;
+	int group; /* 0: limit's; k > 0: groups[k - 1] */
 };
 
 /*
@@ -441,6 +458,10 @@ struct store_req {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
 			json_t *approval_event_data; /* borrowed, or NULL */
+			/* approval_requested carries no data (its view is
+			 * still to come, docs/WORKERS.md) rather than
+			 * event_data. */
+			bool approval_event_empty;
 			bool start;
 		} create;
 
@@ -453,8 +474,13 @@ struct store_req {
 			size_t ncaps;
 			/* Most jobs running at once in the whole cluster
 			 * (PostgreSQL; 0: none). Counted in the database
-			 * under a lock, like a cap's limit. */
+			 * under a lock, like a cap's limit. It bounds the
+			 * jobs of limit, not of the groups. */
 			int global_limit;
+			/* The room of each group (above); caps name them
+			 * 1-based. */
+			const int *groups;
+			size_t ngroups;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is
@@ -507,6 +533,16 @@ struct store_req {
 			struct store_proc proc;
 			bool remove;
 		} proc;
+
+		/* STORE_OP_TOOL_DEFINE: stores the definition (an object)
+		 * of a tool that worker processes serve (docs/WORKERS.md),
+		 * replacing the one of the same name; with remove, deletes
+		 * it (none is no error). No event. */
+		struct {
+			const char *name;
+			json_t *definition;
+			bool remove;
+		} define;
 	} u;
 
 	/* Results, valid in done. */
@@ -587,6 +623,20 @@ int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
  * array *out of *n, which the caller frees. Returns 0 or a storage
  * error. */
 int store_procs(struct store *st, struct store_proc **out, size_t *n);
+
+/* A stored definition of a tool that worker processes serve. */
+struct store_definition {
+	char *name;
+	json_t *definition;
+};
+
+/* store_definitions reads every stored definition (STORE_OP_TOOL_DEFINE)
+ * into a new array *out of *n, by name; the caller frees each with
+ * store_definition_finish and the array with free. Returns 0 or a
+ * storage error. */
+int store_definitions(struct store *st, struct store_definition **out,
+		      size_t *n);
+void store_definition_finish(struct store_definition *d);
 
 /* store_tool_paused returns 1 when the tool is paused, 0 when not, or a
  * negative code. */

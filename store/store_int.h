@@ -26,6 +26,8 @@ enum store__text {
 	STORE__T_PROGRESS,
 	STORE__T_EVENT,
 	STORE__T_APPROVAL_EVENT, /* CREATE: approval_requested's own data */
+	STORE__T_VIEWS,
+	STORE__T_DEFINITION,     /* TOOL_DEFINE */
 	STORE__T_COUNT
 };
 
@@ -139,6 +141,7 @@ struct store__backend {
 	int (*next_run_at)(void *be, int64_t *at);
 	int (*next_expiry)(void *be, int64_t *at);
 	int (*procs)(void *be, struct store_proc **out, size_t *n);
+	int (*definitions)(void *be, struct store_definition **out, size_t *n);
 
 	/* Writer thread, once, before the first batch: the integrity check
 	 * open left to it (SQLite, a large database; store_config's
@@ -195,7 +198,7 @@ char *store__json_text(json_t *v);
 	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
 	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
 	"decision, reason, decided_at, progress, retry_of, created_at, "      \
-	"updated_at, started_at, finished_at"
+	"updated_at, started_at, finished_at, views"
 
 enum store__col {
 	C_ID,
@@ -230,6 +233,7 @@ enum store__col {
 	C_UPDATED_AT,
 	C_STARTED_AT,
 	C_FINISHED_AT,
+	C_VIEWS,
 	C_NCOLS
 };
 
