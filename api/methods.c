@@ -22,6 +22,7 @@
 #include "api/server.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "api/workers.h"
 #include "berth/berth.h"
 #ifdef BERTH_HAVE_MCP
 #include "api/mcp.h"
@@ -651,6 +652,37 @@ static const struct api_param p_subscribe[] = {
 	END,
 };
 static const struct api_param p_unsubscribe[] = {STR("subscription", REQ), END};
+/* The worker protocol (docs/WORKERS.md, api/workers.c). The definitions
+ * of worker/register are checked by the worker, which names each refusal
+ * by its place in params. */
+static const struct api_param p_register[] = {
+	{"tools", API_P_ARRAY, REQ, 1, 1000, NULL, NULL},
+	INT("concurrency", 1, 1024),
+	{"name", API_P_STRING, 0, 0, 256, NULL, NULL},
+	{"sdk", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const char *const log_levels[] = {"debug", "info", "warn", "error",
+					 NULL};
+static const struct api_param p_wprogress[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"progress", API_P_NUMBER, REQ, 0, 0, NULL, NULL},
+	{"total", API_P_NUMBER, 0, 0, 0, NULL, NULL},
+	{"message", API_P_STRING, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_wlog[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"level", API_P_ENUM, 0, 0, 0, log_levels, NULL},
+	{"message", API_P_ANY, REQ, 0, 0, NULL, NULL},
+	{"data", API_P_ANY, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_wcheckpoint[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"value", API_P_ANY, REQ, 0, 0, NULL, NULL},
+	END,
+};
 
 static const struct api_method methods[] = {
 	{"server/info", m_server_info, 0, NULL},
@@ -672,6 +704,16 @@ static const struct api_method methods[] = {
 	{"events/poll", api_m_events_poll, 0, p_poll},
 	{"events/subscribe", api_m_events_subscribe, 0, p_subscribe},
 	{"events/unsubscribe", api_m_events_unsubscribe, 0, p_unsubscribe},
+	/* Worker processes. With principals (issue 19), worker/register
+	 * and the run's messages need the role "worker" and tools/forget
+	 * "admin": the flags of these rows are where that goes. */
+	{"worker/register", api_m_worker_register, API_M_MUTATES, p_register},
+	{"worker/progress", api_m_worker_progress, 0, p_wprogress},
+	{"worker/log", api_m_worker_log, 0, p_wlog},
+	{"worker/checkpoint", api_m_worker_checkpoint, API_M_MUTATES,
+	 p_wcheckpoint},
+	{"worker/drain", api_m_worker_drain, 0, NULL},
+	{"tools/forget", api_m_tools_forget, API_M_MUTATES, p_tool_name},
 };
 
 const struct api_method *api_method_find(const char *name)

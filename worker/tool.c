@@ -120,6 +120,7 @@ void worker__tool_free(struct worker_tool *t)
 	json_decref(t->input_examples);
 	json_decref(t->provider_options);
 	json_decref(t->transform);
+	json_decref(t->definition);
 	cmd_free(t->cmd);
 	free(t->id);
 	free(t->title);
@@ -601,7 +602,8 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	 * approval can be required. */
 	json_object_set_new(o, "requireApproval",
 			    json_boolean(t->require_approval ||
-					 (t->c && t->c->require_approval_fn)));
+					 (t->c && t->c->require_approval_fn) ||
+					 (t->fns & WORKER__FN_APPROVAL)));
 	/* Every setting, as it takes effect (a default filled in), so that
 	 * a client sees how a job of the tool will be run. */
 	backoff = t->bg.backoff_ms > 0 ? t->bg.backoff_ms : WORKER__BACKOFF_MS;
@@ -625,5 +627,17 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	set_copy(o, "providerOptions", t->provider_options);
 	paused = store_tool_paused(w->st, t->id);
 	json_object_set_new(o, "paused", json_boolean(paused == 1));
+	/* How the tool runs: linked in (C), a command per run (a
+	 * manifest), or by the worker processes connected now
+	 * (docs/WORKERS.md), with their runs at once summed. */
+	json_object_set_new(o, "kind",
+			    json_string(t->c     ? "c"
+					: t->cmd ? "external"
+						 : "worker"));
+	if (t->definition)
+		json_object_set_new(o, "workers",
+				    json_pack("{s:i, s:i}", "connected",
+					      t->serving, "capacity",
+					      t->capacity));
 	return o;
 }

@@ -464,6 +464,8 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg.max_log_lines = WORKER__MAX_LOG_LINES;
 	if (w->cfg.retention_ms <= 0)
 		w->cfg.retention_ms = WORKER__RETENTION_MS;
+	if (w->cfg.heartbeat_ms <= 0)
+		w->cfg.heartbeat_ms = WORKER__HEARTBEAT_MS;
 
 	/*
 	 * Two process-wide settings, made here because the worker is what
@@ -598,6 +600,8 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
+		if (ev->status == STORE_PENDING)
+			worker__remote_wake(w, ev->tool);
 		if (ev->status == STORE_PENDING && !r &&
 		    !paused_here(w, ev->tool))
 			worker__sched_kick(w);
@@ -606,6 +610,7 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	case STORE_EV_RESUMED:
 	case STORE_EV_APPROVED:
 		w->backlog = true;
+		worker__remote_wake(w, ev->tool);
 		if (!r)
 			worker__sched_kick(w);
 		break;
@@ -684,6 +689,10 @@ int worker_start(struct worker *w, char **errmsg)
 	/* What a berthd that died left running goes before its jobs run
 	 * again (orphans.c). Its failure is logged; recovery goes on. */
 	worker__orphans_kill(w);
+	/* The tools of worker processes before the recovery, which reads
+	 * their onInterrupt; a failure leaves them out until a worker
+	 * registers them again (remote.c logs it). */
+	worker__remote_load(w);
 	count_interrupted(w, &rerun, &fail);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
@@ -809,6 +818,7 @@ static void finish_shutdown(uv_timer_t *h)
 	}
 	w->runs = NULL;
 	memset(w->by_id, 0, w->nby_id * sizeof(*w->by_id));
+	worker__remote_shutdown(w);
 	hub_close(w->hub);
 	close_handle(w, &w->run_timer);
 	close_handle(w, &w->expiry_timer);
