@@ -169,7 +169,13 @@ describe('Mastra tools served by a worker', { skip }, () => {
       const r = await mcp.callTool({ name: 'sdk-echo', arguments: { text: 'to the model' } });
       assert.ok(!r.isError, JSON.stringify(r));
       assert.match(r.content[0].text, /echo: to the model/);
-      assert.deepEqual(r.structuredContent, { text: 'to the model', secret: 's3cret' });
+      // structuredContent is the transcript view of the output
+      // (docs/MCP.md), as the worker's transform made it.
+      assert.deepEqual(r.structuredContent, { said: 'to the model' });
+      // context.mcp: the client that called, from the job's metadata.mcp
+      // ({_meta, clientInfo}, docs/WORKERS.md).
+      const m = await mcp.callTool({ name: 'sdk-mcp', arguments: {}, _meta: { progressToken: 7 } });
+      assert.deepEqual(m.structuredContent, { client: 'sdk-ts-test', meta: true }, JSON.stringify(m));
     } finally {
       await mcp.close();
     }
@@ -317,7 +323,9 @@ describe('workers and crashes', { skip }, () => {
   });
 
   test('a_sigterm_of_berthd__puts_running_jobs_back_without_a_retry__and_the_worker_registers_again', async () => {
-    const d = new Daemon();
+    // Running jobs may finish for the shutdown grace (docs/WORKERS.md); a
+    // short one stops this one, which takes 2 s at least, half way.
+    const d = new Daemon({ args: ['--shutdown-grace', '500ms'] });
     await d.start();
     const c = await connect({ socket: d.socket });
     const w = await serve({ socket: d.socket, tools: allTools, ...quiet });
