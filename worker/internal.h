@@ -256,6 +256,9 @@ struct worker__run {
 	bool asked_hook;
 	bool answered;
 	bool worker_error;
+	/* Started in its creation's transaction (ops.c): it is pushed to a
+	 * worker process once that commits (worker__run_push). */
+	bool held;
 	/* The run holds a slot of the pool (--workers): C and external
 	 * tools; a worker process's run does not. */
 	bool pool;
@@ -400,13 +403,14 @@ struct worker {
 
 	int inflight; /* operations not yet freed */
 
-	/* Worker processes (remote.c): their connections, how many were
-	 * ever registered (for their ids), and a count of the events that
-	 * may have made jobs runnable, by which a claim tells whether it
-	 * may leave a connection dry (sched.c). */
+	/* Worker processes (remote.c): their connections, a count of the
+	 * events that may have made jobs runnable, by which a claim tells
+	 * whether it may leave a connection dry (sched.c), and the jobs
+	 * started at their submission whose creation has not committed yet
+	 * (ops.c), which are the connections' to take. */
 	struct worker_remote *remotes;
-	uint64_t nremotes_ever;
 	uint64_t wakes;
+	int remote_starting;
 
 	/* External tools (proc.c): the one buffer their pipes are read
 	 * into, and the stack their children start on (spawn.c); both made
@@ -633,6 +637,11 @@ void worker__expiry_rearm(struct worker *w);
 
 /* worker__run_start starts a claimed job (taking it). */
 void worker__run_start(struct worker *w, struct store_job *job);
+/* worker__run_start_held starts a job of a worker process's tool that its
+ * creation starts (ops.c), without pushing it: worker__run_push pushes it
+ * once the creation committed. */
+void worker__run_start_held(struct worker *w, struct store_job *job);
+void worker__run_push(struct worker__run *r);
 struct worker__run *worker__run_find(struct worker *w, const char *job_id);
 void worker__run_ref(struct worker__run *r);
 void worker__run_unref(struct worker__run *r);
@@ -745,6 +754,15 @@ void worker__remote_shutdown(struct worker *w);
 void worker__remote_wake(struct worker *w, const char *tool);
 /* worker__remote_free_runs returns the runs r may still take. */
 int worker__remote_free_runs(const struct worker_remote *r);
+/* worker__remote_may_start tells whether a new job j of t, a worker
+ * process's tool, may be started in its creation's transaction and
+ * pushed once that commits, instead of waiting for a claim: a connection
+ * serving t has a run free beyond the jobs started that way so far, and
+ * found no job of its tools left at its last claim (nothing waits ahead);
+ * the job is due, needs no approval, has no idempotency key, its tool no
+ * concurrency limit and no pause; the store is not shared. */
+bool worker__remote_may_start(struct worker *w, struct worker_tool *t,
+			      const struct store_job *j, int64_t now);
 /* worker__remote_input asks a worker process serving t for the functions
  * of a new job j (requireApproval, the input and approval views,
  * onInputAvailable) before its creation commits, then calls

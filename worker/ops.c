@@ -27,6 +27,8 @@ static void reply_created(struct worker__op *op, int rc)
 	if (!op->run_now && rc == 0 && !op->req.existed &&
 	    j->status == STORE_PENDING)
 		w->backlog = true;
+	if (op->run_now && t->definition)
+		w->remote_starting--;
 	if (rc) {
 		struct worker__run *r;
 
@@ -36,11 +38,20 @@ static void reply_created(struct worker__op *op, int rc)
 		 * same storage error) or finds no job, and must never be
 		 * stored again, nor its hooks run. Its callback comes after
 		 * this one (the store answers in order) and sees the run
-		 * done. */
+		 * done. A worker process's run was not pushed yet. */
 		if (op->run_now && (r = worker__run_find(w, op->job->id)))
 			worker__run_cancelled(r);
 		worker__op_reply_store(op, rc);
 		return;
+	}
+	/* A worker process's job started by its creation: pushed now that
+	 * it is durable (a worker's execute is no pure function, so it must
+	 * not run before). */
+	if (op->run_now && t->definition) {
+		struct worker__run *r = worker__run_find(w, op->job->id);
+
+		if (r)
+			worker__run_push(r);
 	}
 	/* The log lines a worker process's functions wrote while it was
 	 * asked about the job (remote.c), now that the job exists. */
@@ -321,6 +332,36 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	return submit_create(op, now);
 }
 
+/*
+ * start_remote creates j, started, through op, and starts its run without
+ * pushing it: a worker process's tool whose connection found nothing of
+ * its tools left to claim (worker__remote_may_start). The claim's commit
+ * and its wait are saved; the run is pushed once the creation is durable
+ * (reply_created), and the job is then as a claim would have left it.
+ */
+static int start_remote(struct worker__op *op, struct store_job *j)
+{
+	struct worker *w = op->w;
+	struct store_job *running;
+
+	running = store_job_copy(j);
+	if (!running)
+		return -ENOMEM;
+	running->status = STORE_RUNNING;
+	running->created_at = running->updated_at = running->started_at =
+		store_now();
+	op->run_now = true;
+	op->req.u.create.start = true;
+	if (worker__op_submit(op, reply_created)) {
+		store_job_free(running);
+		return -ESHUTDOWN;
+	}
+	w->remote_starting++;
+	w->started_at_submit++;
+	worker__run_start_held(w, running);
+	return 0;
+}
+
 /* submit_create creates op's job (op->job, checked), now or once a run at
  * its submission started (submit_and_run). Returns 0 or -ESHUTDOWN. */
 static int submit_create(struct worker__op *op, int64_t now)
@@ -365,6 +406,11 @@ static int submit_create(struct worker__op *op, int64_t now)
 	 * (the claim's) when the pool has room and nothing waits. */
 	if (worker__sched_may_start(w, t, j, now))
 		return submit_and_run(op, j);
+	if (t->definition && worker__remote_may_start(w, t, j, now)) {
+		if (!j->id[0])
+			store_uuid7(j->id);
+		return start_remote(op, j);
+	}
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;
 	return 0;

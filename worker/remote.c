@@ -93,6 +93,29 @@ static struct worker_remote *pick(struct worker *w, const char *id, bool any)
 	return best;
 }
 
+bool worker__remote_may_start(struct worker *w, struct worker_tool *t,
+			      const struct store_job *j, int64_t now)
+{
+	struct worker_remote *rem;
+	int paused;
+
+	if (!w->started || w->stopping || store_shared(w->st) ||
+	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
+	    j->run_at > now || j->idempotency_key)
+		return false;
+	rem = pick(w, t->id, false);
+	if (!rem || !rem->dry ||
+	    worker__remote_free_runs(rem) <= w->remote_starting)
+		return false;
+	if (t->pause == WORKER__PAUSE_UNKNOWN) {
+		paused = store_tool_paused(w->st, t->id);
+		if (paused < 0)
+			return false;
+		t->pause = paused ? WORKER__PAUSE_YES : WORKER__PAUSE_NO;
+	}
+	return t->pause == WORKER__PAUSE_NO;
+}
+
 /* attached counts the connections, draining or not, that serve tool id. */
 static int attached(const struct worker *w, const char *id)
 {
@@ -1065,8 +1088,11 @@ static void remote_end(struct worker__run *r)
 	}
 	w = rem->w;
 	worker__run_exec_ended(r);
-	/* A free run: the connection takes the next job. */
-	if (w && !rem->draining)
+	/* A free run: the connection takes the next job, unless the last
+	 * claim found none of its tools' left (it is dry, sched.c): then
+	 * the next job that becomes runnable asks for a claim itself, and
+	 * a run's end costs no claim. It frees no slot of the pool. */
+	if (w && !rem->draining && !rem->dry)
 		worker__sched_kick(w);
 }
 

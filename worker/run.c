@@ -450,6 +450,9 @@ static json_t *stage_view(struct worker__run *r, struct worker__op *op,
 
 	if (!t || !t->definition)
 		return worker__view(t, WORKER_VIEW_DISPLAY, which, payload);
+	/* A tool that transforms nothing stores no views. */
+	if (!t->view_declared[0] && !t->view_declared[1] && !r->job->views)
+		return json_incref((json_t *)payload);
 	if (r->answered) {
 		stages = r->asked;
 		/* An error berthd made (a timeout, a schema failure) keeps
@@ -789,7 +792,38 @@ void worker__run_interrupted(struct worker__run *r, const char *why)
 	run_finish(r, op);
 }
 
+void worker__run_push(struct worker__run *r)
+{
+	int rc;
+
+	if (!r->held || !r->w || r->state != WORKER__RUN_ACTIVE)
+		return;
+	r->held = false;
+	rc = worker__remote_start(r);
+	/* The connection it was meant for has gone. */
+	if (rc == -EAGAIN)
+		worker__run_put_back(r, "no_worker");
+	else if (rc)
+		run_fail(r,
+			 error_json("start_failed", NULL,
+				    "tool %s could not be started: %s",
+				    r->job->tool, strerror(-rc)),
+			 false, false);
+}
+
+static void run_start(struct worker *w, struct store_job *job, bool held);
+
 void worker__run_start(struct worker *w, struct store_job *job)
+{
+	run_start(w, job, false);
+}
+
+void worker__run_start_held(struct worker *w, struct store_job *job)
+{
+	run_start(w, job, true);
+}
+
+static void run_start(struct worker *w, struct store_job *job, bool held)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
 	json_t *errors = NULL;
@@ -863,7 +897,10 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	timeout = job->timeout_ms > 0 ? job->timeout_ms
 				      : w->cfg.default_timeout_ms;
 	uv_timer_start(&r->timer, timeout_cb, (uint64_t)timeout, 0);
-	if (r->tool->definition) {
+	if (r->tool->definition && held) {
+		r->held = true;
+		return;
+	} else if (r->tool->definition) {
 		rc = worker__remote_start(r);
 		/* Claimed for a connection that has gone since. */
 		if (rc == -EAGAIN) {

@@ -582,7 +582,10 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		worker__run_cancelled(r);
 		return;
 	}
-	if (r && r->state == WORKER__RUN_ACTIVE && ev->status != STORE_RUNNING) {
+	/* A job started by its creation (ops.c) has its run before the
+	 * "created" event, which shows it as submitted. */
+	if (r && r->state == WORKER__RUN_ACTIVE && ev->status != STORE_RUNNING &&
+	    ev->type != STORE_EV_CREATED) {
 		/* While a run is active only another node moves its job
 		 * (this node's own end of the run is committed while the
 		 * run is finishing): the lease reaper of a node that
@@ -600,7 +603,8 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
-		if (ev->status == STORE_PENDING)
+		/* A job started by its creation has its run already. */
+		if (ev->status == STORE_PENDING && !r)
 			worker__remote_wake(w, ev->tool);
 		if (ev->status == STORE_PENDING && !r &&
 		    !paused_here(w, ev->tool))
