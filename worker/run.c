@@ -799,6 +799,12 @@ void worker__run_push(struct worker__run *r)
 	if (!r->held || !r->w || r->state != WORKER__RUN_ACTIVE)
 		return;
 	r->held = false;
+	/* Stopped before it was pushed (a shutdown): its job stays running,
+	 * and the shutdown puts it back. */
+	if (r->abort_reason != WORKER__ABORT_NONE) {
+		run_set_done(r);
+		return;
+	}
 	rc = worker__remote_start(r);
 	/* The connection it was meant for has gone. */
 	if (rc == -EAGAIN)
