@@ -340,6 +340,9 @@ static char *pointer_of(const char *base, const char *msg, const char *id)
 	    strncmp(msg + 5, id, strlen(id)) == 0 &&
 	    strncmp(msg + 5 + strlen(id), ": ", 2) == 0)
 		msg += 5 + strlen(id) + 2;
+	/* worker__tool_check quotes an id that is not a tool name. */
+	else if (strncmp(msg, "tool \"", 6) == 0 && strstr(msg, "\": "))
+		msg = strstr(msg, "\": ") + 3;
 	while (msg[n] && msg[n] != ' ' && n < sizeof(field) - 1) {
 		field[n] = msg[n];
 		n++;

@@ -397,6 +397,15 @@ static void register__a_definition_that_does_not_check__is_refused_naming_its_pl
 				 "transform", "display", "input"));
 	assert_non_null(strstr(jstr(e, "message"), "functions.transform"));
 	json_decref(e);
+	e = call_error(f, "worker/register",
+		       json_pack("{s:[{s:s}, {s:s}]}", "tools", "id", "fine",
+				 "id", "not a name"));
+	assert_string_equal(jstr(json_array_get(json_object_get(
+					 json_object_get(e, "data"), "errors"),
+					 0),
+				 "instancePath"),
+			    "/tools/1/id");
+	json_decref(e);
 }
 
 static void register__the_id_of_a_builtin_tool__is_refused_as_builtin(
