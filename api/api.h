@@ -22,12 +22,17 @@
 #include "store/store.h"
 #include "worker/worker.h"
 
+struct api_principals;
+
 struct api_config {
 	const char *socket_path; /* NULL: $XDG_RUNTIME_DIR/berth/berth.sock,
 				    else ./berth.sock */
 	const char *listen;      /* "HOST:PORT" for TCP, or NULL */
-	const char *token_file;  /* required with listen; also the HTTP
-				    gateway's Bearer token */
+	const char *token_file;  /* the token of TCP and HTTP clients
+				    without principals (an admin) */
+	/* --principals (api/principal.h), stolen by api_start whatever it
+	 * returns; NULL: none declared (implicit principals only). */
+	struct api_principals *principals;
 	const uid_t *allow_uids; /* besides the daemon's own user and root;
 				    the socket is then reachable to every
 				    user and the peer check filters */

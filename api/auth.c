@@ -25,6 +25,7 @@
 
 #include <uv.h>
 
+#include "api/principal.h"
 #include "api/server.h"
 #include "log/log.h"
 
@@ -70,20 +71,75 @@ struct api_auth {
 
 static const char *const via_names[API_AUTH_NVIA] = {"socket", "http"};
 
+static const char *const refusal_names[API_NREFUSAL] = {
+	[API_REFUSED_UNAUTHENTICATED] = "unauthenticated",
+	[API_REFUSED_FORBIDDEN] = "forbidden",
+	[API_REFUSED_SELF_APPROVAL] = "self_approval",
+	[API_REFUSED_NOT_AN_APPROVER] = "not_an_approver",
+};
+
+const char *api_refusal_name(int r)
+{
+	return r >= 0 && r < API_NREFUSAL ? refusal_names[r] : NULL;
+}
+
+int api_refusal_parse(const char *name)
+{
+	for (int r = 0; name && r < API_NREFUSAL; r++)
+		if (strcmp(refusal_names[r], name) == 0)
+			return r;
+	return -1;
+}
+
+void api_refused(struct api *a, int r)
+{
+	if (a->auth && r >= 0 && r < API_NREFUSAL)
+		a->auth->stats.refusals[r]++;
+}
+
 /* ---- the token ---------------------------------------------------------- */
 
-int api_auth_check(struct api *a, const char *token, size_t len)
+int api_auth_check(struct api *a, const char *token, size_t len,
+		   const struct api_principal **who)
 {
 	const struct api_auth *t = a->auth;
 	unsigned char diff;
 
+	*who = NULL;
+	if (a->principals->declared) {
+		/* Every principal's token is compared (principal.c), so the
+		 * time taken names none of them. */
+		*who = api_principal_of_token(a->principals, token, len);
+		if (*who)
+			return 0;
+		return api_principals_has_token(a->principals) ? -EACCES
+							       : -ENOENT;
+	}
 	if (!t || !t->token)
 		return -ENOENT;
 	diff = len != t->token_len;
 	for (size_t i = 0; i < t->token_len; i++)
 		diff |= (unsigned char)(t->token[i] ^
 					(token && i < len ? token[i] : 0));
-	return diff == 0 ? 0 : -EACCES;
+	if (diff != 0)
+		return -EACCES;
+	/* Without --principals, the token of --token-file is one admin, as
+	 * it was before there were principals. */
+	*who = api_principal_implicit(a->principals, "token");
+	return *who ? 0 : -ENOMEM;
+}
+
+const struct api_principal *api_auth_owner(struct api *a)
+{
+	return api_principal_of_uid(a->principals, geteuid(), a->allow_uids,
+				    a->nallow_uids);
+}
+
+const struct api_principal *api_auth_anonymous(struct api *a)
+{
+	if (a->principals->declared)
+		return NULL;
+	return api_principal_implicit(a->principals, "anonymous");
 }
 
 /* read_token reads path's first line into t. Returns 0 or -1 with

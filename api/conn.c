@@ -15,6 +15,7 @@
 
 #include "api/auth.h"
 #include "api/methods.h"
+#include "api/principal.h"
 #include "api/rpc.h"
 #include "api/sub.h"
 #include "api/wait.h"
@@ -143,6 +144,8 @@ static void on_close(uv_handle_t *h)
 	if (c->ext_free)
 		c->ext_free(c->ext);
 	c->ext = NULL;
+	json_decref(c->client);
+	c->client = NULL;
 	api_frame_finish(&c->frame);
 	conn_unref(c);
 	api_handle_closed(a);
@@ -615,8 +618,9 @@ static void take_response(struct api_conn *c, json_t *msg)
  * dispatch_one answers one message (a line, or an element of a batch).
  * Everything a request must pass before its handler runs is checked here,
  * in this order: its shape (JSON-RPC 2.0), auth, the method's existence,
- * the connection's in-flight limit, and the params against the method's
- * table row.
+ * the caller's role against the method's table row, the connection's
+ * in-flight limit, and the params against the row. A request refused
+ * before its handler changes nothing.
  */
 static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 {
@@ -652,11 +656,15 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 		id = NULL;
 	name = json_string_value(json_object_get(msg, "method"));
 	m = api_method_find(name);
-	if (!c->authed && !(m && (m->flags & API_M_NOAUTH))) {
+	if ((!c->authed || !c->principal) &&
+	    !(m && (m->flags & API_M_NOAUTH))) {
+		api_refused(c->api, API_REFUSED_UNAUTHENTICATED);
 		if (id)
 			send_error(c, b, id, API_UNAUTHORIZED,
 				   "unauthorized: call server/auth with the "
-				   "token first", NULL);
+				   "token first",
+				   json_pack("{s:s}", "reason",
+					     "unauthenticated"));
 		return;
 	}
 	if (!m) {
@@ -664,6 +672,27 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 			snprintf(text, sizeof text, "method not found: %.400s",
 				 name);
 			send_error(c, b, id, API_METHOD_NOT_FOUND, text, NULL);
+		}
+		return;
+	}
+	/* The one place roles are checked (the table's role column): a
+	 * handler never runs for a caller outside its role, so nothing a
+	 * refused request asks for can change anything. */
+	if (!(m->flags & API_M_NOAUTH) &&
+	    !(c->principal->roles & (m->role ? m->role : BERTH_ROLE_ADMIN))) {
+		const char *need = berth_role_name(m->role ? m->role
+							   : BERTH_ROLE_ADMIN);
+
+		api_refused(c->api, API_REFUSED_FORBIDDEN);
+		if (id) {
+			snprintf(text, sizeof text, "forbidden: %.64s may not "
+				 "call %.200s, which needs the role %s",
+				 c->principal->name, name, need);
+			send_error(c, b, id, API_UNAUTHORIZED, text,
+				   json_pack("{s:s, s:s, s:s}", "reason",
+					     "forbidden", "principal",
+					     c->principal->name, "role",
+					     need));
 		}
 		return;
 	}
@@ -867,9 +896,11 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 	} else if (!c->authed && is_batch(line, len)) {
 		/* One answer for the whole batch, and nothing of it parsed:
 		 * a stranger's batch costs what its line costs. */
+		api_refused(a, API_REFUSED_UNAUTHENTICATED);
 		send_error(c, NULL, NULL, API_UNAUTHORIZED,
 			   "unauthorized: a batch before server/auth; send "
-			   "server/auth on its own first", NULL);
+			   "server/auth on its own first",
+			   json_pack("{s:s}", "reason", "unauthenticated"));
 	} else if (api_json_depth(line, len, a->cfg.max_depth) >
 		   a->cfg.max_depth) {
 		snprintf(text, sizeof text, "invalid request: JSON nested "
@@ -1106,7 +1137,9 @@ static void on_login_timer(uv_timer_t *t)
 				 "within %lld ms of connecting",
 				 (long long)a->cfg.login_ms);
 		say_and_close(c, API_UNAUTHORIZED, text,
-			      api_rpc_limit(a->cfg.login_ms));
+			      json_pack("{s:I, s:s}", "limit",
+					(json_int_t)a->cfg.login_ms, "reason",
+					"unauthenticated"));
 	}
 	login_arm(a);
 }
@@ -1135,8 +1168,9 @@ static bool make_room(struct api *a, struct api_conn *c)
 	return true;
 }
 
-void api_conn_authed(struct api_conn *c)
+void api_conn_authed(struct api_conn *c, const struct api_principal *p)
 {
+	c->principal = p;
 	c->authed = true;
 	c->frame.max_line = c->api->cfg.max_line;
 	unauth_remove(c);
@@ -1154,11 +1188,22 @@ void api_conn_drain(struct api_conn *c)
 	conn_maybe_finish(c);
 }
 
+void api_conn_actor(const struct api_conn *c, struct worker_actor *out)
+{
+	out->name = c->principal ? c->principal->name : NULL;
+	out->via = c->via;
+	out->client = c->client;
+	out->roles = c->principal ? c->principal->roles : 0;
+}
+
 /* ---- accepting ---------------------------------------------------------- */
 
-/* peer_allowed is true when the Unix peer of c runs as the daemon's user,
- * as root, or as a user of --allow-uid; *uid receives its uid. */
-static bool peer_allowed(struct api_conn *c, uid_t *uid)
+/* peer_principal returns the principal the Unix peer of c acts as: a
+ * declared one with its uid, or an implicit one for berthd's own user,
+ * root and the users of --allow-uid (principal.h); NULL when the peer
+ * may not use the socket. *uid receives its uid. */
+static const struct api_principal *peer_principal(struct api_conn *c,
+						  uid_t *uid)
 {
 	struct api *a = c->api;
 	struct ucred cred;
@@ -1168,14 +1213,10 @@ static bool peer_allowed(struct api_conn *c, uid_t *uid)
 	*uid = (uid_t)-1;
 	if (uv_fileno(&c->h.handle, &fd) < 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return false;
+		return NULL;
 	*uid = cred.uid;
-	if (cred.uid == geteuid() || cred.uid == 0)
-		return true;
-	for (size_t i = 0; i < a->nallow_uids; i++)
-		if (a->allow_uids[i] == cred.uid)
-			return true;
-	return false;
+	return api_principal_of_uid(a->principals, cred.uid, a->allow_uids,
+				    a->nallow_uids);
 }
 
 /* refuse answers a connection that may not be served with one error line
@@ -1228,6 +1269,7 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		api_conn_close(c);
 		return;
 	}
+	c->via = transport == API_TRANSPORT_TCP ? "tcp" : "socket";
 	if (transport == API_TRANSPORT_TCP) {
 		uv_tcp_nodelay(&c->h.tcp, 1);
 		len = sizeof c->peer;
@@ -1238,13 +1280,16 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 		unauth_add(c);
 		if (!make_room(a, c))
 			return;
-	} else if (!peer_allowed(c, &uid)) {
+	} else if (!(c->principal = peer_principal(c, &uid))) {
 		c->peer.ss_family = AF_UNIX;
 		snprintf(text, sizeof text, "refused uid %ld: not allowed to "
 			 "use this socket", (long)uid);
 		conn_log(c, text);
+		api_refused(a, API_REFUSED_UNAUTHENTICATED);
 		refuse(c, API_UNAUTHORIZED, "unauthorized: this user may not "
-		       "use berthd's socket (see berthd --allow-uid)", NULL);
+		       "use berthd's socket (see berthd --allow-uid and "
+		       "--principals)",
+		       json_pack("{s:s}", "reason", "unauthenticated"));
 		return;
 	} else {
 		/* A peer the kernel vouches for always has room. */

@@ -92,6 +92,8 @@ enum api_transport {
 };
 
 struct api_call;
+struct api_principal;
+struct worker_actor;
 
 struct api_conn {
 	struct api *api;
@@ -106,6 +108,15 @@ struct api_conn {
 	int state;        /* enum api_conn_state */
 	int transport;    /* enum api_transport */
 	bool authed;      /* TCP: server/auth succeeded; Unix: always */
+	/* Who the connection acts as (principal.h; borrowed from the api's
+	 * set): set when it is authed, and again by a server/auth with a
+	 * principal's token; per request on a local connection. And how it
+	 * came, for the audit: "socket", "tcp", "http", or "mcp" once MCP's
+	 * initialize came, with client the MCP clientInfo's {name,
+	 * version} (owned). */
+	const struct api_principal *principal;
+	const char *via;
+	json_t *client;
 	bool paused;      /* OPEN, but not read until replies drain */
 	bool resume_due;  /* a pause may end: looked at before the loop
 			     blocks (api_conn_flush_all) */
@@ -194,9 +205,15 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg);
 /* api_conn_close starts closing c (idempotent). */
 void api_conn_close(struct api_conn *c);
 
-/* api_conn_authed marks c as authenticated (server/auth succeeded): it
- * leaves the strangers' list and its limits, and gets the full ones. */
-void api_conn_authed(struct api_conn *c);
+/* api_conn_authed marks c as authenticated as p (borrowed; server/auth
+ * succeeded): it leaves the strangers' list and its limits, and gets the
+ * full ones. */
+void api_conn_authed(struct api_conn *c, const struct api_principal *p);
+
+/* api_conn_actor fills *out with who asks through c and how (for the
+ * worker's audit and approval policy); its strings are borrowed from c
+ * and its principal. */
+void api_conn_actor(const struct api_conn *c, struct worker_actor *out);
 
 /* api_conn_drain reads no more from c: it closes once the replies of what
  * it sent are written (server/auth refused it too often). */

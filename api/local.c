@@ -15,7 +15,8 @@
 #include "api/server.h"
 #include "api/sub.h"
 
-struct api_conn *api_local_open(struct api *a, api_local_sink_fn sink,
+struct api_conn *api_local_open(struct api *a, const char *via,
+				api_local_sink_fn sink,
 				api_local_pending_fn pending, void *arg)
 {
 	struct api_conn *c;
@@ -31,7 +32,8 @@ struct api_conn *api_local_open(struct api *a, api_local_sink_fn sink,
 	}
 	c->api = a;
 	c->transport = API_TRANSPORT_LOCAL;
-	c->authed = true; /* the local client checked its own caller */
+	c->authed = true; /* the local client checks its own caller */
+	c->via = via;
 	c->id = ++a->next_conn_id;
 	c->refs = 1; /* the handle's, released in conn.c's on_close */
 	c->sink = sink;
@@ -71,6 +73,11 @@ void api_local_request(struct api_conn *c, const char *method, json_t *params,
 	}
 	api_conn_dispatch(c, msg);
 	json_decref(msg);
+}
+
+void api_local_as(struct api_conn *c, const struct api_principal *p)
+{
+	c->principal = p;
 }
 
 void api_local_drained(struct api_conn *c)

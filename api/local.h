@@ -16,6 +16,7 @@
 
 struct api;
 struct api_conn;
+struct api_principal;
 
 /*
  * api_local_sink_fn receives every message for the local client: the
@@ -33,9 +34,20 @@ typedef size_t (*api_local_pending_fn)(void *arg);
 
 /* api_local_open returns a new local connection, authenticated, whose
  * messages go to sink(arg, ...), or NULL when out of memory or when the
- * api is stopping. pending may be NULL (nothing is ever queued). */
-struct api_conn *api_local_open(struct api *a, api_local_sink_fn sink,
+ * api is stopping. pending may be NULL (nothing is ever queued). via
+ * (static) says how its requests came, for the audit ("http"). Its
+ * requests are refused as unauthenticated until api_local_as names who
+ * makes them. */
+struct api_conn *api_local_open(struct api *a, const char *via,
+				api_local_sink_fn sink,
 				api_local_pending_fn pending, void *arg);
+
+/* api_local_as makes the requests c runs from now on those of p
+ * (borrowed: principals live as long as the api): the local client
+ * checked its caller's credentials itself (an HTTP Bearer token or
+ * session), and a client may be a different principal from one request
+ * to the next. A request's principal is taken when it is dispatched. */
+void api_local_as(struct api_conn *c, const struct api_principal *p);
 
 /* api_local_request runs method with params (stolen; NULL for none) as a
  * request with the integer id. Its reply reaches the sink, now or later,

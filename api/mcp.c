@@ -32,10 +32,14 @@
  * tasks/result, and by the owner's status watch as soon as the task
  * enters input_required, with the related-task _meta, because a task
  * client need not call tasks/result before the task ends (the ext-tasks
- * client only polls tasks/get). One connection is asked once per wait:
- * its watches of one job share the question. The answer approves,
- * declines or resumes the job through the worker, like jobs/approve,
- * jobs/decline and jobs/resume do.
+ * client only polls tasks/get). The owner is asked only once it has
+ * asked about the task after the reply that made it the owner (the
+ * CreateTaskResult, or the reply to the tasks/get that took the task
+ * over): that reply is the client's first sight of the task, and a
+ * question that overtakes it cannot be placed. One connection is asked
+ * once per wait: its watches of one job share the question. The answer
+ * approves, declines or resumes the job through the worker, like
+ * jobs/approve, jobs/decline and jobs/resume do.
  */
 #include "api/mcp.h"
 
@@ -44,7 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/auth.h"
 #include "api/mcp_content.h"
+#include "api/principal.h"
 #include "api/rpc.h"
 #include "api/server.h"
 #include "berth/berth.h"
@@ -143,10 +149,12 @@ struct mcp_watch {
 	char job_id[40];
 	struct api_req *req;   /* CALL and RESULT */
 	int last;              /* STATUS: the status last told, or -1 */
-	bool owner;            /* STATUS: the task was created here, so its
-				  questions are asked here */
+	bool owner;            /* STATUS: the task was created here, or
+				  taken over, so its questions are asked
+				  here */
 	bool followed;         /* STATUS, owner: the client has asked about
-				  the task since (tasks/get, tasks/result) */
+				  the task (tasks/get, tasks/result) since
+				  the reply that made it the owner */
 	struct mcp_ask *ask;   /* a question or its answer under way */
 	int64_t episode;       /* updated_at of the wait asked about */
 	bool held;             /* no more questions in this episode */
@@ -160,6 +168,8 @@ struct mcp_watch {
 struct mcp_ask {
 	struct mcp_watch *w;
 	struct api *api;
+	struct api_conn *conn; /* where the answer comes from: alive when
+				  it does (a closed one answers nothing) */
 	int refs;          /* the client's answer, the worker operation */
 	bool approval;     /* else a resume */
 	char job_id[40];
@@ -972,11 +982,29 @@ static void recheck(struct mcp_watch *w)
 	store_job_free(j);
 }
 
+/* refused_answer is true when res refuses who answered, rather than the
+ * answer: the approval policy (self approval, not an approver), or an
+ * approval of theirs already counted. Asking them again would only be
+ * refused again. */
+static bool refused_answer(struct api *api, const struct worker_result *res)
+{
+	const char *reason = json_string_value(json_object_get(res->data,
+							       "reason"));
+
+	if (res->err == WORKER_EFORBIDDEN) {
+		api_refused(api, api_refusal_parse(reason));
+		return true;
+	}
+	return res->err == WORKER_ECONFLICT && reason &&
+	       strcmp(reason, "already_approved") == 0;
+}
+
 /* on_applied runs when the worker applied (or refused) an answer. */
 static void on_applied(void *arg, const struct worker_result *res)
 {
 	struct mcp_ask *a = arg;
 	struct mcp_watch *w = a->w;
+	bool refused = refused_answer(a->api, res);
 
 	if (w) {
 		w->ask = NULL;
@@ -986,7 +1014,13 @@ static void on_applied(void *arg, const struct worker_result *res)
 							    : "invalid answer");
 			w->bad_answers++;
 		}
-		recheck(w);
+		if (refused && res->job) {
+			/* Not asked again in this wait: the same person
+			 * would be refused the same way. */
+			cannot_ask(w, res->job, res->message);
+		} else {
+			recheck(w);
+		}
 	}
 	ask_unref(a);
 }
@@ -1008,6 +1042,8 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 	bool answered = action && (strcmp(action, "accept") == 0 ||
 				   strcmp(action, "decline") == 0);
 	struct store_job *j = NULL;
+	struct worker_actor by;
+	unsigned need;
 	int rc = 0;
 
 	if (w)
@@ -1047,21 +1083,43 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 		ask_unref(a);
 		return;
 	}
+	/* An answer is checked against the roles of the connection's
+	 * principal when it is applied, as the method it stands for would
+	 * be (docs/MCP.md): approve for an approval, resume for a question
+	 * of a suspended job, whether it is accepted or declined. */
+	need = a->approval ? BERTH_ROLE_APPROVE : BERTH_ROLE_RESUME;
+	if (!a->conn->principal || !(a->conn->principal->roles & need)) {
+		char why[320];
+
+		api_refused(a->api, API_REFUSED_FORBIDDEN);
+		snprintf(why, sizeof why, "forbidden: %.64s may not %s it, "
+			 "which needs the role %s",
+			 a->conn->principal ? a->conn->principal->name : "?",
+			 a->approval ? "approve or decline" : "answer",
+			 berth_role_name(need));
+		if (w)
+			cannot_ask(w, j, why);
+		store_job_free(j);
+		ask_unref(a);
+		return;
+	}
+	api_conn_actor(a->conn, &by);
 	a->refs++;
 	if (a->approval && strcmp(action, "accept") == 0 &&
 	    !json_is_false(json_object_get(content, "approve")))
-		rc = worker_approve(wk, a->job_id, reason, on_applied, a);
+		rc = worker_approve(wk, a->job_id, reason, &by, on_applied, a);
 	else if (a->approval)
 		rc = worker_decline(wk, a->job_id,
 				    reason ? reason : "declined through MCP",
-				    on_applied, a);
+				    &by, on_applied, a);
 	else if (strcmp(action, "accept") == 0)
-		rc = content ? worker_resume(wk, a->job_id, content, on_applied, a)
-			     : worker_resume(wk, a->job_id, json_object(),
+		rc = content ? worker_resume(wk, a->job_id, content, &by,
+					     on_applied, a)
+			     : worker_resume(wk, a->job_id, json_object(), &by,
 					     on_applied, a);
 	else
 		rc = worker_cancel(wk, a->job_id, "the user declined to answer "
-				   "(MCP elicitation)", on_applied, a);
+				   "(MCP elicitation)", &by, on_applied, a);
 	if (rc < 0) {
 		a->refs--;
 		if (w)
@@ -1163,6 +1221,7 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 		json_object_set_new(params, "_meta", related(j->id));
 	a->w = w;
 	a->api = api;
+	a->conn = w->mc->conn;
 	a->refs = 1;
 	a->approval = approval;
 	a->episode = j->updated_at;
@@ -1175,6 +1234,23 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 		free(a);
 		cannot_ask(w, j, "the question could not be sent");
 	}
+}
+
+/* approved_here is true when the principal of c has approved job j
+ * already (below its quorum): asking again would be answered
+ * "already_approved". */
+static bool approved_here(const struct api_conn *c, const struct store_job *j)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(j->approvals, i, e) {
+		const char *by = json_string_value(json_object_get(e, "by"));
+
+		if (c->principal && by && strcmp(by, c->principal->name) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* asked_here is true when another watch of w's connection on the same
@@ -1221,10 +1297,11 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 			return;
 		}
 		/* The owner is asked once it has shown that it follows the
-		 * task: a question sent with the CreateTaskResult can reach
-		 * a client before it has taken in the task, and a client
-		 * that cannot place it answers "cancel" (the ext-tasks
-		 * client does). */
+		 * task: a question sent with the reply that made it the
+		 * owner can reach a client before it has taken in the
+		 * task, and a client that cannot place it answers "cancel"
+		 * (the ext-tasks client does), after which it is not asked
+		 * again in this wait (watch_status). */
 		if (!w->owner || !w->followed)
 			return;
 	} else if (store_status_terminal(j->status)) {
@@ -1249,6 +1326,10 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 		return;
 	if (!w->mc->elicitation)
 		cannot_ask(w, j, "this MCP client declared no elicitation");
+	else if (j->status == STORE_AWAITING_APPROVAL &&
+		 approved_here(w->mc->conn, j))
+		cannot_ask(w, j, "you approved it already; it waits for the "
+			   "approvals of others (its tool's quorum)");
 	else
 		ask(w, j);
 }
@@ -1294,12 +1375,23 @@ static bool has_asker(const struct mcp_hub *hub, const char *job_id)
  * watch_status starts status notifications about job j on mc (unless it
  * has them already, or too many), as if last had been told. owner: mc
  * created the task, so it is also asked the task's questions, once it
- * follows the task: when mc asks about a task it owns, that is noted and
- * a waiting question is asked. A connection with elicitation that asks
- * about a task no such connection owns (its creator is gone: a restart of
- * berthd or of the client, a task resumed from a stored reference; its
- * creator cannot answer; a job submitted through berth's own protocol)
- * takes it over, or its questions would reach nobody who only polls.
+ * follows the task. A connection with elicitation that asks about a task
+ * no such connection owns (its creator is gone: a restart of berthd or of
+ * the client, a task resumed from a stored reference; its creator cannot
+ * answer; a job submitted through berth's own protocol) takes it over, or
+ * its questions would reach nobody who only polls.
+ *
+ * An owner follows the task from its first request about it after the
+ * reply that made it the owner, never on that reply: then it is asked a
+ * waiting question. The reply to a tasks/get that takes a task over is
+ * the client's first sight of it, as a CreateTaskResult is, and a
+ * question sent with it overtakes it: the ext-tasks client's resumeTask
+ * takes in the task only once that reply has come back, answers the
+ * question it cannot place yet with "cancel", and then polls tasks/get
+ * as long as the task waits, since a question put aside is not asked
+ * again in that wait.
+ * A tasks/result that takes a task over is asked on its own (it waits for
+ * the task, so its client has it in hand).
  */
 static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 			 int last, bool owner)
@@ -1312,14 +1404,16 @@ static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 	for (w = mc->watches; w; w = w->cnext) {
 		if (w->kind != MCP_W_STATUS || strcmp(w->job_id, j->id) != 0)
 			continue;
-		if (!owner && (w->owner || adopt) && !w->followed) {
-			if (!w->owner) {
-				w->owner = true;
-				mc->nstatus--;
-				mc->nowned++;
-			}
+		if (owner)
+			return;
+		if (w->owner && !w->followed) {
 			w->followed = true;
 			watch_update(w, j);
+		} else if (!w->owner && adopt && mc->nowned < MCP_MAX_OWNED) {
+			/* Taken over: followed from the next request. */
+			w->owner = true;
+			mc->nstatus--;
+			mc->nowned++;
 		}
 		return;
 	}
@@ -1330,7 +1424,6 @@ static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 	if (!w)
 		return;
 	w->owner = owner || adopt;
-	w->followed = adopt;
 	if (w->owner)
 		mc->nowned++;
 	else
@@ -1340,6 +1433,32 @@ static void watch_status(struct mcp_conn *mc, const struct store_job *j,
 }
 
 /* ---- methods ------------------------------------------------------------ */
+
+/* audit_client returns the client of the audit, {name, version} of
+ * clientInfo (borrowed; NULL: none), each member a string of at most 128
+ * bytes: the audit keeps who it was, not what the client said about
+ * itself at length. */
+static json_t *audit_client(const json_t *info)
+{
+	static const char *const keys[] = {"name", "version"};
+	json_t *c;
+
+	if (!json_is_object(info))
+		return NULL;
+	c = json_object();
+	for (size_t i = 0; c && i < 2; i++) {
+		const char *v = json_string_value(json_object_get(info, keys[i]));
+
+		if (v)
+			json_object_set_new(c, keys[i],
+					    json_stringn(v, strnlen(v, 128)));
+	}
+	if (c && json_object_size(c) == 0) {
+		json_decref(c);
+		return NULL;
+	}
+	return c;
+}
 
 static bool form_elicitation(const json_t *caps)
 {
@@ -1371,6 +1490,11 @@ static void m_initialize(struct api_req *r, json_t *params)
 	mc->elicitation = form_elicitation(asked_caps);
 	json_decref(mc->client_info);
 	mc->client_info = json_incref(json_object_get(params, "clientInfo"));
+	/* From now on the connection's requests come through MCP, and the
+	 * audit names the client beside the principal (docs/MCP.md). */
+	r->conn->via = "mcp";
+	json_decref(r->conn->client);
+	r->conn->client = audit_client(mc->client_info);
 	/* Tasks came with 2025-11-25, as a part of the core; they left it
 	 * for the extension io.modelcontextprotocol/tasks. A client of an
 	 * older revision that declares either form gets them too. Both
@@ -1584,6 +1708,7 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	json_t *task = json_object_get(params, "task");
 	json_t *meta = json_object_get(params, "_meta");
 	struct worker_submit s = {0};
+	struct worker_actor by;
 	const struct worker_tool *t = worker_tool_find(a->worker, name);
 	struct mcp_call *call;
 	char text[200];
@@ -1633,6 +1758,8 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	s.input = json_object_get(params, "arguments");
 	s.request_context = json_object_get(meta, MCP_META_CONTEXT);
 	s.mcp = call->metadata;
+	api_conn_actor(r->conn, &by);
+	s.by = &by;
 	/* How long the job may wait for approval or input: what its tool
 	 * allows, or shorter when the client asks with berth/ttlMs. A
 	 * task's ttl is how long the client wants the task kept, and never
@@ -1760,6 +1887,7 @@ static void on_cancelled(void *arg, const struct worker_result *res)
 
 static void m_tasks_cancel(struct api_req *r, json_t *params)
 {
+	struct worker_actor by;
 	struct store_job *j;
 	char text[200];
 	int rc;
@@ -1775,10 +1903,11 @@ static void m_tasks_cancel(struct api_req *r, json_t *params)
 		return;
 	}
 	store_job_free(j);
+	api_conn_actor(r->conn, &by);
 	rc = worker_cancel(r->conn->api->worker,
 			   api_params_str(params, "taskId"),
-			   "cancelled through MCP tasks/cancel", on_cancelled,
-			   r);
+			   "cancelled through MCP tasks/cancel", &by,
+			   on_cancelled, r);
 	if (rc < 0)
 		api_reply_error(r, API_INTERNAL_ERROR, strerror(-rc), NULL);
 }
@@ -1837,15 +1966,19 @@ static const struct api_param p_tasks_list[] = {
 	END,
 };
 
+/* Roles as berth's own methods have them (methods.c): reading is read,
+ * a call submits, a cancel operates. */
 static const struct api_method mcp_methods[] = {
-	{"initialize", m_initialize, 0, p_initialize},
-	{"notifications/initialized", m_initialized, 0, NULL},
-	{"notifications/cancelled", m_cancelled, 0, p_cancelled},
-	{"tools/call", m_tools_call, API_M_MUTATES, p_call},
-	{"tasks/get", m_tasks_get, 0, p_task},
-	{"tasks/result", m_tasks_result, 0, p_task},
-	{"tasks/list", m_tasks_list, 0, p_tasks_list},
-	{"tasks/cancel", m_tasks_cancel, API_M_MUTATES, p_task},
+	{"initialize", m_initialize, 0, BERTH_ROLE_READ, p_initialize},
+	{"notifications/initialized", m_initialized, 0, BERTH_ROLE_READ, NULL},
+	{"notifications/cancelled", m_cancelled, 0, BERTH_ROLE_READ,
+	 p_cancelled},
+	{"tools/call", m_tools_call, API_M_MUTATES, BERTH_ROLE_SUBMIT, p_call},
+	{"tasks/get", m_tasks_get, 0, BERTH_ROLE_READ, p_task},
+	{"tasks/result", m_tasks_result, 0, BERTH_ROLE_READ, p_task},
+	{"tasks/list", m_tasks_list, 0, BERTH_ROLE_READ, p_tasks_list},
+	{"tasks/cancel", m_tasks_cancel, API_M_MUTATES, BERTH_ROLE_OPERATE,
+	 p_task},
 };
 
 const struct api_method *api_mcp_method_find(const char *name)

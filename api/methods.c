@@ -18,6 +18,7 @@
 
 #include "api/auth.h"
 #include "api/cursor.h"
+#include "api/principal.h"
 #include "api/rpc.h"
 #include "api/server.h"
 #include "api/sub.h"
@@ -127,6 +128,14 @@ void api_reply_worker_error(struct api_req *r, const struct worker_result *res)
 		code = API_STORAGE;
 		msg = msg ? msg : "storage failure; nothing was changed";
 		break;
+	case WORKER_EFORBIDDEN:
+		/* The approval policy's refusals are -32010 like a role's,
+		 * told apart by data.reason (docs/API.md). */
+		code = API_UNAUTHORIZED;
+		msg = msg ? msg : "forbidden";
+		api_refused(api_of(r), api_refusal_parse(json_string_value(
+					       json_object_get(data, "reason"))));
+		break;
 	default:
 		code = API_INTERNAL_ERROR;
 		msg = msg ? msg : "internal error";
@@ -228,7 +237,10 @@ static void m_server_info(struct api_req *r, json_t *params)
 		json_object_set_new(jobs, store_status_name(s),
 				    json_integer(counts[s]));
 	worker_stats(a->worker, &ws);
-	api_reply(r, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:{s:i, s:i}}",
+	/* principal: who asks, so that berth info and the inbox can say
+	 * who is logged in (docs/API.md). */
+	api_reply(r, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:{s:i, s:i},"
+			       " s:{s:s, s:o, s:s}}",
 			       "name", "berth",
 			       "version", BERTH_VERSION,
 			       "protocolVersion", API_PROTOCOL_VERSION,
@@ -237,7 +249,11 @@ static void m_server_info(struct api_req *r, json_t *params)
 			       "uptimeMs",
 			       (json_int_t)((uv_hrtime() - a->started_ns) / 1000000),
 			       "jobs", jobs,
-			       "workers", "size", ws.size, "busy", ws.busy));
+			       "workers", "size", ws.size, "busy", ws.busy,
+			       "principal", "name", r->conn->principal->name,
+			       "roles",
+			       api_principal_roles_json(r->conn->principal),
+			       "via", r->conn->via));
 }
 
 /* A connection on which server/auth failed this many times is closed: a
@@ -250,6 +266,7 @@ static void m_server_auth(struct api_req *r, json_t *params)
 	struct api_conn *c = r->conn;
 	const struct sockaddr *peer = (const struct sockaddr *)&c->peer;
 	json_t *token = json_object_get(params, "token");
+	const struct api_principal *who = NULL;
 	int64_t retry_ms;
 	char text[160];
 	int rc;
@@ -258,12 +275,18 @@ static void m_server_auth(struct api_req *r, json_t *params)
 		snprintf(text, sizeof text, "unauthorized: too many failed "
 			 "logins lately; try again in %lld ms",
 			 (long long)retry_ms);
+		api_refused(a, API_REFUSED_UNAUTHENTICATED);
 		api_reply_error(r, API_UNAUTHORIZED, text,
-				json_pack("{s:I}", "retryAfterMs",
-					  (json_int_t)retry_ms));
+				json_pack("{s:I, s:s}", "retryAfterMs",
+					  (json_int_t)retry_ms, "reason",
+					  "unauthenticated"));
 	} else if ((rc = api_auth_check(a, json_string_value(token),
-					json_string_length(token))) == 0) {
-		api_conn_authed(c);
+					json_string_length(token),
+					&who)) == 0) {
+		/* From now on the connection acts as the token's principal,
+		 * a Unix peer too: a process may act as less than its
+		 * user (an agent with a submit token). */
+		api_conn_authed(c, who);
 		api_reply(r, json_object());
 		return;
 	} else if (rc == -ENOENT && c->authed) {
@@ -271,12 +294,19 @@ static void m_server_auth(struct api_req *r, json_t *params)
 		api_reply(r, json_object());
 		return;
 	} else if (rc == -ENOENT) {
+		api_refused(a, API_REFUSED_UNAUTHENTICATED);
 		api_reply_error(r, API_UNAUTHORIZED, "unauthorized: this "
-				"server takes no token", NULL);
+				"server takes no token",
+				json_pack("{s:s}", "reason", "unauthenticated"));
+	} else if (rc == -ENOMEM) {
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
 	} else {
 		api_auth_failed(a, peer, API_AUTH_VIA_SOCKET, "server/auth");
+		api_refused(a, API_REFUSED_UNAUTHENTICATED);
 		api_reply_error(r, API_UNAUTHORIZED,
-				"unauthorized: wrong token", NULL);
+				"unauthorized: wrong token",
+				json_pack("{s:s}", "reason", "unauthenticated"));
 	}
 	if (++c->auth_failures >= AUTH_TRIES_PER_CONN)
 		api_conn_drain(c);
@@ -370,9 +400,12 @@ static void m_jobs_submit(struct api_req *r, json_t *params)
 {
 	struct api *a = api_of(r);
 	struct worker_submit s = {0};
+	struct worker_actor by;
 	const char *run_at = api_params_str(params, "runAt");
 	int rc;
 
+	api_conn_actor(r->conn, &by);
+	s.by = &by;
 	s.tool = api_params_str(params, "tool");
 	s.input = json_object_get(params, "input");
 	s.request_context = json_object_get(params, "requestContext");
@@ -484,51 +517,69 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 	api_reply(r, result);
 }
 
+/* The handlers below hand the worker who asks (api_conn_actor): the
+ * audit of the transition, and the judge of a tool's approval policy. */
+
 static void m_jobs_resume(struct api_req *r, json_t *params)
 {
-	int rc = worker_resume(api_of(r)->worker, api_params_str(params, "id"),
-			       json_object_get(params, "resumeData"),
-			       api_reply_after_commit, r);
+	struct worker_actor by;
+	int rc;
 
+	api_conn_actor(r->conn, &by);
+	rc = worker_resume(api_of(r)->worker, api_params_str(params, "id"),
+			   json_object_get(params, "resumeData"), &by,
+			   api_reply_after_commit, r);
 	if (rc < 0)
 		worker_refused(r, rc);
 }
 
 static void m_jobs_approve(struct api_req *r, json_t *params)
 {
-	int rc = worker_approve(api_of(r)->worker, api_params_str(params, "id"),
-				api_params_str(params, "note"),
-				api_reply_after_commit, r);
+	struct worker_actor by;
+	int rc;
 
+	api_conn_actor(r->conn, &by);
+	rc = worker_approve(api_of(r)->worker, api_params_str(params, "id"),
+			    api_params_str(params, "note"), &by,
+			    api_reply_after_commit, r);
 	if (rc < 0)
 		worker_refused(r, rc);
 }
 
 static void m_jobs_decline(struct api_req *r, json_t *params)
 {
-	int rc = worker_decline(api_of(r)->worker, api_params_str(params, "id"),
-				api_params_str(params, "reason"),
-				api_reply_after_commit, r);
+	struct worker_actor by;
+	int rc;
 
+	api_conn_actor(r->conn, &by);
+	rc = worker_decline(api_of(r)->worker, api_params_str(params, "id"),
+			    api_params_str(params, "reason"), &by,
+			    api_reply_after_commit, r);
 	if (rc < 0)
 		worker_refused(r, rc);
 }
 
 static void m_jobs_cancel(struct api_req *r, json_t *params)
 {
-	int rc = worker_cancel(api_of(r)->worker, api_params_str(params, "id"),
-			       api_params_str(params, "reason"),
-			       api_reply_after_commit, r);
+	struct worker_actor by;
+	int rc;
 
+	api_conn_actor(r->conn, &by);
+	rc = worker_cancel(api_of(r)->worker, api_params_str(params, "id"),
+			   api_params_str(params, "reason"), &by,
+			   api_reply_after_commit, r);
 	if (rc < 0)
 		worker_refused(r, rc);
 }
 
 static void m_jobs_retry(struct api_req *r, json_t *params)
 {
-	int rc = worker_retry(api_of(r)->worker, api_params_str(params, "id"),
-			      api_reply_after_commit, r);
+	struct worker_actor by;
+	int rc;
 
+	api_conn_actor(r->conn, &by);
+	rc = worker_retry(api_of(r)->worker, api_params_str(params, "id"), &by,
+			  api_reply_after_commit, r);
 	if (rc < 0)
 		worker_refused(r, rc);
 }
@@ -684,36 +735,50 @@ static const struct api_param p_wcheckpoint[] = {
 	END,
 };
 
+#define READ BERTH_ROLE_READ
+
+/* The role column is the whole of who may call what (docs/API.md): a new
+ * method is one row, and its role is decided here. */
 static const struct api_method methods[] = {
-	{"server/info", m_server_info, 0, NULL},
-	{"server/auth", m_server_auth, API_M_NOAUTH, p_auth},
-	{"ping", m_ping, 0, NULL},
-	{"tools/list", m_tools_list, 0, p_tools_list},
-	{"tools/pause", m_tools_pause, API_M_MUTATES, p_tool_name},
-	{"tools/unpause", m_tools_unpause, API_M_MUTATES, p_tool_name},
-	{"jobs/submit", m_jobs_submit, API_M_MUTATES, p_submit},
-	{"jobs/get", m_jobs_get, 0, p_get},
-	{"jobs/list", m_jobs_list, 0, p_list},
-	{"jobs/wait", api_m_jobs_wait, 0, p_wait},
-	{"jobs/resume", m_jobs_resume, API_M_MUTATES, p_resume},
-	{"jobs/approve", m_jobs_approve, API_M_MUTATES, p_approve},
-	{"jobs/decline", m_jobs_decline, API_M_MUTATES, p_reason},
-	{"jobs/cancel", m_jobs_cancel, API_M_MUTATES, p_reason},
-	{"jobs/retry", m_jobs_retry, API_M_MUTATES, p_id},
-	{"jobs/logs", m_jobs_logs, 0, p_logs},
-	{"events/poll", api_m_events_poll, 0, p_poll},
-	{"events/subscribe", api_m_events_subscribe, 0, p_subscribe},
-	{"events/unsubscribe", api_m_events_unsubscribe, 0, p_unsubscribe},
-	/* Worker processes. With principals (issue 19), worker/register
-	 * and the run's messages need the role "worker" and tools/forget
-	 * "admin": the flags of these rows are where that goes. */
-	{"worker/register", api_m_worker_register, API_M_MUTATES, p_register},
-	{"worker/progress", api_m_worker_progress, 0, p_wprogress},
-	{"worker/log", api_m_worker_log, 0, p_wlog},
+	{"server/info", m_server_info, 0, READ, NULL},
+	{"server/auth", m_server_auth, API_M_NOAUTH, 0, p_auth},
+	{"ping", m_ping, 0, READ, NULL},
+	{"tools/list", m_tools_list, 0, READ, p_tools_list},
+	{"tools/pause", m_tools_pause, API_M_MUTATES, BERTH_ROLE_OPERATE,
+	 p_tool_name},
+	{"tools/unpause", m_tools_unpause, API_M_MUTATES, BERTH_ROLE_OPERATE,
+	 p_tool_name},
+	{"jobs/submit", m_jobs_submit, API_M_MUTATES, BERTH_ROLE_SUBMIT,
+	 p_submit},
+	{"jobs/get", m_jobs_get, 0, READ, p_get},
+	{"jobs/list", m_jobs_list, 0, READ, p_list},
+	{"jobs/wait", api_m_jobs_wait, 0, READ, p_wait},
+	{"jobs/resume", m_jobs_resume, API_M_MUTATES, BERTH_ROLE_RESUME,
+	 p_resume},
+	{"jobs/approve", m_jobs_approve, API_M_MUTATES, BERTH_ROLE_APPROVE,
+	 p_approve},
+	{"jobs/decline", m_jobs_decline, API_M_MUTATES, BERTH_ROLE_APPROVE,
+	 p_reason},
+	{"jobs/cancel", m_jobs_cancel, API_M_MUTATES, BERTH_ROLE_OPERATE,
+	 p_reason},
+	{"jobs/retry", m_jobs_retry, API_M_MUTATES, BERTH_ROLE_OPERATE, p_id},
+	{"jobs/logs", m_jobs_logs, 0, READ, p_logs},
+	{"events/poll", api_m_events_poll, 0, READ, p_poll},
+	{"events/subscribe", api_m_events_subscribe, 0, READ, p_subscribe},
+	{"events/unsubscribe", api_m_events_unsubscribe, 0, READ,
+	 p_unsubscribe},
+	/* Worker processes (docs/WORKERS.md): a worker registers and serves
+	 * with the role "worker" alone; forgetting a worker's tool removes
+	 * its stored definition for every node, which is admin's. */
+	{"worker/register", api_m_worker_register, API_M_MUTATES,
+	 BERTH_ROLE_WORKER, p_register},
+	{"worker/progress", api_m_worker_progress, 0, BERTH_ROLE_WORKER,
+	 p_wprogress},
+	{"worker/log", api_m_worker_log, 0, BERTH_ROLE_WORKER, p_wlog},
 	{"worker/checkpoint", api_m_worker_checkpoint, API_M_MUTATES,
-	 p_wcheckpoint},
-	{"worker/drain", api_m_worker_drain, 0, NULL},
-	{"tools/forget", api_m_tools_forget, API_M_MUTATES, p_tool_name},
+	 BERTH_ROLE_WORKER, p_wcheckpoint},
+	{"worker/drain", api_m_worker_drain, 0, BERTH_ROLE_WORKER, NULL},
+	{"tools/forget", api_m_tools_forget, API_M_MUTATES, 0, p_tool_name},
 };
 
 const struct api_method *api_method_find(const char *name)

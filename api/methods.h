@@ -31,6 +31,10 @@ enum {
  *   name     the JSON-RPC method name
  *   handler  answers the request (above)
  *   flags    API_M_*
+ *   role     the role (common/role.h, BERTH_ROLE_*) a caller must hold;
+ *            checked by conn.c's dispatch before params are looked at.
+ *            0 is admin only, so that a row that forgets it gives away
+ *            nothing; an API_M_NOAUTH method needs none
  *   params   the members params may have, checked before handler runs;
  *            NULL for a method that takes none
  */
@@ -38,6 +42,7 @@ struct api_method {
 	const char *name;
 	api_handler_fn handler;
 	unsigned flags;
+	unsigned role;
 	const struct api_param *params;
 };
 

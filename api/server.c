@@ -22,6 +22,7 @@
 #include "api/activation.h"
 #include "api/auth.h"
 #include "api/conn.h"
+#include "api/principal.h"
 #include "api/sub.h"
 #include "api/wait.h"
 #include "log/log.h"
@@ -52,6 +53,7 @@ static void api_free(struct api *a)
 {
 	free(a->socket_path);
 	api_auth_finish(a);
+	api_principals_free(a->principals);
 	free(a->allow_uids);
 	free(a);
 }
@@ -259,13 +261,51 @@ static bool can_search(uid_t uid, const struct stat *st)
 	return st->st_mode & S_IXOTH;
 }
 
-/* check_reachable warns about each --allow-uid user whom a directory on
- * the way to the socket stops (by its mode bits; an ACL may say more):
- * berthd makes the socket reachable, but it changes no directory it did
- * not create, such as a 0700 $XDG_RUNTIME_DIR. */
+/* warn_unreachable warns when a directory on the way to the socket stops
+ * uid (by its mode bits; an ACL may say more): berthd makes the socket
+ * reachable, but it changes no directory it did not create, such as a
+ * 0700 $XDG_RUNTIME_DIR. who names where uid comes from ("--allow-uid
+ * 1001", "principal alice (uid 1001)"). */
+static void warn_unreachable(const struct api *a, const char *real, uid_t uid,
+			     const char *who)
+{
+	char *path = strdup(real);
+	size_t len;
+
+	if (!path)
+		return;
+	len = strlen(path);
+	/* Each directory from the root down to the socket's: its path is
+	 * path up to end. */
+	for (size_t end = 1; uid != 0 && end <= len; end++) {
+		struct stat st;
+		char c = path[end];
+		bool stops;
+
+		if (end < len && c != '/')
+			continue;
+		path[end] = '\0';
+		stops = stat(path, &st) == 0 && !can_search(uid, &st);
+		if (stops)
+			log_warn("%s: that user cannot reach %s, because %s is "
+				 "mode %04o (owner %lu); let them search it "
+				 "(chmod o+x), or choose a --socket in a "
+				 "directory they can reach", who, a->socket_path,
+				 path, (unsigned)(st.st_mode & 07777),
+				 (unsigned long)st.st_uid);
+		path[end] = c;
+		if (stops)
+			break;
+	}
+	free(path);
+}
+
+/* check_reachable warns about each user that --allow-uid or a principal
+ * of --principals lets in and a directory on the way keeps out. */
 static void check_reachable(const struct api *a)
 {
 	char *dir = strdup(a->socket_path), *slash, *real;
+	char who[128];
 
 	if (!dir)
 		return;
@@ -277,43 +317,43 @@ static void check_reachable(const struct api *a)
 	if (!real)
 		return;
 	for (size_t i = 0; i < a->nallow_uids; i++) {
-		uid_t uid = a->allow_uids[i];
-		size_t len = strlen(real);
+		snprintf(who, sizeof who, "--allow-uid %lu",
+			 (unsigned long)a->allow_uids[i]);
+		warn_unreachable(a, real, a->allow_uids[i], who);
+	}
+	for (size_t i = 0; i < a->principals->n; i++) {
+		const struct api_principal *p = &a->principals->v[i];
 
-		/* Each directory from the root down to the socket's: its
-		 * path is real up to end. */
-		for (size_t end = 1; uid != 0 && end <= len; end++) {
-			struct stat st;
-			char c = real[end];
-			bool stops;
-
-			if (end < len && c != '/')
-				continue;
-			real[end] = '\0';
-			stops = stat(real, &st) == 0 && !can_search(uid, &st);
-			if (stops)
-				log_warn("--allow-uid %lu: that user cannot reach "
-					 "%s, because %s is mode %04o (owner %lu); "
-					 "let them search it (chmod o+x), or "
-					 "choose a --socket in a directory they "
-					 "can reach", (unsigned long)uid,
-					 a->socket_path, real,
-					 (unsigned)(st.st_mode & 07777),
-					 (unsigned long)st.st_uid);
-			real[end] = c;
-			if (stops)
-				break;
-		}
+		if (!p->has_uid || p->uid == geteuid())
+			continue;
+		snprintf(who, sizeof who, "principal %s (uid %lu)", p->name,
+			 (unsigned long)p->uid);
+		warn_unreachable(a, real, p->uid, who);
 	}
 	free(real);
 }
 
+/* other_users is true when someone besides berthd's user and root may
+ * use the socket: an --allow-uid user, or a principal's Unix user. */
+static bool other_users(const struct api *a)
+{
+	if (a->nallow_uids > 0)
+		return true;
+	for (size_t i = 0; i < a->principals->n; i++)
+		if (a->principals->v[i].has_uid &&
+		    a->principals->v[i].uid != geteuid() &&
+		    a->principals->v[i].uid != 0)
+			return true;
+	return false;
+}
+
 static int start_unix(struct api *a, char **errmsg)
 {
-	/* With --allow-uid the socket is reachable to every user and the
-	 * peer check in conn.c filters, as the option promises; without
-	 * it, only berthd's user may even open it. */
-	bool shared = a->nallow_uids > 0;
+	/* With --allow-uid (or a principal that is another Unix user) the
+	 * socket is reachable to every user and the peer check in conn.c
+	 * filters, as the option promises; without it, only berthd's user
+	 * may even open it. */
+	bool shared = other_users(a);
 	mode_t mode = shared ? 0666 : 0600, old;
 	int rc;
 
@@ -431,8 +471,9 @@ static int start_tcp(struct api *a, char **errmsg)
 	struct sockaddr_storage ss;
 	int rc;
 
-	if (!a->cfg.token_file) {
-		*errmsg = errorf("%s needs --token-file: TCP clients must "
+	if (!a->cfg.token_file && !api_principals_has_token(a->principals)) {
+		*errmsg = errorf("%s needs --token-file, or a principal with a "
+				 "token in --principals: TCP clients must "
 				 "authenticate", api_activation_address("listen")
 				 ? "the TCP socket passed as 'listen'" : "--listen");
 		return -EINVAL;
@@ -516,12 +557,17 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 
 	*out = NULL;
 	*errmsg = NULL;
-	if (!a)
+	if (!a) {
+		api_principals_free(cfg->principals);
 		return -ENOMEM;
+	}
+	a->principals = cfg->principals ? cfg->principals
+					: api_principals_new();
 	a->loop = loop;
 	a->worker = w;
 	a->store = st;
 	a->cfg = *cfg;
+	a->cfg.principals = NULL; /* a->principals owns them */
 	if (!a->cfg.max_line)
 		a->cfg.max_line = DEFAULT_MAX_LINE;
 	if (a->cfg.max_depth <= 0)
@@ -564,9 +610,20 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 			a->nallow_uids = cfg->nallow_uids;
 		}
 	}
-	if (!a->socket_path || (cfg->nallow_uids && !a->allow_uids)) {
+	if (!a->principals || !a->socket_path ||
+	    (cfg->nallow_uids && !a->allow_uids)) {
 		api_free(a);
 		return -ENOMEM;
+	}
+	if (a->principals->declared && cfg->token_file) {
+		/* Which principal would that token be? The file of
+		 * principals says who each token is; one outside it would be
+		 * an admin nobody declared. */
+		*errmsg = errorf("--token-file and --principals together: "
+				 "declare that token as a principal in %s "
+				 "instead", "the principals file");
+		api_free(a);
+		return -EINVAL;
 	}
 	a->started_ns = uv_hrtime();
 	uv_prepare_init(loop, &a->flush);

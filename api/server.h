@@ -37,6 +37,7 @@ struct api {
 
 	char *socket_path;     /* malloc'd */
 	struct api_auth *auth; /* the token and its throttle (auth.c) */
+	struct api_principals *principals; /* never NULL once started */
 	uid_t *allow_uids;     /* malloc'd copy */
 	size_t nallow_uids;
 

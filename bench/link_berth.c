@@ -55,12 +55,18 @@ static int berth_fd(void *p)
 static int berth_send(void *p, size_t tag)
 {
 	struct berth_link *l = p;
-	char line[512];
-	int n = snprintf(line, sizeof line,
-			 "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":"
-			 "\"jobs/submit\",\"params\":{\"tool\":\"%s\","
-			 "\"input\":{\"n\":%zu}}}",
-			 tag, l->run->o->tool, tag);
+	char line[768];
+	int n = l->run->o->input
+		? snprintf(line, sizeof line,
+			   "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":"
+			   "\"jobs/submit\",\"params\":{\"tool\":\"%s\","
+			   "\"input\":%s}}",
+			   tag, l->run->o->tool, l->run->o->input)
+		: snprintf(line, sizeof line,
+			   "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":"
+			   "\"jobs/submit\",\"params\":{\"tool\":\"%s\","
+			   "\"input\":{\"n\":%zu}}}",
+			   tag, l->run->o->tool, tag);
 
 	if (n < 0 || (size_t)n >= sizeof line)
 		return -EINVAL;

@@ -605,6 +605,8 @@ static const char usage_text[] =
 	"  --tube NAME         beanstalkd's tube (default berth-bench)\n"
 	"  --tool NAME         the tool of every job (default: noop; suspend\n"
 	"                      and fill: bench_suspend; approve: bench_approve)\n"
+	"  --input JSON        the input of every job, a JSON object of at most\n"
+	"                      256 bytes (berth; default {\"n\": the job's index})\n"
 	"  --connections N     producer connections (default 8)\n"
 	"  --inflight N        requests in flight per connection (default 1:\n"
 	"                      one round trip per job; with --rate 1024)\n"
@@ -639,7 +641,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_TARGET = 256, OPT_SCENARIO, OPT_SOCKET, OPT_PORT, OPT_TUBE,
-	OPT_TOOL, OPT_CONNECTIONS, OPT_INFLIGHT, OPT_CONSUMERS, OPT_COUNT,
+	OPT_TOOL, OPT_INPUT, OPT_CONNECTIONS, OPT_INFLIGHT, OPT_CONSUMERS, OPT_COUNT,
 	OPT_DURATION, OPT_RATE, OPT_PAUSE, OPT_LABEL, OPT_TSV, OPT_NO_HEADER,
 	OPT_BERTHD, OPT_DIR, OPT_TOOLS, OPT_DURABILITY, OPT_FILL_DURABILITY,
 	OPT_WORKERS,
@@ -653,6 +655,7 @@ static const struct option long_options[] = {
 	{"port", required_argument, NULL, OPT_PORT},
 	{"tube", required_argument, NULL, OPT_TUBE},
 	{"tool", required_argument, NULL, OPT_TOOL},
+	{"input", required_argument, NULL, OPT_INPUT},
 	{"connections", required_argument, NULL, OPT_CONNECTIONS},
 	{"inflight", required_argument, NULL, OPT_INFLIGHT},
 	{"consumers", required_argument, NULL, OPT_CONSUMERS},
@@ -743,6 +746,15 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 		case OPT_PORT: o->port = (int)number("port", optarg, 65535); break;
 		case OPT_TUBE: o->tube = optarg; break;
 		case OPT_TOOL: o->tool = optarg; break;
+		case OPT_INPUT:
+			if (optarg[0] != '{' || strlen(optarg) > 256 ||
+			    strpbrk(optarg, "\n\r")) {
+				fprintf(stderr, "berth-bench: --input takes a JSON "
+					"object on one line of at most 256 bytes\n");
+				exit(2);
+			}
+			o->input = optarg;
+			break;
 		case OPT_CONNECTIONS:
 			o->connections = (int)number("connections", optarg, 1000);
 			break;

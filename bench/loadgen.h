@@ -45,6 +45,7 @@ struct loadgen_opts {
 	int port;            /* beanstalkd, on 127.0.0.1 */
 	const char *tube;    /* beanstalkd */
 	const char *tool;    /* berth: the tool every job runs */
+	const char *input;   /* berth: every job's input, or NULL: {"n": i} */
 	const char *label;   /* the "mode" column: durability, binlog... */
 	int connections;     /* producer connections */
 	int inflight;        /* requests in flight per producer connection */

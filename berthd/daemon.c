@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #include "api/activation.h"
 #include "api/api.h"
+#include "api/principal.h"
 #ifdef BERTH_HAVE_HTTP
 #include "http/http.h"
 #endif
@@ -33,6 +35,24 @@
 
 #define MAX_TOOL_DIRS 64
 #define MAX_ALLOW_UIDS 64
+
+/*
+ * The slots (berthd --help, "Slots"). Jobs that only wait cost a process,
+ * its memory and four descriptors (an external tool), or nothing but a
+ * little memory (a sleep, a worker process's run), so their default is
+ * large: a slot per WORKER_MEMORY of the machine's memory, at most
+ * DEFAULT_WORKERS, and fewer when the open-file limit allows fewer. A
+ * claim only takes jobs into free slots, so the slots should hold more
+ * than the jobs in flight: with 8 connections x 32 sleeps in flight,
+ * bench/compare measured 4,417 jobs/s with 256 slots and 8,096/s with
+ * 1,000 (docs/BENCHMARKS.md). Runs that take a thread are CPU work: more
+ * than the CPUs only share them. libuv's pool has at most 1024 threads,
+ * four of them spares (worker_create).
+ */
+#define DEFAULT_WORKERS 1024
+#define WORKER_MEMORY (16 << 20)
+#define MAX_WORKERS 100000
+#define MAX_THREADS 1020
 
 /*
  * How long running jobs may go on finishing after SIGTERM, unless
@@ -67,9 +87,11 @@ struct options {
 	const char *tool_dirs[MAX_TOOL_DIRS];
 	size_t ntool_dirs;
 	int workers;
+	int threads;
 	int durability;
 	const char *listen;
 	const char *token_file;
+	const char *principals;
 	const char *http;
 	bool http_open;
 	uid_t allow_uids[MAX_ALLOW_UIDS];
@@ -95,7 +117,12 @@ static const char usage_text[] =
 	"                         $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
 	"  --tools DIR            load every *.json tool manifest in DIR (repeatable;\n"
 	"                         SIGHUP reads them again)\n"
-	"  --workers N            jobs that may run at once (default 4)\n"
+	"  --workers N            jobs that may run at once, of every kind (default\n"
+	"                         one per 16 MiB of memory, at most 1024, fewer\n"
+	"                         when the open-file limit is low)\n"
+	"  --threads N            of those, runs of C tools whose execute takes a\n"
+	"                         thread (CPU work) at once (default: the CPUs, at\n"
+	"                         least 2)\n"
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
 	"  --listen HOST:PORT     also serve TCP (loopback unless HOST says otherwise);\n"
@@ -105,6 +132,10 @@ static const char usage_text[] =
 	"  --allow-uid UID        let this user use the Unix socket too (repeatable);\n"
 	"                         the socket is then mode 0666 and the peer check\n"
 	"                         (SO_PEERCRED) alone decides who is served\n"
+	"  --principals FILE      who may do what: principals (a token or a Unix\n"
+	"                         user each) and their roles, as JSON; mode 0600.\n"
+	"                         The submitter of a job may then not approve it\n"
+	"                         unless its tool's approvalPolicy says so\n"
 	"  --default-timeout DURATION\n"
 	"                         timeout of a job whose tool and submit name none\n"
 	"                         (default 5m)\n"
@@ -135,18 +166,26 @@ static const char usage_text[] =
 	"                         logs on stderr, one line per event\n"
 	"  --quiet                do not log the start-up line\n"
 	"  -h, --help             show this help and exit\n"
-	"  -V, --version          show the version and exit\n"
+	"  -V, --version          show the version and exit\n";
+
+/* The rest of --help: ISO C asks compilers for string literals of 4095
+ * bytes only. */
+static const char usage_more[] =
 	"\n"
 	"DURATION is milliseconds, or a number with a unit: 500ms, 30s, 5m, 1h, 7d.\n"
 	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
 	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
 	"\n"
+	"Slots: a job that only waits (an external tool's process, the built-in\n"
+	"sleep, a nonblocking C tool) takes one of --workers; a C tool that runs on\n"
+	"a thread takes one of --threads as well, so that CPU work never holds the\n"
+	"slots of the jobs that wait, nor they its threads.\n"
+	"\n"
 	"A service manager may pass the sockets instead (systemd's socket\n"
 	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
 	"the three options' own; see berthd(8).\n";
 
-/* The rest of --help, apart: ISO C promises string literals of 4095
- * characters only. */
+/* And the signals, apart for the same reason. */
 static const char usage_signals[] =
 	"\n"
 	"SIGTERM or SIGINT stops taking work and lets running jobs finish for the\n"
@@ -168,9 +207,11 @@ enum {
 	OPT_SOCKET,
 	OPT_TOOLS,
 	OPT_WORKERS,
+	OPT_THREADS,
 	OPT_DURABILITY,
 	OPT_LISTEN,
 	OPT_TOKEN_FILE,
+	OPT_PRINCIPALS,
 	OPT_ALLOW_UID,
 	OPT_DEFAULT_TIMEOUT,
 	OPT_RETENTION,
@@ -191,9 +232,11 @@ static const struct option long_options[] = {
 	{"socket", required_argument, NULL, OPT_SOCKET},
 	{"tools", required_argument, NULL, OPT_TOOLS},
 	{"workers", required_argument, NULL, OPT_WORKERS},
+	{"threads", required_argument, NULL, OPT_THREADS},
 	{"durability", required_argument, NULL, OPT_DURABILITY},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"principals", required_argument, NULL, OPT_PRINCIPALS},
 	{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 	{"default-timeout", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
 	{"retention", required_argument, NULL, OPT_RETENTION},
@@ -280,13 +323,22 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->tool_dirs[o->ntool_dirs++] = optarg;
 			break;
 		case OPT_WORKERS:
-			if (parse_int64(optarg, 1, 1000, &v)) {
+			if (parse_int64(optarg, 1, MAX_WORKERS, &v)) {
 				fprintf(stderr, "berthd: --workers takes a "
-					"number from 1 to 1000, not '%s'\n",
-					optarg);
+					"number from 1 to %d, not '%s'\n",
+					MAX_WORKERS, optarg);
 				return 2;
 			}
 			o->workers = (int)v;
+			break;
+		case OPT_THREADS:
+			if (parse_int64(optarg, 1, MAX_THREADS, &v)) {
+				fprintf(stderr, "berthd: --threads takes a "
+					"number from 1 to %d, not '%s'\n",
+					MAX_THREADS, optarg);
+				return 2;
+			}
+			o->threads = (int)v;
 			break;
 		case OPT_DURABILITY:
 			if (strcmp(optarg, "full") == 0) {
@@ -304,6 +356,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_TOKEN_FILE:
 			o->token_file = optarg;
+			break;
+		case OPT_PRINCIPALS:
+			o->principals = optarg;
 			break;
 		case OPT_ALLOW_UID:
 			if (o->nallow_uids == MAX_ALLOW_UIDS ||
@@ -370,6 +425,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			fputs(usage_more, stdout);
 			fputs(usage_signals, stdout);
 			return 1;
 		case 'V':
@@ -385,9 +441,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 			"Try 'berthd --help'.\n", argv[optind]);
 		return 2;
 	}
-	if (o->listen && !o->token_file) {
-		fputs("berthd: --listen needs --token-file: TCP clients must "
-		      "authenticate\n", stderr);
+	if (o->listen && !o->token_file && !o->principals) {
+		fputs("berthd: --listen needs --token-file (or --principals with "
+		      "a token): TCP clients must authenticate\n", stderr);
+		return 2;
+	}
+	if (o->principals && o->token_file) {
+		fputs("berthd: --token-file and --principals together: declare "
+		      "that token as a principal instead\n", stderr);
+		return 2;
+	}
+	if (o->principals && o->http_open) {
+		fputs("berthd: --http-open and --principals together: an open "
+		      "gateway would let anyone act as an admin\n", stderr);
 		return 2;
 	}
 	return 0;
@@ -403,6 +469,39 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* default_workers returns --workers' default: a slot per WORKER_MEMORY of
+ * memory, at most DEFAULT_WORKERS, and no more than the open-file limit
+ * leaves room for (an external tool's run holds four descriptors, and the
+ * database, sockets and clients need some); at least 4. After
+ * raise_nofile. */
+static int default_workers(void)
+{
+	struct rlimit rl;
+	int64_t n = DEFAULT_WORKERS;
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	if (pages > 0 && page > 0 && (int64_t)pages * page / WORKER_MEMORY < n)
+		n = (int64_t)pages * page / WORKER_MEMORY;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    ((int64_t)rl.rlim_cur - 256) / 4 < n)
+		n = ((int64_t)rl.rlim_cur - 256) / 4;
+	return n < 4 ? 4 : (int)n;
+}
+
+/* default_threads returns --threads' default: the CPUs this process may
+ * run on, at least 2 (one long C tool must not hold every thread). */
+static int default_threads(void)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n <= 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 2 ? 2 : n > MAX_THREADS ? MAX_THREADS : n;
 }
 
 static void on_store_closed(void *arg)
@@ -572,6 +671,7 @@ static int start(struct daemon *d, const struct options *o,
 	};
 	struct worker_config wcfg = {
 		.workers = o->workers,
+		.threads = o->threads,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
 		.kill_grace_ms = o->kill_grace_ms,
@@ -593,35 +693,46 @@ static int start(struct daemon *d, const struct options *o,
 	int rc;
 
 	d->shutdown_grace_ms = o->shutdown_grace_ms;
+	/* Read first: a principals file that does not load stops berthd
+	 * before it touches the database. */
+	if (o->principals &&
+	    api_principals_load(o->principals, &acfg.principals, &err) < 0) {
+		log_error("%s", err ? err : "cannot read --principals");
+		free(err);
+		return 1;
+	}
+	/* With principals, a request is not its own approval (docs/API.md);
+	 * without, every caller is one trust domain, as before. */
+	wcfg.self_approval = o->principals == NULL;
 	rc = store_open(&d->loop, &scfg, &d->store, &err);
 	if (rc < 0) {
 		log_error("%s", err ? err : strerror(-rc));
 		free(err);
-		return 1;
+		goto fail;
 	}
 	d->worker = worker_create(&d->loop, d->store, &wcfg);
 	if (!d->worker) {
 		log_error("out of memory");
-		return 1;
+		goto fail;
 	}
 	for (size_t i = 0; i < ntools; i++) {
 		if (worker_add_tool(d->worker, tools[i], &err) < 0) {
 			log_error("%s", err);
 			free(err);
-			return 1;
+			goto fail;
 		}
 	}
 	for (size_t i = 0; i < o->ntool_dirs; i++) {
 		if (worker_load_dir(d->worker, o->tool_dirs[i], &err) < 0) {
 			log_error("%s", err);
 			free(err);
-			return 1;
+			goto fail;
 		}
 	}
 	if (worker_start(d->worker, &err) < 0) {
 		log_error("%s", err ? err : "cannot start");
 		free(err);
-		return 1;
+		goto fail;
 	}
 	rc = api_start(&d->loop, d->worker, d->store, &acfg, &d->api, &err);
 	if (rc < 0) {
@@ -655,6 +766,10 @@ static int start(struct daemon *d, const struct options *o,
 			 worker_tool_count(d->worker) == 1 ? "" : "s");
 	api_activation_notify("READY=1");
 	return 0;
+fail:
+	/* api_start takes the principals; before it, they are ours. */
+	api_principals_free(acfg.principals);
+	return 1;
 }
 
 /* abandon tears down what start built when start-up failed part way. */
@@ -719,14 +834,19 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 		return 1;
 	}
 
-	/* The pool must be sized before libuv first uses it: one thread per
-	 * worker slot, and a few more so that filesystem requests and
-	 * checkpoint waits never queue behind long-running tools. */
-	snprintf(nthreads, sizeof nthreads, "%d",
-		 (o.workers ? o.workers : 4) + 4);
-	setenv("UV_THREADPOOL_SIZE", nthreads, 1);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (!o.workers)
+		o.workers = default_workers();
+	if (!o.threads)
+		o.threads = default_threads();
+	if (o.threads > o.workers)
+		o.threads = o.workers;
+	/* The pool must be sized before libuv first uses it: one thread per
+	 * slot of --threads, and a few more so that filesystem requests and
+	 * checkpoint waits never queue behind long-running tools. */
+	snprintf(nthreads, sizeof nthreads, "%d", o.threads + 4);
+	setenv("UV_THREADPOOL_SIZE", nthreads, 1);
 
 	memset(&d, 0, sizeof d);
 	uv_loop_init(&d.loop);

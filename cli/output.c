@@ -52,6 +52,55 @@ static void field(FILE *out, const char *label, const json_t *v)
 	free(s);
 }
 
+/* print_who prints "LABEL  NAME (VIA, CLIENT) at TIME: WORDS", each
+ * part when there is one: who did something and how. */
+static void print_who(FILE *out, const char *label, const char *name,
+		      const char *via, const char *at, const char *words)
+{
+	if (!name || !*name)
+		return;
+	fprintf(out, "%-16s %s", label, name);
+	if (via && *via)
+		fprintf(out, " (%s)", via);
+	if (at && *at)
+		fprintf(out, " at %s", at);
+	if (words && *words)
+		fprintf(out, ": %s", words);
+	fputc('\n', out);
+}
+
+/* print_approval prints a job's approval: whether one is needed and how
+ * many, each approval with who gave it, how and when, and the decision
+ * with who made it (docs/API.md). */
+static void print_approval(FILE *out, const json_t *a)
+{
+	const json_t *approvals = json_object_get(a, "approvals");
+	const json_t *by = json_object_get(a, "decidedBy");
+	json_int_t quorum = json_integer_value(json_object_get(a, "quorum"));
+	const char *decision = str(a, "decision");
+	const json_t *e;
+	size_t i;
+
+	if (!json_is_true(json_object_get(a, "required"))) {
+		fprintf(out, "%-16s %s\n", "approval", "not required");
+		return;
+	}
+	if (quorum > 1)
+		fprintf(out, "%-16s required from %lld people; %zu so far\n",
+			"approval", (long long)quorum, json_array_size(approvals));
+	else
+		fprintf(out, "%-16s required\n", "approval");
+	json_array_foreach(approvals, i, e)
+		print_who(out, "approved by", str(e, "by"), str(e, "via"),
+			  str(e, "at"), str(e, "note"));
+	if (!*decision)
+		return;
+	print_who(out, strcmp(decision, "declined") == 0 ? "declined by"
+							 : "decided by",
+		  str(by, "name"), str(by, "via"), str(a, "decidedAt"),
+		  strcmp(decision, "declined") == 0 ? str(a, "reason") : NULL);
+}
+
 void cli_print_job(FILE *out, const json_t *job)
 {
 	static const struct {
@@ -74,6 +123,7 @@ void cli_print_job(FILE *out, const json_t *job)
 		{"finishedAt", "finished"},
 		{"updatedAt", "updated"},
 		{"expiresAt", "expires"},
+		{"submittedBy", "submitted by"},
 		{"approval", "approval"},
 		{"progress", "progress"},
 		{"input", "input"},
@@ -90,6 +140,15 @@ void cli_print_job(FILE *out, const json_t *job)
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
 		char *text;
 
+		if (strcmp(fields[i].key, "submittedBy") == 0) {
+			print_who(out, fields[i].label, str(job, "submittedBy"),
+				  str(job, "submittedVia"), NULL, NULL);
+			continue;
+		}
+		if (strcmp(fields[i].key, "approval") == 0) {
+			print_approval(out, json_object_get(job, "approval"));
+			continue;
+		}
 		if (strcmp(fields[i].key, "progress") != 0) {
 			field(out, fields[i].label,
 			      json_object_get(job, fields[i].key));
@@ -531,10 +590,15 @@ void cli_print_event(FILE *out, const json_t *ev)
 		if (data && strlen(data) > CELL_MAX)
 			strcpy(data + CELL_MAX - 3, "...");
 	}
-	fprintf(out, "%-8lld %s  %s  %-12s %-18s %-17s %s\n",
+	char who[96];
+
+	snprintf(who, sizeof who, "%s%s%s%s", str(ev, "by"),
+		 *str(ev, "via") ? " (" : "", str(ev, "via"),
+		 *str(ev, "via") ? ")" : "");
+	fprintf(out, "%-8lld %s  %s  %-12s %-18s %-17s %-20s %s\n",
 		(long long)json_integer_value(json_object_get(ev, "seq")),
 		str(ev, "at"), str(ev, "jobId"), str(ev, "tool"),
-		str(ev, "type"), str(ev, "status"), data ? data : "");
+		str(ev, "type"), str(ev, "status"), who, data ? data : "");
 	free(data);
 }
 
@@ -550,6 +614,16 @@ void cli_print_info(FILE *out, const json_t *info)
 		str(info, "version"), str(info, "protocolVersion"));
 	fprintf(out, "database   %s (durability %s)\n", str(info, "database"),
 		str(info, "durability"));
+	if (json_is_object(json_object_get(info, "principal"))) {
+		const json_t *p = json_object_get(info, "principal");
+		const json_t *r;
+		size_t i;
+
+		fprintf(out, "you        %s (%s):", str(p, "name"), str(p, "via"));
+		json_array_foreach(json_object_get(p, "roles"), i, r)
+			fprintf(out, "%s %s", i ? "," : "", json_string_value(r));
+		fputc('\n', out);
+	}
 	fprintf(out, "uptime     %lldh %02lldm %02llds\n", up / 3600000,
 		up / 60000 % 60, up / 1000 % 60);
 	fprintf(out, "workers    %lld busy of %lld\n",

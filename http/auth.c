@@ -2,9 +2,11 @@
  * auth.c: who may use the gateway, and from where.
  *
  * - Without --http-open every /api route but the page's and /metrics
- *   needs "Authorization: Bearer TOKEN", where TOKEN is --token-file's
- *   token (checked by the api: api_auth_check, the same check as the
- *   socket's server/auth) or a session's.
+ *   needs "Authorization: Bearer TOKEN", where TOKEN is a principal's
+ *   token (--principals, or --token-file's: checked by the api,
+ *   api_auth_check, the same check as the socket's server/auth) or a
+ *   session's. A request acts as that principal, with its roles; a
+ *   session as the principal that opened it.
  * - A session comes from the login URL berthd logs: /login#T, whose
  *   token T is in the fragment, which a browser never sends anywhere.
  *   The login page posts it to /api/session as a Bearer token and keeps
@@ -146,23 +148,33 @@ int http_auth_check(struct http_conn *c)
 	uint64_t now = uv_now(h->loop);
 	char what[96];
 
-	if (h->cfg.open)
-		return HTTP_AUTH_OPEN;
+	struct http_session *s;
+
+	c->principal = NULL;
+	if (h->cfg.open) {
+		c->principal = api_auth_anonymous(api);
+		return c->principal ? HTTP_AUTH_OPEN : HTTP_AUTH_NONE;
+	}
 	if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
 		return HTTP_AUTH_NONE;
 	for (t = auth + 7; *t == ' '; t++)
 		;
 	len = strlen(t);
-	if (len && find_session(h, t, len))
+	if (len && (s = find_session(h, t, len))) {
+		c->principal = s->principal;
 		return HTTP_AUTH_SESSION;
+	}
 	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
 			  API_AUTH_VIA_HTTP, &c->retry_ms) < 0)
 		return HTTP_AUTH_THROTTLED;
-	if (api_auth_check(api, t, len) == 0)
+	if (api_auth_check(api, t, len, &c->principal) == 0)
 		return HTTP_AUTH_BEARER;
 	if (h->login_token[0] &&
 	    equal_ct(t, len, h->login_token, strlen(h->login_token))) {
-		if (h->login_expires > now)
+		/* The login URL is in berthd's log: whoever reads it is
+		 * berthd's own user. */
+		c->principal = api_auth_owner(api);
+		if (h->login_expires > now && c->principal)
 			return HTTP_AUTH_LOGIN;
 		/* It expired: a fresh URL for the person who opened this
 		 * one (berthd's log is where they found it). */
@@ -204,6 +216,7 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 	}
 	memcpy(slot->id, sid, 65);
 	slot->expires = now + HTTP_SESSION_MS;
+	slot->principal = c->principal;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*expires = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
 		   HTTP_SESSION_MS;

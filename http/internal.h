@@ -64,9 +64,14 @@
 
 struct http_metrics;
 
+struct api_principal;
+
 struct http_session {
 	char id[65];        /* hex; "" when the slot is free */
 	uint64_t expires;   /* uv_now */
+	/* Who it acts as (borrowed from the api): the principal whose token
+	 * opened it, or berthd's own user for the login URL's. */
+	const struct api_principal *principal;
 };
 
 struct http {
@@ -181,6 +186,9 @@ struct http_conn {
 	bool in_dispatch;       /* inside route dispatch: the next request
 				   is parsed when it returns */
 	int auth;               /* enum http_auth of the current request */
+	/* The principal of the current request's credentials (borrowed):
+	 * its requests run as it on the local connection. */
+	const struct api_principal *principal;
 	int64_t retry_ms;       /* HTTP_AUTH_THROTTLED: when to try again */
 
 	struct http_conn *prev, *next; /* in http->conns */
@@ -259,8 +267,9 @@ enum http_auth {
 };
 
 /* http_auth_check judges the credentials of c's current request (auth.c
- * says how) and returns enum http_auth; a wrong token is logged and
- * counted there. */
+ * says how) and returns enum http_auth, with c->principal the principal
+ * they stand for (OPEN, BEARER, SESSION; LOGIN: berthd's own user's); a
+ * wrong token is logged and counted there. */
 int http_auth_check(struct http_conn *c);
 /* http_csrf_ok is true when a state-changing request may come from where
  * it comes from (auth.c explains the rules); *why is set when not. */

@@ -68,6 +68,18 @@ struct tool_stats {
 	uint64_t events[STORE_NEVENT];
 };
 
+/* Decisions (approved and declined events) of one principal about one
+ * tool's jobs. The pairs are as many as the principals who decide times
+ * the tools that ask, which a deployment keeps small; past DECISIONS_MAX
+ * pairs a new one is counted under the principal "other". */
+struct decisions {
+	int16_t tool;
+	char *principal;
+	uint64_t n[2]; /* approved, declined */
+};
+
+#define DECISIONS_MAX 4096
+
 struct job_rec {
 	char id[37];      /* "" free, "-" a tombstone */
 	int16_t tool;
@@ -82,6 +94,8 @@ struct http_metrics {
 	struct api *api;
 	struct tool_stats *tools;
 	size_t ntools;
+	struct decisions *decisions;
+	size_t ndecisions;
 	struct job_rec *recs;
 	size_t cap, used; /* used counts tombstones too */
 	size_t live;
@@ -210,6 +224,36 @@ static void rec_del(struct http_metrics *m, struct job_rec *r)
 
 /* ---- the listener ----------------------------------------------------- */
 
+/* count_decision counts an approval (or a decline) by principal of a job
+ * of tool t. */
+static void count_decision(struct http_metrics *m, int t, const char *by,
+			   bool declined)
+{
+	struct decisions *d;
+
+	if (m->ndecisions >= DECISIONS_MAX)
+		by = "other";
+	for (size_t i = 0; i < m->ndecisions; i++) {
+		d = &m->decisions[i];
+		if (d->tool == t && strcmp(d->principal, by) == 0) {
+			d->n[declined]++;
+			return;
+		}
+	}
+	d = realloc(m->decisions, (m->ndecisions + 1) * sizeof *d);
+	if (!d)
+		return;
+	m->decisions = d;
+	d = &m->decisions[m->ndecisions];
+	memset(d, 0, sizeof *d);
+	d->tool = (int16_t)t;
+	d->principal = strdup(by);
+	if (!d->principal)
+		return;
+	d->n[declined]++;
+	m->ndecisions++;
+}
+
 static void on_event(void *arg, const struct store_event *ev)
 {
 	struct http_metrics *m = arg;
@@ -222,6 +266,11 @@ static void on_event(void *arg, const struct store_event *ev)
 		return;
 	if (ev->type >= 0 && ev->type < STORE_NEVENT)
 		m->tools[t].events[ev->type]++;
+	/* Each approval counts, one of a quorum too: it is one person's
+	 * decision. */
+	if (ev->type == STORE_EV_APPROVED || ev->type == STORE_EV_DECLINED)
+		count_decision(m, t, ev->by ? ev->by : "unknown",
+			       ev->type == STORE_EV_DECLINED);
 	r = rec_find(m, ev->job_id);
 	if (!r) {
 		if (store_status_terminal(ev->status))
@@ -335,6 +384,9 @@ void http_metrics_destroy(struct http_metrics *m)
 	for (size_t i = 0; i < m->ntools; i++)
 		free(m->tools[i].name);
 	free(m->tools);
+	for (size_t i = 0; i < m->ndecisions; i++)
+		free(m->decisions[i].principal);
+	free(m->decisions);
 	free(m->recs);
 	free(m);
 }
@@ -490,6 +542,28 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 	    "berth_auth_throttled_total{via=\"http\"} %llu\n",
 	    (unsigned long long)auth.throttled[API_AUTH_VIA_SOCKET],
 	    (unsigned long long)auth.throttled[API_AUTH_VIA_HTTP]);
+	put(&t, "# HELP berth_decisions_total Approvals (each of a quorum "
+	    "too) and declines since berthd started, by tool and principal."
+	    "\n# TYPE berth_decisions_total counter\n");
+	for (size_t i = 0; i < m->ndecisions; i++) {
+		for (int k = 0; k < 2; k++) {
+			if (!m->decisions[i].n[k])
+				continue;
+			put(&t, "berth_decisions_total{tool=\"");
+			put_label(&t, m->tools[m->decisions[i].tool].name);
+			put(&t, "\",principal=\"");
+			put_label(&t, m->decisions[i].principal);
+			put(&t, "\",decision=\"%s\"} %llu\n",
+			    k ? "declined" : "approved",
+			    (unsigned long long)m->decisions[i].n[k]);
+		}
+	}
+	put(&t, "# HELP berth_refusals_total Requests refused -32010 since "
+	    "berthd started, by data.reason.\n# TYPE berth_refusals_total "
+	    "counter\n");
+	for (int r = 0; r < API_NREFUSAL; r++)
+		put(&t, "berth_refusals_total{reason=\"%s\"} %llu\n",
+		    api_refusal_name(r), (unsigned long long)auth.refusals[r]);
 	put_hist(&t, "berth_commit_batch_events", "Events per commit of the "
 		 "group-commit writer, as the event listener sees them.",
 		 &m->batches);

@@ -37,6 +37,7 @@
 
 #include "api/frame.h"
 #include "api/local.h"
+#include "api/principal.h"
 
 /* Query members that are integers in their method's params; every other
  * member is a string, and status and until may be lists ("a,b" or
@@ -44,10 +45,17 @@
 static const char *const int_params[] = {"limit", "timeoutMs", "since",
 					 "after", "waitMs", NULL};
 
-static int http_status_of(int code)
+/* http_status_of returns the HTTP status of a JSON-RPC error: a caller
+ * who is known but may not do this (data.reason forbidden,
+ * self_approval, not_an_approver) is 403, one not known 401. */
+static int http_status_of(int code, const json_t *data)
 {
+	const char *reason = json_string_value(json_object_get(data, "reason"));
+
 	switch (code) {
-	case -32010: return 401;
+	case -32010:
+		return reason && strcmp(reason, "unauthenticated") != 0 ? 403
+									: 401;
 	case -32011: return 404;
 	case -32601: return 404;
 	case -32012: return 409;
@@ -210,8 +218,8 @@ static void call(struct http_conn *c, const char *method, json_t *params,
 		return;
 	}
 	if (!c->local) {
-		c->local = api_local_open(c->http->api, http_api_message,
-					  pending_bytes, c);
+		c->local = api_local_open(c->http->api, "http",
+					  http_api_message, pending_bytes, c);
 		if (!c->local) {
 			json_decref(params);
 			http_respond_error(c, 503, -32013, "overloaded: berthd "
@@ -221,6 +229,9 @@ static void call(struct http_conn *c, const char *method, json_t *params,
 	}
 	c->ok_status = ok_status;
 	c->want_id = ++c->next_id;
+	/* The request runs as the principal of its own credentials: a
+	 * kept-alive connection may carry another's next. */
+	api_local_as(c->local, c->principal);
 	api_local_request(c->local, method, params, c->want_id);
 }
 
@@ -289,12 +300,11 @@ int http_api_message(void *arg, const json_t *msg)
 	err = json_object_get(msg, "error");
 	if (err) {
 		int code = (int)json_integer_value(json_object_get(err, "code"));
+		int status = http_status_of(code, json_object_get(err, "data"));
 
-		http_respond_json(c, http_status_of(code),
-				  json_pack("{s:O}", "error", err),
-				  http_status_of(code) == 401
-					  ? "WWW-Authenticate: Bearer\r\n"
-					  : NULL);
+		http_respond_json(c, status, json_pack("{s:O}", "error", err),
+				  status == 401 ? "WWW-Authenticate: Bearer\r\n"
+						: NULL);
 		return 0;
 	}
 	result = json_object_get(msg, "result");
@@ -508,9 +518,9 @@ static int refuse_auth(struct http_conn *c, int auth)
 		      "session (POST /api/session)";
 		break;
 	default:
-		msg = "unauthorized: send Authorization: Bearer TOKEN (the "
-		      "--token-file token, or a session's), or open the login "
-		      "URL berthd logged";
+		msg = "unauthorized: send Authorization: Bearer TOKEN (a "
+		      "principal's token, the --token-file token, or a "
+		      "session's), or open the login URL berthd logged";
 		break;
 	}
 	if (c->auth_failures >= HTTP_AUTH_TRIES)
@@ -608,8 +618,24 @@ static void h_asset(struct http_conn *c)
 static void h_metrics(struct http_conn *c)
 {
 	size_t len;
-	char *text = http_metrics_render(c->http->metrics, &len);
+	char *text;
 
+	/* The metrics name tools and principals: reading them is reading. */
+	if (!c->principal || !(c->principal->roles & BERTH_ROLE_READ)) {
+		char msg[160];
+
+		snprintf(msg, sizeof msg, "forbidden: %.64s may not read "
+			 "/metrics, which needs the role read",
+			 c->principal ? c->principal->name : "?");
+		http_respond_error(c, 403, -32010, msg,
+				   json_pack("{s:s, s:s, s:s}", "reason",
+					     "forbidden", "principal",
+					     c->principal ? c->principal->name
+							  : "?",
+					     "role", "read"));
+		return;
+	}
+	text = http_metrics_render(c->http->metrics, &len);
 	if (!text) {
 		http_respond_error(c, 500, -32603, "out of memory", NULL);
 		return;

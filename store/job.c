@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,13 +262,30 @@ static void pool_take(unsigned char *out, size_t n)
 void store_uuid7(char out[40])
 {
 	static const char hex[] = "0123456789abcdef";
+	static _Atomic uint64_t last; /* the last id's 60 bits of time */
 	unsigned char b[16];
-	uint64_t ms = (uint64_t)store_now();
+	struct timespec ts;
+	uint64_t t, prev;
+
+	/* RFC 9562, 6.2, method 3: the 12 bits after the version hold the
+	 * fraction of the millisecond in 4096ths, so that ids sort in the
+	 * order they were made, also many to a millisecond; an id made in
+	 * the same 4096th as the last one (or after the clock stepped back)
+	 * takes the next value. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t = ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) << 12 |
+	    (uint64_t)(ts.tv_nsec % 1000000) * 4096 / 1000000;
+	prev = atomic_load(&last);
+	do {
+		if (t <= prev)
+			t = prev + 1;
+	} while (!atomic_compare_exchange_weak(&last, &prev, t));
 
 	for (int i = 0; i < 6; i++)
-		b[i] = (unsigned char)(ms >> (40 - 8 * i));
-	pool_take(b + 6, 10);
-	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f)); /* version 7 */
+		b[i] = (unsigned char)(t >> (52 - 8 * i));
+	b[6] = (unsigned char)(0x70 | ((t >> 8) & 0x0f)); /* version 7 */
+	b[7] = (unsigned char)(t & 0xff);
+	pool_take(b + 8, 8);
 	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f)); /* variant 10 */
 
 	char *p = out;
@@ -292,6 +310,11 @@ void store_job_free(struct store_job *j)
 	free(j->idempotency_key);
 	free(j->reason);
 	free(j->retry_of);
+	free(j->submitted_by);
+	free(j->submitted_via);
+	free(j->decided_by);
+	free(j->decided_via);
+	json_decref(j->approvals);
 	json_decref(j->input);
 	json_decref(j->request_context);
 	json_decref(j->metadata);
@@ -329,6 +352,11 @@ struct store_job *store__job_copy(const struct store_job *src)
 	j->idempotency_key = dup_or_null(src->idempotency_key, &failed);
 	j->reason = dup_or_null(src->reason, &failed);
 	j->retry_of = dup_or_null(src->retry_of, &failed);
+	j->submitted_by = dup_or_null(src->submitted_by, &failed);
+	j->submitted_via = dup_or_null(src->submitted_via, &failed);
+	j->decided_by = dup_or_null(src->decided_by, &failed);
+	j->decided_via = dup_or_null(src->decided_via, &failed);
+	json_incref(j->approvals);
 	json_incref(j->input);
 	json_incref(j->request_context);
 	json_incref(j->metadata);
@@ -359,13 +387,28 @@ int store__job_apply(struct store_job *j, const struct store_transition *tr,
 {
 	unsigned set = tr->set;
 	if (set & STORE_SET_DECISION) {
-		char *reason = NULL;
-		if (tr->reason != NULL && (reason = strdup(tr->reason)) == NULL)
+		bool failed = false;
+		char *reason = dup_or_null(tr->reason, &failed);
+		char *by = dup_or_null(tr->by ? tr->by : STORE_BERTHD, &failed);
+		char *via = dup_or_null(tr->via ? tr->via : STORE_BERTHD, &failed);
+		if (failed) {
+			free(reason);
+			free(by);
+			free(via);
 			return -ENOMEM;
+		}
 		free(j->reason);
 		j->reason = reason;
+		free(j->decided_by);
+		j->decided_by = by;
+		free(j->decided_via);
+		j->decided_via = via;
 		j->decision = tr->decision;
 		j->decided_at = now;
+	}
+	if (set & STORE_SET_APPROVALS) {
+		set_json_ref(&j->approvals, tr->approvals);
+		j->quorum = tr->quorum;
 	}
 	j->status = tr->to;
 	j->updated_at = now;
@@ -431,6 +474,10 @@ static bool set_time(json_t *o, const char *key, int64_t t)
 				   json_string(store_format_time(t, buf))) == 0;
 }
 
+/* The audit's word for who is not known: a job or an event stored before
+ * berth recorded who (docs/API.md). */
+#define UNKNOWN "unknown"
+
 static json_t *approval_to_json(const struct store_job *j)
 {
 	json_t *a = json_object();
@@ -448,6 +495,17 @@ static json_t *approval_to_json(const struct store_job *j)
 								   : "reason",
 			  j->reason) &&
 		  set_time(a, "decidedAt", j->decided_at);
+	if (ok && j->decision != STORE_DECISION_NONE) {
+		json_t *by = json_pack("{s:s}", "name",
+				       j->decided_by ? j->decided_by : UNKNOWN);
+		ok = by != NULL && set_str(by, "via", j->decided_via) &&
+		     json_object_set_new(a, "decidedBy", by) == 0;
+	}
+	if (ok && j->approval_required)
+		ok = set_int(a, "quorum", j->quorum > 0 ? j->quorum : 1) &&
+		     json_object_set_new(a, "approvals",
+					 j->approvals ? json_incref(j->approvals)
+						      : json_array()) == 0;
 	if (!ok) {
 		json_decref(a);
 		return NULL;
@@ -467,6 +525,9 @@ json_t *store_job_to_json(const struct store_job *j)
 		  set_json(o, "input", j->input) &&
 		  set_json(o, "requestContext", j->request_context) &&
 		  set_json(o, "metadata", j->metadata) &&
+		  set_str(o, "submittedBy",
+			  j->submitted_by ? j->submitted_by : UNKNOWN) &&
+		  set_str(o, "submittedVia", j->submitted_via) &&
 		  set_str(o, "runId", j->run_id) &&
 		  set_str(o, "toolCallId", j->tool_call_id) &&
 		  set_str(o, "idempotencyKey", j->idempotency_key) &&
@@ -503,9 +564,15 @@ void store_event_finish(struct store_event *ev)
 	if (ev == NULL)
 		return;
 	free(ev->tool);
+	free(ev->by);
+	free(ev->via);
 	json_decref(ev->data);
+	json_decref(ev->client);
 	ev->tool = NULL;
+	ev->by = NULL;
+	ev->via = NULL;
 	ev->data = NULL;
+	ev->client = NULL;
 }
 
 json_t *store_event_to_json(const struct store_event *ev)
@@ -517,7 +584,10 @@ json_t *store_event_to_json(const struct store_event *ev)
 		  set_str(o, "tool", ev->tool) &&
 		  set_str(o, "type", store_event_name(ev->type)) &&
 		  set_str(o, "status", store_status_name(ev->status)) &&
-		  set_time(o, "at", ev->at) && set_json(o, "data", ev->data);
+		  set_time(o, "at", ev->at) &&
+		  set_str(o, "by", ev->by ? ev->by : UNKNOWN) &&
+		  set_str(o, "via", ev->via) && set_json(o, "client", ev->client) &&
+		  set_json(o, "data", ev->data);
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -796,6 +866,9 @@ char *store_job_text(const struct store_job *j)
 	tb_json_member(&b, "input", j->input);
 	tb_json_member(&b, "requestContext", j->request_context);
 	tb_json_member(&b, "metadata", j->metadata);
+	tb_str_member(&b, "submittedBy",
+		      j->submitted_by ? j->submitted_by : UNKNOWN);
+	tb_str_member(&b, "submittedVia", j->submitted_via);
 	tb_str_member(&b, "runId", j->run_id);
 	tb_str_member(&b, "toolCallId", j->tool_call_id);
 	tb_str_member(&b, "idempotencyKey", j->idempotency_key);
@@ -826,6 +899,23 @@ char *store_job_text(const struct store_job *j)
 								 : "reason",
 		      j->reason);
 	tb_time_member(&b, "decidedAt", j->decided_at);
+	if (j->decision != STORE_DECISION_NONE) {
+		tb_member(&b, "decidedBy", false);
+		tb_put(&b, "{", 1);
+		tb_member(&b, "name", true);
+		tb_string(&b, j->decided_by ? j->decided_by : UNKNOWN,
+			  strlen(j->decided_by ? j->decided_by : UNKNOWN));
+		tb_str_member(&b, "via", j->decided_via);
+		tb_put(&b, "}", 1);
+	}
+	if (j->approval_required) {
+		tb_int_member(&b, "quorum", j->quorum > 0 ? j->quorum : 1);
+		tb_member(&b, "approvals", false);
+		if (j->approvals)
+			tb_value(&b, j->approvals, 2);
+		else
+			tb_put(&b, "[]", 2);
+	}
 	tb_put(&b, "}", 1);
 	tb_json_member(&b, "progress", j->progress);
 	tb_str_member(&b, "retryOf", j->retry_of);
@@ -856,6 +946,9 @@ char *store_event_text(const struct store_event *ev)
 	tb_str_member(&b, "type", type);
 	tb_str_member(&b, "status", status);
 	tb_time_member(&b, "at", ev->at);
+	tb_str_member(&b, "by", ev->by ? ev->by : UNKNOWN);
+	tb_str_member(&b, "via", ev->via);
+	tb_json_member(&b, "client", ev->client);
 	tb_json_member(&b, "data", ev->data);
 	tb_put(&b, "}", 1);
 	char *text = tb_finish(&b);

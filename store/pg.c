@@ -3,8 +3,9 @@
  * sharing one database (docs/POSTGRES.md).
  *
  * Three connections: the writer's (writer thread: one transaction per
- * batch, group commit as with SQLite), the reader's (loop thread: reads,
- * lease renewal and the reaper) and the listener's (loop thread: LISTEN
+ * batch, group commit as with SQLite, its statements pipelined: "the
+ * writer's pipeline" below), the reader's (loop thread: reads, lease
+ * renewal and the reaper) and the listener's (loop thread: LISTEN
  * berth_events, and the session lock that keeps two live nodes from using
  * one name). Statements are prepared once per connection, on first use;
  * parameters travel as text, never spliced into SQL.
@@ -12,13 +13,14 @@
  * Three things differ from SQLite, and each is settled here:
  *
  * - Event seq. A transaction appends its events at the end, just before
- *   COMMIT: it raises the one row of event_seq by the number of events,
- *   which locks the row until the commit, and copies the events in with
- *   the seqs that UPDATE returned. The next transaction to take seqs
- *   waits for that lock, so it reads the committed counter and commits
- *   after it: seqs become visible in increasing order, and a reader that
- *   has seen seq N has seen every seq below N. A rollback undoes its
- *   counter raise too, so no seq is ever skipped.
+ *   COMMIT: each statement that inserts them raises the one row of
+ *   event_seq by the number of its rows, which locks the row until the
+ *   commit, and numbers its rows from the counter it raised. The next
+ *   transaction to take seqs waits for that lock, so it reads the
+ *   committed counter and commits after it: seqs become visible in
+ *   increasing order, and a reader that has seen seq N has seen every seq
+ *   below N. A rollback undoes its counter raise too, so no seq is ever
+ *   skipped.
  *
  * - Leases. A claim writes lease_owner (this node) and lease_until. The
  *   loop thread's tick renews this node's leases and recovers the running
@@ -34,7 +36,10 @@
  *   serialized and each sees the others' committed claims.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +63,7 @@ enum stmt_id {
 	S_CLAIM_SCAN,
 	S_CLAIM_TAKE,
 	S_CLAIM_NEXT,
+	S_CLAIM_ALL,
 	S_CHECKPOINT,
 	S_PROGRESS,
 	S_JOB_EXISTS,
@@ -115,15 +121,17 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ($1, $2, $3,"
 			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
-			 " $26, $27, $28, $29, $30, $31, $32, $33)"
+			 " $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,"
+			 " $36, $37, $38, $39)"
 			 " ON CONFLICT DO NOTHING RETURNING id",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = $1",
 	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
 	 * $8 output, $9 model_output, $10 error, $11 suspend payload, $12
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
-	 * expires_at, $17 progress, $18 this node, $19 the lease, $20
-	 * views. As in
-	 * sqlite.c, plus the lease: a job entering running is this node's,
+	 * expires_at, $17 progress, $18 this node, $19 the lease, $20 by,
+	 * $21 via, $22 approvals, $23 quorum, $24 the approvals the job
+	 * must hold, $25 views. As in sqlite.c, plus the lease: a job
+	 * entering running is this node's,
 	 * a job leaving it is nobody's; a transition from exactly running
 	 * (the end of a run) needs this node to hold the lease. */
 	[S_TRANSITION] =
@@ -144,6 +152,14 @@ static const char *const sql_text[S_NSTMT] = {
 		" reason = CASE WHEN $5::int & 128 <> 0 THEN $15::text ELSE reason END,"
 		" decided_at = CASE WHEN $5::int & 128 <> 0 THEN $4::bigint"
 		"   ELSE decided_at END,"
+		" decided_by = CASE WHEN $5::int & 128 <> 0 THEN $20::text"
+		"   ELSE decided_by END,"
+		" decided_via = CASE WHEN $5::int & 128 <> 0 THEN $21::text"
+		"   ELSE decided_via END,"
+		" approvals = CASE WHEN $5::int & 4096 <> 0 THEN $22::text"
+		"   ELSE approvals END,"
+		" quorum = CASE WHEN $5::int & 4096 <> 0 THEN $23::int"
+		"   ELSE quorum END,"
 		" started_at = CASE WHEN $5::int & 256 <> 0 THEN $4::bigint"
 		"   ELSE started_at END,"
 		" finished_at = CASE WHEN $5::int & 512 <> 0 OR $3::int >= 4"
@@ -153,13 +169,15 @@ static const char *const sql_text[S_NSTMT] = {
 		"   ELSE expires_at END,"
 		" progress = CASE WHEN $5::int & 2048 <> 0 THEN $17::text"
 		"   ELSE progress END,"
-		" views = CASE WHEN $5::int & 4096 <> 0 THEN $20::text"
+		" views = CASE WHEN $5::int & 8192 <> 0 THEN $25::text"
 		"   ELSE views END,"
 		" lease_owner = CASE WHEN $3::int = 2 THEN $18::text END,"
 		" lease_until = CASE WHEN $3::int = 2 THEN $4::bigint + $19::bigint END"
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
 		" AND (status <> 2 OR $2::int <> 4 OR lease_owner IS NULL"
 		"   OR lease_owner = $18::text)"
+		" AND ($5::int & 4096 = 0"
+		"   OR coalesce(json_array_length(approvals::json), 0) = $24::int)"
 		" RETURNING " STORE__JOB_COLS,
 	/* The keys come sorted: every node takes them in one order. */
 	[S_LOCKS] = "SELECT count(pg_advisory_xact_lock(k)) FROM"
@@ -189,6 +207,24 @@ static const char *const sql_text[S_NSTMT] = {
 			 " AND NOT EXISTS (SELECT 1 FROM tools"
 			 "   WHERE name = jobs.tool AND paused <> 0)"
 			 " ORDER BY run_at LIMIT 1",
+	/* A claim in one statement, for one that counts no tool's jobs
+	 * (its caps only exclude tools): the runnable jobs picked, locked
+	 * (SKIP LOCKED: another node's claim keeps its own) and taken. The
+	 * pick is a CTE, which runs once: as a subquery of the UPDATE's
+	 * WHERE, the planner may run it again per row, and each run skips
+	 * the rows the last one locked (a claim of 1 took 2). UPDATE
+	 * returns its rows in no order: read_pend sorts them. */
+	[S_CLAIM_ALL] = "WITH c (cid) AS (SELECT id FROM jobs WHERE status = 0"
+			"   AND run_at <= $1::bigint AND NOT (tool = ANY($2::text[]))"
+			"   AND NOT EXISTS (SELECT 1 FROM tools"
+			"     WHERE name = jobs.tool AND paused <> 0)"
+			"   ORDER BY priority DESC, run_at, id LIMIT $3::int"
+			"   FOR UPDATE SKIP LOCKED)"
+			" UPDATE jobs SET status = 2, started_at = $1::bigint,"
+			" updated_at = $1::bigint, lease_owner = $4::text,"
+			" lease_until = $1::bigint + $5::bigint"
+			" FROM c WHERE jobs.id = c.cid AND status = 0"
+			" RETURNING " STORE__JOB_COLS,
 	[S_CHECKPOINT] = "UPDATE jobs SET checkpoint = $2, updated_at = $3::bigint"
 			 " WHERE id = $1 AND status = 2"
 			 " AND (lease_owner IS NULL OR lease_owner = $4::text)",
@@ -228,9 +264,11 @@ static const char *const sql_text[S_NSTMT] = {
 			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " AND lease_owner = $1 ORDER BY id",
-	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
+	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data, actor,"
+		     " via, client"
 		     " FROM events WHERE seq > $1::bigint ORDER BY seq LIMIT $2::int",
-	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data"
+	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data,"
+			 " actor, via, client"
 			 " FROM events WHERE job_id = $3 AND seq > $1::bigint"
 			 " ORDER BY seq LIMIT $2::int",
 	[S_LAST_SEQ] = "SELECT n FROM event_seq WHERE one = 1",
@@ -278,9 +316,62 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_DEFS] = "SELECT name, definition FROM worker_tools ORDER BY name",
 };
 
+/* The writer's multi-row statements (see jobs_sql and events_sql): one
+ * prepared statement per size, 1, 2, 4, ... rows, after the S_* ones. */
+enum { JOB_SIZES = 5, JOB_ROWS_MAX = 1 << (JOB_SIZES - 1) };
+enum { EV_SIZES = 7, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
+enum {
+	P_JOBS = S_NSTMT,         /* + k: the insert of 1 << k jobs */
+	P_EVENTS = P_JOBS + JOB_SIZES, /* + k: of 1 << k events */
+	P_NSTMT = P_EVENTS + EV_SIZES
+};
+
 struct conn {
 	PGconn *pg;
-	bool prepared[S_NSTMT];
+	bool prepared[P_NSTMT];
+	/* The writer's connection runs in pipeline mode, nonblocking (see
+	 * "the writer's pipeline"); the loop thread's two do not. broken:
+	 * the stream of results was lost track of; the connection is reset
+	 * before its next use. */
+	bool pipeline;
+	bool broken;
+};
+
+/* A statement the writer sent whose result is still to be read, and what
+ * reading it settles (read_pend). */
+enum pend_kind {
+	PK_PREPARE,  /* a statement's preparation: stmt */
+	PK_CHECK,    /* BEGIN: only its success counts */
+	PK_COMMIT,   /* COMMIT: its tag says whether it committed */
+	PK_CREATES,  /* held creations sent as one INSERT: sent[first..+n) */
+	PK_CREATE_PENDING, /* a creation that was to start, written as
+			    * submitted: sent[first] */
+	PK_CREATE_KEY, /* a creation with an idempotency key: w */
+	PK_KEY_FIND, /* the job that holds w's key */
+	PK_TRANSITION, /* w's compare-and-set */
+	PK_JOB_GET,  /* the job as it is, for w's conflict */
+	PK_CHANGED,  /* a checkpoint or progress of w: the rows it changed */
+	PK_PROC,     /* a process record */
+	PK_DEFINE,   /* a worker process's tool definition */
+	PK_EVENTS,   /* events first..+n of the batch: their last seq */
+	PK_CLAIM,    /* a claim taken in one statement: w */
+	PK_CLAIM_NEXT, /* that claim's next run_at */
+	PK_KEEP,     /* a statement whose result exec_piped returns */
+	PK_SYNC,     /* the end of a round trip */
+};
+
+struct pend {
+	int kind;        /* enum pend_kind */
+	int stmt;        /* PK_PREPARE: the statement prepared */
+	struct store__wreq *w;
+	size_t first, n;
+};
+
+/* A creation sent to the database, with the end of the run it absorbed
+ * (NULL: none), until its INSERT's result is read. */
+struct sent {
+	struct store__wreq *w;
+	struct store__wreq *then;
 };
 
 struct pg {
@@ -292,13 +383,34 @@ struct pg {
 	int64_t lease_ms;
 	int durability;
 	int64_t last_renew;
+	/* The backend of the writer's connection: its own notifications
+	 * are of batches this node delivers itself (pg_notified). Written
+	 * by the writer thread, read by the loop thread. */
+	_Atomic int writer_pid;
 
-	/* The writer's current transaction. texts[i] is the data text of
-	 * batch->events[i] (borrowed from its request). */
+	/* The writer's current transaction. texts[i] is the data text and
+	 * clients[i] the MCP client's of batch->events[i] (borrowed from
+	 * its request). */
 	struct store__batch *batch;
 	const char **texts;
+	const char **clients;
 	size_t cap_texts;
 	bool locked; /* the claims' advisory locks are taken */
+	/* The statements in flight, in the order sent (pend[pend_head..
+	 * npend)); the creations held back for one multi-row INSERT (held,
+	 * with the run's end each absorbed); the creations sent. */
+	struct pend *pend;
+	size_t npend, pend_head, cap_pend;
+	struct store__wreq *held[JOB_ROWS_MAX];
+	struct store__wreq *held_then[JOB_ROWS_MAX];
+	size_t nheld;
+	struct sent *sent;
+	size_t nsent, cap_sent;
+	/* The SQL of the multi-row statements, built once. */
+	char *multi_sql[JOB_SIZES + EV_SIZES];
+	struct mparams *mp;
+	/* Where drain leaves the result of PK_KEEP (exec_piped). */
+	PGresult **kept;
 };
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -330,6 +442,35 @@ static void p_time(struct params *p, int64_t t)
 		p_int(p, t);
 	else
 		p_str(p, NULL);
+}
+
+/* The parameters of a multi-row statement (the writer's, one set kept in
+ * struct pg): as struct params, only more. */
+enum { MULTI_PARAMS = JOB_ROWS_MAX * (C_NCOLS + 3) };
+struct mparams {
+	const char *v[MULTI_PARAMS];
+	char buf[MULTI_PARAMS][24];
+	int n;
+};
+
+static void mp_str(struct mparams *p, const char *s)
+{
+	p->v[p->n++] = s;
+}
+
+static void mp_int(struct mparams *p, int64_t x)
+{
+	snprintf(p->buf[p->n], sizeof(p->buf[0]), "%lld", (long long)x);
+	p->v[p->n] = p->buf[p->n];
+	p->n++;
+}
+
+static void mp_time(struct mparams *p, int64_t t)
+{
+	if (t != 0)
+		mp_int(p, t);
+	else
+		mp_str(p, NULL);
 }
 
 int store__pg_error(const PGresult *res, PGconn *pg)
@@ -366,11 +507,17 @@ static int ok(PGconn *pg, PGresult *res, ExecStatusType want)
 	return rc;
 }
 
+static PGresult *exec_piped(struct conn *c, int id, const char *sql,
+			    int n, const char *const *v);
+
 /* exec runs statement id on c with the parameters, preparing it on first
  * use. Returns the result (check with ok), or NULL. */
 static PGresult *exec(struct conn *c, enum stmt_id id, const struct params *p)
 {
 	char name[16];
+	if (c->pipeline)
+		return exec_piped(c, id, sql_text[id], p != NULL ? p->n : 0,
+				  p != NULL ? p->v : NULL);
 	snprintf(name, sizeof(name), "b%d", (int)id);
 	if (!c->prepared[id]) {
 		PGresult *r = PQprepare(c->pg, name, sql_text[id], 0, NULL);
@@ -480,6 +627,12 @@ static struct store_job *row_job(const PGresult *r, int row)
 	j->updated_at = get_int(r, row, C_UPDATED_AT);
 	j->started_at = get_int(r, row, C_STARTED_AT);
 	j->finished_at = get_int(r, row, C_FINISHED_AT);
+	j->submitted_by = get_str(r, row, C_SUBMITTED_BY, &oom);
+	j->submitted_via = get_str(r, row, C_SUBMITTED_VIA, &oom);
+	j->decided_by = get_str(r, row, C_DECIDED_BY, &oom);
+	j->decided_via = get_str(r, row, C_DECIDED_VIA, &oom);
+	j->approvals = get_json(r, row, C_APPROVALS);
+	j->quorum = (int)get_int(r, row, C_QUORUM);
 	j->views = get_json(r, row, C_VIEWS);
 	if (oom || j->tool == NULL) {
 		store_job_free(j);
@@ -621,10 +774,11 @@ int store__pg_copy_in(PGconn *pg, const char *sql, const struct store__buf *b)
 }
 
 /*
- * flush_events gives the events from..n of b their seqs and writes them:
- * the counter row is raised by their number (and stays locked to the
- * commit), then they are copied in. texts[i] is the data of event i.
- * Returns 0 and sets *last to the last seq, or an error.
+ * flush_events gives the events from..n of b their seqs and writes them,
+ * on a connection outside the pipeline (the reaper's): the counter row is
+ * raised by their number (and stays locked to the commit), then they are
+ * copied in. texts[i] is the data of event i. Returns 0 and sets *last
+ * to the last seq, or an error.
  */
 static int flush_events(struct conn *c, struct store__batch *b, size_t from,
 			const char *const *texts, int64_t *last)
@@ -654,10 +808,20 @@ static int flush_events(struct conn *c, struct store__batch *b, size_t from,
 		copy_int(&out, ev->type, '\t');
 		copy_int(&out, ev->status, '\t');
 		copy_int(&out, ev->at, '\t');
-		store__copy_field(&out, texts[i - from], '\n');
+		store__copy_field(&out, texts[i - from], '\t');
+		store__copy_field(&out, ev->by, '\t');
+		store__copy_field(&out, ev->via, '\t');
+		/* Only an MCP client's events carry one: a small object,
+		 * serialized here rather than kept beside every text. */
+		char *client = ev->client != NULL ? store__json_text(ev->client)
+						  : NULL;
+		if (ev->client != NULL && client == NULL)
+			out.oom = true;
+		store__copy_field(&out, client, '\n');
+		free(client);
 	}
 	rc = store__pg_copy_in(c->pg, "COPY events (seq, job_id, tool, type, status, at,"
-			    " data) FROM STDIN", &out);
+			    " data, actor, via, client) FROM STDIN", &out);
 	free(out.p);
 	return rc;
 }
@@ -796,13 +960,285 @@ out:
 	return rc;
 }
 
+/* ---- the writer's pipeline --------------------------------------------- */
+
+/*
+ * The writer's connection runs in libpq's pipeline mode: the statements of
+ * a batch go out one after another without waiting for each answer, and
+ * their results are read, in the order sent, at a sync point. A batch of
+ * creations and ends of runs so costs two round trips whatever its size:
+ * one for its statements, whose results decide its events, and one for
+ * the events, the notification and the COMMIT. Requests that must see a
+ * result before they go on (claims, logs, expiry, pauses, pruning) first
+ * read what is in flight, then run their statements one round trip each
+ * (exec_piped), as before.
+ *
+ * The connection is nonblocking: a batch may send megabytes (inputs,
+ * outputs) while the server answers with rows, and a blocking write could
+ * wait forever on a server that waits for its answers to be read. pump
+ * reads what arrives while it waits to send.
+ */
+
+/* wait_io waits until pg's socket is readable (or, with out, writable)
+ * and reads what arrived. Returns 0 or -EIO. */
+static int wait_io(PGconn *pg, bool out)
+{
+	struct pollfd p = {PQsocket(pg), (short)(POLLIN | (out ? POLLOUT : 0)), 0};
+
+	if (p.fd < 0)
+		return -EIO;
+	while (poll(&p, 1, -1) < 0)
+		if (errno != EINTR)
+			return -EIO;
+	if ((p.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(pg))
+		return -EIO;
+	return 0;
+}
+
+/* pump sends everything libpq holds for the server. */
+static int pump(PGconn *pg)
+{
+	int f;
+	while ((f = PQflush(pg)) == 1)
+		if (wait_io(pg, true) != 0)
+			return -EIO;
+	return f == 0 ? 0 : -EIO;
+}
+
+/* next_result returns the next result of the pipeline, waiting for it;
+ * NULL ends the results of one statement (or the connection was lost,
+ * when *lost is set). */
+static PGresult *next_result(PGconn *pg, bool *lost)
+{
+	while (PQisBusy(pg)) {
+		if (pump(pg) != 0 || wait_io(pg, false) != 0) {
+			*lost = true;
+			return NULL;
+		}
+	}
+	return PQgetResult(pg);
+}
+
+/* statement_result reads the results of one statement: the first (which
+ * it returns, NULL when the connection was lost) and the NULL that ends
+ * them. */
+static PGresult *statement_result(PGconn *pg, bool *lost)
+{
+	PGresult *r = next_result(pg, lost), *x;
+	if (r == NULL) {
+		*lost = true;
+		return NULL;
+	}
+	while ((x = next_result(pg, lost)) != NULL)
+		PQclear(x);
+	return r;
+}
+
+/* read_sync reads the end of a round trip. */
+static int read_sync(PGconn *pg, bool *lost)
+{
+	PGresult *r = next_result(pg, lost);
+	int rc = r != NULL && PQresultStatus(r) == PGRES_PIPELINE_SYNC ? 0 : -EIO;
+	if (r == NULL)
+		*lost = true;
+	PQclear(r);
+	return rc;
+}
+
+static void stmt_name(char name[16], int id)
+{
+	snprintf(name, 16, "b%d", id);
+}
+
+/* push records a statement sent; returns its index or -ENOMEM. */
+static int push(struct pg *q, int kind, struct store__wreq *w, size_t first,
+		size_t n)
+{
+	if (q->npend == q->cap_pend) {
+		size_t cap = q->cap_pend ? q->cap_pend * 2 : 64;
+		void *v = realloc(q->pend, cap * sizeof(*q->pend));
+		if (v == NULL)
+			return -ENOMEM;
+		q->pend = v;
+		q->cap_pend = cap;
+	}
+	q->pend[q->npend] = (struct pend){kind, 0, w, first, n};
+	return (int)q->npend++;
+}
+
+/* send_stmt sends statement id (sql) with its parameters into the
+ * pipeline, its preparation first when it is not prepared yet, and
+ * records it as kind. Returns 0, -ENOMEM or -EIO (a connection that can
+ * take nothing more). */
+static int send_stmt(struct pg *q, int id, const char *sql, int n,
+		     const char *const *v, int kind, struct store__wreq *w,
+		     size_t first, size_t count)
+{
+	struct conn *c = &q->w;
+	char name[16];
+	int k;
+
+	stmt_name(name, id);
+	if (!c->prepared[id]) {
+		if ((k = push(q, PK_PREPARE, NULL, 0, 0)) < 0)
+			return k;
+		q->pend[k].stmt = id;
+		if (!PQsendPrepare(c->pg, name, sql, 0, NULL)) {
+			q->npend--;
+			return -EIO;
+		}
+		c->prepared[id] = true;
+	}
+	if ((k = push(q, kind, w, first, count)) < 0)
+		return k;
+	if (!PQsendQueryPrepared(c->pg, name, n, v, NULL, NULL, 0)) {
+		q->npend--;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* send_params sends statement id of sql_text with p. */
+static int send_params(struct pg *q, enum stmt_id id, const struct params *p,
+		       int kind, struct store__wreq *w)
+{
+	return send_stmt(q, id, sql_text[id], p->n, p->v, kind, w, 0, 0);
+}
+
+/* send_simple sends SQL of ours that takes no parameter (BEGIN, COMMIT,
+ * ROLLBACK), unprepared. */
+static int send_simple(struct pg *q, const char *sql, int kind)
+{
+	int k = push(q, kind, NULL, 0, 0);
+	if (k < 0)
+		return k;
+	if (!PQsendQueryParams(q->w.pg, sql, 0, NULL, NULL, NULL, NULL, 0)) {
+		q->npend--;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int read_pend(struct pg *q, size_t i, PGresult *r);
+
+/*
+ * drain ends the round trip: it sends a sync point and reads the result
+ * of every statement in flight, in order, settling each (read_pend),
+ * until nothing is in flight; a result may send a statement that follows
+ * it up (a conflict's job, a key's owner), which the next round trip
+ * reads. After the first error the rest is read and dropped: the server
+ * skips what follows a failed statement up to the sync point, and the
+ * transaction can only roll back. Returns 0 or that error; -EIO when the
+ * connection was lost (rollback resets it).
+ */
+static int drain(struct pg *q)
+{
+	PGconn *pg = q->w.pg;
+	bool lost = false;
+	int rc = 0;
+
+	while (q->pend_head < q->npend) {
+		size_t end = q->npend;
+		if (push(q, PK_SYNC, NULL, 0, 0) < 0) {
+			rc = -ENOMEM;
+			lost = true; /* the stream cannot be followed */
+			break;
+		}
+		if (!PQpipelineSync(pg) || pump(pg) != 0) {
+			lost = true;
+			break;
+		}
+		while (q->pend_head <= end) {
+			size_t i = q->pend_head++;
+			if (q->pend[i].kind == PK_SYNC) {
+				if (read_sync(pg, &lost) != 0 && rc == 0)
+					rc = -EIO;
+				if (lost)
+					break;
+				continue;
+			}
+			PGresult *r = statement_result(pg, &lost);
+			if (lost)
+				break;
+			ExecStatusType st = PQresultStatus(r);
+			/* A preparation that failed, or that the server
+			 * skipped after an error, is made again next time. */
+			if (st != PGRES_COMMAND_OK && q->pend[i].kind == PK_PREPARE)
+				q->w.prepared[q->pend[i].stmt] = false;
+			if (rc == 0 && st == PGRES_FATAL_ERROR) {
+				rc = store__pg_error(r, pg);
+				/* exec_piped reports the first error, its
+				 * own or what failed before it. */
+				if (q->kept != NULL && *q->kept == NULL) {
+					*q->kept = r;
+					continue;
+				}
+			}
+			if (q->pend[i].kind == PK_KEEP && q->kept != NULL) {
+				if (*q->kept == NULL)
+					*q->kept = r;
+				else
+					PQclear(r);
+				continue;
+			}
+			if (rc == 0 && st != PGRES_FATAL_ERROR &&
+			    st != PGRES_PIPELINE_ABORTED) {
+				int x = read_pend(q, i, r);
+				if (x != 0)
+					rc = x;
+			}
+			PQclear(r);
+		}
+		if (lost)
+			break;
+	}
+	if (lost) {
+		/* What is still in flight is lost with the stream; rollback
+		 * resets the connection. */
+		for (size_t i = q->pend_head; i < q->npend; i++)
+			if (q->pend[i].kind == PK_PREPARE)
+				q->w.prepared[q->pend[i].stmt] = false;
+		if (rc == 0)
+			rc = -EIO;
+		q->w.broken = true;
+	}
+	q->npend = q->pend_head = 0;
+	return rc;
+}
+
+/* exec_piped runs a statement on the writer's pipelined connection and
+ * returns its result (the caller checks it with ok): sent behind what is
+ * in flight (the batch's BEGIN, its first statements), which the same
+ * round trip settles. NULL when it could not be sent or read. */
+static PGresult *exec_piped(struct conn *c, int id, const char *sql,
+			    int n, const char *const *v)
+{
+	struct pg *q = (struct pg *)(void *)((char *)c - offsetof(struct pg, w));
+	PGresult *r = NULL;
+
+	q->kept = &r;
+	int rc = send_stmt(q, id, sql, n, v, PK_KEEP, NULL, 0, 0);
+	if (rc == 0)
+		rc = drain(q);
+	q->kept = NULL;
+	if (rc != 0 && r != NULL && PQresultStatus(r) != PGRES_FATAL_ERROR) {
+		/* Read, but the round trip failed after it (its sync): the
+		 * caller must not go on as if it had. */
+		PQclear(r);
+		r = NULL;
+	}
+	return r;
+}
+
 /* ---- the writer's operations ------------------------------------------- */
 
-/* add_event records an event of the current transaction; it is written,
- * with its seq, just before the commit (flush_events). */
+/* add_event records an event of the current transaction, by who (NULL:
+ * berthd) with its data's text and its MCP client's; it is written, with
+ * its seq, just before the commit (send_events). */
 static int add_event(struct pg *q, const char *job_id, const char *tool,
 		     int type, int status, int64_t at, const char *text,
-		     json_t *data)
+		     json_t *data, const struct store__who *who,
+		     const char *client)
 {
 	struct store__batch *b = q->batch;
 	if (b->nevents >= q->cap_texts) {
@@ -813,115 +1249,302 @@ static int add_event(struct pg *q, const char *job_id, const char *tool,
 		if (v == NULL)
 			return -ENOMEM;
 		q->texts = v;
+		v = realloc(q->clients, cap * sizeof(*q->clients));
+		if (v == NULL)
+			return -ENOMEM;
+		q->clients = v;
 		q->cap_texts = cap;
 	}
 	q->texts[b->nevents] = text;
-	return store__batch_event(b, 0, job_id, tool, type, status, at, data);
+	q->clients[b->nevents] = client;
+	return store__batch_event(b, 0, job_id, tool, type, status, at, data,
+				  who);
 }
 
-/* conflict settles a request whose compare-and-set matched no row. */
-static int conflict(struct conn *c, struct store__wreq *w, const char *id)
+/* send_job_get sends, for w's conflict, the read of job id as it is now
+ * (PK_JOB_GET). */
+static int send_job_get(struct pg *q, struct store__wreq *w, const char *id)
 {
-	struct store_job *j;
-	int rc = job_by_id(c, id, &j);
-	if (rc != 0)
-		return rc;
-	w->req->job = j;
-	w->rc = j != NULL ? STORE_ECONFLICT : STORE_ENOTFOUND;
+	struct params p = {0};
+	p_str(&p, id);
+	return send_params(q, S_JOB_GET, &p, PK_JOB_GET, w);
+}
+
+/* The type of each parameter of a row of jobs_sql, in its order: the
+ * columns of STORE__JOB_COLS, the lease, and whether the row starts its
+ * job. */
+static const char *const job_types[C_NCOLS + 3] = {
+	[C_ID] = "text", [C_TOOL] = "text", [C_STATUS] = "int",
+	[C_INPUT] = "text", [C_REQUEST_CONTEXT] = "text",
+	[C_METADATA] = "text", [C_RUN_ID] = "text",
+	[C_TOOL_CALL_ID] = "text", [C_IDEMPOTENCY_KEY] = "text",
+	[C_PRIORITY] = "int", [C_RUN_AT] = "bigint", [C_ATTEMPT] = "int",
+	[C_MAX_RETRIES] = "int", [C_TIMEOUT_MS] = "bigint",
+	[C_EXPIRES_AT] = "bigint", [C_TTL_MS] = "bigint",
+	[C_OUTPUT] = "text", [C_MODEL_OUTPUT] = "text", [C_ERROR] = "text",
+	[C_SUSPEND] = "text", [C_RESUME] = "text", [C_CHECKPOINT] = "text",
+	[C_APPROVAL_REQUIRED] = "int", [C_DECISION] = "int",
+	[C_REASON] = "text", [C_DECIDED_AT] = "bigint",
+	[C_PROGRESS] = "text", [C_RETRY_OF] = "text",
+	[C_CREATED_AT] = "bigint", [C_UPDATED_AT] = "bigint",
+	[C_STARTED_AT] = "bigint", [C_FINISHED_AT] = "bigint",
+	[C_SUBMITTED_BY] = "text", [C_SUBMITTED_VIA] = "text",
+	[C_DECIDED_BY] = "text", [C_DECIDED_VIA] = "text",
+	[C_APPROVALS] = "text", [C_QUORUM] = "int", [C_VIEWS] = "text",
+	[C_NCOLS] = "text", [C_NCOLS + 1] = "bigint", [C_NCOLS + 2] = "boolean",
+};
+
+/* multi_sql returns the SQL of multi-row statement id (P_JOBS + k or
+ * P_EVENTS + k), built once from constants, or NULL when out of memory. */
+static const char *multi_sql(struct pg *q, int id)
+{
+	char **slot = &q->multi_sql[id - P_JOBS];
+	struct store__buf b = {0};
+	bool jobs = id < P_EVENTS;
+	int rows = 1 << (jobs ? id - P_JOBS : id - P_EVENTS);
+	int cols = jobs ? C_NCOLS + 3 : 9, n = 0;
+	char t[64];
+
+	if (*slot != NULL)
+		return *slot;
+	if (jobs) {
+		/*
+		 * A row that starts its job (created running, or in the
+		 * state the run's end left it) is only written while its
+		 * tool is not paused: on a shared database another node may
+		 * have paused it since this node looked. The writer then
+		 * writes the job as submitted instead (PK_CREATE_PENDING).
+		 * ON CONFLICT DO NOTHING: a failed statement would abort
+		 * the whole transaction, and with it the batch; an id given
+		 * twice must only settle its own request.
+		 */
+		const char *head = "INSERT INTO jobs (" STORE__JOB_COLS
+				   ", lease_owner, lease_until) SELECT "
+				   STORE__JOB_COLS ", lease_owner, lease_until"
+				   " FROM (VALUES ";
+		store__buf_add(&b, head, strlen(head));
+	} else {
+		/* The rows take the next seqs from the counter, which
+		 * stays locked to the commit (the file's comment), and the
+		 * nodes hear of them with the commit. */
+		int len = snprintf(t, sizeof(t), "%d", rows);
+		const char *h1 = "WITH s AS (UPDATE event_seq SET n = n + ";
+		const char *h2 = " WHERE one = 1 RETURNING n), i AS (INSERT INTO"
+				 " events (seq, job_id, tool, type, status, at,"
+				 " data, actor, via, client) SELECT s.n - ";
+		const char *h3 = " + v.o, v.j, v.t, v.y, v.st, v.a, v.d, v.b,"
+				 " v.w, v.c FROM s, (VALUES ";
+		store__buf_add(&b, h1, strlen(h1));
+		store__buf_add(&b, t, (size_t)len);
+		store__buf_add(&b, h2, strlen(h2));
+		store__buf_add(&b, t, (size_t)len);
+		store__buf_add(&b, h3, strlen(h3));
+	}
+	for (int r = 0; r < rows; r++) {
+		store__buf_add(&b, r > 0 ? ", (" : "(", r > 0 ? 3 : 1);
+		if (!jobs) {
+			int len = snprintf(t, sizeof(t), "%d, ", r + 1);
+			store__buf_add(&b, t, (size_t)len);
+		}
+		for (int c = 0; c < cols; c++) {
+			static const char *const ev_types[9] = {
+				"text", "text", "int", "int", "bigint",
+				"text", "text", "text", "text",
+			};
+			int len = snprintf(t, sizeof(t), "%s$%d::%s",
+					   c > 0 ? ", " : "", ++n,
+					   jobs ? job_types[c] : ev_types[c]);
+			store__buf_add(&b, t, (size_t)len);
+		}
+		store__buf_add(&b, ")", 1);
+	}
+	if (jobs) {
+		const char *tail = ") AS v (" STORE__JOB_COLS
+				   ", lease_owner, lease_until, st)"
+				   " WHERE NOT (st AND EXISTS (SELECT 1 FROM"
+				   " tools WHERE name = v.tool AND paused <> 0))"
+				   " ON CONFLICT DO NOTHING RETURNING id";
+		store__buf_add(&b, tail, strlen(tail));
+	} else {
+		const char *tail = ") AS v (o, j, t, y, st, a, d, b, w, c))"
+				   " SELECT n, pg_notify('berth_events', n::text)"
+				   " FROM s";
+		store__buf_add(&b, tail, strlen(tail));
+	}
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*slot = b.p;
+	return *slot;
+}
+/* rows_k returns the k (below sizes) of the largest 1 << k rows that fit
+ * in left, left > 0: the next multi-row statement to send. */
+static int rows_k(size_t left, int sizes)
+{
+	int k = sizes - 1;
+	while ((size_t)1 << k > left)
+		k--;
+	return k;
+}
+
+/* job_params adds the parameters of a row of the jobs' insert for w's
+ * creation: the job as submitted; as a claim at its submission leaves it
+ * (start: running under this node's lease); or as the run's end then
+ * leaves it (the pair store_release prepared). */
+static void job_params(struct pg *q, struct mparams *p,
+		       const struct store__wreq *w,
+		       const struct store__wreq *then, bool start)
+{
+	const struct store_job *j = then != NULL ? then->job : w->job;
+	bool running = start && then == NULL;
+	const char *t[STORE__T_COUNT];
+
+	memcpy(t, w->text, sizeof(t));
+	if (then != NULL) {
+		unsigned set = then->req->u.transition.set;
+		static const struct {
+			unsigned bit;
+			int text;
+		} by[] = {
+			{STORE_SET_OUTPUT, STORE__T_OUTPUT},
+			{STORE_SET_OUTPUT, STORE__T_MODEL_OUTPUT},
+			{STORE_SET_ERROR, STORE__T_ERROR},
+			{STORE_SET_SUSPEND, STORE__T_SUSPEND},
+			{STORE_SET_RESUME, STORE__T_RESUME},
+			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
+			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
+			{STORE_SET_APPROVALS, STORE__T_APPROVALS},
+			{STORE_SET_VIEWS, STORE__T_VIEWS},
+		};
+		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
+			if (set & by[i].bit)
+				t[by[i].text] = then->text[by[i].text];
+	}
+	mp_str(p, j->id);
+	mp_str(p, j->tool);
+	mp_int(p, running ? STORE_RUNNING : j->status);
+	mp_str(p, t[STORE__T_INPUT]);
+	mp_str(p, t[STORE__T_REQUEST_CONTEXT]);
+	mp_str(p, t[STORE__T_METADATA]);
+	mp_str(p, j->run_id);
+	mp_str(p, j->tool_call_id);
+	mp_str(p, j->idempotency_key);
+	mp_int(p, j->priority);
+	mp_int(p, j->run_at);
+	mp_int(p, j->attempt > 0 ? j->attempt : 1);
+	mp_int(p, j->max_retries);
+	mp_time(p, j->timeout_ms);
+	mp_time(p, j->expires_at);
+	mp_time(p, j->ttl_ms);
+	mp_str(p, t[STORE__T_OUTPUT]);
+	mp_str(p, t[STORE__T_MODEL_OUTPUT]);
+	mp_str(p, t[STORE__T_ERROR]);
+	mp_str(p, t[STORE__T_SUSPEND]);
+	mp_str(p, t[STORE__T_RESUME]);
+	mp_str(p, t[STORE__T_CHECKPOINT]);
+	mp_int(p, j->approval_required);
+	mp_int(p, j->decision);
+	mp_str(p, j->reason);
+	mp_time(p, j->decided_at);
+	mp_str(p, t[STORE__T_PROGRESS]);
+	mp_str(p, j->retry_of);
+	mp_int(p, j->created_at);
+	mp_int(p, j->updated_at);
+	mp_time(p, running ? j->created_at : j->started_at);
+	mp_time(p, j->finished_at);
+	mp_str(p, j->submitted_by);
+	mp_str(p, j->submitted_via);
+	mp_str(p, j->decided_by);
+	mp_str(p, j->decided_via);
+	mp_str(p, t[STORE__T_APPROVALS]);
+	if (j->quorum > 0)
+		mp_int(p, j->quorum);
+	else
+		mp_str(p, NULL);
+	mp_str(p, t[STORE__T_VIEWS]);
+	mp_str(p, running ? q->node : NULL);
+	mp_time(p, running ? j->created_at + q->lease_ms : 0);
+	mp_str(p, start || then != NULL ? "t" : "f");
+}
+
+/* add_sent records a creation sent (and the run's end it absorbed);
+ * returns its index or -ENOMEM. */
+static int add_sent(struct pg *q, struct store__wreq *w, struct store__wreq *then)
+{
+	if (q->nsent == q->cap_sent) {
+		size_t cap = q->cap_sent ? q->cap_sent * 2 : 64;
+		void *v = realloc(q->sent, cap * sizeof(*q->sent));
+		if (v == NULL)
+			return -ENOMEM;
+		q->sent = v;
+		q->cap_sent = cap;
+	}
+	q->sent[q->nsent] = (struct sent){w, then};
+	return (int)q->nsent++;
+}
+
+/* send_creates sends the creations held back by pg_apply, in order, as
+ * few multi-row INSERTs (PK_CREATES). One statement of n rows costs the
+ * server much less than n statements. */
+static int send_creates(struct pg *q)
+{
+	size_t i = 0;
+	while (i < q->nheld) {
+		int k = rows_k(q->nheld - i, JOB_SIZES);
+		size_t rows = (size_t)1 << k, first = q->nsent;
+		const char *sql = multi_sql(q, P_JOBS + k);
+		if (sql == NULL)
+			return -ENOMEM;
+		q->mp->n = 0;
+		for (size_t r = 0; r < rows; r++) {
+			struct store__wreq *w = q->held[i + r];
+			if (add_sent(q, w, q->held_then[i + r]) < 0)
+				return -ENOMEM;
+			job_params(q, q->mp, w, q->held_then[i + r],
+				   w->req->u.create.start);
+		}
+		int rc = send_stmt(q, P_JOBS + k, sql, q->mp->n, q->mp->v,
+				   PK_CREATES, NULL, first, rows);
+		if (rc != 0)
+			return rc;
+		i += rows;
+	}
+	q->nheld = 0;
 	return 0;
 }
 
-/* by_key looks the (tool, key) job up; sets req->job and existed when
- * found. */
-static int by_key(struct conn *c, struct store__wreq *w, bool *found)
+/* send_create_one sends the creation sent[i] alone, as submitted: a
+ * creation with an idempotency key (PK_CREATE_KEY), or one that was to
+ * start and was not written (PK_CREATE_PENDING). */
+static int send_create_one(struct pg *q, size_t i, int kind)
 {
-	const struct store_job *j = w->req->u.create.job;
-	struct params p = {0};
-	p_str(&p, j->tool);
-	p_str(&p, j->idempotency_key);
-	PGresult *r = exec(c, S_JOB_BY_KEY, &p);
-	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
-	*found = false;
-	if (rc != 0)
-		return rc;
-	if (PQntuples(r) > 0) {
-		w->req->job = row_job(r, 0);
-		rc = w->req->job != NULL ? 0 : -ENOMEM;
-		w->req->existed = rc == 0;
-		w->rc = 0;
-		*found = true;
-	}
-	PQclear(r);
-	return rc;
+	const char *sql = multi_sql(q, P_JOBS);
+	if (sql == NULL)
+		return -ENOMEM;
+	q->mp->n = 0;
+	job_params(q, q->mp, q->sent[i].w, NULL, false);
+	return send_stmt(q, P_JOBS, sql, q->mp->n, q->mp->v, kind,
+			 q->sent[i].w, i, 1);
 }
 
-static int do_create(struct pg *q, struct store__wreq *w)
+/* created appends the events of w's creation, now written: created,
+ * approval_requested when it awaits approval, started when it was
+ * claimed at its submission. */
+static int created(struct pg *q, struct store__wreq *w, bool start)
 {
-	struct conn *c = &q->w;
-	struct store_req *req = w->req;
+	const struct store_req *req = w->req;
 	const struct store_job *j = req->u.create.job;
-	bool found;
-	int rc;
-
-	if (j->idempotency_key != NULL) {
-		if ((rc = by_key(c, w, &found)) != 0 || found)
-			return rc;
-	}
-
 	char **t = w->text;
-	struct params p = {0};
-	p_str(&p, j->id);
-	p_str(&p, j->tool);
-	p_int(&p, j->status);
-	p_str(&p, t[STORE__T_INPUT]);
-	p_str(&p, t[STORE__T_REQUEST_CONTEXT]);
-	p_str(&p, t[STORE__T_METADATA]);
-	p_str(&p, j->run_id);
-	p_str(&p, j->tool_call_id);
-	p_str(&p, j->idempotency_key);
-	p_int(&p, j->priority);
-	p_int(&p, w->run_at);
-	p_int(&p, j->attempt > 0 ? j->attempt : 1);
-	p_int(&p, j->max_retries);
-	p_time(&p, j->timeout_ms);
-	p_time(&p, w->expires_at);
-	p_time(&p, j->ttl_ms);
-	p_str(&p, t[STORE__T_OUTPUT]);
-	p_str(&p, t[STORE__T_MODEL_OUTPUT]);
-	p_str(&p, t[STORE__T_ERROR]);
-	p_str(&p, t[STORE__T_SUSPEND]);
-	p_str(&p, t[STORE__T_RESUME]);
-	p_str(&p, t[STORE__T_CHECKPOINT]);
-	p_int(&p, j->approval_required);
-	p_int(&p, j->decision);
-	p_str(&p, j->reason);
-	p_time(&p, j->decided_at);
-	p_str(&p, t[STORE__T_PROGRESS]);
-	p_str(&p, j->retry_of);
-	p_int(&p, w->created_at);
-	p_int(&p, w->created_at);
-	p_time(&p, j->started_at);
-	p_time(&p, j->finished_at);
-	p_str(&p, t[STORE__T_VIEWS]);
-	PGresult *r = exec(c, S_JOB_INSERT, &p);
-	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
-		return rc;
-	int rows = PQntuples(r);
-	PQclear(r);
-	if (rows == 0) {
-		/* Another node's create of the same key committed while we
-		 * waited on it, or the id was given twice. */
-		if (j->idempotency_key != NULL) {
-			if ((rc = by_key(c, w, &found)) != 0 || found)
-				return rc;
-		}
-		w->rc = -EEXIST;
-		return 0;
-	}
-
 	json_t *data = req->u.create.event_data;
-	rc = add_event(q, j->id, j->tool, STORE_EV_CREATED, j->status,
-		       w->created_at, t[STORE__T_EVENT], data);
+	/* The creation's events are its submitter's; a start at submission
+	 * is berthd's. */
+	struct store__who who = {j->submitted_by, j->submitted_via,
+				 req->u.create.client};
+	int rc = add_event(q, j->id, j->tool, STORE_EV_CREATED, j->status,
+			   w->created_at, t[STORE__T_EVENT], data, &who,
+			   t[STORE__T_CLIENT]);
+
 	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL) {
 		/* approval_requested shows what the approver decides on: the
 		 * approval view when the caller gave one, else the same data
@@ -933,15 +1556,33 @@ static int do_create(struct pg *q, struct store__wreq *w)
 			atext = t[STORE__T_EVENT];
 		}
 		rc = add_event(q, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
-			       j->status, w->created_at, atext, adata);
+			       j->status, w->created_at, atext, adata, &who,
+			       t[STORE__T_CLIENT]);
 	}
+	if (rc == 0 && start)
+		rc = add_event(q, j->id, j->tool, STORE_EV_STARTED,
+			       STORE_RUNNING, w->created_at, NULL, NULL, NULL,
+			       NULL);
 	w->rc = 0;
 	return rc;
 }
 
-static int do_transition(struct pg *q, struct store__wreq *w)
+/* settle_then settles the run's end then that a creation absorbed, now
+ * written in then's final state: its event follows the creation's. */
+static int settle_then(struct pg *q, struct store__wreq *then)
 {
-	struct conn *c = &q->w;
+	const struct store_transition *tr = &then->req->u.transition;
+	struct store__who who = {tr->by, tr->via, tr->client};
+	then->absorbed = true;
+	then->rc = 0;
+	return add_event(q, then->job->id, then->job->tool, tr->event, tr->to,
+			 then->job->updated_at, then->text[STORE__T_EVENT],
+			 tr->event_data, &who, then->text[STORE__T_CLIENT]);
+}
+
+/* send_transition sends w's compare-and-set (PK_TRANSITION). */
+static int send_transition(struct pg *q, struct store__wreq *w)
+{
 	const struct store_transition *tr = &w->req->u.transition;
 	char **t = w->text;
 	int64_t now = store_now();
@@ -965,23 +1606,229 @@ static int do_transition(struct pg *q, struct store__wreq *w)
 	p_str(&p, t[STORE__T_PROGRESS]);
 	p_str(&p, q->node);
 	p_int(&p, q->lease_ms);
+	p_str(&p, tr->by ? tr->by : STORE_BERTHD);
+	p_str(&p, tr->via ? tr->via : STORE_BERTHD);
+	p_str(&p, t[STORE__T_APPROVALS]);
+	p_int(&p, tr->quorum);
+	p_int(&p, tr->approvals_had);
 	p_str(&p, t[STORE__T_VIEWS]);
-	PGresult *r = exec(c, S_TRANSITION, &p);
-	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
-	if (rc != 0)
+	return send_params(q, S_TRANSITION, &p, PK_TRANSITION, w);
+}
+
+/* claim_order sorts claimed jobs as the scheduler reads them: highest
+ * priority first, then earliest run_at, then smallest id. */
+static int claim_order(const void *a, const void *b)
+{
+	const struct store_job *x = *(const struct store_job *const *)a;
+	const struct store_job *y = *(const struct store_job *const *)b;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->run_at != y->run_at)
+		return x->run_at < y->run_at ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+/* has_row tells whether the jobs' insert r wrote the job id. */
+static bool has_row(const PGresult *r, const char *id)
+{
+	for (int row = 0; row < PQntuples(r); row++)
+		if (strcmp(PQgetvalue(r, row, 0), id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * read_pend settles statement q->pend[i] from its result r (which the
+ * caller clears): results into its request, events into the batch (in
+ * the order the statements were sent, so in the order of the requests),
+ * and follow-up statements into the pipeline. Returns 0 or an error,
+ * which fails the transaction.
+ */
+static int read_pend(struct pg *q, size_t i, PGresult *r)
+{
+	struct pend pe = q->pend[i]; /* a follow-up may move the array */
+	struct store__wreq *w = pe.w;
+	int rc = 0;
+
+	switch (pe.kind) {
+	case PK_CREATES:
+		for (size_t k = 0; rc == 0 && k < pe.n; k++) {
+			struct sent *sn = &q->sent[pe.first + k];
+			struct store__wreq *cw = sn->w, *then = sn->then;
+			bool start = cw->req->u.create.start;
+			if (has_row(r, cw->req->u.create.job->id)) {
+				rc = created(q, cw, start);
+				if (rc == 0 && then != NULL)
+					rc = settle_then(q, then);
+			} else if (start) {
+				/* Its tool was paused on another node, or
+				 * the id is taken: written as submitted. */
+				rc = send_create_one(q, pe.first + k,
+						     PK_CREATE_PENDING);
+			} else {
+				cw->rc = -EEXIST;
+			}
+		}
 		return rc;
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		return conflict(c, w, tr->job_id);
+	case PK_CREATE_PENDING: {
+		struct sent sn = q->sent[pe.first];
+		if (PQntuples(r) > 0)
+			rc = created(q, sn.w, false);
+		else
+			sn.w->rc = -EEXIST;
+		/* The run's end meets the job as it is: a conflict. */
+		if (rc == 0 && sn.then != NULL)
+			rc = send_transition(q, sn.then);
+		return rc;
 	}
-	struct store_job *j = row_job(r, 0);
-	PQclear(r);
-	if (j == NULL)
-		return -ENOMEM;
-	w->req->job = j;
-	w->rc = 0;
-	return add_event(q, j->id, j->tool, tr->event, tr->to, now,
-			 t[STORE__T_EVENT], tr->event_data);
+	case PK_CREATE_KEY:
+		if (PQntuples(r) > 0)
+			return created(q, w, false);
+		/* Its key names a job already (perhaps another node's,
+		 * committed while this insert waited for it), or its id is
+		 * taken. */
+		{
+			const struct store_job *j = w->req->u.create.job;
+			struct params p = {0};
+			p_str(&p, j->tool);
+			p_str(&p, j->idempotency_key);
+			return send_params(q, S_JOB_BY_KEY, &p, PK_KEY_FIND, w);
+		}
+	case PK_KEY_FIND:
+		if (PQntuples(r) == 0) {
+			w->rc = -EEXIST;
+			return 0;
+		}
+		if ((w->req->job = row_job(r, 0)) == NULL)
+			return -ENOMEM;
+		w->req->existed = true;
+		w->rc = 0;
+		return 0;
+	case PK_TRANSITION: {
+		const struct store_transition *tr = &w->req->u.transition;
+		if (PQntuples(r) == 0)
+			return send_job_get(q, w, tr->job_id);
+		struct store_job *j = row_job(r, 0);
+		if (j == NULL)
+			return -ENOMEM;
+		w->req->job = j;
+		w->rc = 0;
+		struct store__who who = {tr->by, tr->via, tr->client};
+		return add_event(q, j->id, j->tool, tr->event, tr->to,
+				 j->updated_at, w->text[STORE__T_EVENT],
+				 tr->event_data, &who, w->text[STORE__T_CLIENT]);
+	}
+	case PK_JOB_GET:
+		if (PQntuples(r) == 0) {
+			w->rc = STORE_ENOTFOUND;
+			return 0;
+		}
+		if ((w->req->job = row_job(r, 0)) == NULL)
+			return -ENOMEM;
+		w->rc = STORE_ECONFLICT;
+		return 0;
+	case PK_CHANGED:
+		if (strtoll(PQcmdTuples(r), NULL, 10) > 0) {
+			w->rc = 0;
+			return 0;
+		}
+		return send_job_get(q, w, w->req->op == STORE_OP_CHECKPOINT
+						  ? w->req->u.checkpoint.job_id
+						  : w->req->u.progress.job_id);
+	case PK_PROC:
+	case PK_DEFINE:
+		w->rc = 0;
+		return 0;
+	case PK_CLAIM: {
+		struct store_req *req = w->req;
+		int rows = PQntuples(r);
+		if (rows == 0)
+			return 0;
+		if ((req->jobs = calloc((size_t)rows, sizeof(*req->jobs))) == NULL)
+			return -ENOMEM;
+		for (int row = 0; row < rows; row++) {
+			if ((req->jobs[row] = row_job(r, row)) == NULL)
+				return -ENOMEM;
+			req->njobs++;
+		}
+		qsort(req->jobs, req->njobs, sizeof(*req->jobs), claim_order);
+		for (size_t k = 0; rc == 0 && k < req->njobs; k++) {
+			const struct store_job *j = req->jobs[k];
+			rc = add_event(q, j->id, j->tool, STORE_EV_STARTED,
+				       j->status, j->started_at, NULL, NULL,
+				       NULL, NULL);
+		}
+		return rc;
+	}
+	case PK_CLAIM_NEXT:
+		w->req->next_run_at = PQntuples(r) > 0 ? get_int(r, 0, 0) : 0;
+		return 0;
+	case PK_EVENTS: {
+		if (PQntuples(r) != 1)
+			return -EIO;
+		int64_t seq = get_int(r, 0, 0) - (int64_t)pe.n;
+		for (size_t k = 0; k < pe.n; k++)
+			q->batch->events[pe.first + k].seq = ++seq;
+		return 0;
+	}
+	case PK_COMMIT:
+		/* A COMMIT of a failed transaction answers ROLLBACK, not
+		 * an error: look at the command tag. */
+		return strcmp(PQcmdStatus(r), "COMMIT") == 0 ? 0 : -EIO;
+	default: /* PK_PREPARE, PK_CHECK */
+		return 0;
+	}
+}
+
+/* send_events sends the events of the transaction, in the order they
+ * were appended, as few multi-row INSERTs, each taking its seqs from the
+ * counter and notifying the nodes (PK_EVENTS). */
+static int send_events(struct pg *q)
+{
+	const struct store__batch *b = q->batch;
+	size_t i = 0;
+	while (i < b->nevents) {
+		int k = rows_k(b->nevents - i, EV_SIZES);
+		size_t rows = (size_t)1 << k;
+		const char *sql = multi_sql(q, P_EVENTS + k);
+		if (sql == NULL)
+			return -ENOMEM;
+		q->mp->n = 0;
+		for (size_t r = 0; r < rows; r++) {
+			const struct store_event *ev = &b->events[i + r];
+			mp_str(q->mp, ev->job_id);
+			mp_str(q->mp, ev->tool);
+			mp_int(q->mp, ev->type);
+			mp_int(q->mp, ev->status);
+			mp_int(q->mp, ev->at);
+			mp_str(q->mp, q->texts[i + r]);
+			mp_str(q->mp, ev->by);
+			mp_str(q->mp, ev->via);
+			mp_str(q->mp, q->clients[i + r]);
+		}
+		int rc = send_stmt(q, P_EVENTS + k, sql, q->mp->n, q->mp->v,
+				   PK_EVENTS, NULL, i, rows);
+		if (rc != 0)
+			return rc;
+		i += rows;
+	}
+	return 0;
+}
+
+/* absorb gives a run's end prepared at store_release (absorb_into) to its
+ * creation while that is still held, to be written with it as one row;
+ * returns false when the creation went out already. */
+static bool absorb(struct pg *q, struct store__wreq *w)
+{
+	for (size_t i = q->nheld; i-- > 0;) {
+		if (q->held[i] != w->absorb_into)
+			continue;
+		if (q->held_then[i] != NULL)
+			return false;
+		q->held_then[i] = w;
+		return true;
+	}
+	return false;
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -1037,7 +1884,7 @@ static int take_locks(struct pg *q, struct store__batch *b)
 		store__buf_add(&lit, "}", 1);
 		if (lit.oom) {
 			rc = -ENOMEM;
-		} else {
+		} else if ((rc = drain(q)) == 0) {
 			struct params p = {0};
 			p_str(&p, lit.p);
 			PGresult *r = exec(&q->w, S_LOCKS, &p);
@@ -1178,7 +2025,7 @@ static int take(struct pg *q, struct store_req *req, struct strs *picked,
 			}
 			req->jobs[req->njobs++] = j;
 			rc = add_event(q, j->id, j->tool, STORE_EV_STARTED,
-				       j->status, now, NULL, NULL);
+				       j->status, now, NULL, NULL, NULL, NULL);
 			break;
 		}
 	}
@@ -1190,14 +2037,15 @@ static int take(struct pg *q, struct store_req *req, struct strs *picked,
  * its jobs: left[i] is what is left of caps[i], after the cluster's
  * running jobs were counted. Returns 0 or a negative code. */
 static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
-		       const int *left)
+		       const int *left, int pool_left)
 {
 	struct strs out = {0};
 	int rc = 0;
 
 	req->next_run_at = 0;
 	for (size_t i = 0; i < req->u.claim.ncaps; i++)
-		if (left[i] <= 0 && (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+		if ((left[i] <= 0 || (req->u.claim.caps[i].pool && pool_left <= 0)) &&
+		    (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
 			break;
 	char *lit = rc == 0 ? text_array(out.v, out.n) : NULL;
 	free(out.v);
@@ -1214,6 +2062,65 @@ static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
 		req->next_run_at = get_int(r, 0, 0);
 	PQclear(r);
 	return 0;
+}
+
+/* piped_claim tells whether w's claim can be one statement in the
+ * pipeline: it counts no jobs (no cluster-wide limit, and every cap only
+ * excludes its tool). */
+static bool piped_claim(const struct store_req *req)
+{
+	if (req->u.claim.global_limit > 0)
+		return false;
+	for (size_t i = 0; i < req->u.claim.ncaps; i++) {
+		const struct store_cap *cap = &req->u.claim.caps[i];
+		bool group_spent = cap->group < 0 ||
+				   (size_t)cap->group > req->u.claim.ngroups ||
+				   (cap->group > 0 &&
+				    req->u.claim.groups[cap->group - 1] <= 0);
+		if (cap->limit > 0 ||
+		    (cap->remaining > 0 && !group_spent &&
+		     !(cap->pool && req->u.claim.pool_remaining <= 0)))
+			return false;
+	}
+	return true;
+}
+
+/* send_claim sends a claim that piped_claim allows as one statement
+ * (PK_CLAIM) with the query of its next run_at (PK_CLAIM_NEXT): no round
+ * trip of its own. */
+static int send_claim(struct pg *q, struct store__wreq *w)
+{
+	const struct store_req *req = w->req;
+	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
+	const char **excluded = calloc(req->u.claim.ncaps + 1, sizeof(*excluded));
+	char *lit = NULL;
+	int rc;
+
+	if (excluded == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < req->u.claim.ncaps; i++)
+		excluded[i] = req->u.claim.caps[i].tool;
+	lit = text_array(excluded, req->u.claim.ncaps);
+	free(excluded);
+	if (lit == NULL)
+		return -ENOMEM;
+	w->rc = 0;
+	struct params p = {0};
+	p_int(&p, now);
+	p_str(&p, lit);
+	p_int(&p, req->u.claim.limit);
+	p_str(&p, q->node);
+	p_int(&p, q->lease_ms);
+	rc = req->u.claim.limit > 0 ? send_params(q, S_CLAIM_ALL, &p, PK_CLAIM, w)
+				    : 0;
+	if (rc == 0) {
+		struct params np = {0};
+		p_int(&np, now);
+		p_str(&np, lit);
+		rc = send_params(q, S_CLAIM_NEXT, &np, PK_CLAIM_NEXT, w);
+	}
+	free(lit);
+	return rc;
 }
 
 /*
@@ -1234,11 +2141,15 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
 	struct strs picked = {0}, out = {0}, only = {0};
-	int *left = NULL, global = 0, rc = 0, pool, room;
+	int *left = NULL, global = 0, rc = 0, slots, room;
+	int pool_left = req->u.claim.pool_remaining;
 
 	w->rc = 0;
-	pool = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
-	room = pool;
+	/* slots: what is left of limit, the room of the caps of no group;
+	 * room: of the whole claim; pool_left: of the threads the caps
+	 * marked pool take besides (store.h). */
+	slots = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
+	room = slots;
 	for (size_t g = 0; g < ngroups; g++)
 		room += req->u.claim.groups[g] > 0 ? req->u.claim.groups[g] : 0;
 	if (room <= 0)
@@ -1251,22 +2162,24 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		goto done;
 	for (size_t g = 0; g < ngroups; g++)
 		left[ncaps + g] = req->u.claim.groups[g];
-	if (global < pool) {
-		room -= pool - global;
-		pool = global;
+	if (global < slots) {
+		room -= slots - global;
+		slots = global;
 	}
 
 	while (room > 0) {
 		int want = room;
 		out.n = only.n = 0;
 		for (size_t i = 0; i < ncaps; i++) {
-			int g = req->u.claim.caps[i].group;
-			bool spent = left[i] <= 0 || g < 0 || (size_t)g > ngroups ||
+			const struct store_cap *cap = &req->u.claim.caps[i];
+			int g = cap->group;
+			bool spent = left[i] <= 0 || (cap->pool && pool_left <= 0) ||
+				     g < 0 || (size_t)g > ngroups ||
 				     (g > 0 && left[ncaps + (size_t)g - 1] <= 0);
 			if (spent)
-				rc = strs_push(&out, req->u.claim.caps[i].tool);
+				rc = strs_push(&out, cap->tool);
 			else if (g > 0)
-				rc = strs_push(&only, req->u.claim.caps[i].tool);
+				rc = strs_push(&only, cap->tool);
 			if (rc != 0)
 				goto done;
 		}
@@ -1284,7 +2197,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		p_int(&p, now);
 		p_str(&p, lit);
 		p_int(&p, want);
-		p_str(&p, pool > 0 ? "true" : "false");
+		p_str(&p, slots > 0 ? "true" : "false");
 		p_str(&p, olit);
 		PGresult *r = exec(c, S_CLAIM_SCAN, &p);
 		free(lit);
@@ -1302,13 +2215,19 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 			g = k < ncaps ? req->u.claim.caps[k].group : 0;
 			group = g > 0 && (size_t)g <= ngroups
 					? &left[ncaps + (size_t)g - 1]
-					: &pool;
-			if ((k < ncaps && left[k] <= 0) || *group <= 0) {
+					: &slots;
+			if ((k < ncaps && (left[k] <= 0 ||
+					   (req->u.claim.caps[k].pool &&
+					    pool_left <= 0))) ||
+			    *group <= 0) {
 				skipped = true;
 				continue;
 			}
-			if (k < ncaps)
+			if (k < ncaps) {
 				left[k]--;
+				if (req->u.claim.caps[k].pool)
+					pool_left--;
+			}
 			(*group)--;
 			room--;
 			char *id = strdup(PQgetvalue(r, row, 0));
@@ -1326,7 +2245,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		if (rows < want || !skipped)
 			break;
 	}
-	rc = next_run_at(c, req, now, left);
+	rc = next_run_at(c, req, now, left, pool_left);
 done:
 	strs_free_all(&picked);
 	free(out.v);
@@ -1357,28 +2276,23 @@ static int do_expire(struct pg *q, struct store__wreq *w)
 		}
 		req->jobs[req->njobs++] = j;
 		rc = add_event(q, j->id, j->tool, STORE_EV_EXPIRED, j->status,
-			       w->arg, NULL, NULL);
+			       w->arg, NULL, NULL, NULL, NULL);
 	}
 	PQclear(r);
 	return rc;
 }
 
-static int set_running(struct pg *q, struct store__wreq *w, enum stmt_id stmt,
-		       const char *id, const char *text)
+/* send_running sends the write of one JSON column of a running job
+ * (checkpoint or progress; no event), PK_CHANGED. */
+static int send_running(struct pg *q, struct store__wreq *w, enum stmt_id stmt,
+			const char *id, const char *text)
 {
 	struct params p = {0};
-	int64_t changed = 0;
 	p_str(&p, id);
 	p_str(&p, text);
 	p_int(&p, store_now());
 	p_str(&p, q->node);
-	int rc = cmd(&q->w, stmt, &p, &changed);
-	if (rc != 0)
-		return rc;
-	if (changed == 0)
-		return conflict(&q->w, w, id);
-	w->rc = 0;
-	return 0;
+	return send_params(q, stmt, &p, PK_CHANGED, w);
 }
 
 static int do_log(struct pg *q, struct store__wreq *w)
@@ -1452,7 +2366,7 @@ static int do_prune(struct pg *q, struct store__wreq *w)
 	return rc;
 }
 
-static int do_proc(struct pg *q, struct store__wreq *w)
+static int send_proc(struct pg *q, struct store__wreq *w)
 {
 	const struct store_proc *pr = &w->req->u.proc.proc;
 	struct params p = {0};
@@ -1466,11 +2380,13 @@ static int do_proc(struct pg *q, struct store__wreq *w)
 		p_int(&p, pr->start_max);
 		p_str(&p, pr->boot_id);
 	}
-	w->rc = 0;
-	return cmd(&q->w, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT, &p, NULL);
+	return send_params(q, w->req->u.proc.remove ? S_PROC_DEL : S_PROC_PUT,
+			   &p, PK_PROC, w);
 }
 
-static int do_define(struct pg *q, struct store__wreq *w)
+/* send_define sends the storing or removal of a worker process's tool
+ * definition (PK_DEFINE). */
+static int send_define(struct pg *q, struct store__wreq *w)
 {
 	const struct store_req *req = w->req;
 	struct params p = {0};
@@ -1479,11 +2395,18 @@ static int do_define(struct pg *q, struct store__wreq *w)
 		p_str(&p, w->text[STORE__T_DEFINITION]);
 		p_int(&p, store_now());
 	}
-	w->rc = 0;
-	return cmd(&q->w, req->u.define.remove ? S_DEF_DEL : S_DEF_PUT, &p,
-		   NULL);
+	return send_params(q, req->u.define.remove ? S_DEF_DEL : S_DEF_PUT,
+			   &p, PK_DEFINE, w);
 }
 
+/*
+ * pg_apply sends a request's statements into the pipeline, or holds a
+ * creation back to send several as one INSERT. A request whose work
+ * depends on what it reads (a claim, a log, expiry, a pause, pruning)
+ * first reads what is in flight, then runs. The outcome of a request sent
+ * is settled when its result is read (read_pend), at the latest by
+ * pg_commit.
+ */
 static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 {
 	struct pg *q = be;
@@ -1493,19 +2416,55 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	q->batch = b;
 	if (!q->locked && (rc = take_locks(q, b)) != 0)
 		return rc;
+	/* A run's end that follows its job's creation is written with it. */
+	if (req->op == STORE_OP_TRANSITION && w->absorb_into != NULL &&
+	    absorb(q, w))
+		return 0;
+	if (req->op == STORE_OP_CREATE && req->u.create.job->idempotency_key == NULL) {
+		/* Full: the ones held go out first, so that this one stays
+		 * held for a run's end that may follow (absorb). */
+		if (q->nheld == JOB_ROWS_MAX && (rc = send_creates(q)) != 0)
+			return rc;
+		q->held_then[q->nheld] = NULL;
+		q->held[q->nheld++] = w;
+		return 0;
+	}
+	/* Held creations go out before any other request, which may read
+	 * them, and whose events must follow theirs. A process record and
+	 * a tool's definition touch neither jobs nor events. */
+	if (req->op != STORE_OP_PROC && req->op != STORE_OP_TOOL_DEFINE &&
+	    q->nheld > 0 &&
+	    (rc = send_creates(q)) != 0)
+		return rc;
 	switch (req->op) {
 	case STORE_OP_CREATE:
-		return do_create(q, w);
+		if ((rc = add_sent(q, w, NULL)) < 0)
+			return rc;
+		return send_create_one(q, (size_t)rc, PK_CREATE_KEY);
 	case STORE_OP_TRANSITION:
-		return do_transition(q, w);
+		return send_transition(q, w);
+	case STORE_OP_CHECKPOINT:
+		return send_running(q, w, S_CHECKPOINT, req->u.checkpoint.job_id,
+				    w->text[STORE__T_CHECKPOINT]);
+	case STORE_OP_PROGRESS:
+		return send_running(q, w, S_PROGRESS, req->u.progress.job_id,
+				    w->text[STORE__T_PROGRESS]);
+	case STORE_OP_PROC:
+		return send_proc(q, w);
+	case STORE_OP_TOOL_DEFINE:
+		return send_define(q, w);
+	case STORE_OP_CLAIM:
+		if (piped_claim(req))
+			return send_claim(q, w);
+		break;
+	default:
+		break;
+	}
+	if ((rc = drain(q)) != 0)
+		return rc;
+	switch (req->op) {
 	case STORE_OP_CLAIM:
 		return do_claim(q, w);
-	case STORE_OP_CHECKPOINT:
-		return set_running(q, w, S_CHECKPOINT, req->u.checkpoint.job_id,
-				   w->text[STORE__T_CHECKPOINT]);
-	case STORE_OP_PROGRESS:
-		return set_running(q, w, S_PROGRESS, req->u.progress.job_id,
-				   w->text[STORE__T_PROGRESS]);
 	case STORE_OP_LOG:
 		return do_log(q, w);
 	case STORE_OP_EXPIRE:
@@ -1514,14 +2473,59 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_pause(q, w);
 	case STORE_OP_PRUNE:
 		return do_prune(q, w);
-	case STORE_OP_PROC:
-		return do_proc(q, w);
-	case STORE_OP_TOOL_DEFINE:
-		return do_define(q, w);
 	default: /* STORE__OP_MAX_PAGES is SQLite's */
 		w->rc = -ENOTSUP;
 		return 0;
 	}
+}
+
+/* session sets up a session of ours: times and texts are ours and must
+ * not be reinterpreted, and with durability normal a commit does not
+ * wait for the server's disk. */
+static int session(PGconn *pg, int durability)
+{
+	int rc = 0;
+	if ((rc = simple(pg, "SET client_encoding = 'UTF8'")) != 0 ||
+	    (rc = simple(pg, "SET application_name = 'berthd'")) != 0)
+		return rc;
+	/* full: the commit is flushed to the server's disk before the reply
+	 * (synchronous_commit = on); normal: a server crash may lose the
+	 * last commits, as SQLite's synchronous=NORMAL may on power loss. */
+	if (durability == STORE_DURABILITY_NORMAL)
+		rc = simple(pg, "SET synchronous_commit = off");
+	return rc;
+}
+
+/* writer_ready makes the writer's connection usable: reset when it was
+ * lost (or its results lost track of), its session set up again, in
+ * pipeline mode and nonblocking. */
+static int writer_ready(struct pg *q)
+{
+	struct conn *c = &q->w;
+
+	if (c->broken || PQstatus(c->pg) != CONNECTION_OK) {
+		if (PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
+			PQexitPipelineMode(c->pg);
+		PQsetnonblocking(c->pg, 0);
+		PQreset(c->pg);
+		memset(c->prepared, 0, sizeof(c->prepared));
+		c->broken = false;
+		if (PQstatus(c->pg) != CONNECTION_OK ||
+		    session(c->pg, q->durability) != 0) {
+			c->broken = true;
+			return -EIO;
+		}
+	}
+	if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF) {
+		if (PQsetnonblocking(c->pg, 1) != 0 ||
+		    !PQenterPipelineMode(c->pg)) {
+			c->broken = true;
+			return -EIO;
+		}
+		atomic_store(&q->writer_pid, PQbackendPID(c->pg));
+	}
+	c->pipeline = true;
+	return 0;
 }
 
 static int pg_begin(void *be)
@@ -1529,28 +2533,53 @@ static int pg_begin(void *be)
 	struct pg *q = be;
 	q->batch = NULL;
 	q->locked = false;
-	int rc = conn_check(&q->w);
-	return rc != 0 ? rc : simple(q->w.pg, "BEGIN");
+	q->nheld = 0;
+	q->nsent = 0;
+	q->npend = q->pend_head = 0;
+	int rc = writer_ready(q);
+	return rc != 0 ? rc : send_simple(q, "BEGIN", PK_CHECK);
 }
 
+/* pg_settle sends what is held and reads every result: the first round
+ * trip of a batch, which settles its requests and their events. */
+static int pg_settle(void *be)
+{
+	struct pg *q = be;
+	int rc = q->nheld > 0 ? send_creates(q) : 0;
+	return rc != 0 ? rc : drain(q);
+}
+
+/* pg_commit sends the events with their seqs and the COMMIT: the second
+ * round trip, which waits for the server's flush under synchronous_commit
+ * = on. */
 static int pg_commit(void *be)
 {
 	struct pg *q = be;
-	int64_t last = 0;
-	if (q->batch != NULL && q->batch->nevents > 0) {
-		int rc = flush_events(&q->w, q->batch, 0, q->texts, &last);
-		if (rc != 0)
-			return rc;
-	}
-	return commit_notify(q->w.pg, last);
+	int rc = pg_settle(q);
+	if (rc == 0 && q->batch != NULL && q->batch->nevents > 0)
+		rc = send_events(q);
+	if (rc == 0)
+		rc = send_simple(q, "COMMIT", PK_COMMIT);
+	if (rc == 0)
+		rc = drain(q);
+	return rc;
 }
 
 static void pg_rollback(void *be)
 {
 	struct pg *q = be;
-	if (PQtransactionStatus(q->w.pg) != PQTRANS_IDLE)
-		simple(q->w.pg, "ROLLBACK");
+	q->nheld = 0;
+	q->nsent = 0;
 	q->batch = NULL;
+	/* What was sent is read first (BEGIN may not have been synced
+	 * yet); a connection whose results were lost is reset by the next
+	 * begin, which ends its transaction on the server. */
+	if (!q->w.broken)
+		drain(q);
+	if (!q->w.broken && PQtransactionStatus(q->w.pg) != PQTRANS_IDLE &&
+	    send_simple(q, "ROLLBACK", PK_CHECK) == 0)
+		drain(q);
+	q->npend = q->pend_head = 0;
 }
 
 /* ---- reads (loop thread) ------------------------------------------------ */
@@ -1676,6 +2705,9 @@ static int pg_events(void *be, int64_t after, const char *job_id, int limit,
 		ev->status = (int)get_int(r, i, 4);
 		ev->at = get_int(r, i, 5);
 		ev->data = get_json(r, i, 6);
+		ev->by = get_str(r, i, 7, &oom);
+		ev->via = get_str(r, i, 8, &oom);
+		ev->client = get_json(r, i, 9);
 	}
 	PQclear(r);
 	if (oom) {
@@ -1883,9 +2915,14 @@ static int pg_notified(void *be)
 	int any = 0;
 	if (!PQconsumeInput(q->l.pg))
 		return -EIO;
+	/* This node's writer's own notifications are of batches the store
+	 * delivers itself: reading the events again would be a round trip
+	 * on the loop thread per commit for nothing. */
+	int own = atomic_load(&q->writer_pid);
 	PGnotify *n;
 	while ((n = PQnotifies(q->l.pg)) != NULL) {
-		any = 1;
+		if (n->be_pid != own)
+			any = 1;
 		PQfreemem(n);
 	}
 	return any;
@@ -1956,7 +2993,8 @@ static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
 			continue;
 		rc = store__batch_event(&b, 0, id, tool,
 					rerun ? STORE_EV_RETRYING : STORE_EV_FAILED,
-					rerun ? STORE_PENDING : STORE_FAILED, now, NULL);
+					rerun ? STORE_PENDING : STORE_FAILED, now, NULL,
+					NULL);
 		if (rc != 0)
 			goto out;
 		done++;
@@ -2029,6 +3067,12 @@ static void pg_close(void *be)
 	PQfinish(q->r.pg);
 	PQfinish(q->l.pg);
 	free(q->texts);
+	free(q->clients);
+	free(q->pend);
+	free(q->sent);
+	for (size_t i = 0; i < sizeof(q->multi_sql) / sizeof(q->multi_sql[0]); i++)
+		free(q->multi_sql[i]);
+	free(q->mp);
 	free(q->url);
 	free(q->node);
 	free(q);
@@ -2064,7 +3108,8 @@ static int pg_open(const struct store_config *cfg, void **be, char **errmsg)
 	}
 	if (q->lease_ms <= 0)
 		q->lease_ms = 15000;
-	if (q->url == NULL || q->node == NULL) {
+	q->mp = malloc(sizeof(*q->mp));
+	if (q->url == NULL || q->node == NULL || q->mp == NULL) {
 		pg_close(q);
 		return -ENOMEM;
 	}
@@ -2084,6 +3129,10 @@ static int pg_open(const struct store_config *cfg, void **be, char **errmsg)
 		store__set_msg(errmsg, "cannot set synchronous_commit on PostgreSQL");
 		goto fail;
 	}
+	if ((rc = writer_ready(q)) != 0) {
+		store__set_msg(errmsg, "cannot put the PostgreSQL connection in pipeline mode");
+		goto fail;
+	}
 	*be = q;
 	return 0;
 fail:
@@ -2097,6 +3146,7 @@ const struct store__backend store__pg = {
 	.close = pg_close,
 	.begin = pg_begin,
 	.apply = pg_apply,
+	.settle = pg_settle,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
 	.get = pg_get,

@@ -25,13 +25,9 @@ static const struct {
 	const char *name;
 	const char *cols;
 } tables[] = {
-	{"jobs", "id, tool, status, input, request_context, metadata, run_id, "
-		 "tool_call_id, idempotency_key, priority, run_at, attempt, "
-		 "max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, "
-		 "error, suspend_payload, resume_data, checkpoint, approval_required, "
-		 "decision, reason, decided_at, progress, retry_of, created_at, "
-		 "updated_at, started_at, finished_at, views"},
-	{"events", "seq, job_id, tool, type, status, at, data"},
+	{"jobs", STORE__JOB_COLS},
+	{"events", "seq, job_id, tool, type, status, at, data, actor, via, "
+		   "client"},
 	{"job_logs", "job_id, n, at, level, message, data"},
 	{"tools", "name, paused"},
 	{"worker_tools", "name, definition, updated_at"},

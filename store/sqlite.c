@@ -95,15 +95,18 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_JOB_INSERT] = "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES (?1, ?2, ?3,"
 			 " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
 			 " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
-			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)",
+			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
+			 " ?36, ?37, ?38, ?39)",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = ?1",
 	/* ?1 id, ?2 from mask, ?3 to, ?4 now, ?5 set, ?6 run_at,
 	 * ?7 attempt, ?8 output, ?9 model_output, ?10 error, ?11 suspend
 	 * payload, ?12 resume data, ?13 checkpoint, ?14 decision, ?15 reason,
-	 * ?16 expires_at, ?17 progress, ?18 views. The bits of ?5 are
-	 * STORE_SET_*. A
-	 * job entering suspended or awaiting_approval without an explicit
-	 * expiry gets now + ttl_ms when it has a ttl. */
+	 * ?16 expires_at, ?17 progress, ?18 by, ?19 via, ?20 approvals,
+	 * ?21 quorum, ?22 the approvals the job must hold, ?23 views. The
+	 * bits of ?5 are STORE_SET_*. A job entering suspended or
+	 * awaiting_approval without an explicit expiry gets now + ttl_ms when
+	 * it has a ttl. A new list of approvals is written only over the
+	 * list it was made from (store.h, STORE_SET_APPROVALS). */
 	[S_TRANSITION] =
 		"UPDATE OR FAIL jobs SET status = ?3, updated_at = ?4,"
 		" run_at = CASE WHEN ?5 & 1 THEN ?6 ELSE run_at END,"
@@ -118,6 +121,10 @@ static const char *const sql_text[S_NSTMT] = {
 		" decision = CASE WHEN ?5 & 128 THEN ?14 ELSE decision END,"
 		" reason = CASE WHEN ?5 & 128 THEN ?15 ELSE reason END,"
 		" decided_at = CASE WHEN ?5 & 128 THEN ?4 ELSE decided_at END,"
+		" decided_by = CASE WHEN ?5 & 128 THEN ?18 ELSE decided_by END,"
+		" decided_via = CASE WHEN ?5 & 128 THEN ?19 ELSE decided_via END,"
+		" approvals = CASE WHEN ?5 & 4096 THEN ?20 ELSE approvals END,"
+		" quorum = CASE WHEN ?5 & 4096 THEN ?21 ELSE quorum END,"
 		" started_at = CASE WHEN ?5 & 256 THEN ?4 ELSE started_at END,"
 		" finished_at = CASE WHEN ?5 & 512 OR ?3 >= 4 THEN ?4"
 		"   ELSE finished_at END,"
@@ -125,8 +132,10 @@ static const char *const sql_text[S_NSTMT] = {
 		"   WHEN ?3 IN (1, 3) AND ttl_ms > 0 THEN ?4 + ttl_ms"
 		"   ELSE expires_at END,"
 		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END,"
-		" views = CASE WHEN ?5 & 4096 THEN ?18 ELSE views END"
+		" views = CASE WHEN ?5 & 8192 THEN ?23 ELSE views END"
 		" WHERE id = ?1 AND ((1 << status) & ?2) != 0"
+		" AND (?5 & 4096 = 0"
+		"   OR coalesce(json_array_length(approvals), 0) = ?22)"
 		" RETURNING " STORE__JOB_COLS,
 	/* INDEXED BY: without statistics the planner prefers jobs_status
 	 * and sorts every pending job; these partial indexes are ordered
@@ -182,9 +191,10 @@ static const char *const sql_text[S_NSTMT] = {
 			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
 		      " ORDER BY id",
-	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data"
-		     " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data"
+	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data, actor,"
+		     " via, client FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data,"
+			 " actor, via, client"
 			 " FROM events WHERE job_id = ?3 AND seq > ?1"
 			 " ORDER BY seq LIMIT ?2",
 	/* sqlite_sequence remembers the highest seq even once it was
@@ -225,10 +235,12 @@ enum { EV_SIZES = 6, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
 enum { JOB_SIZES = 5, JOB_ROWS_MAX = 1 << (JOB_SIZES - 1) };
 
 /* An event appended to the batch but not yet inserted: its index in the
- * batch's events and its data's text (borrowed from the request). */
+ * batch's events, and the texts of its data and its MCP client (borrowed
+ * from the request). */
 struct pending_event {
 	size_t ev;
 	const char *text;
+	const char *client;
 };
 
 struct conn {
@@ -408,6 +420,12 @@ static struct store_job *row_job_w(sqlite3_stmt *s, struct store__wreq *w)
 	j->updated_at = sqlite3_column_int64(s, C_UPDATED_AT);
 	j->started_at = sqlite3_column_int64(s, C_STARTED_AT);
 	j->finished_at = sqlite3_column_int64(s, C_FINISHED_AT);
+	j->submitted_by = col_str(s, C_SUBMITTED_BY, &oom);
+	j->submitted_via = col_str(s, C_SUBMITTED_VIA, &oom);
+	j->decided_by = col_str(s, C_DECIDED_BY, &oom);
+	j->decided_via = col_str(s, C_DECIDED_VIA, &oom);
+	j->approvals = col_json_w(s, C_APPROVALS, w, &j->approvals, &oom);
+	j->quorum = sqlite3_column_int(s, C_QUORUM);
 	j->views = col_json_w(s, C_VIEWS, w, &j->views, &oom);
 	if (oom || j->tool == NULL) {
 		if (w != NULL) {
@@ -484,8 +502,8 @@ static sqlite3_stmt *ev_stmt(struct conn *c, int k)
 {
 	return multi_row(c, &c->ev_stmt[k],
 			 "INSERT OR FAIL INTO events (job_id, tool, type,"
-			 " status, at, data) VALUES ",
-			 "(?, ?, ?, ?, ?, ?),", (size_t)1 << k);
+			 " status, at, data, actor, via, client) VALUES ",
+			 "(?, ?, ?, ?, ?, ?, ?, ?, ?),", (size_t)1 << k);
 }
 
 /*
@@ -511,13 +529,16 @@ static int flush_events(struct conn *c)
 		size_t rows = (size_t)1 << k;
 		for (size_t r = 0; r < rows; r++) {
 			const struct store_event *ev = &c->batch->events[c->pend[i + r].ev];
-			int p = (int)r * 6;
+			int p = (int)r * 9;
 			sqlite3_bind_text(s, p + 1, ev->job_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(s, p + 2, ev->tool, -1, SQLITE_STATIC);
 			sqlite3_bind_int(s, p + 3, ev->type);
 			sqlite3_bind_int(s, p + 4, ev->status);
 			sqlite3_bind_int64(s, p + 5, ev->at);
 			bind_str(s, p + 6, c->pend[i + r].text);
+			bind_str(s, p + 7, ev->by);
+			bind_str(s, p + 8, ev->via);
+			bind_str(s, p + 9, c->pend[i + r].client);
 		}
 		int rc = sqlite3_step(s);
 		rewind_stmt(s);
@@ -532,11 +553,13 @@ static int flush_events(struct conn *c)
 	return 0;
 }
 
-/* add_event appends an event to the batch; its row is inserted by
- * flush_events, before the commit. */
+/* add_event appends an event to the batch, by who (NULL: berthd) with
+ * its client's text; its row is inserted by flush_events, before the
+ * commit. */
 static int add_event(struct conn *c, struct store__batch *b, const char *job_id,
 		     const char *tool, int type, int status, int64_t at,
-		     const char *text, json_t *data)
+		     const char *text, json_t *data, const struct store__who *who,
+		     const char *client)
 {
 	if (c->npend == c->cap_pend) {
 		size_t cap = c->cap_pend ? c->cap_pend * 2 : 256;
@@ -546,11 +569,13 @@ static int add_event(struct conn *c, struct store__batch *b, const char *job_id,
 		c->pend = v;
 		c->cap_pend = cap;
 	}
-	int rc = store__batch_event(b, 0, job_id, tool, type, status, at, data);
+	int rc = store__batch_event(b, 0, job_id, tool, type, status, at, data,
+				    who);
 	if (rc != 0)
 		return rc;
 	c->batch = b;
-	c->pend[c->npend++] = (struct pending_event){b->nevents - 1, text};
+	c->pend[c->npend++] = (struct pending_event){b->nevents - 1, text,
+						      client};
 	if (c->npend == 4 * EV_ROWS_MAX)
 		return flush_events(c);
 	return 0;
@@ -630,6 +655,19 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w,
 	sqlite3_bind_int64(s, p + C_UPDATED_AT, j->updated_at);
 	bind_time(s, p + C_STARTED_AT, start ? j->created_at : j->started_at);
 	bind_time(s, p + C_FINISHED_AT, j->finished_at);
+	bind_str(s, p + C_SUBMITTED_BY, j->submitted_by);
+	bind_str(s, p + C_SUBMITTED_VIA, j->submitted_via);
+	bind_str(s, p + C_DECIDED_BY, j->decided_by);
+	bind_str(s, p + C_DECIDED_VIA, j->decided_via);
+	bind_str(s, p + C_APPROVALS, then != NULL &&
+				     (then->req->u.transition.set &
+				      STORE_SET_APPROVALS)
+					     ? then->text[STORE__T_APPROVALS]
+					     : t[STORE__T_APPROVALS]);
+	if (j->quorum > 0)
+		sqlite3_bind_int(s, p + C_QUORUM, j->quorum);
+	else
+		sqlite3_bind_null(s, p + C_QUORUM);
 	bind_str(s, p + C_VIEWS, t[STORE__T_VIEWS]);
 }
 
@@ -642,8 +680,13 @@ static int created(struct conn *c, struct store__wreq *w, struct store__batch *b
 	int rc;
 
 	json_t *data = req->u.create.event_data;
+	/* The creation's events are its submitter's; a start at submission
+	 * is berthd's. */
+	struct store__who who = {j->submitted_by, j->submitted_via,
+				 req->u.create.client};
 	rc = add_event(c, b, j->id, j->tool, STORE_EV_CREATED, j->status,
-		       w->created_at, t[STORE__T_EVENT], data);
+		       w->created_at, t[STORE__T_EVENT], data, &who,
+		       t[STORE__T_CLIENT]);
 	if (rc == 0 && j->status == STORE_AWAITING_APPROVAL) {
 		/* approval_requested shows what the approver decides on: the
 		 * approval view when the caller gave one, else the same data
@@ -655,11 +698,13 @@ static int created(struct conn *c, struct store__wreq *w, struct store__batch *b
 			atext = t[STORE__T_EVENT];
 		}
 		rc = add_event(c, b, j->id, j->tool, STORE_EV_APPROVAL_REQUESTED,
-			       j->status, w->created_at, atext, adata);
+			       j->status, w->created_at, atext, adata, &who,
+			       t[STORE__T_CLIENT]);
 	}
 	if (rc == 0 && req->u.create.start)
 		rc = add_event(c, b, j->id, j->tool, STORE_EV_STARTED,
-			       STORE_RUNNING, w->created_at, NULL, NULL);
+			       STORE_RUNNING, w->created_at, NULL, NULL, NULL,
+			       NULL);
 	w->rc = 0;
 	return rc;
 }
@@ -670,11 +715,12 @@ static int settle_then(struct conn *c, struct store__wreq *then,
 		       struct store__batch *b)
 {
 	const struct store_transition *tr = &then->req->u.transition;
+	struct store__who who = {tr->by, tr->via, tr->client};
 	then->absorbed = true;
 	then->rc = 0;
 	return add_event(c, b, then->job->id, then->job->tool, tr->event, tr->to,
 			 then->job->updated_at, then->text[STORE__T_EVENT],
-			 tr->event_data);
+			 tr->event_data, &who, then->text[STORE__T_CLIENT]);
 }
 
 static int do_transition(struct conn *c, struct store__wreq *w,
@@ -713,7 +759,8 @@ static sqlite3_stmt *job_stmt(struct conn *c, int k)
 	return multi_row(c, &c->job_stmt[k],
 			 "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ",
 			 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),",
+			 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+			 " ?, ?, ?, ?, ?, ?, ?),",
 			 (size_t)1 << k);
 }
 
@@ -740,7 +787,7 @@ static int flush_jobs(struct conn *c)
 		if (s == NULL)
 			return prepare_error(c);
 		for (size_t r = 0; r < rows; r++)
-			bind_job(s, 1 + (int)r * 32, c->jobs[i + r],
+			bind_job(s, 1 + (int)r * C_NCOLS, c->jobs[i + r],
 				 c->then[i + r]);
 		rc = sqlite3_step(s);
 		rewind_stmt(s);
@@ -851,7 +898,12 @@ static int do_transition(struct conn *c, struct store__wreq *w,
 	bind_str(s, 15, tr->reason);
 	bind_time(s, 16, tr->expires_at);
 	bind_str(s, 17, t[STORE__T_PROGRESS]);
-	bind_str(s, 18, t[STORE__T_VIEWS]);
+	bind_str(s, 18, tr->by ? tr->by : STORE_BERTHD);
+	bind_str(s, 19, tr->via ? tr->via : STORE_BERTHD);
+	bind_str(s, 20, t[STORE__T_APPROVALS]);
+	sqlite3_bind_int(s, 21, tr->quorum);
+	sqlite3_bind_int(s, 22, tr->approvals_had);
+	bind_str(s, 23, t[STORE__T_VIEWS]);
 
 	/* The change is made on the first step; the one row it returns
 	 * is the job as it is now. */
@@ -870,8 +922,10 @@ static int do_transition(struct conn *c, struct store__wreq *w,
 		return -ENOMEM;
 	w->req->job = j;
 	w->rc = 0;
+	struct store__who who = {tr->by, tr->via, tr->client};
 	return add_event(c, b, j->id, j->tool, tr->event, tr->to, now,
-			 t[STORE__T_EVENT], tr->event_data);
+			 t[STORE__T_EVENT], tr->event_data, &who,
+			 t[STORE__T_CLIENT]);
 }
 
 /* take_row moves the job of the first row of s, an UPDATE ... RETURNING of
@@ -888,7 +942,7 @@ static int take_row(struct conn *c, sqlite3_stmt *s, struct store__wreq *w,
 		if (*out == NULL)
 			return -ENOMEM;
 		return add_event(c, b, (*out)->id, (*out)->tool, type,
-				 (*out)->status, now, NULL, NULL);
+				 (*out)->status, now, NULL, NULL, NULL, NULL);
 	}
 	done(s);
 	return rc == SQLITE_DONE ? 0 : err(rc);
@@ -951,7 +1005,7 @@ static int change_each(struct conn *c, struct store__wreq *w,
  * excluded, so it reads past only the excluded tools' earlier jobs.
  * Returns 0 or a negative code. */
 static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
-		       const int *left)
+		       const int *left, int pool_left)
 {
 	size_t ncaps = req->u.claim.ncaps;
 	sqlite3_stmt *s = get(c, S_CLAIM_NEXT);
@@ -966,7 +1020,8 @@ static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
 		size_t k = 0;
 		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 			k++;
-		if (k < ncaps && left[k] <= 0)
+		if (k < ncaps && (left[k] <= 0 ||
+				  (req->u.claim.caps[k].pool && pool_left <= 0)))
 			continue;
 		req->next_run_at = sqlite3_column_int64(s, 0);
 		break;
@@ -981,8 +1036,11 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 	const struct store_req *req = w->req;
 	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
-	int pool = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
-	int room = pool;
+	/* slots: what is left of limit, the pool's own room; pool_left:
+	 * of the threads its caps marked pool take besides (store.h). */
+	int slots = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
+	int room = slots;
+	int pool_left = req->u.claim.pool_remaining;
 	struct ids ids = {0};
 	int rc = 0;
 
@@ -1013,16 +1071,20 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 		int g, *group;
 		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 			k++;
-		if (k < ncaps && left[k] <= 0)
+		if (k < ncaps && (left[k] <= 0 ||
+				  (req->u.claim.caps[k].pool && pool_left <= 0)))
 			continue;
 		g = k < ncaps ? req->u.claim.caps[k].group : 0;
 		if (g < 0 || (size_t)g > ngroups)
 			continue;
-		group = g > 0 ? &left[ncaps + (size_t)g - 1] : &pool;
+		group = g > 0 ? &left[ncaps + (size_t)g - 1] : &slots;
 		if (*group <= 0)
 			continue;
-		if (k < ncaps)
+		if (k < ncaps) {
 			left[k]--;
+			if (req->u.claim.caps[k].pool)
+				pool_left--;
+		}
 		(*group)--;
 		room--;
 		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
@@ -1030,7 +1092,7 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 	}
 	done(s);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		rc = next_run_at(c, w->req, now, left);
+		rc = next_run_at(c, w->req, now, left, pool_left);
 	free(left);
 	if (rc < 0 || (rc != 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)) {
 		free(ids.v);
@@ -1440,6 +1502,9 @@ static int sq_events(void *be, int64_t after, const char *job_id, int limit,
 		ev->status = sqlite3_column_int(s, 4);
 		ev->at = sqlite3_column_int64(s, 5);
 		ev->data = col_json(s, 6);
+		ev->by = col_str(s, 7, &oom);
+		ev->via = col_str(s, 8, &oom);
+		ev->client = col_json(s, 9);
 		if (oom)
 			rc = SQLITE_NOMEM;
 	}

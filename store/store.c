@@ -121,7 +121,7 @@ struct store {
 
 int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		       const char *tool, int type, int status, int64_t at,
-		       json_t *data)
+		       json_t *data, const struct store__who *who)
 {
 	if (b->nevents == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 64;
@@ -141,6 +141,9 @@ int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 	ev->status = status;
 	ev->at = at;
 	ev->data = data; /* borrowed from the request */
+	ev->by = (char *)(who && who->by ? who->by : STORE_BERTHD);
+	ev->via = (char *)(who && who->via ? who->via : STORE_BERTHD);
+	ev->client = who ? who->client : NULL;
 	b->nevents++;
 	return 0;
 }
@@ -217,11 +220,13 @@ static void run_batch(struct store *st, struct store__batch *b)
 	for (int tries = 1;; tries++) {
 		int rc = st->ops->begin(st->be);
 		int claimed = 0;
-		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next) {
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
 			rc = st->ops->apply(st->be, w, b);
-			if (rc == 0 && w->req->op == STORE_OP_CLAIM && w->rc == 0)
+		if (rc == 0 && st->ops->settle != NULL)
+			rc = st->ops->settle(st->be);
+		for (struct store__wreq *w = b->head; rc == 0 && w != NULL; w = w->next)
+			if (w->req->op == STORE_OP_CLAIM && w->rc == 0)
 				claimed += (int)w->req->njobs;
-		}
 		atomic_fetch_add(&st->claimed, claimed);
 		if (rc == 0)
 			rc = st->ops->commit(st->be);
@@ -471,48 +476,57 @@ static void finish_close(struct store *st)
  */
 static void deliver(struct store *st)
 {
-	bool finished = false;
+	struct store__batch *b;
+	bool finished, more;
 
+	/* Only the batches committed before this call: one committed while
+	 * their callbacks run waits for the next loop turn (the callbacks'
+	 * own uv_async_send woke it). What these callbacks gathered for a
+	 * client (replies, written before the loop blocks) then leaves
+	 * before a later commit's callbacks act on it: the claim that starts
+	 * a job comes after its submission was answered, as DESIGN.md
+	 * promises, even when the loop thread was held up long enough for
+	 * the writer to commit the claim meanwhile. */
 	st->delivering = true;
-	for (;;) {
-		pthread_mutex_lock(&st->mu);
-		struct store__batch *b = st->dhead;
-		st->dhead = st->dtail = NULL;
-		finished = b == NULL && st->writer_done;
-		pthread_mutex_unlock(&st->mu);
-		if (b == NULL)
-			break;
-
-		while (b != NULL) {
-			for (size_t e = 0; e < b->nevents; e++)
-				emit(st, &b->events[e]);
-			struct store__wreq *w = b->head;
-			while (w != NULL) {
-				struct store__wreq *next = w->next;
-				struct store_req *req = w->req;
-				int rc = w->rc;
-				parse_raw(w);
-				if (rc == 0 && ((req->op == STORE_OP_CREATE &&
-						 !req->existed) ||
-						w->absorbed)) {
-					req->job = w->job;
-					w->job = NULL;
-				}
-				wreq_free(w);
-				if (req->op == STORE_OP_CLAIM && rc == 0)
-					atomic_fetch_sub(&st->claimed,
-							 (int)req->njobs);
-				req->done(req, rc);
-				w = next;
+	pthread_mutex_lock(&st->mu);
+	b = st->dhead;
+	st->dhead = st->dtail = NULL;
+	pthread_mutex_unlock(&st->mu);
+	while (b != NULL) {
+		for (size_t e = 0; e < b->nevents; e++)
+			emit(st, &b->events[e]);
+		struct store__wreq *w = b->head;
+		while (w != NULL) {
+			struct store__wreq *next = w->next;
+			struct store_req *req = w->req;
+			int rc = w->rc;
+			parse_raw(w);
+			if (rc == 0 && ((req->op == STORE_OP_CREATE &&
+					 !req->existed) ||
+					w->absorbed)) {
+				req->job = w->job;
+				w->job = NULL;
 			}
-			struct store__batch *nb = b->next;
-			batch_drop_events(b);
-			free(b->events);
-			free(b);
-			b = nb;
+			wreq_free(w);
+			if (req->op == STORE_OP_CLAIM && rc == 0)
+				atomic_fetch_sub(&st->claimed,
+						 (int)req->njobs);
+			req->done(req, rc);
+			w = next;
 		}
+		struct store__batch *nb = b->next;
+		batch_drop_events(b);
+		free(b->events);
+		free(b);
+		b = nb;
 	}
+	pthread_mutex_lock(&st->mu);
+	more = st->dhead != NULL;
+	finished = !more && st->writer_done;
+	pthread_mutex_unlock(&st->mu);
 	st->delivering = false;
+	if (more)
+		uv_async_send(&st->async);
 	if (st->listeners_dirty)
 		compact_listeners(st);
 	if (finished && st->closing && !st->closed)
@@ -911,6 +925,8 @@ static int prepare(struct store__wreq *w)
 		     dump(j->resume_data, &t[STORE__T_RESUME]) &&
 		     dump(j->checkpoint, &t[STORE__T_CHECKPOINT]) &&
 		     dump(j->progress, &t[STORE__T_PROGRESS]) &&
+		     dump(j->approvals, &t[STORE__T_APPROVALS]) &&
+		     dump(req->u.create.client, &t[STORE__T_CLIENT]) &&
 		     dump(j->views, &t[STORE__T_VIEWS]);
 		/* The created event often carries the input itself. */
 		if (ok && req->u.create.event_data == j->input && j->input != NULL)
@@ -952,6 +968,10 @@ static int prepare(struct store__wreq *w)
 			ok = dump(tr->checkpoint, &t[STORE__T_CHECKPOINT]);
 		if (ok && (tr->set & STORE_SET_PROGRESS))
 			ok = dump(tr->progress, &t[STORE__T_PROGRESS]);
+		if (ok && (tr->set & STORE_SET_APPROVALS))
+			ok = dump(tr->approvals, &t[STORE__T_APPROVALS]);
+		if (ok)
+			ok = dump(tr->client, &t[STORE__T_CLIENT]);
 		if (ok && (tr->set & STORE_SET_VIEWS))
 			ok = dump(tr->views, &t[STORE__T_VIEWS]);
 		/* A completion's event often carries its output itself. */
@@ -1008,8 +1028,6 @@ static int enqueue(struct store *st, struct store_req *req,
 	int rc = check(req);
 	if (rc != 0)
 		return rc;
-	if (req->op == STORE_OP_CREATE && req->u.create.start && st->ops->shared)
-		return -EINVAL;
 
 	req->job = NULL;
 	req->jobs = NULL;
@@ -1121,8 +1139,7 @@ void store_release(struct store *st)
 		return;
 	struct store__wreq *first = st->hhead, *last = st->htail;
 	st->hhead = st->htail = NULL;
-	if (!st->ops->shared)
-		pair_held(first);
+	pair_held(first);
 	hand_over(st, first, last);
 }
 

@@ -137,6 +137,17 @@ struct store_job {
 	int64_t updated_at;
 	int64_t started_at;
 	int64_t finished_at;
+	/* The audit (docs/API.md): who submitted the job and how, who
+	 * decided it (the approval that met its quorum, or the decline) and
+	 * how, each approval so far ([{by, via, at, note?, client?}]) and how
+	 * many distinct approvals it needs (0: 1). A job stored before berth
+	 * recorded them has NULLs, shown as "unknown". */
+	char *submitted_by;
+	char *submitted_via;
+	char *decided_by;
+	char *decided_via;
+	json_t *approvals;
+	int quorum;
 	/* The views a worker process computed for the job's payloads
 	 * (docs/WORKERS.md): {"display": {STAGE: VIEW}, "transcript": {...},
 	 * "pending": [STAGE, ...], ...}, kept by the worker (worker/view.c)
@@ -158,7 +169,12 @@ json_t *store_job_to_json(const struct store_job *j);
  * without building the tree; NULL when out of memory. */
 char *store_job_text(const struct store_job *j);
 
-/* An event of the log. data is owned by the event. */
+/* The name and the way of berthd's own transitions (a claim, a run's
+ * end, a retry, a timeout, an expiry, a recovery) in the audit. */
+#define STORE_BERTHD "berthd"
+
+/* An event of the log. data (and by, via and client) are owned by the
+ * event. */
 struct store_event {
 	int64_t seq;
 	char job_id[40];
@@ -167,6 +183,13 @@ struct store_event {
 	int status; /* the job's status after the transition */
 	int64_t at;
 	json_t *data; /* display-transformed payload, or NULL */
+	/* Who caused it and how (docs/API.md): a principal's name and
+	 * "socket", "tcp", "http", "mcp" or "worker", or STORE_BERTHD for
+	 * both; by NULL is an event stored before berth recorded it
+	 * ("unknown"). client: an MCP client's {name, version}, or NULL. */
+	char *by;
+	char *via;
+	json_t *client;
 };
 
 /* store_event_finish frees what ev owns (not ev itself). */
@@ -204,8 +227,10 @@ int store_parse_time(const char *s, int64_t *t);
 /* store_now returns the wall-clock time in milliseconds since the epoch. */
 int64_t store_now(void);
 
-/* store_uuid7 writes a new UUIDv7 (time-ordered, 74 random bits from the
- * kernel's CSPRNG) as 36 characters and a NUL into out. */
+/* store_uuid7 writes a new UUIDv7 as 36 characters and a NUL into out:
+ * the time in milliseconds and 4096ths of one (RFC 9562, method 3), so
+ * that the ids this process makes increase strictly, and 62 random bits
+ * from the kernel's CSPRNG. Any thread. */
 void store_uuid7(char out[40]);
 
 /* ---- opening ---------------------------------------------------------- */
@@ -359,7 +384,8 @@ enum {
 	STORE_SET_FINISHED = 1u << 9,     /* finished_at = now */
 	STORE_SET_EXPIRES_AT = 1u << 10,
 	STORE_SET_PROGRESS = 1u << 11,
-	STORE_SET_VIEWS = 1u << 12,       /* views (store_job.views) */
+	STORE_SET_APPROVALS = 1u << 12,   /* approvals and quorum, below */
+	STORE_SET_VIEWS = 1u << 13,       /* views (store_job.views) */
 };
 
 /* A transition: a compare-and-set on the job's status, committed with
@@ -391,6 +417,20 @@ struct store_transition {
 	int64_t expires_at;
 	json_t *progress;
 	json_t *views;
+	/* Who makes the transition and how: its event's by, via and client
+	 * (borrowed), and with STORE_SET_DECISION the job's decided_by and
+	 * decided_via. by NULL: berthd itself (STORE_BERTHD). */
+	const char *by;
+	const char *via;
+	json_t *client;
+	/* STORE_SET_APPROVALS: the job's approvals become approvals (an
+	 * array, borrowed) and its quorum quorum, only if it holds exactly
+	 * approvals_had approvals now; else nothing changes and the result
+	 * is STORE_ECONFLICT with the job as it is. Two approvals decided
+	 * on the same list can so never both count on it. */
+	json_t *approvals;
+	int approvals_had;
+	int quorum;
 };
 
 /* A claim: moves up to limit runnable jobs (status pending, run_at <= now,
@@ -404,7 +444,7 @@ struct store_transition {
  * Groups: a cap whose group is k > 0 takes no part of limit; its tool's
  * jobs count against groups[k - 1] instead (and its own remaining), so
  * that one claim fills two kinds of room that do not share (the worker's
- * pool, which limit sizes, and each set of worker processes with room,
+ * slots, which limit sizes, and each set of worker processes with room,
  * docs/WORKERS.md) without either kind starving the other. A claim ends
  * when limit and every group are spent or no job is left to take; limit
  * may be 0 when only groups have room.
@@ -414,11 +454,20 @@ struct store_transition {
  * tool's running jobs in the database, under a lock that serializes the
  * claims of that tool on every node, and claims at most limit minus that
  * count (and at most remaining). 0 means no cluster-wide limit. SQLite,
- * with one node, uses remaining only. */
+ * with one node, uses remaining only.
+ *
+ * pool: the tool's jobs also take slots of a pool the claim's caps share
+ * (the worker's threads for C tools, worker/sched.c): at most
+ * pool_remaining jobs of all the tools so marked are claimed. A pool
+ * spent excludes them as a cap of 0 would. The pool narrows the room a
+ * cap draws on (limit's or its group's) and is no room of its own: a job
+ * of a pooled cap takes one of each. (berthd marks only caps of limit's:
+ * a worker process's job takes none of its threads.) */
 struct store_cap {
 	const char *tool;
 	int remaining;
 	int limit;
+	bool pool;
 	int group; /* 0: limit's; k > 0: groups[k - 1] */
 };
 
@@ -447,13 +496,17 @@ struct store_req {
 		 * written, existed is set and out holds that job.
 		 *
 		 * start claims the new job in the same transaction, as a
-		 * claim would: it is written running (started_at now), and a
-		 * "started" event follows "created"; job (out) still shows
-		 * the job as submitted, pending. For a caller that runs the
-		 * job itself (the worker's submit_and_run). Only for a
-		 * PENDING job without an idempotency key, and only on a store
-		 * that is not shared (store_shared): a claim on a shared
-		 * store must count the tool's jobs on every node. */
+		 * claim would: it is written running (started_at now; on a
+		 * shared store, under this node's lease), and a "started"
+		 * event follows "created"; job (out) still shows the job as
+		 * submitted, pending. For a caller that runs the job itself
+		 * (the worker's submit_and_run), of a tool with no
+		 * concurrency limit: the start counts no other node's jobs.
+		 * Only for a PENDING job without an idempotency key. On a
+		 * shared store, a tool paused (by any node) when the
+		 * creation commits is not started: the job is written as
+		 * submitted, and the transition that ends the run meets it
+		 * pending (STORE_ECONFLICT). */
 		struct {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
@@ -463,6 +516,11 @@ struct store_req {
 			 * event_data. */
 			bool approval_event_empty;
 			bool start;
+			/* The events of a creation are the submitter's
+			 * (job->submitted_by and submitted_via; started:
+			 * berthd's), with this MCP client (borrowed), or
+			 * NULL. */
+			json_t *client;
 		} create;
 
 		struct store_transition transition;
@@ -481,6 +539,9 @@ struct store_req {
 			 * 1-based. */
 			const int *groups;
 			size_t ngroups;
+			/* What is left of the pool of the caps marked
+			 * pool (struct store_cap). */
+			int pool_remaining;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is

@@ -26,6 +26,8 @@ enum store__text {
 	STORE__T_PROGRESS,
 	STORE__T_EVENT,
 	STORE__T_APPROVAL_EVENT, /* CREATE: approval_requested's own data */
+	STORE__T_APPROVALS,      /* the job's approvals */
+	STORE__T_CLIENT,         /* the events' MCP client */
 	STORE__T_VIEWS,
 	STORE__T_DEFINITION,     /* TOOL_DEFINE */
 	STORE__T_COUNT
@@ -95,17 +97,27 @@ struct store__batch {
 	struct store__batch *next;
 };
 
-/* store__batch_event appends an event to b; tool and data are borrowed
- * (see above). Returns 0 or -ENOMEM. */
+/* The audit of an event as a backend appends it: who (NULL: berthd), how
+ * (NULL: berthd) and the MCP client (NULL: none), all borrowed. */
+struct store__who {
+	const char *by;
+	const char *via;
+	json_t *client;
+};
+
+/* store__batch_event appends an event to b; tool, data and who's strings
+ * are borrowed (see above), and a NULL by or via is berthd's. Returns 0
+ * or -ENOMEM. */
 int store__batch_event(struct store__batch *b, int64_t seq, const char *job_id,
 		       const char *tool, int type, int status, int64_t at,
-		       json_t *data);
+		       json_t *data, const struct store__who *who);
 
 /*
  * struct store__backend is the table a backend fills. Every function gets
  * the backend's own state (be).
  *
- * Writer thread: begin, apply and commit/rollback make one transaction.
+ * Writer thread: begin, apply (and settle) and commit/rollback make one
+ * transaction.
  * apply performs one request: it returns 0 when the request was dealt with
  * (its outcome, 0 or a logical error such as STORE_ECONFLICT, is in w->rc,
  * and a failed request wrote nothing) or a negative storage error, which
@@ -120,6 +132,13 @@ struct store__backend {
 
 	int (*begin)(void *be);
 	int (*apply)(void *be, struct store__wreq *w, struct store__batch *b);
+	/* settle, when not NULL, runs after the last apply and before
+	 * commit: a backend that sends requests ahead of their results
+	 * (PostgreSQL's pipeline) reads them here, so that every request
+	 * of the batch has its outcome and results (a claim its jobs) before
+	 * the commit makes them visible. A negative code aborts the
+	 * transaction, as apply's does. */
+	int (*settle)(void *be);
 	int (*commit)(void *be);
 	void (*rollback)(void *be);
 
@@ -198,7 +217,8 @@ char *store__json_text(json_t *v);
 	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
 	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
 	"decision, reason, decided_at, progress, retry_of, created_at, "      \
-	"updated_at, started_at, finished_at, views"
+	"updated_at, started_at, finished_at, submitted_by, submitted_via, "  \
+	"decided_by, decided_via, approvals, quorum, views"
 
 enum store__col {
 	C_ID,
@@ -233,6 +253,12 @@ enum store__col {
 	C_UPDATED_AT,
 	C_STARTED_AT,
 	C_FINISHED_AT,
+	C_SUBMITTED_BY,
+	C_SUBMITTED_VIA,
+	C_DECIDED_BY,
+	C_DECIDED_VIA,
+	C_APPROVALS,
+	C_QUORUM,
 	C_VIEWS,
 	C_NCOLS
 };

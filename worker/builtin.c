@@ -117,3 +117,8 @@ const struct berth_tool *const *worker_builtin_tools(size_t *n)
 	*n = sizeof(builtin_tools) / sizeof(builtin_tools[0]);
 	return builtin_tools;
 }
+
+bool worker__builtin_is_sleep(const struct berth_tool *t)
+{
+	return t == &sleep_tool;
+}

@@ -1,7 +1,7 @@
 /*
  * exec.c: C tools. execute runs on the libuv thread pool (uv_queue_work),
  * or, for a nonblocking tool, on the loop thread from the worker's idle
- * handle. Its context reaches the loop thread through the hub (worker.c):
+ * handle; the built-in sleep waits on a timer of the loop instead. Its context reaches the loop thread through the hub (worker.c):
  * progress is coalesced, log lines are queued, and a checkpoint blocks the
  * pool thread on the hub's condition variable until the store has
  * committed it, so that "returns once it is committed" holds.
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/builtin.h"
 #include "worker/internal.h"
 
 static void work_cb(uv_work_t *req)
@@ -92,11 +93,93 @@ static json_t *copy(const json_t *v, bool *ok)
 	return c;
 }
 
+/* ---- the built-in sleep, on a timer ------------------------------------- */
+
+/*
+ * The built-in sleep only waits. Its execute on a thread would hold the
+ * thread for the whole wait and wake every 10 ms to look at its abort
+ * flag; berthd waits on a timer of the loop instead, reporting progress
+ * about every 100 ms as execute does, and an abort (a cancel, a timeout, a
+ * shutdown) ends the wait on the next loop turn. A sleep so takes a slot of
+ * --workers and no thread, and thousands may wait at once.
+ */
+enum { WAIT_REPORT_MS = 100 };
+
+static void wait_closed(uv_handle_t *h)
+{
+	worker__run_unref(h->data);
+}
+
+static void wait_cb(uv_timer_t *h)
+{
+	struct worker__run *r = h->data;
+	int64_t slept = (int64_t)uv_now(h->loop) - r->wait_from;
+	bool aborted = atomic_load(&r->aborted);
+
+	if (slept > r->wait_ms)
+		slept = r->wait_ms;
+	if (!aborted && slept < r->wait_ms) {
+		int64_t left = r->wait_ms - slept;
+
+		berth_ctx_progress(&r->ctx, (double)slept, (double)r->wait_ms,
+				   "sleeping");
+		uv_timer_start(&r->wait, wait_cb,
+			       (uint64_t)(left < WAIT_REPORT_MS ? left
+							       : WAIT_REPORT_MS),
+			       0);
+		return;
+	}
+	r->waiting = false;
+	uv_close((uv_handle_t *)&r->wait, wait_closed);
+	if (aborted && slept < r->wait_ms)
+		r->outcome = berth_error(false, NULL, "aborted after %lld ms",
+					 (long long)slept);
+	else
+		r->outcome = berth_output(json_pack("{s:I}", "slept",
+						    (json_int_t)r->wait_ms));
+	exec_end(r);
+}
+
+/* wait_start starts the built-in sleep's wait for its input's ms (an
+ * integer >= 0: its inputSchema). */
+static int wait_start(struct worker__run *r)
+{
+	json_int_t ms = json_integer_value(json_object_get(r->p_input, "ms"));
+	int rc = uv_timer_init(r->w->loop, &r->wait);
+
+	if (rc)
+		return rc;
+	r->wait.data = r;
+	r->wait_ms = ms > 0 ? ms : 0;
+	r->wait_from = (int64_t)uv_now(r->w->loop);
+	r->hub = worker__hub_ref(r->w->hub);
+	r->exec_started = true;
+	r->waiting = true;
+	worker__run_ref(r); /* the execution's: exec_end drops it */
+	worker__run_ref(r); /* the timer's: wait_closed drops it */
+	uv_timer_start(&r->wait, wait_cb,
+		       (uint64_t)(r->wait_ms < WAIT_REPORT_MS ? r->wait_ms
+							      : WAIT_REPORT_MS),
+		       0);
+	return 0;
+}
+
+void worker__exec_abort(struct worker__run *r)
+{
+	/* On the next loop turn: the caller of an abort does not expect the
+	 * outcome inside it. */
+	if (r->waiting)
+		uv_timer_start(&r->wait, wait_cb, 0, 0);
+}
+
 int worker__exec_start(struct worker__run *r)
 {
 	const struct store_job *j = r->job;
 	bool ok = true;
 	int rc;
+
+	if (worker__builtin_is_sleep(r->c))
+		return wait_start(r);
 
 	/* The input, request context and resume data are the run's
 	 * prepared values (worker__run_start: defaults filled in). */

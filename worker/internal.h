@@ -62,6 +62,25 @@ struct worker__cmd {
 };
 
 /*
+ * struct worker__policy is a tool's approvalPolicy (policy.c), as parsed
+ * and checked at load.
+ *   self_approval   -1: not said (worker_config.self_approval), 0, 1
+ *   approvers       principal names and "role:NAME", or none: anyone
+ *                   who may call jobs/approve
+ *   approver_roles  the roles those "role:NAME" name, BERTH_ROLE_*
+ *   quorum          distinct approvals a job needs, >= 1
+ *   declared        the policy as written, or NULL: none was
+ */
+struct worker__policy {
+	int self_approval;
+	char **approvers;
+	size_t napprovers;
+	unsigned approver_roles;
+	int quorum;
+	json_t *declared;
+};
+
+/*
  * struct worker_tool is a registered tool. Both kinds keep their own parsed
  * copies of every JSON field; a C tool also keeps its borrowed declaration
  * for the functions (c), an external tool its command (cmd).
@@ -83,6 +102,7 @@ struct worker_tool {
 	 * "transcript": ...}, view.c), checked at load; NULL for none and
 	 * for a C tool, whose functions transform. */
 	json_t *transform;
+	struct worker__policy policy;
 
 	const struct berth_tool *c; /* NULL for an external tool */
 	struct worker__cmd *cmd;    /* NULL for a C tool */
@@ -199,6 +219,7 @@ struct worker__run {
 	int abort_reason;        /* enum worker__abort */
 	atomic_bool aborted;     /* pool: berth_ctx_aborted */
 	bool slot_held;
+	bool thread_slot;        /* the slot is also one of cfg.threads */
 	bool exec_started;
 	bool exec_done;
 	bool listed;
@@ -231,6 +252,13 @@ struct worker__run {
 	json_t *progress_latest; /* pool + loop, under hub->mu */
 	bool progress_queued;    /* hub->mu */
 
+	/* The built-in sleep waits on this timer of the loop, not on a
+	 * thread (exec.c): from wait_from for wait_ms; waiting until its
+	 * outcome is handed over. */
+	uv_timer_t wait;
+	bool waiting;
+	int64_t wait_from, wait_ms;
+
 	/* External tools. */
 	struct worker__proc *proc;
 
@@ -259,9 +287,10 @@ struct worker__run {
 	/* Started in its creation's transaction (ops.c): it is pushed to a
 	 * worker process once that commits (worker__run_push). */
 	bool held;
-	/* The run holds a slot of the pool (--workers): C and external
-	 * tools; a worker process's run does not. */
-	bool pool;
+	/* The run holds one of the slots (--workers): C and external
+	 * tools; a worker process's run does not (its connection's room is
+	 * its own). */
+	bool slot;
 
 	/* The log this run wrote (worker__run_log): message and data
 	 * bytes, and lines. Once full, one line says so and the rest is
@@ -300,6 +329,16 @@ struct worker__op {
 	/* A submission whose run started before its creation committed
 	 * (submit_and_run), which creates it started (create.start). */
 	bool run_now;
+	/* Who asks (worker_actor), copied: the audit of the transition, and
+	 * an approval's judge, which ops.c may consult again (a decision
+	 * judged anew when another approval landed first). name NULL:
+	 * berthd. */
+	char *by_name;
+	char *by_via;
+	json_t *by_client;
+	unsigned by_roles;
+	bool approve;  /* a decision: approve, else decline */
+	int tries;     /* of a decision, judged again */
 	/* A reply deferred to the next loop iteration. */
 	struct worker__op *next;
 	int err;
@@ -363,6 +402,9 @@ struct worker {
 	struct worker__run **by_id; /* the same runs, hashed by job id */
 	size_t nby_id;              /* buckets: a power of two */
 	int busy;                 /* runs holding a slot */
+	/* Of those, runs of C tools executing on the thread pool (CPU
+	 * work), bounded by cfg.threads apart from the rest (sched.c). */
+	int threads_busy;
 
 	/* Scheduling (sched.c). */
 	bool started;
@@ -486,6 +528,28 @@ int worker__check_annotations(const char *id, const json_t *ann,
 /* worker__errmsg returns a malloc'd printf-formatted string (or NULL). */
 char *worker__errmsg(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+
+/* ---- policy.c --------------------------------------------------------- */
+
+void worker__policy_init(struct worker__policy *p);
+void worker__policy_finish(struct worker__policy *p);
+/* worker__policy_parse reads an approvalPolicy (borrowed) into p, which
+ * it finishes first. Returns 0, or -EINVAL with *errmsg "WHERE: FIELD
+ * WHY", -ENOMEM. */
+int worker__policy_parse(struct worker__policy *p, const json_t *v,
+			 const char *where, char **errmsg);
+/* worker__policy_self is true when the submitter of a job may decide it
+ * under p. */
+bool worker__policy_self(const struct worker__policy *p,
+			 const struct worker *w);
+/* worker__policy_approver is true when by is one of p's approvers (any
+ * caller, when p names none). */
+bool worker__policy_approver(const struct worker__policy *p,
+			     const struct worker_actor *by);
+/* worker__policy_to_json returns p as tools/list shows it: selfApproval
+ * and quorum as they take effect, and approvers when there are. */
+json_t *worker__policy_to_json(const struct worker__policy *p,
+			       const struct worker *w);
 
 /* ---- manifest.c ------------------------------------------------------- */
 
@@ -614,6 +678,11 @@ void worker__tool_missing(struct worker *w, const char *name);
 void worker__tool_present(struct worker *w, const char *name);
 bool worker__tool_is_missing(const struct worker *w, const char *name);
 
+/* worker__tool_uses_thread tells whether t's runs execute on the thread
+ * pool, one thread each: a C tool that is not nonblocking and does not
+ * only wait (the built-in sleep). Their slots are also cfg.threads'. */
+bool worker__tool_uses_thread(const struct worker_tool *t);
+
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
@@ -622,8 +691,8 @@ void worker__sched_kick(struct worker *w);
  * is nonblocking (berth.h) without on_input_available, has no concurrency
  * limit and is not paused; a slot is free and nothing runnable is pending
  * ahead of it (backlog clear, no delayed job due); the job is due, needs
- * no approval and has no idempotency key; the store is not shared. Other
- * tools' jobs start after their submission is answered, by a claim. */
+ * no approval and has no idempotency key. Other tools' jobs start after
+ * their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
 /* worker__sched_wakeup is told of a job that waits for a claim: it sets
@@ -721,6 +790,10 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out);
 void worker__line_finish(struct worker__line *l);
 
 int worker__exec_start(struct worker__run *r);
+/* worker__exec_abort ends a run waiting on its timer (the built-in sleep)
+ * on the next loop turn, with the error an abort gives; nothing for other
+ * runs, whose execute looks at the abort flag itself. */
+void worker__exec_abort(struct worker__run *r);
 /* worker__exec_inline runs the queued executions of nonblocking tools, on
  * the loop thread: from the worker's idle handle, or from submit_and_run
  * once the run it started has been queued. */

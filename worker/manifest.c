@@ -24,8 +24,9 @@
 static const char *const definition_fields[] = {
 	"id", "title", "description", "inputSchema", "outputSchema",
 	"suspendSchema", "resumeSchema", "requestContextSchema",
-	"requireApproval", "strict", "background", "mcp", "inputExamples",
-	"providerOptions", "transform", "$schema", "$comment", NULL,
+	"requireApproval", "approvalPolicy", "strict", "background", "mcp",
+	"inputExamples", "providerOptions", "transform", "$schema", "$comment",
+	NULL,
 };
 
 /* What a manifest adds to a definition (parse_command). */
@@ -469,6 +470,9 @@ static int parse_definition(struct worker_tool *t, const json_t *def,
 			    where, errmsg)) ||
 	    (rc = copy_json(def, "providerOptions", 'o', &t->provider_options,
 			    where, errmsg)))
+		return rc;
+	v = json_object_get(def, "approvalPolicy");
+	if (v && (rc = worker__policy_parse(&t->policy, v, where, errmsg)))
 		return rc;
 	v = json_object_get(def, "transform");
 	if (v) {

@@ -7,11 +7,44 @@
  * fails the compare-and-set and is a conflict, never a second run.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker/internal.h"
+
+/* How often a decision is judged again when another approval of the same
+ * job committed between its read and its own commit (decide_again). Each
+ * round needs someone else's approval to land in that window, so a few
+ * are plenty; past them the caller is answered with the conflict. */
+#define DECIDE_TRIES 8
+
+/* set_actor keeps a copy of by (NULL: berthd) in op, for the audit of the
+ * transition it makes. Returns 0 or -ENOMEM. */
+static int set_actor(struct worker__op *op, const struct worker_actor *by)
+{
+	if (!by || !by->name)
+		return 0;
+	op->by_name = strdup(by->name);
+	op->by_via = by->via ? strdup(by->via) : NULL;
+	op->by_client = by->client ? json_deep_copy(by->client) : NULL;
+	op->by_roles = by->roles;
+	if (!op->by_name || (by->via && !op->by_via) ||
+	    (by->client && !op->by_client))
+		return -ENOMEM;
+	return 0;
+}
+
+/* audit_transition makes op's actor the maker of its transition. */
+static void audit_transition(struct worker__op *op)
+{
+	struct store_transition *tr = &op->req.u.transition;
+
+	tr->by = op->by_name;
+	tr->via = op->by_via;
+	tr->client = op->by_client;
+}
 
 static void reply_created(struct worker__op *op, int rc)
 {
@@ -294,6 +327,15 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	j->tool_call_id = dup_or_null(p->tool_call_id, &ok);
 	j->idempotency_key = dup_or_null(p->idempotency_key, &ok);
 	j->retry_of = dup_or_null(p->retry_of, &ok);
+	/* The audit: who submitted, and so who may not decide it unless its
+	 * tool allows (decide). */
+	if (set_actor(op, p->by))
+		return -ENOMEM;
+	j->submitted_by = dup_or_null(op->by_name ? op->by_name : STORE_BERTHD,
+				      &ok);
+	j->submitted_via = dup_or_null(op->by_name && op->by_via ? op->by_via
+								 : STORE_BERTHD,
+				       &ok);
 	if (!ok)
 		return -ENOMEM;
 	j->priority = p->has_priority ? p->priority : 0;
@@ -372,6 +414,8 @@ static int submit_create(struct worker__op *op, int64_t now)
 
 	j->status = j->approval_required ? STORE_AWAITING_APPROVAL
 					 : STORE_PENDING;
+	if (j->approval_required)
+		j->quorum = t->policy.quorum;
 	if (j->approval_required && j->ttl_ms > 0)
 		j->expires_at = now + j->ttl_ms;
 	/* The "created" event shows the input's display view; the
@@ -402,6 +446,7 @@ static int submit_create(struct worker__op *op, int64_t now)
 	op->req.u.create.job = j;
 	op->req.u.create.event_data = op->own[1];
 	op->req.u.create.approval_event_data = op->own[2];
+	op->req.u.create.client = op->by_client;
 	/* Started in this transaction: one commit less on the job's way
 	 * (the claim's) when the pool has room and nothing waits. */
 	if (worker__sched_may_start(w, t, j, now))
@@ -571,7 +616,7 @@ static void resume_asked(struct worker__op *op, json_t *answer)
 }
 
 int worker_resume(struct worker *w, const char *id, json_t *resume_data,
-		  worker_cb cb, void *arg)
+		  const struct worker_actor *by, worker_cb cb, void *arg)
 {
 	struct worker__op *op;
 	const struct worker_tool *t;
@@ -583,6 +628,12 @@ int worker_resume(struct worker *w, const char *id, json_t *resume_data,
 		return -ESHUTDOWN;
 	if (!(op = transition_op(w, id, cb, arg)))
 		return id ? -ENOMEM : -EINVAL;
+	if (set_actor(op, by)) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ENOMEM;
+	}
+	audit_transition(op);
 	if (!(j = read_job(op, id)))
 		return 0;
 	if (j->status != STORE_SUSPENDED) {
@@ -621,50 +672,236 @@ int worker_resume(struct worker *w, const char *id, json_t *resume_data,
 	return submit_transition(op);
 }
 
+/* approved_by returns the approval of name among approvals, or NULL. */
+static const json_t *approved_by(const json_t *approvals, const char *name)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(approvals, i, a)
+		if (name && json_is_string(json_object_get(a, "by")) &&
+		    strcmp(json_string_value(json_object_get(a, "by")), name) == 0)
+			return a;
+	return NULL;
+}
+
+/* refuse_decider answers op: its actor may not decide job j, for reason
+ * ("self_approval", "not_an_approver"), in a sentence why. */
+static void refuse_decider(struct worker__op *op, const struct store_job *j,
+			   const char *reason, const char *why)
+{
+	worker__op_defer(op, WORKER_EFORBIDDEN, why,
+			 json_pack("{s:s, s:s, s:s}", "reason", reason,
+				   "principal", op->by_name, "jobId", j->id));
+}
+
+/*
+ * judge decides what op's decision of job j does under its tool's
+ * approvalPolicy (policy.c), and fills op's transition, or answers op
+ * (deferred) and returns 1. The job's tool as registered now is the
+ * policy's (a reload that changes it applies to the jobs that wait: an
+ * approver removed from a policy can no longer decide); a job whose tool
+ * berthd does not have is judged by the defaults, with the quorum it was
+ * submitted with.
+ */
+static int judge(struct worker__op *op, const struct store_job *j)
+{
+	struct worker *w = op->w;
+	const struct worker_tool *t = worker__tool_find(w, j->tool);
+	struct worker__policy dflt;
+	const struct worker__policy *pol;
+	struct store_transition *tr = &op->req.u.transition;
+	struct worker_actor by = {op->by_name, op->by_via, op->by_client,
+				  op->by_roles};
+	const char *text = op->sown[0];
+	json_t *entry, *list;
+	size_t had;
+	char at[32], msg[400];
+	int quorum;
+
+	worker__policy_init(&dflt);
+	dflt.quorum = j->quorum > 0 ? j->quorum : 1;
+	pol = t ? &t->policy : &dflt;
+	quorum = pol->quorum;
+	if (j->status != STORE_AWAITING_APPROVAL) {
+		defer_conflict(op, j);
+		return 1;
+	}
+	if (op->by_name) {
+		/* Separation of duties: a request is not its own approval. */
+		if (!worker__policy_self(pol, w) && j->submitted_by &&
+		    strcmp(j->submitted_by, op->by_name) == 0) {
+			snprintf(msg, sizeof(msg), "forbidden: %.64s submitted "
+				 "job %s and may not %s it (tool %.128s has no "
+				 "approvalPolicy.selfApproval)", op->by_name,
+				 j->id, op->approve ? "approve" : "decline",
+				 j->tool);
+			refuse_decider(op, j, "self_approval", msg);
+			return 1;
+		}
+		if (!worker__policy_approver(pol, &by)) {
+			snprintf(msg, sizeof(msg), "forbidden: %.64s is not "
+				 "among the approvers of tool %.128s "
+				 "(approvalPolicy.approvers)", op->by_name,
+				 j->tool);
+			refuse_decider(op, j, "not_an_approver", msg);
+			return 1;
+		}
+	}
+	tr->from_mask = STORE_MASK(STORE_AWAITING_APPROVAL);
+	if (!op->approve) {
+		/* One decline ends the job, whatever approvals it has. */
+		tr->to = STORE_DECLINED;
+		tr->event = STORE_EV_DECLINED;
+		tr->set = STORE_SET_DECISION | STORE_SET_EXPIRES_AT;
+		tr->decision = STORE_DECISION_DECLINED;
+		tr->reason = text;
+		tr->expires_at = 0;
+		op->own[0] = tr->event_data = json_pack("{s:s*}", "reason",
+							 text);
+		return 0;
+	}
+	had = json_array_size(j->approvals);
+	if (op->by_name && approved_by(j->approvals, op->by_name)) {
+		/* The same approver twice counts once, and is told so. */
+		snprintf(msg, sizeof(msg), "conflict: %.64s approved job %s "
+			 "already; it waits for %d approval%s of %d", op->by_name,
+			 j->id, quorum - (int)had, quorum - (int)had == 1 ? "" : "s",
+			 quorum);
+		worker__op_defer(op, WORKER_ECONFLICT, msg,
+				 json_pack("{s:s, s:s, s:i, s:i}", "status",
+					   store_status_name(j->status),
+					   "reason", "already_approved",
+					   "approvals", (int)had, "quorum",
+					   quorum));
+		return 1;
+	}
+	entry = json_pack("{s:s, s:s, s:s}", "by",
+			  op->by_name ? op->by_name : STORE_BERTHD, "via",
+			  op->by_name && op->by_via ? op->by_via : STORE_BERTHD,
+			  "at", store_format_time(store_now(), at));
+	list = j->approvals ? json_copy(j->approvals) : json_array();
+	if (!entry || !list || (text && json_object_set_new(
+					   entry, "note", json_string(text))) ||
+	    (op->by_client &&
+	     json_object_set(entry, "client", op->by_client)) ||
+	    json_array_append(list, entry)) {
+		json_decref(entry);
+		json_decref(list);
+		worker__op_defer(op, WORKER_EINTERNAL, "out of memory", NULL);
+		return 1;
+	}
+	json_decref(entry);
+	op->own[1] = tr->approvals = list;
+	tr->approvals_had = (int)had;
+	tr->quorum = quorum;
+	tr->event = STORE_EV_APPROVED;
+	tr->set = STORE_SET_APPROVALS | STORE_SET_EXPIRES_AT;
+	if ((int)had + 1 >= quorum) {
+		tr->to = STORE_PENDING;
+		tr->set |= STORE_SET_DECISION;
+		tr->decision = STORE_DECISION_APPROVED;
+		tr->reason = text;
+		tr->expires_at = 0;
+	} else {
+		/* Below the quorum the job goes on waiting, and keeps the
+		 * time it may wait: an approval does not extend it. */
+		tr->to = STORE_AWAITING_APPROVAL;
+		tr->expires_at = j->expires_at;
+	}
+	op->own[0] = tr->event_data = json_pack("{s:s*}", "note", text);
+	if (op->own[0] && quorum > 1) {
+		json_object_set_new(op->own[0], "approvals",
+				    json_integer((json_int_t)had + 1));
+		json_object_set_new(op->own[0], "quorum", json_integer(quorum));
+	}
+	return 0;
+}
+
+static void reply_decided(struct worker__op *op, int rc);
+
+/* decide_op reads op's job and judges op's decision of it; the
+ * transition is committed, or op answered. Returns 0, or -ESHUTDOWN when
+ * the store takes nothing more (op is then still the caller's). */
+static int decide_op(struct worker__op *op)
+{
+	struct store_job *j;
+
+	store_job_free(op->job2);
+	op->job2 = NULL;
+	if (!(j = read_job(op, op->req.u.transition.job_id)))
+		return 0;
+	if (judge(op, j))
+		return 0;
+	audit_transition(op);
+	return worker__op_submit(op, reply_decided) ? -ESHUTDOWN : 0;
+}
+
+/* reply_decided answers a decision, unless another approval of the job
+ * committed after it was judged (its list of approvals is not the one
+ * the decision was made on: STORE_SET_APPROVALS): it is then judged again
+ * on the job as it is now, which may find the quorum met, or the job
+ * gone on. */
+static void reply_decided(struct worker__op *op, int rc)
+{
+	const struct store_job *j = op->req.job;
+
+	if (rc == STORE_ECONFLICT && j && j->status == STORE_AWAITING_APPROVAL &&
+	    (op->req.u.transition.set & STORE_SET_APPROVALS) &&
+	    ++op->tries < DECIDE_TRIES && !op->w->stopping) {
+		store_req_finish(&op->req);
+		for (int i = 0; i < 2; i++) {
+			json_decref(op->own[i]);
+			op->own[i] = NULL;
+		}
+		memset(&op->req.u.transition.from_mask, 0,
+		       sizeof(op->req.u.transition) -
+			       offsetof(struct store_transition, from_mask));
+		if (decide_op(op) == 0)
+			return;
+		/* The store is closing: answer what the commit said. */
+	}
+	reply_transition(op, rc);
+}
+
 static int decide(struct worker *w, const char *id, bool approve,
-		  const char *text, worker_cb cb, void *arg)
+		  const char *text, const struct worker_actor *by,
+		  worker_cb cb, void *arg)
 {
 	struct worker__op *op;
-	struct store_transition *tr;
 
 	if (w->stopping)
 		return -ESHUTDOWN;
 	if (!(op = transition_op(w, id, cb, arg)))
 		return id ? -ENOMEM : -EINVAL;
-	if (text && !(op->sown[0] = strdup(text))) {
+	op->approve = approve;
+	if ((text && !(op->sown[0] = strdup(text))) || set_actor(op, by)) {
 		op->cb = NULL;
 		worker__op_free(op);
 		return -ENOMEM;
 	}
-	tr = &op->req.u.transition;
-	tr->from_mask = STORE_MASK(STORE_AWAITING_APPROVAL);
-	tr->to = approve ? STORE_PENDING : STORE_DECLINED;
-	tr->event = approve ? STORE_EV_APPROVED : STORE_EV_DECLINED;
-	tr->set = STORE_SET_DECISION | STORE_SET_EXPIRES_AT;
-	tr->decision = approve ? STORE_DECISION_APPROVED
-			       : STORE_DECISION_DECLINED;
-	tr->reason = op->sown[0];
-	tr->expires_at = 0;
-	op->own[0] = tr->event_data =
-		approve ? json_pack("{s:s*}", "note", text)
-			: json_pack("{s:s*}", "reason", text);
-	return submit_transition(op);
+	if (decide_op(op) < 0) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ESHUTDOWN;
+	}
+	return 0;
 }
 
 int worker_approve(struct worker *w, const char *id, const char *note,
-		   worker_cb cb, void *arg)
+		   const struct worker_actor *by, worker_cb cb, void *arg)
 {
-	return decide(w, id, true, note, cb, arg);
+	return decide(w, id, true, note, by, cb, arg);
 }
 
 int worker_decline(struct worker *w, const char *id, const char *reason,
-		   worker_cb cb, void *arg)
+		   const struct worker_actor *by, worker_cb cb, void *arg)
 {
-	return decide(w, id, false, reason, cb, arg);
+	return decide(w, id, false, reason, by, cb, arg);
 }
 
 int worker_cancel(struct worker *w, const char *id, const char *reason,
-		  worker_cb cb, void *arg)
+		  const struct worker_actor *by, worker_cb cb, void *arg)
 {
 	struct worker__op *op;
 	struct store_transition *tr;
@@ -673,6 +910,12 @@ int worker_cancel(struct worker *w, const char *id, const char *reason,
 		return -ESHUTDOWN;
 	if (!(op = transition_op(w, id, cb, arg)))
 		return id ? -ENOMEM : -EINVAL;
+	if (set_actor(op, by)) {
+		op->cb = NULL;
+		worker__op_free(op);
+		return -ENOMEM;
+	}
+	audit_transition(op);
 	tr = &op->req.u.transition;
 	tr->from_mask = STORE_MASK(STORE_PENDING) |
 			STORE_MASK(STORE_AWAITING_APPROVAL) |
@@ -687,7 +930,8 @@ int worker_cancel(struct worker *w, const char *id, const char *reason,
 	return submit_transition(op);
 }
 
-int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg)
+int worker_retry(struct worker *w, const char *id,
+		 const struct worker_actor *by, worker_cb cb, void *arg)
 {
 	struct worker_submit p = {0};
 	struct worker__op *op;
@@ -721,6 +965,7 @@ int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg)
 	p.max_retries = j->max_retries;
 	p.ttl_ms = j->ttl_ms;
 	p.retry_of = j->id;
+	p.by = by;
 	/* The deferred conflict replies name op->job2; a successful create
 	 * does not, so the old job may go with the op. */
 	rc = submit_op(op, &p);

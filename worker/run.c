@@ -137,8 +137,10 @@ static void run_maybe_end(struct worker__run *r)
 		struct worker_tool *t = worker__tool_find(w, r->job->tool);
 
 		r->slot_held = false;
-		if (r->pool)
+		if (r->slot)
 			w->busy--;
+		if (r->thread_slot)
+			w->threads_busy--;
 		/* The definition that holds the id now counts the slot: a
 		 * reload counted this run for it (internal.h). */
 		if (t)
@@ -193,6 +195,7 @@ void worker__run_abort(struct worker__run *r, int reason)
 	    r->abort_reason == WORKER__ABORT_FINISHED)
 		r->abort_reason = reason;
 	atomic_store(&r->aborted, true);
+	worker__exec_abort(r);
 	if (r->proc && r->w && r->w->now)
 		worker__proc_kill_now(r->proc);
 	else if (r->proc)
@@ -852,13 +855,16 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 	worker__tool_ref(r->tool);
 	r->ctx.run = r;
 	r->slot_held = true;
-	/* A worker process's run takes room of its own (remote.c), not a
-	 * slot of the pool. */
-	r->pool = !r->tool || !r->tool->definition;
-	if (r->pool)
+	/* A worker process's run takes room of its own (remote.c), not one
+	 * of the slots. */
+	r->slot = !r->tool || !r->tool->definition;
+	if (r->slot)
 		w->busy++;
 	if (r->tool)
 		r->tool->running++;
+	r->thread_slot = r->tool && worker__tool_uses_thread(r->tool);
+	if (r->thread_slot)
+		w->threads_busy++;
 	list(w, r);
 	uv_timer_init(w->loop, &r->timer);
 	r->timer.data = r;

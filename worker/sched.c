@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/builtin.h"
 #include "worker/internal.h"
 
 /* At most this many future run_at values are remembered; beyond it the
@@ -170,16 +171,30 @@ static int group_of(const struct worker *w, const struct worker_tool *t)
 	return 0;
 }
 
+bool worker__tool_uses_thread(const struct worker_tool *t)
+{
+	return t->c && !t->c->nonblocking && !worker__builtin_is_sleep(t->c);
+}
+
+/* pooled tells whether the runs of t take a slot of cfg.threads too:
+ * they use a thread, and the threads are fewer than the slots. */
+static bool pooled(const struct worker *w, const struct worker_tool *t)
+{
+	return w->cfg.threads > 0 && w->cfg.threads < w->cfg.workers &&
+	       worker__tool_uses_thread(t);
+}
+
 /*
  * claim_caps returns the caps of a claim (calloc'd, one block that
  * worker__op_free frees) and their number in *n: a cap of 0 for each
  * missing tool, whose jobs wait for it, one for each tool with a
- * concurrency limit, and one for each worker process's tool, in the group
- * of the connections that have room for it (or of 0: not now). The
- * groups' room follows the caps in the block (*groups, *ngroups). The
- * claim runs on the store's writer thread, and a reload may free a tool
- * before it comes back, so each cap's name is a copy of its own, after
- * the caps and the groups in the same block.
+ * concurrency limit or whose runs take a thread (pool: the claim takes
+ * no more of those than threads are free), and one for each worker
+ * process's tool, in the group of the connections that have room for it
+ * (or of 0: not now). The groups' room follows the caps in the block
+ * (*groups, *ngroups). The claim runs on the store's writer thread, and a
+ * reload may free a tool before it comes back, so each cap's name is a
+ * copy of its own, after the caps and the groups in the same block.
  */
 static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
 				    size_t *ngroups, bool *skipped)
@@ -191,7 +206,8 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
 	char *names;
 
 	for (size_t i = 0; i < w->ntools; i++)
-		if (w->tools[i]->bg.concurrency > 0 || w->tools[i]->definition)
+		if (w->tools[i]->bg.concurrency > 0 || w->tools[i]->definition ||
+		    pooled(w, w->tools[i]))
 			want++;
 	for (struct worker_remote *rem = w->remotes; rem; rem = rem->next)
 		nr++;
@@ -215,11 +231,13 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
 		struct worker_tool *t = w->tools[i];
 		int left = t->bg.concurrency - t->running;
 
-		if (t->bg.concurrency <= 0 && !t->definition)
+		if (t->bg.concurrency <= 0 && !t->definition && !pooled(w, t))
 			continue;
 		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", t->id);
 		caps[k].tool = names + k * CAP_NAME;
-		caps[k].remaining = left > 0 ? left : 0;
+		caps[k].remaining = t->bg.concurrency > 0 ? (left > 0 ? left : 0)
+				    : pooled(w, t)    ? w->cfg.threads
+						      : 0;
 		if (t->definition) {
 			int g = group_of(w, t);
 
@@ -236,7 +254,10 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
 		 * shared database: the store counts the tool's running jobs
 		 * of every node under a lock. remaining alone would let
 		 * each node run that many. */
-		caps[k].limit = t->bg.concurrency;
+		caps[k].limit = t->bg.concurrency > 0 ? t->bg.concurrency : 0;
+		/* A worker process's tool takes none of berthd's threads
+		 * (t->c is NULL): only C tools are pooled. */
+		caps[k].pool = pooled(w, t);
 		k++;
 	}
 	*n = k;
@@ -335,6 +356,10 @@ void worker__sched_kick(struct worker *w)
 	op->req.u.claim.limit = free_slots > 0 ? free_slots : 0;
 	op->req.u.claim.groups = groups;
 	op->req.u.claim.ngroups = ngroups;
+	/* The threads apart: CPU work takes no more than cfg.threads, and
+	 * jobs that only wait (processes, sleeps, nonblocking tools) the
+	 * other slots (daemon.c's --threads). */
+	op->req.u.claim.pool_remaining = w->cfg.threads - w->threads_busy;
 	op->req.u.claim.now = w->last_claim_now = store_now();
 	op->req.u.claim.caps = op->caps;
 	op->req.u.claim.ncaps = ncaps;
@@ -353,14 +378,18 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	int paused;
 
 	if (!w->started || w->stopping || w->backlog ||
-	    w->busy >= w->cfg.workers || store_shared(w->st))
+	    w->busy >= w->cfg.workers)
 		return false;
 	/* Only a nonblocking tool's execute may run before its job is
 	 * durable (berth.h), and only without a hook that must come first.
 	 * Any other job starts by a claim, after its submission was
 	 * answered: the answer leaves before a tool that crashes the daemon
 	 * can run. A tool with a limit is left to the claim, which counts
-	 * it; so is a delayed job or a retry that has just become due. */
+	 * it (on a shared database, every node's jobs); so is a delayed job
+	 * or a retry that has just become due. On a shared database the
+	 * paused flag known here may be stale (another node may have paused
+	 * the tool): the store checks it again when the creation commits,
+	 * and writes the job as submitted if it is paused (store.h). */
 	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
 	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
 	    j->run_at > now || j->idempotency_key)

@@ -76,6 +76,7 @@ struct worker_tool *worker__tool_new(const char *id)
 		free(t);
 		return NULL;
 	}
+	worker__policy_init(&t->policy);
 	return t;
 }
 
@@ -121,6 +122,7 @@ void worker__tool_free(struct worker_tool *t)
 	json_decref(t->provider_options);
 	json_decref(t->transform);
 	json_decref(t->definition);
+	worker__policy_finish(&t->policy);
 	cmd_free(t->cmd);
 	free(t->id);
 	free(t->title);
@@ -330,6 +332,17 @@ int worker__tool_check(const struct worker_tool *t, char **errmsg)
 					       "negative number", t->id));
 		return -EINVAL;
 	}
+	/* A policy says who may decide; a tool that never asks has nobody
+	 * to decide, and its policy is a mistake (a forgotten
+	 * requireApproval) that would otherwise go unnoticed. */
+	if (t->policy.declared && !t->require_approval &&
+	    !(t->c && t->c->require_approval_fn)) {
+		set_err(errmsg, worker__errmsg("tool %s: approvalPolicy is "
+					       "given, but the tool requires "
+					       "no approval (requireApproval)",
+					       t->id));
+		return -EINVAL;
+	}
 	if (t->input_examples) {
 		size_t i;
 		json_t *ex;
@@ -498,6 +511,19 @@ int worker_add_tool(struct worker *w, const struct berth_tool *tool,
 		if (rc)
 			goto fail;
 	}
+	if ((rc = parse_field(t->id, "approvalPolicy", tool->approval_policy,
+			      'o', &v, errmsg)))
+		goto fail;
+	if (v) {
+		char *where = worker__errmsg("tool %s", t->id);
+
+		rc = where ? worker__policy_parse(&t->policy, v, where, errmsg)
+			   : -ENOMEM;
+		free(where);
+		json_decref(v);
+		if (rc)
+			goto fail;
+	}
 	if ((rc = parse_field(t->id, "mcp.annotations", tool->mcp_annotations,
 			      'o', &t->annotations, errmsg)) ||
 	    (rc = parse_field(t->id, "mcp._meta", tool->mcp_meta, 'o',
@@ -604,6 +630,12 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 			    json_boolean(t->require_approval ||
 					 (t->c && t->c->require_approval_fn) ||
 					 (t->fns & WORKER__FN_APPROVAL)));
+	/* Who may decide, as it takes effect (docs/TOOLS.md); only for a
+	 * tool that asks. */
+	if (t->require_approval || (t->c && t->c->require_approval_fn) ||
+	    (t->fns & WORKER__FN_APPROVAL))
+		json_object_set_new(o, "approvalPolicy",
+				    worker__policy_to_json(&t->policy, w));
 	/* Every setting, as it takes effect (a default filled in), so that
 	 * a client sees how a job of the tool will be run. */
 	backoff = t->bg.backoff_ms > 0 ? t->bg.backoff_ms : WORKER__BACKOFF_MS;

@@ -47,6 +47,9 @@ void worker__op_free(struct worker__op *op)
 	free(op->lines);
 	free(op->message);
 	json_decref(op->data);
+	free(op->by_name);
+	free(op->by_via);
+	json_decref(op->by_client);
 	if (op->run)
 		worker__run_unref(op->run);
 	worker__tool_unref(op->tool);
@@ -420,6 +423,7 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 	struct worker *w = calloc(1, sizeof(*w));
 	struct worker__hub *h = calloc(1, sizeof(*h));
 	char n[32];
+	int pool;
 
 	if (!w || !h)
 		goto fail;
@@ -471,13 +475,16 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 	 * Two process-wide settings, made here because the worker is what
 	 * needs them. libuv sizes its thread pool once, at the first
 	 * uv_queue_work, from UV_THREADPOOL_SIZE: C tools need one thread
-	 * per slot, plus spares for tools that ignore their abort flag and
-	 * keep a thread after their job was finished. And writing a job's
-	 * input to a process that exited early must be an EPIPE error, not
-	 * a SIGPIPE that kills the daemon.
+	 * per slot they may hold (threads, else workers), plus spares for
+	 * tools that ignore their abort flag and keep a thread after their
+	 * job was finished. And writing a job's input to a process that
+	 * exited early must be an EPIPE error, not a SIGPIPE that kills the
+	 * daemon.
 	 */
-	snprintf(n, sizeof(n), "%d",
-		 w->cfg.workers + 4 > 1024 ? 1024 : w->cfg.workers + 4);
+	if (w->cfg.threads > w->cfg.workers)
+		w->cfg.threads = w->cfg.workers;
+	pool = (w->cfg.threads > 0 ? w->cfg.threads : w->cfg.workers) + 4;
+	snprintf(n, sizeof(n), "%d", pool > 1024 ? 1024 : pool);
 	setenv("UV_THREADPOOL_SIZE", n, 0);
 	signal(SIGPIPE, SIG_IGN);
 

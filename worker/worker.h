@@ -30,6 +30,8 @@ enum worker_errc {
 	WORKER_EOVERLOAD, /* a queue limit */
 	WORKER_ESTORAGE,  /* the store failed; nothing was changed */
 	WORKER_EINTERNAL,
+	WORKER_EFORBIDDEN, /* the approval policy does not let the actor
+			      decide: data {"reason", "principal", "jobId"} */
 };
 
 /*
@@ -55,8 +57,33 @@ struct worker_result {
 
 typedef void (*worker_cb)(void *arg, const struct worker_result *res);
 
+/*
+ * struct worker_actor is who asks for an operation: the audit of the
+ * transition it makes (the event's "by" and "via", a job's submitter and
+ * decider) and the judge of a tool's approval policy. Everything is
+ * borrowed for the call; the worker copies what it keeps. An operation
+ * given no actor (NULL) is berthd's own.
+ *   name    the principal's name
+ *   via     how the request came: "socket", "tcp", "http", "mcp",
+ *           "worker"
+ *   client  an MCP client's {name, version}, or NULL
+ *   roles   the principal's roles, BERTH_ROLE_* (common/role.h), for
+ *           approvers named "role:NAME"
+ */
+struct worker_actor {
+	const char *name;
+	const char *via;
+	const json_t *client;
+	unsigned roles;
+};
+
 struct worker_config {
-	int workers;                 /* pool size; 0: 4 */
+	int workers;                 /* jobs running at once; 0: 4 */
+	/* Of those, runs of C tools executing on the thread pool at once
+	 * (CPU work: not nonblocking, not the built-in sleep), so that jobs
+	 * that only wait keep the other slots; 0: no bound but workers.
+	 * The pool has threads + 4 threads (worker_create). */
+	int threads;
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
 	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
@@ -70,6 +97,12 @@ struct worker_config {
 	int64_t heartbeat_ms;        /* worker processes are pinged after
 				      * this long silent, and dropped after
 				      * two unanswered pings; 0: 10000 */
+	/* Whether the principal that submitted a job may approve or
+	 * decline it when its tool's approvalPolicy does not say:
+	 * berthd sets it false with --principals (separation of duties),
+	 * and leaves it true without, where every caller is one trust
+	 * domain (docs/API.md). */
+	bool self_approval;
 };
 
 struct worker;
@@ -214,6 +247,8 @@ struct worker_submit {
 	 * metadata.mcp, which a submission without it may not set, so that
 	 * execute can trust it (berth.h, berth_ctx_mcp_meta). */
 	json_t *mcp;
+	/* Who submits (the job's submittedBy), NULL: berthd. */
+	const struct worker_actor *by;
 };
 
 /* worker_submit validates the tool, the input and the request context
@@ -225,30 +260,45 @@ struct worker_submit {
 int worker_submit(struct worker *w, const struct worker_submit *p,
 		  worker_cb cb, void *arg);
 
+/* Each operation below takes by, who asks (NULL: berthd), recorded with
+ * the transition's event. */
+
 /* worker_resume validates resume_data (borrowed) against the tool's
  * resume schema (WORKER_EINVAL, the job stays suspended) and queues the
  * suspended job to run again from the top with it. */
 int worker_resume(struct worker *w, const char *id, json_t *resume_data,
-		  worker_cb cb, void *arg);
+		  const struct worker_actor *by, worker_cb cb, void *arg);
 
-/* worker_approve and worker_decline answer a job awaiting approval; a
- * declined job never runs. note and reason may be NULL. */
+/*
+ * worker_approve and worker_decline answer a job awaiting approval; a
+ * declined job never runs. note and reason may be NULL. The job's tool's
+ * approvalPolicy judges by first (docs/API.md): its submitter may decide
+ * only with selfApproval (WORKER_EFORBIDDEN, reason "self_approval"), and
+ * only one of its approvers may (reason "not_an_approver"). An approval
+ * below the quorum is recorded and the job goes on waiting (an
+ * "approved" event whose status is still awaiting_approval); the same
+ * approver again is WORKER_ECONFLICT with {"status", "reason":
+ * "already_approved"}, and changes nothing. A decline ends the job.
+ */
 int worker_approve(struct worker *w, const char *id, const char *note,
-		   worker_cb cb, void *arg);
+		   const struct worker_actor *by, worker_cb cb, void *arg);
 int worker_decline(struct worker *w, const char *id, const char *reason,
-		   worker_cb cb, void *arg);
+		   const struct worker_actor *by, worker_cb cb, void *arg);
 
 /* worker_cancel cancels any non-terminal job; a running one gets its
  * abort flag, its process is killed, and its late result is discarded. */
 int worker_cancel(struct worker *w, const char *id, const char *reason,
-		  worker_cb cb, void *arg);
+		  const struct worker_actor *by, worker_cb cb, void *arg);
 
 /* worker_retry creates a new job with the same tool, input and request
- * context as a failed, timed_out or expired job, retry_of set to id. */
-int worker_retry(struct worker *w, const char *id, worker_cb cb, void *arg);
+ * context as a failed, timed_out or expired job, retry_of set to id; by
+ * submits it. */
+int worker_retry(struct worker *w, const char *id,
+		 const struct worker_actor *by, worker_cb cb, void *arg);
 
-/* worker_pause sets or clears a tool's durable paused flag. The result
- * has no job. */
+/* worker_pause sets or clears a tool's durable paused flag (no job
+ * changes, so there is no event to record anyone with). The result has
+ * no job. */
 int worker_pause(struct worker *w, const char *tool, bool paused,
 		 worker_cb cb, void *arg);
 

@@ -34,6 +34,20 @@ function when(iso) {
   return isNaN(d) ? iso : d.toLocaleString();
 }
 
+// who names who did something and how: "alice (http)", "bob (mcp,
+// Claude 1.2)".
+function who(name, via, client) {
+  const how = [via, client && [client.name, client.version].filter(Boolean).join(' ')].filter(Boolean);
+  return (name || 'unknown') + (how.length ? ' (' + how.join(', ') + ')' : '');
+}
+
+// approvalsText says how many approvals a job has of how many it needs,
+// and whose they are.
+function approvalsText(a) {
+  const list = (a.approvals || []).map((x) => who(x.by, x.via) + ' ' + when(x.at)).join('; ');
+  return (a.approvals || []).length + ' of ' + (a.quorum || 1) + (list ? ': ' + list : '');
+}
+
 function banner(text) {
   const b = $('#banner');
   b.textContent = text || '';
@@ -317,6 +331,11 @@ async function showJob(id, refresh) {
         h('dt', {}, 'Attempt'), h('dd', {}, String(job.attempt || 1)),
         h('dt', {}, 'Created'), h('dd', {}, when(job.createdAt)),
         job.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, when(job.finishedAt))] : null,
+        job.submittedBy ? [h('dt', {}, 'Submitted by'), h('dd', {}, who(job.submittedBy, job.submittedVia))] : null,
+        job.approval && job.approval.required ? [h('dt', {}, 'Approvals'), h('dd', { id: 'job-approvals' },
+          approvalsText(job.approval))] : null,
+        job.approval && job.approval.decidedBy ? [h('dt', {}, job.approval.decision === 'declined' ? 'Declined by' : 'Approved by'),
+          h('dd', { id: 'job-decided-by' }, who(job.approval.decidedBy.name, job.approval.decidedBy.via) + ', ' + when(job.approval.decidedAt))] : null,
         job.approval && job.approval.reason ? [h('dt', {}, 'Reason'), h('dd', {}, job.approval.reason)] : null,
         job.approval && job.approval.note ? [h('dt', {}, 'Note'), h('dd', {}, job.approval.note)] : null),
       p ? h('p', {}, h('label', {}, p.message || 'Progress',
@@ -329,7 +348,8 @@ async function showJob(id, refresh) {
     payload('Error', job.error),
     h('div', { class: 'card' }, h('h3', {}, 'Timeline'),
       h('ol', { class: 'timeline' }, events.events.map((e) =>
-        h('li', {}, h('span', { class: 'badge ' + e.status }, e.type), h('time', { datetime: e.at }, when(e.at)))))),
+        h('li', {}, h('span', { class: 'badge ' + e.status }, e.type), h('time', { datetime: e.at }, when(e.at)),
+          h('span', { class: 'by' }, 'by ' + who(e.by, e.via, e.client)))))),
     TERMINAL.has(job.status) ? null : h('div', { class: 'actions' },
       h('button', { type: 'button', id: 'cancel', onclick: () => act(job, 'cancel', {}, root.querySelector('.cancel-box')) }, 'Cancel job')),
     h('div', { class: 'cancel-box', 'aria-live': 'polite' }),
@@ -504,6 +524,14 @@ async function main() {
     $('#live').textContent = 'offline';
     return;
   }
+  // Who is logged in: the principal this tab's session acts as.
+  try {
+    const info = await api('/api/info');
+    if (info.principal) {
+      $('#whoami').textContent = 'Logged in as ' + info.principal.name + ' (' + (info.principal.roles || []).join(', ') + ')';
+      $('#whoami').hidden = false;
+    }
+  } catch (e) { /* the inbox works without it */ }
   route();
   connect();
 }

@@ -228,6 +228,13 @@ struct berth_tool {
 	/* require_approval_fn, when set, decides from the input and
 	 * overrides require_approval. */
 	bool (*require_approval_fn)(const json_t *input, void *data);
+	/* approval_policy: a JSON object, who may decide a job that waits
+	 * for approval: {"selfApproval": bool (may its submitter decide
+	 * it?), "approvers": [principal names and "role:NAME"], "quorum":
+	 * distinct approvals needed} (docs/TOOLS.md). NULL: anyone with the
+	 * approve role but the submitter (with --principals), one
+	 * approval. */
+	const char *approval_policy;
 
 	struct berth_background background;
 

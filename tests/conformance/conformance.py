@@ -181,7 +181,12 @@ JOB_FIELDS = {
     "startedAt": "time", "finishedAt": "time",
     # A berth extension (docs/API.md): the job's tool is not registered.
     "toolMissing": bool,
+    # Berth extensions (docs/API.md, "Principals and roles"): who
+    # submitted the job and how.
+    "submittedBy": str, "submittedVia": str,
 }
+
+VIAS = ("socket", "tcp", "http", "mcp", "worker", "berthd")
 
 
 def is_time(v):
@@ -234,9 +239,25 @@ def check_job(j, what="job"):
         a = j["approval"]
         # "note" is a berth extension (docs/API.md): an approval's note,
         # where a decline has its reason.
+        # decidedBy, quorum and approvals are berth's audit (docs/API.md,
+        # "Principals and roles").
         ok &= check(set(a) <= {"required", "decision", "reason", "note",
-                               "decidedAt"},
+                               "decidedAt", "decidedBy", "quorum",
+                               "approvals"},
                     what + ".approval has only its fields", a)
+        if a.get("decision") is not None:
+            by = a.get("decidedBy")
+            ok &= check(isinstance(by, dict) and isinstance(by.get("name"), str)
+                        and by.get("via", "berthd") in VIAS,
+                        what + ".approval.decidedBy is {name, via} once decided",
+                        a)
+        if a.get("required"):
+            ok &= check(is_int(a.get("quorum")) and a["quorum"] >= 1,
+                        what + ".approval.quorum is a count", a)
+            ok &= check(isinstance(a.get("approvals"), list) and all(
+                isinstance(x, dict) and isinstance(x.get("by"), str)
+                and is_time(x.get("at")) for x in a["approvals"]),
+                what + ".approval.approvals are [{by, via, at}]", a)
         ok &= check(isinstance(a.get("required"), bool),
                     what + ".approval.required is a boolean", a)
         ok &= check(a.get("decision") in ("approved", "declined", None),
@@ -263,9 +284,13 @@ def check_job(j, what="job"):
 def check_event(e, what="event"):
     if not check(isinstance(e, dict), what + " is an object", e):
         return
+    # by, via and client are berth's audit (docs/API.md, "Principals and
+    # roles").
     check(set(e) <= {"seq", "jobId", "tool", "type", "status", "at", "data",
-                     "subscription"},
+                     "subscription", "by", "via", "client"},
           what + " has only Event fields", e)
+    check(isinstance(e.get("by"), str), what + ".by names who caused it", e)
+    check(e.get("via", "berthd") in VIAS, what + ".via is a way", e)
     for k in ("seq", "jobId", "tool", "type", "status", "at"):
         check(k in e, "%s has %s" % (what, k), e)
     check(is_int(e.get("seq")), what + ".seq is an integer", e)
@@ -504,10 +529,16 @@ def test_server(d):
     c = d.client()
     info = c.call("server/info")
     if check(isinstance(info, dict), "server/info result", info):
+        # principal, who asks, is berth's (docs/API.md).
         check(set(info) == {"name", "version", "protocolVersion",
                             "durability", "database", "uptimeMs", "jobs",
-                            "workers"},
+                            "workers", "principal"},
               "server/info has exactly its members", sorted(info))
+        p = info.get("principal")
+        check(isinstance(p, dict) and isinstance(p.get("name"), str)
+              and isinstance(p.get("roles"), list)
+              and p.get("via") in VIAS,
+              "server/info.principal is {name, roles, via}", p)
         for k in ("name", "version", "protocolVersion", "durability",
                   "database"):
             check(isinstance(info.get(k), str), "server/info.%s string" % k,
@@ -551,7 +582,7 @@ def test_tools(d):
                "annotations", "_meta", "execution", "suspendSchema",
                "resumeSchema", "requestContextSchema", "requireApproval",
                "background", "inputExamples", "strict", "providerOptions",
-               "paused", "icons"}
+               "paused", "icons", "approvalPolicy"}
     for t in tools:
         w = "tool " + str(t.get("name"))
         check(set(t) <= allowed, w + " has only Tool members",

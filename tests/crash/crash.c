@@ -120,7 +120,8 @@ struct job {
 	/* From the event log. */
 	int ev_status;        /* -1: no event yet */
 	unsigned ev_seen;     /* statuses its events passed through */
-	int nev[NEV];
+	int nev[NEV];         /* partial approvals are not counted here */
+	int partial;          /* approvals below a quorum */
 	/* The first terminal state seen (status|finished_at|output|error). */
 	char *terminal;
 	int64_t db_terminal_finished; /* finished_at when the db saw it terminal */
@@ -682,6 +683,7 @@ static void check_event(const json_t *e)
 	int type = event_of(json_string_value(json_object_get(e, "type")));
 	int s = status_of(json_string_value(json_object_get(e, "status")));
 	struct job *j;
+	bool partial;
 
 	events_checked++;
 	if (seq_started && seq != next_seq + 1)
@@ -699,8 +701,13 @@ static void check_event(const json_t *e)
 	j = job_get(id, true);
 	if (!j)
 		return;
-	if (ev_status[type] >= 0 ? s != ev_status[type]
-				 : (s != ST_PENDING && s != ST_AWAITING))
+	/* An approval below its tool's quorum is an "approved" event that
+	 * leaves the job awaiting approval (docs/API.md): legal from
+	 * awaiting approval only, and no decision. */
+	partial = type == EV_APPROVED && s == ST_AWAITING;
+	if (partial ? j->ev_status != ST_AWAITING
+		    : ev_status[type] >= 0 ? s != ev_status[type]
+					   : (s != ST_PENDING && s != ST_AWAITING))
 		violation("%s: event %lld %s with status %s", id,
 			  (long long)seq, ev_names[type], st_names[s]);
 	if (j->ev_status < 0) {
@@ -717,7 +724,10 @@ static void check_event(const json_t *e)
 			  id, (long long)seq, ev_names[type],
 			  st_names[j->ev_status], st_names[s]);
 	}
-	j->nev[type]++;
+	if (partial)
+		j->partial++;
+	else
+		j->nev[type]++;
 	j->ev_status = s;
 	j->ev_seen |= M(s);
 }

@@ -69,6 +69,14 @@ bool gw_log_has(struct gw *g, const char *needle)
 	return found;
 }
 
+static bool has_principals(const char *const *extra)
+{
+	for (int i = 0; extra && extra[i]; i++)
+		if (strcmp(extra[i], "--principals") == 0)
+			return true;
+	return false;
+}
+
 int gw_start(struct gw *g, bool open, const char *const *extra)
 {
 	const char *args[24];
@@ -91,7 +99,8 @@ int gw_start(struct gw *g, bool open, const char *const *extra)
 	args[n++] = "127.0.0.1:0";
 	if (open) {
 		args[n++] = "--http-open";
-	} else {
+	} else if (!has_principals(extra)) {
+		/* With --principals, the tokens are theirs. */
 		args[n++] = "--token-file";
 		args[n++] = g->tokfile;
 	}

@@ -23,7 +23,8 @@ struct gw {
 
 /* gw_start starts berthd with the test tools, --http 127.0.0.1:0 and a
  * token file holding "secret" (unless open: then --http-open and no
- * token). Returns 0 or -1. */
+ * token; or unless extra gives --principals, whose tokens stand in for
+ * it). Returns 0 or -1. */
 int gw_start(struct gw *g, bool open, const char *const *extra);
 void gw_stop(struct gw *g);
 /* gw_login_url reads the newest login URL berthd logged into g->login

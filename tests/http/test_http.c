@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1278,6 +1279,96 @@ static void routes__a_wrong_method_gets_405_with_the_routes_allow(void **state)
 	json_decref(doc);
 }
 
+/* ---- principals ---------------------------------------------------------- */
+
+#define T_AGENT "agent-0123456789abcdef0123456789abcdef"
+#define T_ALICE "alice-0123456789abcdef0123456789abcdef"
+
+/* With --principals a Bearer token acts as its principal, with its roles:
+ * the agent submits but may not approve (403, forbidden), alice
+ * approves; a session acts as the principal that opened it, and the
+ * login URL's as berthd's own user; /api/info says who is logged in, and
+ * /metrics counts the decision and the refusal. */
+static void auth__bearer_tokens_and_sessions__act_as_their_principals(void **state)
+{
+	static struct gw pg;
+	char dir[] = "/tmp/berth-http-princ-XXXXXX", file[128];
+	const char *extra[] = {"--principals", file, NULL};
+	const char *agent = "Authorization: Bearer " T_AGENT "\r\n" JSON_CT;
+	char alice[256], *sid, hdr[256], path[160], metric[256];
+	struct gw saved = gw;
+	struct resp r;
+	json_t *v, *job;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/principals.json", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("{\"principals\": ["
+	      "{\"name\": \"agent\", \"token\": \"" T_AGENT "\","
+	      " \"roles\": [\"submit\"]},"
+	      "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
+	      " \"roles\": [\"approve\"]}]}", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(file, 0600), 0);
+	assert_int_equal(gw_start(&pg, false, extra), 0);
+	/* req() talks to gw: point it at this berthd for the test. */
+	gw = pg;
+	snprintf(alice, sizeof alice, "Authorization: Bearer %s\r\n" JSON_CT,
+		 T_ALICE);
+
+	job = req(201, "POST", "/api/jobs", agent,
+		  "{\"tool\":\"deploy\",\"input\":{\"service\":\"x\"}}");
+	assert_string_equal(jstr(job, "submittedBy"), "agent");
+	assert_string_equal(jstr(job, "submittedVia"), "http");
+	snprintf(path, sizeof path, "/api/jobs/%s/approve", jstr(job, "id"));
+	v = req(403, "POST", path, agent, "{}");
+	assert_int_equal(err_code(json_incref(v)), -32010);
+	assert_string_equal(jstr(json_object_get(json_object_get(v, "error"),
+						 "data"), "reason"), "forbidden");
+	json_decref(v);
+	v = req(200, "POST", path, alice, "{\"note\":\"go\"}");
+	assert_string_equal(jstr(json_object_get(json_object_get(v, "approval"),
+						 "decidedBy"), "name"), "alice");
+	assert_string_equal(jstr(json_object_get(json_object_get(v, "approval"),
+						 "decidedBy"), "via"), "http");
+	json_decref(v);
+	json_decref(job);
+
+	/* Who is logged in: a Bearer token, a session it opened. */
+	v = req(200, "GET", "/api/info", alice, NULL);
+	assert_string_equal(jstr(json_object_get(v, "principal"), "name"), "alice");
+	json_decref(v);
+	sid = open_session(&pg, T_ALICE);
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	v = req(200, "GET", "/api/info", hdr, NULL);
+	assert_string_equal(jstr(json_object_get(v, "principal"), "name"), "alice");
+	assert_string_equal(jstr(json_object_get(v, "principal"), "via"), "http");
+	json_decref(v);
+	free(sid);
+	/* The login URL's session is berthd's own user's: an admin. */
+	sid = open_session(&pg, pg.login_token);
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	v = req(200, "GET", "/api/info", hdr, NULL);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+		json_object_get(v, "principal"), "roles"), 0)), "admin");
+	json_decref(v);
+	free(sid);
+
+	assert_int_equal(http_do(pg.port, "GET", "/metrics", alice, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "berth_decisions_total{tool=\"deploy\","
+				       "principal=\"alice\",decision=\"approved\"} 1"));
+	snprintf(metric, sizeof metric, "berth_refusals_total{reason=\"forbidden\"} 1");
+	assert_non_null(strstr(r.body, metric));
+	resp_free(&r);
+	gw = saved;
+	gw_stop(&pg);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1301,6 +1392,7 @@ int main(void)
 		cmocka_unit_test(sse__reconnect_with_last_event_id__misses_nothing),
 		cmocka_unit_test(metrics__parse_as_prometheus_text),
 		cmocka_unit_test(openapi__describes_every_route_and_no_other),
+		cmocka_unit_test(auth__bearer_tokens_and_sessions__act_as_their_principals),
 	};
 
 	struct rlimit rl;

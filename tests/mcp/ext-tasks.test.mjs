@@ -12,7 +12,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 
-import { BERTH, Daemon, rawCall, sanitizerEnv } from './harness.mjs';
+import { BERTH, Daemon, rawCall, sanitizerEnv, waitFor } from './harness.mjs';
 
 const APPROVE = 'mcp-approve'; // requireApproval; output {done: true, action}
 const ASK = 'mcp-ask';         // suspends with {question}; resumeSchema {answer}
@@ -26,7 +26,11 @@ const open = [];
 
 // connect returns an ext-tasks session over a 2.x client with form
 // elicitation; answer(request, context) answers each input request and
-// inputs records them.
+// inputs records them. errors collects what the session reports, and
+// failed rejects with the first of them: a question the session could not
+// place (it answers it "cancel", and berth does not ask again in that
+// wait) then fails a test at once instead of leaving it to poll until its
+// limit.
 async function connect(answer) {
   const client = new Client({ name: 'berth-ext-tasks-test', version: '1.0.0' },
     { capabilities: { elicitation: { form: {} } } });
@@ -38,16 +42,19 @@ async function connect(answer) {
   });
   const errors = [];
   const inputs = [];
+  let fail;
+  const failed = new Promise((_, reject) => { fail = reject; });
+  failed.catch(() => {}); // not unhandled in a test that settles no task
   await client.connect(transport);
   const session = createTaskSessionFromClient(client, {
     endpointId: 'berth',
-    onError: (e) => errors.push(e),
+    onError: (e) => { errors.push(e); fail(e); },
     onInputRequest: async (request, context) => {
       inputs.push({ request, context });
       return answer(request, context);
     },
   });
-  const s = { client, session, errors, inputs };
+  const s = { client, session, errors, inputs, failed };
   open.push(s);
   return s;
 }
@@ -57,12 +64,18 @@ async function close(s) {
   await s.client.close();
 }
 
+// outcomeOf waits for execution, a task of session s, to end and returns
+// its outcome, or throws the first error s reports.
+async function outcomeOf(s, execution) {
+  const { outcome } = await Promise.race([execution.settle(), s.failed]);
+  return outcome;
+}
+
 // settled runs a task-backed call to its end and returns its outcome.
 async function settled(s, name, args, options = {}) {
   const execution = await s.session.callTool(name, args, { task: { preference: 'require' }, ...options });
   assert.equal(execution.kind, 'task');
-  const { outcome } = await execution.settle();
-  return { execution, outcome };
+  return { execution, outcome: await outcomeOf(s, execution) };
 }
 
 before(async () => {
@@ -159,9 +172,36 @@ describe('ext-tasks', () => {
     await first.client.close();
     const second = await connect(async () => ({ action: 'accept', content: { answer: 'yes' } }));
     const resumed = await second.session.resumeTask(reference);
-    const { outcome } = await resumed.settle();
+    const outcome = await outcomeOf(second, resumed);
     assert.equal(outcome.status, 'completed', outcome.error?.message);
     assert.deepEqual(resultFromTaskOutcome(outcome).structuredContent, { question: 'Still there?', answer: 'yes' });
     assert.equal(second.inputs.length, 1);
+    assert.deepEqual(second.errors, []);
+  });
+
+  test('a task resumed on another session once it waits is asked there only after resumeTask has taken it in', LIMIT, async () => {
+    // The bad ordering, forced: the job waits already when the second
+    // session's resumeTask sends its tasks/get, which takes the task over.
+    // A question sent with that reply reached the session before
+    // resumeTask had the task in hand; it answered "cancel" (reporting an
+    // InputCorrelationError), and was never asked again.
+    const first = await connect(async () => ({ action: 'cancel' }));
+    const execution = await first.session.callTool(ASK, { question: 'Waiting?' }, { task: { preference: 'require' } });
+    const id = execution.handle.taskId;
+    let reference;
+    await execution.handoff((r) => { reference = r; });
+    open.splice(open.indexOf(first), 1);
+    await first.client.close();
+    await waitFor(async () => (await rawCall(daemon, 'jobs/get', { id })).status === 'suspended',
+      30000, 'the job to suspend');
+    const second = await connect(async () => ({ action: 'accept', content: { answer: 'still' } }));
+    const resumed = await second.session.resumeTask(reference);
+    const outcome = await outcomeOf(second, resumed);
+    assert.equal(outcome.status, 'completed', outcome.error?.message);
+    assert.deepEqual(resultFromTaskOutcome(outcome).structuredContent, { question: 'Waiting?', answer: 'still' });
+    assert.equal(second.inputs.length, 1);
+    assert.equal(second.inputs[0].context.taskId, id);
+    assert.deepEqual(second.errors, []);
+    assert.equal(first.inputs.length, 0);
   });
 });

@@ -45,9 +45,10 @@ function canConnect(socket) {
 // directory; restart keeps the directory, and so the database, which is
 // what the restart test needs.
 export class Daemon {
-  constructor({ binary = BERTHD, tools = [EXAMPLES, MCP_TOOLS] } = {}) {
+  constructor({ binary = BERTHD, tools = [EXAMPLES, MCP_TOOLS], args = [] } = {}) {
     this.binary = binary;
     this.tools = tools;
+    this.args = args;
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'berth-mcp-'));
     this.db = path.join(this.dir, 'berth.db');
     this.socket = path.join(this.dir, 'berth.sock');
@@ -63,6 +64,7 @@ export class Daemon {
       '--socket', this.socket,
       ...this.tools.flatMap((dir) => ['--tools', dir]),
       '--workers', '4',
+      ...this.args,
     ], { stdio: ['ignore', fd, fd] });
     closeSync(fd);
     this.proc = proc;

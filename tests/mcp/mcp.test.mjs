@@ -68,6 +68,58 @@ function noStrayOutput(s) {
   assert.deepEqual(s.errors.map(String), [], `SDK errors; berth mcp stderr: ${s.stderr}`);
 }
 
+// rawMcp starts `berth mcp` without the SDK and initializes it (2025-11-25,
+// with form elicitation when elicit is true), for the tests that check the
+// order of the lines berth sends.
+async function rawMcp(elicit) {
+  const r = new RawRelay(['--socket', daemon.socket]);
+  r.send({
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: elicit ? { elicitation: { form: {} } } : {},
+      clientInfo: { name: 'raw', version: '0' },
+    },
+  });
+  assert.equal(JSON.parse(await r.line(30000)).id, 1);
+  r.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return r;
+}
+
+// rawRequest sends a request on r and returns its result, which must be
+// the next line r gets.
+async function rawRequest(r, id, method, params) {
+  r.send({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
+  const reply = JSON.parse(await r.line(30000));
+  assert.equal(reply.id, id, `the next line answers ${method}: ${JSON.stringify(reply)}`);
+  assert.ok(reply.result, JSON.stringify(reply));
+  return reply.result;
+}
+
+// answerRaw takes the next line of r, which must be the question about
+// task id (its message matching message), and answers it with content.
+async function answerRaw(r, id, message, content) {
+  const question = JSON.parse(await r.line(30000));
+  assert.equal(question.method, 'elicitation/create', JSON.stringify(question));
+  assert.equal(question.params._meta?.[RELATED]?.taskId, id);
+  assert.match(question.params.message, message);
+  r.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content } });
+}
+
+// suspended waits until job id is suspended.
+async function suspended(id) {
+  await waitFor(async () => (await rawCall(daemon, 'jobs/get', { id })).status === 'suspended',
+    30000, 'the job to suspend');
+}
+
+// completed waits until job id is completed, and returns it.
+async function completed(id) {
+  return waitFor(async () => {
+    const job = await rawCall(daemon, 'jobs/get', { id });
+    return job.status === 'completed' && job;
+  }, 30000, 'the job to complete');
+}
+
 before(async () => {
   await daemon.start();
 });
@@ -831,6 +883,54 @@ describe('questions on the session that created the task', () => {
     const result = await pending;
     assert.deepEqual(result.structuredContent, { done: true, action: 'later' });
     assert.equal(s.elicitations.length, 1);
+  });
+
+  test('a session that takes a task over is asked from its next request about it, not with the reply that hands it over', LIMIT, async () => {
+    // The creator declared no elicitation, so the first session with
+    // elicitation that asks about the task takes it over.
+    const creator = await session();
+    const created = await creator.client.request(
+      { method: 'tools/call', params: { name: ASK, arguments: { question: 'Taken over?' }, task: {} } },
+      CreateTaskResultSchema);
+    const id = created.task.taskId;
+    await suspended(id);
+    const r = await rawMcp(true);
+    assert.equal((await rawRequest(r, 2, 'tasks/get', { taskId: id })).status, 'input_required');
+    // That reply is the client's first sight of the task: a question sent
+    // with it would overtake it (ext-tasks answers "cancel" to a question
+    // it cannot place yet, and is not asked again). So the next line is
+    // the ping's answer.
+    assert.deepEqual(await rawRequest(r, 3, 'ping'), {});
+    // Its next request about the task shows that it follows the task: the
+    // question comes after that reply.
+    await rawRequest(r, 4, 'tasks/get', { taskId: id });
+    await answerRaw(r, id, /Taken over\?/, { answer: 'here' });
+    assert.deepEqual((await completed(id)).output, { question: 'Taken over?', answer: 'here' });
+    r.proc.stdin.end();
+    assert.equal((await r.exit(10000)).code, 0);
+  });
+
+  test('a session that asked about a task before its creator left takes it over at its next request, and is asked at the one after', LIMIT, async () => {
+    // The creator can answer but never follows the task, and leaves.
+    const creator = await rawMcp(true);
+    const id = (await rawRequest(creator, 2, 'tools/call',
+      { name: ASK, arguments: { question: 'Left?' }, task: {} })).task.taskId;
+    await suspended(id);
+    const r = await rawMcp(true);
+    // Its creator owns the task: not taken over, not asked.
+    await rawRequest(r, 2, 'tasks/get', { taskId: id });
+    assert.deepEqual(await rawRequest(r, 3, 'ping'), {});
+    creator.proc.stdin.end();
+    assert.equal((await creator.exit(10000)).code, 0);
+    // berthd has let go of the creator once it answers a later connection.
+    await rawCall(daemon, 'jobs/get', { id });
+    await rawRequest(r, 4, 'tasks/get', { taskId: id });
+    assert.deepEqual(await rawRequest(r, 5, 'ping'), {});
+    await rawRequest(r, 6, 'tasks/get', { taskId: id });
+    await answerRaw(r, id, /Left\?/, { answer: 'no' });
+    assert.deepEqual((await completed(id)).output, { question: 'Left?', answer: 'no' });
+    r.proc.stdin.end();
+    assert.equal((await r.exit(10000)).code, 0);
   });
 });
 

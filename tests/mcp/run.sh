@@ -31,7 +31,7 @@ if ! cmp -s "$src/package-lock.json" "$work/.installed-lock.json" ||
 	cp "$src/package-lock.json" "$work/.installed-lock.json"
 fi
 
-files=mcp.test.mjs
+files="mcp.test.mjs principals.test.mjs"
 major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$major" -ge 20 ]; then
 	files="$files ext-tasks.test.mjs"

@@ -409,6 +409,92 @@ static void create__awaiting_approval__approval_requested_carries_its_own_data(v
 	json_decref(approval);
 }
 
+/* decide runs an approval (or a decline, approve false) of id by who on
+ * node: a new list of approvals judged on one of had approvals. */
+static int decide(struct fx *f, int node, const char *id, const char *who,
+		  const char *via, json_t *approvals, int had, bool final)
+{
+	struct waiter w = {.req = {.op = STORE_OP_TRANSITION}};
+	struct store_transition *tr = &w.req.u.transition;
+	snprintf(tr->job_id, 40, "%s", id);
+	tr->from_mask = STORE_MASK(STORE_AWAITING_APPROVAL);
+	tr->to = final ? STORE_PENDING : STORE_AWAITING_APPROVAL;
+	tr->event = STORE_EV_APPROVED;
+	tr->set = STORE_SET_APPROVALS | (final ? STORE_SET_DECISION : 0);
+	tr->decision = STORE_DECISION_APPROVED;
+	tr->by = who;
+	tr->via = via;
+	tr->approvals = approvals;
+	tr->approvals_had = had;
+	tr->quorum = 2;
+	int rc = run_req(f, f->n[node].st, &w);
+	store_req_finish(&w.req);
+	return rc;
+}
+
+/* The audit on PostgreSQL: a creation's events are its submitter's, a
+ * list of approvals is written only over the list it was judged on (a
+ * stale one conflicts, changing nothing), and the decision records its
+ * decider. */
+static void approvals__on_postgres__are_written_over_the_list_they_were_judged_on(void **state)
+{
+	struct fx *f = *state;
+	struct store_job j = {0}, *got = NULL;
+	json_t *client = json_pack("{s:s, s:s}", "name", "claude", "version", "1");
+	json_t *one = json_pack("[{s:s}]", "by", "alice");
+	json_t *two = json_pack("[{s:s}, {s:s}]", "by", "alice", "by", "bob");
+	struct store_event *ev;
+	size_t n;
+	char id[40];
+
+	j.tool = "deploy";
+	j.status = STORE_AWAITING_APPROVAL;
+	j.approval_required = true;
+	j.quorum = 2;
+	j.submitted_by = "agent";
+	j.submitted_via = "mcp";
+	j.input = json_object();
+	struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+	w.req.u.create.job = &j;
+	w.req.u.create.client = client;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	snprintf(id, sizeof id, "%s", w.req.job->id);
+	store_req_finish(&w.req);
+
+	assert_int_equal(decide(f, 0, id, "alice", "tcp", one, 0, false), 0);
+	/* Judged on the empty list, which is gone: nothing changes. */
+	assert_int_equal(decide(f, 0, id, "carol", "tcp", one, 0, false),
+			 STORE_ECONFLICT);
+	assert_int_equal(decide(f, 0, id, "bob", "http", two, 1, true), 0);
+	assert_int_equal(store_get(f->n[0].st, id, &got), 0);
+	assert_int_equal(got->status, STORE_PENDING);
+	assert_string_equal(got->submitted_by, "agent");
+	assert_string_equal(got->submitted_via, "mcp");
+	assert_string_equal(got->decided_by, "bob");
+	assert_string_equal(got->decided_via, "http");
+	assert_int_equal(got->quorum, 2);
+	assert_true(json_equal(got->approvals, two));
+	store_job_free(got);
+
+	assert_int_equal(store_events(f->n[0].st, 0, id, 10, &ev, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(ev[0].by, "agent");
+	assert_string_equal(ev[0].via, "mcp");
+	assert_true(json_equal(ev[0].client, client));
+	assert_string_equal(ev[2].by, "alice");
+	assert_int_equal(ev[2].status, STORE_AWAITING_APPROVAL);
+	assert_string_equal(ev[3].by, "bob");
+	assert_string_equal(ev[3].via, "http");
+	assert_null(ev[3].client);
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+	json_decref(j.input);
+	json_decref(client);
+	json_decref(one);
+	json_decref(two);
+}
+
 /* A newer schema is refused and left untouched. */
 static void open__newer_schema__is_refused(void **state)
 {
@@ -763,6 +849,404 @@ static void procs__are_each_nodes_own(void **state)
 	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM procs"), 2);
 }
 
+/* ---- the writer's pipeline ------------------------------------------- */
+
+static void submit_async(struct store *st, struct waiter *w)
+{
+	w->req.done = req_done;
+	w->done = false;
+	assert_int_equal(store_submit(st, &w->req), 0);
+}
+
+static void wait_for(struct fx *f, struct waiter *w)
+{
+	while (!w->done)
+		uv_run(&f->loop, UV_RUN_ONCE);
+}
+
+/* pg_text reads the first value of sql as text ("" for NULL), into out. */
+static void pg_text(const char *url, const char *sql, char *out, size_t len)
+{
+	PGconn *pg = PQconnectdb(url);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	PGresult *r = PQexec(pg, sql);
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	assert_int_equal(PQntuples(r), 1);
+	snprintf(out, len, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQfinish(pg);
+}
+
+/* A job created started (what the worker does for a nonblocking tool),
+ * and the transition that ends its run, sent while the store holds them
+ * (store_hold), as the worker's submit_and_run sends them. */
+struct pair {
+	struct store_job job;
+	json_t *output;
+	struct waiter create, end;
+};
+
+static void pair_submit(struct fx *f, int node, struct pair *p, const char *tool)
+{
+	memset(p, 0, sizeof(*p));
+	store_uuid7(p->job.id); /* the run needs the id before the commit */
+	p->job.tool = (char *)tool;
+	p->job.status = STORE_PENDING;
+	p->job.input = json_pack("{s:i}", "n", 1);
+	p->output = json_pack("{s:b}", "ok", 1);
+	p->create.req.op = STORE_OP_CREATE;
+	p->create.req.u.create.job = &p->job;
+	p->create.req.u.create.event_data = p->job.input;
+	p->create.req.u.create.start = true;
+	struct store_transition *t = &p->end.req.u.transition;
+	p->end.req.op = STORE_OP_TRANSITION;
+	snprintf(t->job_id, sizeof(t->job_id), "%s", p->job.id);
+	t->from_mask = STORE_MASK(STORE_RUNNING);
+	t->to = STORE_COMPLETED;
+	t->event = STORE_EV_COMPLETED;
+	t->set = STORE_SET_OUTPUT;
+	t->output = p->output;
+	t->event_data = p->output;
+	store_hold(f->n[node].st);
+	submit_async(f->n[node].st, &p->create);
+	submit_async(f->n[node].st, &p->end);
+	store_release(f->n[node].st);
+	wait_for(f, &p->create);
+	wait_for(f, &p->end);
+}
+
+static void pair_finish(struct pair *p)
+{
+	store_req_finish(&p->create.req);
+	store_req_finish(&p->end.req);
+	json_decref(p->job.input);
+	json_decref(p->output);
+}
+
+/* A creation that starts its job, alone, is written running under this
+ * node's lease, with created and started events: another node cannot end
+ * its run, this one can. */
+static void create_start__on_postgres__runs_under_this_nodes_lease(void **state)
+{
+	struct fx *f = *state;
+	struct store_job j = {0};
+	j.tool = "echo";
+	j.status = STORE_PENDING;
+	struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+	w.req.u.create.job = &j;
+	w.req.u.create.start = true;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	char id[40];
+	snprintf(id, sizeof(id), "%s", w.req.job->id);
+	assert_int_equal(w.req.job->status, STORE_PENDING); /* as submitted */
+	store_req_finish(&w.req);
+
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM jobs WHERE id = '%s' AND status = 2"
+		 " AND lease_owner = 'node-a' AND lease_until > started_at"
+		 " AND started_at = created_at",
+		 id);
+	assert_int_equal(pg_int(f->url, sql), 1);
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_events(f->n[0].st, 0, id, 10, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_int_equal(ev[0].status, STORE_PENDING);
+	assert_int_equal(ev[1].type, STORE_EV_STARTED);
+	assert_int_equal(ev[1].status, STORE_RUNNING);
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+	assert_int_equal(move(f, 1, id, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+			      STORE_EV_COMPLETED), STORE_ECONFLICT);
+	assert_int_equal(move(f, 0, id, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+			      STORE_EV_COMPLETED), 0);
+}
+
+/* A held creation that starts its job and the end of its run land in one
+ * transaction, and the job's row is written once, in its final state:
+ * no UPDATE of it, no lease left, its three events in order. */
+static void held_pair__on_postgres__is_written_once_in_its_final_state(void **state)
+{
+	struct fx *f = *state;
+	pg_run(f->url, "CREATE TABLE updates (id text);"
+		       " CREATE FUNCTION count_update() RETURNS trigger"
+		       " LANGUAGE plpgsql AS $$BEGIN INSERT INTO updates"
+		       " VALUES (NEW.id); RETURN NEW; END$$;"
+		       " CREATE TRIGGER count_updates AFTER UPDATE ON jobs"
+		       " FOR EACH ROW EXECUTE FUNCTION count_update()");
+	struct pair p;
+	pair_submit(f, 0, &p, "echo");
+	assert_int_equal(p.create.rc, 0);
+	assert_int_equal(p.end.rc, 0);
+	assert_int_equal(p.end.req.job->status, STORE_COMPLETED);
+	assert_true(json_equal(p.end.req.job->output, p.output));
+
+	char sql[256], text[256];
+	snprintf(sql, sizeof(sql),
+		 "SELECT concat_ws(',', status, output, lease_owner IS NULL,"
+		 " lease_until IS NULL, started_at IS NOT NULL,"
+		 " finished_at IS NOT NULL) FROM jobs WHERE id = '%s'",
+		 p.job.id);
+	pg_text(f->url, sql, text, sizeof(text));
+	assert_string_equal(text, "4,{\"ok\":true},t,t,t,t");
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM updates"), 0);
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_events(f->n[0].st, 0, p.job.id, 10, &ev, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_int_equal(ev[1].type, STORE_EV_STARTED);
+	assert_int_equal(ev[2].type, STORE_EV_COMPLETED);
+	assert_int_equal(ev[1].seq, ev[0].seq + 1);
+	assert_int_equal(ev[2].seq, ev[1].seq + 1);
+	assert_true(json_equal(ev[2].data, p.output));
+	for (size_t i = 0; i < n; i++)
+		store_event_finish(&ev[i]);
+	free(ev);
+	pair_finish(&p);
+}
+
+/* A node that saw a tool unpaused may start its job at submission while
+ * another node pauses it: the store checks the pause when the creation
+ * commits and writes the job as submitted, pending, and the run's end
+ * meets it there. Nothing of the run is kept. */
+static void held_pair__tool_paused_by_another_node__writes_the_job_pending(void **state)
+{
+	struct fx *f = *state;
+	struct waiter pause = {.req = {.op = STORE_OP_TOOL_PAUSE}};
+	pause.req.u.pause.tool = "echo";
+	pause.req.u.pause.paused = true;
+	assert_int_equal(run_req(f, f->n[1].st, &pause), 0);
+
+	struct pair p;
+	pair_submit(f, 0, &p, "echo");
+	assert_int_equal(p.create.rc, 0);
+	assert_int_equal(p.create.req.job->status, STORE_PENDING);
+	assert_int_equal(p.end.rc, STORE_ECONFLICT);
+	assert_non_null(p.end.req.job);
+	assert_int_equal(p.end.req.job->status, STORE_PENDING);
+
+	char sql[256], text[256];
+	snprintf(sql, sizeof(sql),
+		 "SELECT concat_ws(',', status, output IS NULL, started_at IS NULL,"
+		 " lease_owner IS NULL) FROM jobs WHERE id = '%s'",
+		 p.job.id);
+	pg_text(f->url, sql, text, sizeof(text));
+	assert_string_equal(text, "0,t,t,t");
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_events(f->n[0].st, 0, p.job.id, 10, &ev, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].type, STORE_EV_CREATED);
+	assert_int_equal(ev[0].status, STORE_PENDING);
+	store_event_finish(&ev[0]);
+	free(ev);
+	pair_finish(&p);
+}
+
+/* A statement that fails in the middle of a pipelined batch fails the
+ * batch (nothing of it is written, no seq taken), and the connection
+ * goes on: the next batches, with and without a key, are written. */
+static void batch__a_statement_that_fails__fails_its_batch_and_the_next_run(void **state)
+{
+	struct fx *f = *state;
+	pg_run(f->url, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql"
+		       " AS $$BEGIN IF NEW.tool = 'boom' THEN RAISE EXCEPTION"
+		       " 'boom'; END IF; RETURN NEW; END$$;"
+		       " CREATE TRIGGER boom BEFORE INSERT ON jobs"
+		       " FOR EACH ROW EXECUTE FUNCTION boom()");
+	char a[40];
+	assert_int_equal(create(f, 0, "echo", NULL, a), 0);
+	int64_t seq = store_last_seq(f->n[0].st);
+
+	struct store_job j[3];
+	struct waiter w[3];
+	memset(j, 0, sizeof(j));
+	memset(w, 0, sizeof(w));
+	const char *tools[3] = {"echo", "boom", "echo"};
+	const char *keys[3] = {NULL, NULL, "k"};
+	store_hold(f->n[0].st);
+	for (int i = 0; i < 3; i++) {
+		j[i].tool = (char *)tools[i];
+		j[i].status = STORE_PENDING;
+		j[i].idempotency_key = (char *)keys[i];
+		w[i].req.op = STORE_OP_CREATE;
+		w[i].req.u.create.job = &j[i];
+		submit_async(f->n[0].st, &w[i]);
+	}
+	struct waiter t = {.req = {.op = STORE_OP_TRANSITION}};
+	snprintf(t.req.u.transition.job_id, 40, "%s", a);
+	t.req.u.transition.from_mask = STORE_MASK(STORE_PENDING);
+	t.req.u.transition.to = STORE_CANCELLED;
+	t.req.u.transition.event = STORE_EV_CANCELLED;
+	submit_async(f->n[0].st, &t);
+	store_release(f->n[0].st);
+	for (int i = 0; i < 3; i++) {
+		wait_for(f, &w[i]);
+		assert_true(w[i].rc < 0);
+		assert_int_not_equal(w[i].rc, STORE_ECONFLICT);
+		store_req_finish(&w[i].req);
+	}
+	wait_for(f, &t);
+	assert_true(t.rc < 0);
+	store_req_finish(&t.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), 1);
+	assert_int_equal(status_of(f, 0, a), STORE_PENDING);
+	assert_int_equal(store_last_seq(f->n[0].st), seq);
+
+	char b[40], c[40];
+	assert_int_equal(create(f, 0, "echo", NULL, b), 0);
+	assert_int_equal(create(f, 0, "echo", "k", c), 0);
+	assert_int_equal(move(f, 0, a, STORE_MASK(STORE_PENDING), STORE_CANCELLED,
+			      STORE_EV_CANCELLED), 0);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), 3);
+	assert_int_equal(store_last_seq(f->n[0].st), seq + 3);
+}
+
+/* Batches that send and receive megabytes at once (64 inputs of 256 KiB
+ * in, the same jobs claimed back whole, 64 outputs of 256 KiB in while
+ * the rows come back with both) go through: the writer reads the server's
+ * answers while it waits to send, so neither side waits forever on the
+ * other's full socket. */
+static void batch__megabytes_each_way__keep_the_pipeline_moving(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 64, SIZE = 256 * 1024 };
+	char *big = malloc(SIZE + 1);
+	assert_non_null(big);
+	memset(big, 'x', SIZE);
+	big[SIZE] = '\0';
+	json_t *payload = json_pack("{s:s}", "blob", big);
+	free(big);
+	struct store_job *j = calloc(N, sizeof(*j));
+	struct waiter *w = calloc(N, sizeof(*w));
+	assert_non_null(j);
+	assert_non_null(w);
+
+	store_hold(f->n[0].st);
+	for (int i = 0; i < N; i++) {
+		j[i].tool = "echo";
+		j[i].status = STORE_PENDING;
+		j[i].input = payload;
+		w[i].req.op = STORE_OP_CREATE;
+		w[i].req.u.create.job = &j[i];
+		submit_async(f->n[0].st, &w[i]);
+	}
+	store_release(f->n[0].st);
+	for (int i = 0; i < N; i++) {
+		wait_for(f, &w[i]);
+		assert_int_equal(w[i].rc, 0);
+		store_req_finish(&w[i].req);
+	}
+
+	struct waiter c = {.req = {.op = STORE_OP_CLAIM}};
+	c.req.u.claim.limit = N;
+	assert_int_equal(run_req(f, f->n[0].st, &c), 0);
+	assert_int_equal(c.req.njobs, N);
+	for (int i = 0; i < N; i++)
+		assert_true(json_equal(c.req.jobs[i]->input, payload));
+
+	store_hold(f->n[0].st);
+	for (int i = 0; i < N; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		struct store_transition *t = &w[i].req.u.transition;
+		w[i].req.op = STORE_OP_TRANSITION;
+		snprintf(t->job_id, 40, "%s", c.req.jobs[i]->id);
+		t->from_mask = STORE_MASK(STORE_RUNNING);
+		t->to = STORE_COMPLETED;
+		t->event = STORE_EV_COMPLETED;
+		t->set = STORE_SET_OUTPUT;
+		t->output = payload;
+		submit_async(f->n[0].st, &w[i]);
+	}
+	store_release(f->n[0].st);
+	for (int i = 0; i < N; i++) {
+		wait_for(f, &w[i]);
+		assert_int_equal(w[i].rc, 0);
+		assert_true(json_equal(w[i].req.job->output, payload));
+		store_req_finish(&w[i].req);
+	}
+	store_req_finish(&c.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 4"),
+			 N);
+	json_decref(payload);
+	free(j);
+	free(w);
+}
+
+/* A claim that counts no tool's jobs is one statement: it takes the
+ * runnable jobs by priority, then run_at, then id, never more than its
+ * limit, and leaves out the tools its caps exclude. */
+static void claim__in_one_statement__takes_jobs_in_order_up_to_its_limit(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		const char *tool;
+		int priority;
+	} jobs[] = {
+		{"echo", 0}, {"echo", 5}, {"other", 9}, {"echo", 5}, {"echo", 1},
+	};
+	char ids[5][40];
+	for (int i = 0; i < 5; i++) {
+		struct store_job j = {0};
+		j.tool = (char *)jobs[i].tool;
+		j.status = STORE_PENDING;
+		j.priority = jobs[i].priority;
+		struct waiter w = {.req = {.op = STORE_OP_CREATE}};
+		w.req.u.create.job = &j;
+		assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+		snprintf(ids[i], 40, "%s", w.req.job->id);
+		store_req_finish(&w.req);
+	}
+	struct store_cap cap = {.tool = "other"};
+	char got[5][40];
+	assert_int_equal(claim(f, 0, 3, &cap, 1, got), 3);
+	assert_string_equal(got[0], ids[1]);
+	assert_string_equal(got[1], ids[3]);
+	assert_string_equal(got[2], ids[4]);
+	assert_int_equal(claim(f, 1, 5, &cap, 1, got), 1);
+	assert_string_equal(got[0], ids[0]);
+	assert_int_equal(claim(f, 2, 5, NULL, 0, got), 1);
+	assert_string_equal(got[0], ids[2]);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"),
+			 5);
+}
+
+/* Caps marked pool share the claim's pool on PostgreSQL as on SQLite:
+ * at most pool_remaining jobs of those tools; a spent pool excludes them,
+ * and the claim that excludes them only is one statement again. */
+static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(create(f, 0, "a", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "b", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "c", NULL, NULL), 0);
+	}
+	const struct store_cap caps[] = {{"a", 3, 0, true}, {"b", 3, 0, true}};
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 9;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	w.req.u.claim.pool_remaining = 2;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 5);
+	store_req_finish(&w.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+				       " AND tool IN ('a', 'b')"), 2);
+	memset(&w, 0, sizeof(w));
+	w.req.op = STORE_OP_CLAIM;
+	w.req.u.claim.limit = 9;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 0);
+	store_req_finish(&w.req);
+}
+
 int main(void)
 {
 	if (base_url() == NULL) {
@@ -773,6 +1257,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(list__by_id_prefix__reads_the_range_of_ids_that_begin_so,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(approvals__on_postgres__are_written_over_the_list_they_were_judged_on,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(create__awaiting_approval__approval_requested_carries_its_own_data,
 						setup_one, teardown),
@@ -798,6 +1284,20 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(procs__are_each_nodes_own, setup_three,
 						teardown),
+		cmocka_unit_test_setup_teardown(create_start__on_postgres__runs_under_this_nodes_lease,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(held_pair__on_postgres__is_written_once_in_its_final_state,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(held_pair__tool_paused_by_another_node__writes_the_job_pending,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(batch__a_statement_that_fails__fails_its_batch_and_the_next_run,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(batch__megabytes_each_way__keep_the_pipeline_moving,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(claim__in_one_statement__takes_jobs_in_order_up_to_its_limit,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__pooled_caps_share_what_is_left_of_the_pool,
+						setup_one, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

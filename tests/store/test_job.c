@@ -190,8 +190,11 @@ static void uuid7__is_version_7_time_ordered_and_unique(void **state)
 	for (int i = 0; i < 1000; i++) {
 		store_uuid7(b);
 		assert_string_not_equal(a, b);
-		/* The first 48 bits are the time in ms: never going back. */
-		assert_true(memcmp(a, b, 13) <= 0);
+		/* The first 48 bits are the time in ms and the next 12 (after
+		 * the version) its fraction: ids made one after the other
+		 * increase strictly, also many to a millisecond. */
+		assert_true(strcmp(a, b) < 0);
+		assert_int_equal(b[14], '7');
 		memcpy(a, b, 40);
 	}
 }
@@ -260,13 +263,32 @@ static void event_to_json__is_the_protocol_event(void **state)
 	};
 	ev.data = json_pack("{s:s}", "reason", "interrupted");
 	json_t *o = store_event_to_json(&ev);
-	json_t *want = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "seq", 42, "jobId", "j1",
+	/* An event stored before berth recorded who caused it reads as
+	 * caused by "unknown", with no via. */
+	json_t *want = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "seq", 42, "jobId", "j1",
 				 "tool", "web.fetch", "type", "retrying", "status", "pending",
-				 "at", "2026-11-24T22:57:05.123Z", "data", "reason", "interrupted");
+				 "at", "2026-11-24T22:57:05.123Z", "by", "unknown",
+				 "data", "reason", "interrupted");
 	assert_true(json_equal(o, want));
 	json_decref(o);
 	json_decref(want);
+	ev.by = "alice";
+	ev.via = "mcp";
+	ev.client = json_pack("{s:s, s:s}", "name", "claude", "version", "1");
+	o = store_event_to_json(&ev);
+	assert_string_equal(json_string_value(json_object_get(o, "by")), "alice");
+	assert_string_equal(json_string_value(json_object_get(o, "via")), "mcp");
+	assert_string_equal(json_string_value(json_object_get(
+		json_object_get(o, "client"), "name")), "claude");
+	/* The text form says the same, in the same order. */
+	char *text = store_event_text(&ev), *tree = json_dumps(o, JSON_COMPACT);
+	assert_string_equal(text, tree);
+	free(text);
+	free(tree);
+	json_decref(o);
+	json_decref(ev.client);
 	ev.tool = NULL; /* borrowed above: finish frees only what it owns */
+	ev.by = ev.via = NULL;
 	json_decref(ev.data);
 }
 

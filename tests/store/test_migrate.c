@@ -180,6 +180,71 @@ static void migrate__list_with_a_gap__is_refused(void **state)
 	assert_false(table_exists(f->path, "a"));
 }
 
+/* A database of schema 2 (before principals) is migrated by
+ * 0003_principals, and its jobs and events read as submitted, decided and
+ * caused by "unknown": nothing that was there is lost, and nothing is
+ * made up. */
+static void open__a_database_before_principals__reads_its_deciders_as_unknown(void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j = NULL;
+	struct store_event *ev = NULL;
+	size_t n = 0;
+	sqlite3 *db;
+	json_t *o;
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(sqlite3_exec(db, migrations_sqlite[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+		"PRAGMA user_version = 2;"
+		"INSERT INTO jobs (id, tool, status, run_at, approval_required,"
+		" decision, reason, decided_at, created_at, updated_at)"
+		" VALUES ('0190a0a0-0000-7000-8000-000000000001', 'deploy', 0,"
+		" 1795561025123, 1, 1, 'fine', 1795561025123, 1795561025123,"
+		" 1795561025123);"
+		"INSERT INTO events (job_id, tool, type, status, at) VALUES"
+		" ('0190a0a0-0000-7000-8000-000000000001', 'deploy', 2, 0,"
+		" 1795561025123);", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
+	assert_int_equal(store_get(f->st, "0190a0a0-0000-7000-8000-000000000001",
+				   &j), 0);
+	o = store_job_to_json(j);
+	assert_string_equal(json_string_value(json_object_get(o, "submittedBy")),
+			    "unknown");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+		json_object_get(o, "approval"), "decidedBy"), "name")), "unknown");
+	assert_null(json_object_get(json_object_get(json_object_get(
+		o, "approval"), "decidedBy"), "via"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		o, "approval"), "quorum")), 1);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(
+		o, "approval"), "approvals")), 0);
+	/* The text form of the job is the same as its tree. */
+	{
+		char *text = store_job_text(j), *tree = json_dumps(o, JSON_COMPACT);
+
+		assert_string_equal(text, tree);
+		free(text);
+		free(tree);
+	}
+	json_decref(o);
+	store_job_free(j);
+	assert_int_equal(store_events(f->st, 0, NULL, 10, &ev, &n), 0);
+	assert_int_equal(n, 1);
+	o = store_event_to_json(&ev[0]);
+	assert_string_equal(json_string_value(json_object_get(o, "by")), "unknown");
+	assert_null(json_object_get(o, "via"));
+	json_decref(o);
+	store_event_finish(&ev[0]);
+	free(ev);
+	fx_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +260,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(migrate__applies_only_the_pending_ones_in_order,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(migrate__list_with_a_gap__is_refused,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__a_database_before_principals__reads_its_deciders_as_unknown,
 						fx_setup_closed, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -638,6 +638,42 @@ static void definitions__are_stored_replaced_and_removed(void **state)
 	json_decref(b);
 }
 
+/* claim_pool runs a claim whose caps share a pool of pool slots. */
+static size_t claim_pool(struct fx *f, int limit, const struct store_cap *caps,
+			 size_t ncaps, int pool)
+{
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = limit;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = ncaps;
+	req.u.claim.pool_remaining = pool;
+	assert_int_equal(fx_run(f, &req), 0);
+	size_t n = req.njobs;
+	store_req_finish(&req);
+	return n;
+}
+
+/* Caps marked pool share the claim's pool (the worker's threads): at most
+ * pool_remaining jobs of all those tools, whatever each cap leaves; the
+ * other tools fill the rest of the limit, and a spent pool excludes the
+ * pooled tools from the next run_at too. */
+static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(fx_create(f, "a", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "b", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "c", STORE_PENDING, NULL, i, NULL), 0);
+	}
+	const struct store_cap caps[] = {{"a", 3, 0, true}, {"b", 3, 0, true}};
+	assert_int_equal(claim_pool(f, 9, caps, 2, 2), 5); /* two of a and b, three c */
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				     " AND tool IN ('a', 'b')"), 2);
+	assert_int_equal(claim_pool(f, 9, caps, 2, 0), 0);
+	assert_int_equal(claim_pool(f, 9, caps, 2, 9), 4);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 0"), 0);
+}
+
 static void claim__skips_paused_tools_until_they_are_unpaused(void **state)
 {
 	struct fx *f = *state;
@@ -1248,6 +1284,7 @@ int main(void)
 		T(claim__respects_the_limit_and_per_tool_caps),
 		T(claim__groups_have_room_of_their_own),
 		T(definitions__are_stored_replaced_and_removed),
+		T(claim__pooled_caps_share_what_is_left_of_the_pool),
 		T(claim__jobs_count_as_undelivered_from_the_commit_to_the_done),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),

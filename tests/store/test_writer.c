@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,85 @@ static void checkpoints__copy_into_the_database_and_keep_the_wal_small(void **st
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs"), 3000);
 }
 
+/* ---- a later commit's callbacks wait for the next loop turn ---------- */
+
+struct turns {
+	struct fx *f;
+	uv_prepare_t prepare;
+	int prepares;      /* prepare callbacks so far: one per loop turn */
+	int first_turn;    /* prepares when the first done ran */
+	int second_turn;   /* prepares when the second done ran */
+	bool second_done;
+	struct op first, second;
+};
+
+static void turns_prepare(uv_prepare_t *h)
+{
+	struct turns *t = h->data;
+	t->prepares++;
+}
+
+static void turns_second_done(struct store_req *req, int rc)
+{
+	struct turns *t = req->data;
+	assert_int_equal(rc, 0);
+	t->second_turn = t->prepares;
+	t->second_done = true;
+	store_job_free(req->job);
+}
+
+/* turns_first_done submits the second request and, like a loop thread
+ * that a busy machine holds up, stays until the writer has surely
+ * committed it. */
+static void turns_first_done(struct store_req *req, int rc)
+{
+	struct turns *t = req->data;
+	assert_int_equal(rc, 0);
+	t->first_turn = t->prepares;
+	store_job_free(req->job);
+	assert_int_equal(store_submit(t->f->st, &t->second.req), 0);
+	for (int i = 0; i < 50 && fx_count(t->f, "SELECT count(*) FROM jobs") < 2; i++)
+		usleep(20000);
+	assert_int_equal(fx_count(t->f, "SELECT count(*) FROM jobs"), 2);
+	usleep(20000); /* and until its batch is handed back */
+}
+
+/* What the callbacks of one commit send (a reply gathered for the end of
+ * the loop turn) leaves before what a later commit's callbacks start (a
+ * claim that runs a tool which takes the daemon down): the reply of a
+ * submission was lost once when its job's claim was delivered in the same
+ * turn (the poison test of tests/crash). */
+static void deliver__a_batch_committed_during_callbacks__waits_for_the_next_turn(void **state)
+{
+	struct fx *f = *state;
+	struct turns t = {.f = f};
+	json_t *input = json_pack("{s:i}", "n", 1);
+
+	uv_prepare_init(&f->loop, &t.prepare);
+	t.prepare.data = &t;
+	uv_prepare_start(&t.prepare, turns_prepare);
+	for (int i = 0; i < 2; i++) {
+		struct op *op = i ? &t.second : &t.first;
+		op->job.tool = "t";
+		op->job.status = STORE_PENDING;
+		op->job.input = input;
+		op->req.op = STORE_OP_CREATE;
+		op->req.u.create.job = &op->job;
+		op->req.data = &t;
+		op->req.done = i ? turns_second_done : turns_first_done;
+	}
+	/* The prepare handle does not keep the loop alive, so that a failed
+	 * assertion leaves teardown a loop it can close. */
+	uv_unref((uv_handle_t *)&t.prepare);
+	assert_int_equal(store_submit(f->st, &t.first.req), 0);
+	while (!t.second_done)
+		uv_run(&f->loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t.prepare, NULL);
+	uv_run(&f->loop, UV_RUN_NOWAIT);
+	json_decref(input);
+	assert_true(t.second_turn > t.first_turn);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -456,6 +536,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(crash__sigkill_while_committing__keeps_every_acknowledged_job,
 						fx_setup_closed, fx_teardown),
 		T(close__answers_the_queued_requests_then_refuses_new_ones),
+		T(deliver__a_batch_committed_during_callbacks__waits_for_the_next_turn),
 		cmocka_unit_test_setup_teardown(checkpoints__copy_into_the_database_and_keep_the_wal_small,
 						setup_normal, fx_teardown),
 	};

@@ -966,6 +966,68 @@ static void a_removed_tools_jobs__wait_across_a_restart(void **state)
 	assert_int_equal(harness_stop(&f->h), 0);
 }
 
+/* running_jobs returns server/info's count of running jobs. */
+static json_int_t running_jobs(struct fixture *f, json_int_t *size)
+{
+	json_t *info = harness_call(f->c, "server/info", NULL, NULL);
+	json_int_t n = json_integer_value(
+		json_object_get(json_object_get(info, "jobs"), "running"));
+
+	if (size)
+		*size = json_integer_value(json_object_get(
+			json_object_get(info, "workers"), "size"));
+	json_decref(info);
+	return n;
+}
+
+/* Out of the box, jobs that only wait are not held to a few slots: 64
+ * sleeps submitted together all run at once (berthd --help, "Slots"),
+ * and none takes a thread. --workers defaulted to 4 before, so 4 ran and
+ * 60 waited. */
+static void defaults__sixty_four_sleeps_run_at_once(void **state)
+{
+	struct fixture *f = *state;
+	char *ids[64];
+	json_int_t size = 0, running = 0;
+
+	start(f, NULL);
+	running_jobs(f, &size);
+	assert_true(size >= 64);
+	for (int i = 0; i < 64; i++)
+		ids[i] = submit(f, json_pack("{s:s, s:{s:i}}", "tool", "sleep",
+					     "input", "ms", 600000));
+	for (int64_t end = now_ms() + WAIT_MS; now_ms() < end; sleep_ms(50))
+		if ((running = running_jobs(f, NULL)) == 64)
+			break;
+	assert_int_equal(running, 64);
+	for (int i = 0; i < 64; i++) {
+		json_decref(harness_call(f->c, "jobs/cancel",
+					 json_pack("{s:s}", "id", ids[i]), NULL));
+		json_decref(wait_status(f, ids[i], "cancelled"));
+		free(ids[i]);
+	}
+	disconnect(f);
+	assert_int_equal(harness_stop(&f->h), 0);
+}
+
+/* --threads and --workers refuse what is not a number in their range. */
+static void options__threads_and_workers_are_checked(void **state)
+{
+	static const char *const bad[][2] = {
+		{"--threads", "0"}, {"--threads", "1021"}, {"--threads", "x"},
+		{"--workers", "0"}, {"--workers", "100001"},
+	};
+	char cmd[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' %s %s >/dev/null 2>&1",
+			 getenv("BERTHD"), bad[i][0], bad[i][1]);
+		int st = system(cmd);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 2);
+	}
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -984,6 +1046,8 @@ int main(void)
 		T(sighup__a_changed_tools_running_job_finishes_under_the_old_one),
 		T(sighup__a_folder_that_cannot_be_read_keeps_its_tools),
 		T(a_removed_tools_jobs__wait_across_a_restart),
+		T(defaults__sixty_four_sleeps_run_at_once),
+		T(options__threads_and_workers_are_checked),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))

@@ -111,11 +111,11 @@ static void write_note__runs_only_once_approved(void **state)
 	snprintf(in, sizeof(in), "{\"path\":\"%s\",\"text\":\"yes\"}", path2);
 	fx_submit_ok(f, "write-note", in, NULL, approved);
 	assert_int_equal(fx_status(f, declined), STORE_AWAITING_APPROVAL);
-	assert_int_equal(worker_decline(f->w, declined, "no", fx_cb, &res), 0);
+	assert_int_equal(worker_decline(f->w, declined, "no", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	fx_res_finish(&res);
 	memset(&res, 0, sizeof(res));
-	assert_int_equal(worker_approve(f->w, approved, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, approved, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	fx_res_finish(&res);
 	fx_wait_status(f, approved, STORE_COMPLETED, 5000);
@@ -135,7 +135,7 @@ static void ask(struct fx *f, const char *input, const char *answer,
 
 	fx_submit_ok(f, "ask-name", input, NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
-	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, d, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);

@@ -210,7 +210,7 @@ static void resume__data_reaches_the_tool_with_its_defaults(void **state)
 
 	fx_submit_ok(f, "x-resume", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 10000);
-	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, d, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
@@ -249,7 +249,7 @@ static void approve(struct fx *f, const char *id)
 {
 	struct fx_res res = {0};
 
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/role.h"
 #include "fixture.h"
 #include "store/store_int.h" /* store__max_page_count */
 
@@ -41,6 +42,15 @@ static const struct berth_tool gated = {
 	.require_approval = true,
 	.execute = exec_echo,
 	.on_output = hook_fails,
+};
+
+/* quorum2 needs two distinct approvals before it runs. */
+static const struct berth_tool quorum2 = {
+	.id = "quorum2",
+	.input_schema = "{\"type\":\"object\"}",
+	.require_approval = true,
+	.approval_policy = "{\"quorum\": 2}",
+	.execute = exec_echo,
 };
 
 static bool approval_when_big(const json_t *input, void *data)
@@ -246,7 +256,7 @@ static int setup(void **state)
 {
 	const struct berth_tool *tools[] = {
 		&gated, &policy, &ask, &slow, &quick_timeout, &stuck, &flaky,
-		&ctxed, &badout, &ckpt, &shown, &shown_gated, &held,
+		&ctxed, &badout, &ckpt, &shown, &shown_gated, &held, &quorum2,
 	};
 	struct worker_config cfg = {.workers = 4, .kill_grace_ms = 200,
 				    .shutdown_grace_ms = 200};
@@ -282,7 +292,7 @@ static void submit__with_approval__waits_then_runs_once_approved(void **state)
 	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVAL_REQUESTED), 1);
 	fx_run_for(f, 50);
 	assert_int_equal(atomic_load(&executed), 0);
-	assert_int_equal(worker_approve(f->w, id, "looks fine", fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, "looks fine", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_int_equal(res.status, STORE_PENDING);
@@ -294,7 +304,7 @@ static void submit__with_approval__waits_then_runs_once_approved(void **state)
 
 	/* A second approval is a conflict, never a second run. */
 	memset(&res, 0, sizeof(res));
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_ECONFLICT);
 	fx_res_finish(&res);
@@ -310,7 +320,7 @@ static void decline__stores_the_reason_and_never_runs_execute(void **state)
 	char id[40];
 
 	fx_submit_ok(f, "gated", "{}", NULL, id);
-	assert_int_equal(worker_decline(f->w, id, "too risky", fx_cb, &res), 0);
+	assert_int_equal(worker_decline(f->w, id, "too risky", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_int_equal(res.status, STORE_DECLINED);
@@ -324,7 +334,7 @@ static void decline__stores_the_reason_and_never_runs_execute(void **state)
 	assert_int_equal(atomic_load(&executed), 0);
 
 	memset(&res, 0, sizeof(res));
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_ECONFLICT);
 	fx_res_finish(&res);
@@ -357,7 +367,7 @@ static void resume__with_valid_data__runs_again_with_it(void **state)
 				    j->suspend_payload, "question")),
 			    "what is your name?");
 	store_job_free(j);
-	assert_int_equal(worker_resume(f->w, id, data, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, data, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
@@ -383,7 +393,7 @@ static void resume__with_invalid_data__keeps_job_suspended(void **state)
 
 	fx_submit_ok(f, "ask", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
-	assert_int_equal(worker_resume(f->w, id, bad, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, bad, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_EINVAL);
 	assert_non_null(json_object_get(res.data, "errors"));
@@ -410,7 +420,7 @@ static void resume__of_several_suspended_calls__gives_each_its_own_data(
 		struct fx_res res = {0};
 		json_t *d = json_pack("{s:s}", "answer", names[i]);
 
-		assert_int_equal(worker_resume(f->w, ids[i], d, fx_cb, &res), 0);
+		assert_int_equal(worker_resume(f->w, ids[i], d, NULL, fx_cb, &res), 0);
 		fx_wait_res(f, &res);
 		assert_int_equal(res.err, WORKER_OK);
 		fx_res_finish(&res);
@@ -432,7 +442,7 @@ static void cancel(struct fx *f, const char *id, int want_err)
 {
 	struct fx_res res = {0};
 
-	assert_int_equal(worker_cancel(f->w, id, "no longer needed", fx_cb,
+	assert_int_equal(worker_cancel(f->w, id, "no longer needed", NULL, fx_cb,
 				       &res),
 			 0);
 	fx_wait_res(f, &res);
@@ -521,7 +531,7 @@ static void cancel__while_the_result_waits_to_be_stored_again__lets_shutdown_fin
 	fx_run_for(f, 300);
 	assert_int_equal(fx_status(f, id), STORE_RUNNING);
 	assert_int_equal(store__max_page_count(f->st, 1 << 30), 0);
-	assert_int_equal(worker_cancel(f->w, id, "changed my mind", fx_cb, &res),
+	assert_int_equal(worker_cancel(f->w, id, "changed my mind", NULL, fx_cb, &res),
 			 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
@@ -902,7 +912,7 @@ static void retry__of_a_failed_job__makes_a_new_job(void **state)
 
 	fx_submit_ok(f, "flaky", "{\"okAt\":2}", &p, id);
 	fx_wait_status(f, id, STORE_FAILED, 5000);
-	assert_int_equal(worker_retry(f->w, id, fx_cb, &res), 0);
+	assert_int_equal(worker_retry(f->w, id, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_string_not_equal(res.id, id);
@@ -911,6 +921,53 @@ static void retry__of_a_failed_job__makes_a_new_job(void **state)
 	store_job_free(j);
 	fx_res_finish(&res);
 	assert_int_equal(fx_status(f, id), STORE_FAILED);
+}
+
+/* Approvals of one job that arrive together are each judged on the list
+ * of approvals they read, before any of them commits: the one whose list
+ * changed under it is judged again, so alice's and bob's both count
+ * (never one over the other), and a second one of alice's that came with
+ * them is answered already_approved. */
+static void quorum__approvals_that_race__all_count_and_none_twice(void **state)
+{
+	struct fx *f = *state;
+	struct worker_actor alice = {"alice", "tcp", NULL, BERTH_ROLE_APPROVE};
+	struct worker_actor bob = {"bob", "http", NULL, BERTH_ROLE_APPROVE};
+	struct fx_res a = {0}, b = {0}, a2 = {0};
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "quorum2", "{}", NULL, id);
+	/* All three read the job now: it has no approval yet. */
+	assert_int_equal(worker_approve(f->w, id, "a", &alice, fx_cb, &a), 0);
+	assert_int_equal(worker_approve(f->w, id, "b", &bob, fx_cb, &b), 0);
+	assert_int_equal(worker_approve(f->w, id, "again", &alice, fx_cb, &a2), 0);
+	fx_wait_res(f, &a);
+	fx_wait_res(f, &b);
+	fx_wait_res(f, &a2);
+	assert_int_equal(a.err, WORKER_OK);
+	assert_int_equal(b.err, WORKER_OK);
+	assert_int_equal(a2.err, WORKER_ECONFLICT);
+	assert_string_equal(json_string_value(json_object_get(a2.data, "reason")),
+			    "already_approved");
+	fx_wait_status(f, id, STORE_COMPLETED, 5000);
+	j = fx_get(f, id);
+	assert_int_equal(json_array_size(j->approvals), 2);
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(j->approvals, 0), "by")), "alice");
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(j->approvals, 1), "by")), "bob");
+	assert_string_equal(j->decided_by, "bob");
+	assert_string_equal(j->decided_via, "http");
+	assert_string_equal(j->submitted_by, "berthd");
+	/* One approved event each: alice's below the quorum, bob's that met
+	 * it; one job ran once. */
+	assert_int_equal(fx_count_events(f, id, STORE_EV_APPROVED), 2);
+	assert_int_equal(atomic_load(&executed), 1);
+	store_job_free(j);
+	fx_res_finish(&a);
+	fx_res_finish(&b);
+	fx_res_finish(&a2);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -943,6 +1000,7 @@ int main(void)
 		T(events__carry_the_display_view),
 		T(approval_requested__carries_the_approval_view),
 		T(retry__of_a_failed_job__makes_a_new_job),
+		T(quorum__approvals_that_race__all_count_and_none_twice),
 	};
 
 	return cmocka_run_group_tests_name("worker lifecycle", tests, NULL,

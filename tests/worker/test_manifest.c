@@ -388,6 +388,93 @@ static void definition__from_a_json_object__is_parsed_like_a_manifest(
 	json_decref(def);
 }
 
+static struct berth_outcome noop_c(const json_t *in, struct berth_ctx *ctx,
+				   void *data)
+{
+	return berth_output(json_object());
+}
+
+/* An approvalPolicy is read by the same code from a manifest, a JSON
+ * definition (a worker process's) and a C tool, and checked at load:
+ * each mistake is refused naming the field. */
+static void approval_policy__is_checked_in_manifests_definitions_and_c_tools(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_tool *t = NULL;
+	char *err = NULL;
+	json_t *def, *tj;
+	const struct worker_tool *reg;
+
+#define POLICY_TOOL(p)                                                         \
+	"{\"id\":\"p\",\"requireApproval\":true,\"command\":[\"true\"],"       \
+	"\"approvalPolicy\":" p "}"
+	refused(f, "a", POLICY_TOOL("[]"), "approvalPolicy must be an object",
+		NULL);
+	refused(f, "b", POLICY_TOOL("{\"quorom\":2}"),
+		"approvalPolicy.quorom is not a known field", NULL);
+	refused(f, "c", POLICY_TOOL("{\"quorum\":0}"),
+		"approvalPolicy.quorum must be an integer from 1 to 1000", NULL);
+	refused(f, "d", POLICY_TOOL("{\"selfApproval\":\"yes\"}"),
+		"approvalPolicy.selfApproval must be true or false", NULL);
+	refused(f, "e", POLICY_TOOL("{\"approvers\":[\"role:boss\"]}"),
+		"approvalPolicy.approvers[0] names no role", NULL);
+	refused(f, "g", POLICY_TOOL("{\"approvers\":[\"a\",\"a\"]}"),
+		"approvalPolicy.approvers[1] is named twice", NULL);
+	refused(f, "h", POLICY_TOOL("{\"approvers\":[\"a\"],\"quorum\":2}"),
+		"approvalPolicy.quorum is 2, more than the 1 approvers named",
+		NULL);
+	refused(f, "i", "{\"id\":\"p\",\"command\":[\"true\"],"
+		"\"approvalPolicy\":{\"quorum\":2}}",
+		"approvalPolicy is given, but the tool requires no approval",
+		NULL);
+	assert_int_equal(load(f, "j", "tool.json",
+			      POLICY_TOOL("{\"approvers\":[\"alice\","
+					  "\"role:approve\"],\"quorum\":2}"),
+			      &err), 1);
+	reg = worker_tool_find(f->w, "p");
+	assert_non_null(reg);
+	tj = worker_tool_to_json(f->w, reg);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+		tj, "approvalPolicy"), "quorum")), 2);
+	/* The worker's default (no --principals here: one trust domain) is
+	 * listed as it takes effect. */
+	assert_true(json_is_boolean(json_object_get(json_object_get(
+		tj, "approvalPolicy"), "selfApproval")));
+	json_decref(tj);
+#undef POLICY_TOOL
+
+	def = json_loads("{\"id\":\"w\",\"requireApproval\":true,"
+			 "\"approvalPolicy\":{\"quorum\":\"two\"}}", 0, NULL);
+	assert_int_equal(worker__tool_from_json(def, "worker w1", NULL, &t,
+						&err), -EINVAL);
+	assert_string_equal(err, "worker w1: approvalPolicy.quorum must be an "
+			    "integer from 1 to 1000");
+	free(err);
+	json_object_set_new(def, "approvalPolicy",
+			    json_pack("{s:i, s:b}", "quorum", 3, "selfApproval",
+				      1));
+	assert_int_equal(worker__tool_from_json(def, "worker w1", NULL, &t,
+						&err), 0);
+	assert_int_equal(t->policy.quorum, 3);
+	assert_int_equal(t->policy.self_approval, 1);
+	worker__tool_free(t);
+	json_decref(def);
+
+	{
+		struct berth_tool c = {.id = "cp", .execute = noop_c,
+				       .require_approval = true,
+				       .approval_policy = "{\"quorum\": -1}"};
+
+		assert_int_equal(worker_add_tool(f->w, &c, &err), -EINVAL);
+		assert_non_null(strstr(err, "tool cp: approvalPolicy.quorum "
+					    "must be an integer"));
+		free(err);
+		c.approval_policy = "{\"approvers\": [\"role:operate\"]}";
+		assert_int_equal(worker_add_tool(f->w, &c, &err), 0);
+	}
+}
+
 /* ---- C tools ---------------------------------------------------------- */
 
 static struct berth_outcome noop(const json_t *in, struct berth_ctx *ctx,
@@ -485,6 +572,7 @@ int main(void)
 		T(manifest__with_a_transform__checks_targets_stages_and_specs),
 		T(definition__from_a_json_object__is_parsed_like_a_manifest),
 		T(c_tool__registration__checks_every_field),
+		T(approval_policy__is_checked_in_manifests_definitions_and_c_tools),
 		T(builtin_tools__register_and_are_listed_in_id_order),
 	};
 

@@ -223,7 +223,7 @@ static void external_tool__suspend__is_resumed_with_its_data(void **state)
 
 	fx_submit_ok(f, "p-ask", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 5000);
-	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, d, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
@@ -497,7 +497,7 @@ static void external_tool__cancelled__is_stopped(void **state)
 	fx_submit_ok(f, "p-long", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_RUNNING, 3000);
 	fx_run_for(f, 50);
-	assert_int_equal(worker_cancel(f->w, id, "stop", fx_cb, &res), 0);
+	assert_int_equal(worker_cancel(f->w, id, "stop", NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	assert_int_equal(res.status, STORE_CANCELLED);

@@ -2,7 +2,8 @@
  * test_sched.c: the scheduler: priority order, per-tool concurrency,
  * delayed jobs on time, paused tools, starting a job in its submission's
  * commit only when nothing waits, nonblocking tools on the loop thread, a
- * clean shutdown and the recovery of runs a crash interrupted.
+ * clean shutdown, the recovery of runs a crash interrupted, and the
+ * threads kept apart for CPU work.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "fixture.h"
+#include "worker/builtin.h"
 
 static uv_mutex_t order_mu;
 static int order[16];
@@ -231,6 +233,72 @@ static void claim__never_exceeds_the_pool(void **state)
 	assert_int_equal(atomic_load(&peak), 1);
 }
 
+static struct worker_config cfg_threads = {.workers = 8, .threads = 2,
+					   .kill_grace_ms = 200,
+					   .shutdown_grace_ms = 100};
+
+static int setup_threads(void **state)
+{
+	const struct berth_tool *const *builtins;
+	size_t n;
+	int rc = setup_with(state, &cfg_threads, false);
+	struct fx *f = *state;
+
+	builtins = worker_builtin_tools(&n);
+	for (size_t i = 0; i < n; i++) {
+		char *err = NULL;
+		assert_int_equal(worker_add_tool(f->w, builtins[i], &err), 0);
+	}
+	fx_start(f);
+	return rc;
+}
+
+/* C tools that take a thread (CPU work) run at most cfg.threads at once,
+ * whatever slots are free; jobs that only wait (the built-in sleep, on a
+ * timer) take the other slots meanwhile, and finish while the CPU work
+ * still queues for its threads. */
+static void threads__bound_cpu_work_and_leave_the_other_slots_to_waits(void **state)
+{
+	struct fx *f = *state;
+	char busy_ids[6][40], sleep_ids[4][40];
+	int done = 0;
+
+	for (int i = 0; i < 6; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":400}", NULL, busy_ids[i]);
+	for (int i = 0; i < 4; i++)
+		fx_submit_ok(f, "sleep", "{\"ms\":50}", NULL, sleep_ids[i]);
+	for (int i = 0; i < 4; i++)
+		fx_wait_status(f, sleep_ids[i], STORE_COMPLETED, 20000);
+	for (int i = 0; i < 6; i++)
+		done += fx_status(f, busy_ids[i]) == STORE_COMPLETED;
+	/* Six of 400 ms on two threads take three rounds; the sleeps did
+	 * not wait for them. */
+	assert_true(done < 6);
+	for (int i = 0; i < 6; i++)
+		fx_wait_status(f, busy_ids[i], STORE_COMPLETED, 20000);
+	assert_int_equal(atomic_load(&peak), 2);
+}
+
+/* The built-in sleep waits on a timer, and a cancel ends its wait at once
+ * rather than at its end. */
+static void sleep__cancelled__ends_its_wait_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	char id[40];
+
+	fx_submit_ok(f, "sleep", "{\"ms\":600000}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 20000);
+	assert_int_equal(worker_cancel(f->w, id, NULL, NULL, fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	fx_res_finish(&res);
+	fx_wait_status(f, id, STORE_CANCELLED, 20000);
+	fx_run_for(f, 50);
+	struct worker_stats st;
+	worker_stats(f->w, &st);
+	assert_int_equal(st.busy, 0);
+}
+
 static void delayed_job__runs_on_time_and_not_before(void **state)
 {
 	struct fx *f = *state;
@@ -377,7 +445,7 @@ static void shutdown__puts_running_jobs_back_without_using_a_retry(
 	assert_int_equal(worker_start(f->w, &err), 0);
 	fx_wait_status(f, id, STORE_RUNNING, 2000);
 	struct fx_res res = {0};
-	assert_int_equal(worker_cancel(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_cancel(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	fx_res_finish(&res);
 }
@@ -598,6 +666,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			recovery__follows_each_tools_interrupt_policy,
 			setup_unstarted, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__bound_cpu_work_and_leave_the_other_slots_to_waits,
+			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			sleep__cancelled__ends_its_wait_at_once, setup_threads,
+			teardown),
 	};
 
 	uv_mutex_init(&order_mu);

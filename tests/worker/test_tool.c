@@ -337,7 +337,7 @@ static void resume__data_reaches_execute_with_its_defaults(void **state)
 		    "{\"question\":\"name?\",\"choices\":[]}");
 	store_job_free(j);
 	/* "polite" is required and has a default: the resume passes. */
-	assert_int_equal(worker_resume(f->w, id, d, fx_cb, &res), 0);
+	assert_int_equal(worker_resume(f->w, id, d, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
@@ -437,7 +437,7 @@ static void request_context__is_checked_again_before_each_run(void **state)
 	assert_int_equal(worker_add_tool(f->w, &gated_ctx, &err), 0);
 	fx_start(f);
 	atomic_store(&executed, 0);
-	assert_int_equal(worker_approve(f->w, id, NULL, fx_cb, &res), 0);
+	assert_int_equal(worker_approve(f->w, id, NULL, NULL, fx_cb, &res), 0);
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);

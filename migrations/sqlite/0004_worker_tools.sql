@@ -1,4 +1,4 @@
--- 0003_worker_tools: tools served by worker processes (docs/WORKERS.md).
+-- 0004_worker_tools: tools served by worker processes (docs/WORKERS.md).
 --
 -- worker_tools keeps each definition a worker registered, so that after a
 -- restart its tool is listed, its submissions are checked and accepted,
