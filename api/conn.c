@@ -680,8 +680,9 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 	 * refused request asks for can change anything. */
 	if (!(m->flags & API_M_NOAUTH) &&
 	    !(c->principal->roles & (m->role ? m->role : BERTH_ROLE_ADMIN))) {
-		const char *need = berth_role_name(m->role ? m->role
-							   : BERTH_ROLE_ADMIN);
+		unsigned role = m->role ? m->role : BERTH_ROLE_ADMIN;
+		/* A row that several roles open names the first. */
+		const char *need = berth_role_name(role & -role);
 
 		api_refused(c->api, API_REFUSED_FORBIDDEN);
 		if (id) {

@@ -742,7 +742,10 @@ static const struct api_param p_wcheckpoint[] = {
 static const struct api_method methods[] = {
 	{"server/info", m_server_info, 0, READ, NULL},
 	{"server/auth", m_server_auth, API_M_NOAUTH, 0, p_auth},
-	{"ping", m_ping, 0, READ, NULL},
+	/* A worker process pings berthd when it has heard nothing for a
+	 * while (docs/WORKERS.md, heartbeats): a principal that only serves
+	 * tools may too. */
+	{"ping", m_ping, 0, READ | BERTH_ROLE_WORKER, NULL},
 	{"tools/list", m_tools_list, 0, READ, p_tools_list},
 	{"tools/pause", m_tools_pause, API_M_MUTATES, BERTH_ROLE_OPERATE,
 	 p_tool_name},

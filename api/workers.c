@@ -87,6 +87,7 @@ static void registered(void *arg, const struct worker_result *res)
 void api_m_worker_register(struct api_req *r, json_t *params)
 {
 	struct api_conn *c = r->conn;
+	struct worker_actor by;
 	int rc;
 
 	if (c->remote) {
@@ -105,8 +106,9 @@ void api_m_worker_register(struct api_req *r, json_t *params)
 				NULL);
 		return;
 	}
+	api_conn_actor(c, &by);
 	rc = worker_remote_register(c->api->worker, &remote_ops, c, params,
-				    &c->remote, registered, r);
+				    &by, &c->remote, registered, r);
 	if (rc == -ESHUTDOWN)
 		api_reply_error(r, API_INTERNAL_ERROR, "berthd is shutting down",
 				NULL);

@@ -271,6 +271,11 @@ struct worker__run {
 	 * until the final transition stores them. */
 	struct worker_remote *remote;
 	struct worker__rcall *rcall;
+	/* While an answer of the worker process is taken (remote.c): the
+	 * principal its transition is recorded as, via "worker" (borrowed
+	 * from the remote); NULL otherwise, and a transition is berthd's
+	 * (a timeout, onInterrupt, a put back). */
+	const char *by_remote;
 	struct worker__run *rprev, *rnext; /* the remote's runs */
 	uv_timer_t grace;
 	bool grace_open;
@@ -363,6 +368,7 @@ struct worker_remote {
 	void *conn;
 	char id[48];
 	char *name;
+	char *by; /* the principal its connection acts as, or NULL */
 	json_t *sdk;
 	struct worker_tool **tools; /* sorted by id; a reference each */
 	size_t ntools;

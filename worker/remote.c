@@ -143,6 +143,7 @@ static void remote_free(struct worker_remote *rem)
 		worker__tool_unref(rem->tools[i]);
 	free(rem->tools);
 	free(rem->name);
+	free(rem->by);
 	json_decref(rem->sdk);
 	free(rem);
 }
@@ -688,8 +689,10 @@ static void heartbeat_cb(uv_timer_t *h);
 
 int worker_remote_register(struct worker *w,
 			   const struct worker_remote_ops *ops, void *conn,
-			   const json_t *params, struct worker_remote **out,
-			   worker_cb cb, void *arg)
+			   const json_t *params,
+			   const struct worker_actor *by,
+			   struct worker_remote **out, worker_cb cb,
+			   void *arg)
 {
 	const json_t *defs = json_object_get(params, "tools");
 	const json_t *c = json_object_get(params, "concurrency"), *def;
@@ -786,9 +789,12 @@ int worker_remote_register(struct worker *w,
 	    !(rem->tools = calloc(n, sizeof(*rem->tools))) ||
 	    (json_is_string(json_object_get(params, "name")) &&
 	     !(rem->name = strdup(json_string_value(
-		       json_object_get(params, "name")))))) {
-		if (rem)
+		       json_object_get(params, "name"))))) ||
+	    (by && by->name && !(rem->by = strdup(by->name)))) {
+		if (rem) {
 			free(rem->tools);
+			free(rem->name);
+		}
 		free(rem);
 		free(reg);
 		json_decref(names);
@@ -1291,7 +1297,11 @@ static void run_answered(void *arg, json_t *result, json_t *error)
 	if (r->w && r->state == WORKER__RUN_ACTIVE) {
 		outcome_of(r, r->remote ? r->remote->id : "?", result, error,
 			   &o);
+		/* The transition the answer makes is the worker's. */
+		r->by_remote = r->remote && r->remote->by ? r->remote->by
+							  : NULL;
 		worker__run_outcome(r, &o);
+		r->by_remote = NULL;
 	}
 	remote_end(r);
 	worker__run_unref(r);

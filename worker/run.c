@@ -393,6 +393,7 @@ static void final_submit(struct worker__run *r)
 }
 
 static void progress_write(struct worker__run *r, json_t *progress);
+static void run_oom(struct worker__run *r);
 
 /* run_finish commits op, the run's final transition (from running). */
 static void run_finish(struct worker__run *r, struct worker__op *op)
@@ -406,6 +407,19 @@ static void run_finish(struct worker__run *r, struct worker__op *op)
 
 		r->progress_next = NULL;
 		progress_write(r, last);
+	}
+	/* An answer of a worker process ends the run: recorded as its
+	 * connection's principal, via "worker" (docs/API.md, the audit). */
+	if (r->by_remote) {
+		op->by_name = strdup(r->by_remote);
+		op->by_via = strdup("worker");
+		if (!op->by_name || !op->by_via) {
+			worker__op_free(op);
+			run_oom(r);
+			return;
+		}
+		op->req.u.transition.by = op->by_name;
+		op->req.u.transition.via = op->by_via;
 	}
 	r->state = WORKER__RUN_FINISHING;
 	r->final = op;

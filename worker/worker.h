@@ -351,13 +351,17 @@ struct worker_remote;
  * {"worker", "tools", "heartbeatMs"} (borrowed). *out is set to the
  * registration when it was accepted (before its commit): the caller hands
  * it to worker_remote_detach when the connection closes, whatever the
- * callback said. Returns 0, or -ENOMEM, -ESHUTDOWN (the callback is then
- * never called).
+ * callback said. by is the principal the connection acts as (borrowed;
+ * NULL: berthd): the transitions its answers make are recorded as its,
+ * via "worker" (docs/API.md, the audit). Returns 0, or -ENOMEM,
+ * -ESHUTDOWN (the callback is then never called).
  */
 int worker_remote_register(struct worker *w,
 			   const struct worker_remote_ops *ops, void *conn,
-			   const json_t *params, struct worker_remote **out,
-			   worker_cb cb, void *arg);
+			   const json_t *params,
+			   const struct worker_actor *by,
+			   struct worker_remote **out, worker_cb cb,
+			   void *arg);
 
 /* worker_remote_detach: rem's connection closed (why: a phrase for the
  * log). Every job it was running is ended at once by its tool's

@@ -941,6 +941,144 @@ static void tcp_with_the_token__serves__and_a_wrong_token_is_refused(
 	free(id);
 }
 
+/* ---- principals (docs/API.md) ---------------------------------------- */
+
+#define T_AGENT "agent-token-0123456789abcdef0123456789abcdef"
+#define T_ROBOT "robot-token-0123456789abcdef0123456789abcdef"
+
+/* setup_principals starts berthd with two principals, an agent that may
+ * only submit and a robot that may only serve tools, and TCP for them
+ * (the test's own connection is berthd's user on the socket: an admin). */
+static int setup_principals(void **state)
+{
+	static char listen[32], file[64];
+	static const char *args[] = {"--heartbeat", "1s", "--listen", listen,
+				     "--principals", file, NULL};
+	int port = free_port(), rc;
+	FILE *fp;
+
+	snprintf(file, sizeof(file), "/tmp/wp-principals-%d.json",
+		 (int)getpid());
+	fp = fopen(file, "w");
+	assert_non_null(fp);
+	fputs("{\"principals\": ["
+	      "{\"name\": \"agent\", \"token\": \"" T_AGENT "\","
+	      " \"roles\": [\"submit\"]},"
+	      "{\"name\": \"robot\", \"token\": \"" T_ROBOT "\","
+	      " \"roles\": [\"worker\"]}]}\n",
+	      fp);
+	fclose(fp);
+	chmod(file, 0600);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	rc = start(state, args);
+	unlink(file);
+	if (rc == 0)
+		(*(struct fixture **)state)->port = port;
+	return rc;
+}
+
+/* event_of returns the first event of job id of type (new), or fails. */
+static json_t *event_of(struct fixture *f, const char *id, const char *type)
+{
+	json_t *r = call(f, "events/poll",
+			 json_pack("{s:i, s:s, s:i}", "since", 0, "jobId", id,
+				   "limit", 1000)),
+	       *e, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "events"), i, e)
+		if (!found && strcmp(jstr(e, "type"), type) == 0)
+			found = json_incref(e);
+	json_decref(r);
+	if (!found)
+		fail_msg("job %s has no %s event", id, type);
+	return found;
+}
+
+/* assert_by asserts that job id's first event of type was caused by by,
+ * via via. */
+static void assert_by(struct fixture *f, const char *id, const char *type,
+		      const char *by, const char *via)
+{
+	json_t *e = event_of(f, id, type);
+
+	if (strcmp(jstr(e, "by"), by) != 0 || strcmp(jstr(e, "via"), via) != 0)
+		fail_msg("the %s event of job %s is by %s via %s, not by %s "
+			 "via %s",
+			 type, id, jstr(e, "by"), jstr(e, "via"), by, via);
+	json_decref(e);
+}
+
+/* A principal that may only submit cannot serve tools (-32010 forbidden,
+ * naming the role "worker"); one with the role "worker" registers and
+ * serves over TCP as itself, may ping but read nothing, and what its
+ * answers do is recorded as its own, via "worker": the suspension and
+ * the completion. What berthd does to its runs is berthd's: the start,
+ * and the retry when the worker is killed -9 (onInterrupt). */
+static void principals__a_worker_needs_the_worker_role__and_its_answers_are_recorded_as_its_own(
+	void **state)
+{
+	struct fixture *f = *state;
+	char where[64], *out, *ask, *block;
+	struct berth_client *robot;
+	json_t *job, *error = NULL, *r;
+	int i;
+
+	snprintf(f->token, sizeof(f->token), "%s", T_AGENT);
+	assert_int_equal(spawn_worker(f, true, true, NULL), -1);
+	out = read_file(f->outs[0]);
+	if (!strstr(out, "-32010") || !strstr(out, "\"forbidden\"") ||
+	    !strstr(out, "\"role\": \"worker\""))
+		fail_msg("worker/register by a submitter: %s", out);
+	free(out);
+	f->workers[0] = 0;
+
+	/* The robot's own connection: it may ping, and read nothing. */
+	snprintf(where, sizeof(where), "tcp:127.0.0.1:%d", f->port);
+	robot = berth_client_connect(where);
+	assert_non_null(robot);
+	assert_int_equal(berth_client_auth(robot, T_ROBOT, NULL), 0);
+	r = harness_call(robot, "ping", NULL, NULL);
+	assert_non_null(r);
+	json_decref(r);
+	assert_null(harness_call(robot, "jobs/list", json_object(), &error));
+	assert_int_equal(json_integer_value(json_object_get(error, "code")),
+			 -32010);
+	json_decref(error);
+	berth_client_close(robot);
+
+	snprintf(f->token, sizeof(f->token), "%s", T_ROBOT);
+	i = spawn_worker(f, true, true, NULL);
+	assert_true(i >= 0);
+	ask = submit(f, json_pack("{s:s, s:{}}", "tool", "wp-ask", "input"));
+	json_decref(wait_status(f, ask, "suspended"));
+	assert_by(f, ask, "started", "berthd", "berthd");
+	assert_by(f, ask, "suspended", "robot", "worker");
+	json_decref(call(f, "jobs/resume",
+			 json_pack("{s:s, s:{s:s}}", "id", ask, "resumeData", "name",
+				   "Ada")));
+	job = wait_status(f, ask, "completed");
+	assert_string_equal(jstr(json_object_get(job, "output"), "hello"),
+			    "Ada");
+	json_decref(job);
+	assert_by(f, ask, "completed", "robot", "worker");
+	{
+		json_t *e = event_of(f, ask, "resumed");
+
+		assert_string_equal(jstr(e, "via"), "socket");
+		json_decref(e);
+	}
+
+	block = submit(f, json_pack("{s:s, s:{}}", "tool", "wp-block",
+				    "input"));
+	mark(f, "started", block, "1");
+	kill_worker(f, i, SIGKILL);
+	json_decref(wait_status(f, block, "pending"));
+	assert_by(f, block, "retrying", "berthd", "berthd");
+	free(ask);
+	free(block);
+}
+
 /* ---- functions at the client stages, and views ------------------------ */
 
 static void views__pending_while_no_worker_answers__then_filled_by_the_run(
@@ -1356,6 +1494,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			tcp_with_the_token__serves__and_a_wrong_token_is_refused,
 			setup_tcp, teardown),
+		cmocka_unit_test_setup_teardown(
+			principals__a_worker_needs_the_worker_role__and_its_answers_are_recorded_as_its_own,
+			setup_principals, teardown),
 		cmocka_unit_test_setup_teardown(
 			views__pending_while_no_worker_answers__then_filled_by_the_run,
 			setup, teardown),
