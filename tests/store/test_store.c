@@ -674,6 +674,54 @@ static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 0"), 0);
 }
 
+/* The pool and the groups meet in one claim: the pool (threads) narrows
+ * only the caps marked pool, inside the limit's room, and is no room of
+ * its own; a group's room is the group's whatever the pool and the limit
+ * have left. A spent pool and a spent limit still let a group claim. */
+static void claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(fx_create(f, "cpu", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "wait", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "w1", STORE_PENDING, NULL, i, NULL), 0);
+	}
+	const struct store_cap caps[] = {
+		{.tool = "cpu", .remaining = 5, .pool = true},
+		{.tool = "w1", .remaining = 5, .group = 1},
+	};
+	const int groups[] = {2};
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = 3;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = groups;
+	req.u.claim.ngroups = 1;
+	req.u.claim.pool_remaining = 1;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.njobs, 5);
+	store_req_finish(&req);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'cpu'"), 1);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'wait'"), 2);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'w1'"), 2);
+	/* Nothing left of the limit nor of the pool: the group claims. */
+	memset(&req, 0, sizeof(req));
+	req.op = STORE_OP_CLAIM;
+	req.u.claim.limit = 0;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = groups;
+	req.u.claim.ngroups = 1;
+	req.u.claim.pool_remaining = 0;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.njobs, 1);
+	assert_string_equal(req.jobs[0]->tool, "w1");
+	store_req_finish(&req);
+}
+
 static void claim__skips_paused_tools_until_they_are_unpaused(void **state)
 {
 	struct fx *f = *state;
@@ -1285,6 +1333,7 @@ int main(void)
 		T(claim__groups_have_room_of_their_own),
 		T(definitions__are_stored_replaced_and_removed),
 		T(claim__pooled_caps_share_what_is_left_of_the_pool),
+		T(claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs),
 		T(claim__jobs_count_as_undelivered_from_the_commit_to_the_done),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),
