@@ -941,6 +941,34 @@ static void tcp_with_the_token__serves__and_a_wrong_token_is_refused(
 	free(id);
 }
 
+/* A retry a few milliseconds away is run when it is due, however the
+ * timer that wakes the scheduler falls against the wall clock: a claim
+ * that looked just before run_at found nothing for the worker (which it
+ * then took for having nothing to wait for), and the claim asked once
+ * run_at had passed left the worker's tools out, so the retry waited for
+ * ever while later jobs started at their submission (an sdk-ts test hung
+ * on this once under load). Twenty jobs that fail twice each, one after
+ * another, all complete on their third attempt. */
+static void retries__a_few_milliseconds_away__run_when_due(void **state)
+{
+	struct fixture *f = *state;
+
+	worker(f, NULL);
+	for (int i = 0; i < 20; i++) {
+		char *id = submit(f, json_pack("{s:s, s:{s:s, s:i, s:i}}", "tool",
+					       "wp-echo", "input", "fail",
+					       "not yet", "failTimes", 2, "n",
+					       i));
+		json_t *job = wait_status(f, id, "completed");
+
+		assert_int_equal(json_integer_value(json_object_get(
+					 job, "attempt")),
+				 3);
+		json_decref(job);
+		free(id);
+	}
+}
+
 /* ---- principals (docs/API.md) ---------------------------------------- */
 
 #define T_AGENT "agent-token-0123456789abcdef0123456789abcdef"
@@ -1494,6 +1522,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			tcp_with_the_token__serves__and_a_wrong_token_is_refused,
 			setup_tcp, teardown),
+		cmocka_unit_test_setup_teardown(
+			retries__a_few_milliseconds_away__run_when_due, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			principals__a_worker_needs_the_worker_role__and_its_answers_are_recorded_as_its_own,
 			setup_principals, teardown),
