@@ -19,6 +19,7 @@
 #include "api/rpc.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "api/workers.h"
 #include "log/log.h"
 
 /* A batch answers once, with one array, when its last element is
@@ -129,6 +130,10 @@ static void on_close(uv_handle_t *h)
 
 	api_wait_cancel_conn(c);
 	api_sub_cancel_conn(c);
+	/* A worker process's runs end by their tools' onInterrupt before
+	 * the "run" requests they wait on are cancelled below. */
+	if (c->remote)
+		api_workers_closed(c);
 	while (c->calls) {
 		struct api_call *call = c->calls;
 
@@ -675,8 +680,9 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 	 * refused request asks for can change anything. */
 	if (!(m->flags & API_M_NOAUTH) &&
 	    !(c->principal->roles & (m->role ? m->role : BERTH_ROLE_ADMIN))) {
-		const char *need = berth_role_name(m->role ? m->role
-							   : BERTH_ROLE_ADMIN);
+		unsigned role = m->role ? m->role : BERTH_ROLE_ADMIN;
+		/* A row that several roles open names the first. */
+		const char *need = berth_role_name(role & -role);
 
 		api_refused(c->api, API_REFUSED_FORBIDDEN);
 		if (id) {
@@ -949,6 +955,13 @@ static void conn_eof(struct api_conn *c)
 	if (c->state != API_CONN_OPEN)
 		return;
 	c->state = API_CONN_DRAINING;
+	/* A worker process that stops sending is gone: its runs end now,
+	 * not once it is found to have closed entirely. */
+	if (c->remote) {
+		c->close_why = "it closed its connection";
+		api_conn_close(c);
+		return;
+	}
 	if (c->transport == API_TRANSPORT_UNIX && peer_gone(c)) {
 		conn_debug(c, "closed by its client");
 		api_conn_close(c);
@@ -966,6 +979,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	struct api_conn *c = s->data;
 
 	if (n > 0) {
+		c->heard = uv_now(c->api->loop);
 		conn_fed(c, api_frame_feed(&c->frame, buf->base, (size_t)n,
 					   on_line, c));
 		return;
@@ -1231,7 +1245,7 @@ void api_conn_accept(struct api *a, uv_stream_t *listener, int transport)
 	c->transport = transport;
 	c->id = ++a->next_conn_id;
 	c->refs = 1; /* the handle's, released in on_close */
-	c->accepted = uv_now(a->loop);
+	c->accepted = c->heard = uv_now(a->loop);
 	api_frame_init(&c->frame, a->cfg.max_line);
 	if (transport == API_TRANSPORT_TCP)
 		rc = uv_tcp_init(a->loop, &c->h.tcp);

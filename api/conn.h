@@ -139,6 +139,15 @@ struct api_conn {
 	bool replay_blocked;     /* a subscription waits for the writes to
 				    drain before it replays more */
 
+	/* A worker process's registration (api/workers.c, docs/WORKERS.md):
+	 * set by worker/register, handed to worker_remote_detach when the
+	 * connection closes, before its outgoing calls are cancelled, with
+	 * close_why (NULL: it closed). heard is the loop time anything was
+	 * last read from the client (its heartbeat). */
+	struct worker_remote *remote;
+	const char *close_why;
+	uint64_t heard;
+
 	/* Per-connection state of another protocol layered on the same
 	 * methods (MCP: the negotiated version, client capabilities),
 	 * freed with ext_free when the connection closes. */

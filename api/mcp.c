@@ -246,7 +246,7 @@ static char *error_message(struct worker *wk, const struct store_job *j)
 
 	if (!j->error)
 		return NULL;
-	v = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+	v = worker_payload_view(wk, j, WORKER_VIEW_TRANSCRIPT,
 				BERTH_PAYLOAD_ERROR, j->error);
 	m = json_is_string(v) ? json_string_value(v)
 			      : json_string_value(json_object_get(v, "message"));
@@ -519,7 +519,7 @@ static json_t *completed_result(struct mcp_conn *mc, const struct store_job *j,
 	json_t *view, *content, *r;
 	char *text;
 
-	view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+	view = worker_payload_view(wk, j, WORKER_VIEW_TRANSCRIPT,
 				   BERTH_PAYLOAD_OUTPUT, j->output);
 	if (j->model_output) {
 		content = api_mcp_content(j->model_output, j->id, links,
@@ -911,7 +911,7 @@ static void explain_wait(struct mcp_watch *w, const struct store_job *j,
 		/* This text is a tool result, read by the model: the
 		 * payload is quoted as the transcript view shows it. */
 		t = worker_tool_find(wk, j->tool);
-		view = worker_payload_view(wk, j->tool, WORKER_VIEW_TRANSCRIPT,
+		view = worker_payload_view(wk, j, WORKER_VIEW_TRANSCRIPT,
 					   BERTH_PAYLOAD_SUSPEND,
 					   j->suspend_payload);
 		payload = api_mcp_dumps(view, API_MCP_QUOTE_MAX);

@@ -23,6 +23,7 @@
 #include "api/server.h"
 #include "api/sub.h"
 #include "api/wait.h"
+#include "api/workers.h"
 #include "berth/berth.h"
 #ifdef BERTH_HAVE_MCP
 #include "api/mcp.h"
@@ -702,6 +703,37 @@ static const struct api_param p_subscribe[] = {
 	END,
 };
 static const struct api_param p_unsubscribe[] = {STR("subscription", REQ), END};
+/* The worker protocol (docs/WORKERS.md, api/workers.c). The definitions
+ * of worker/register are checked by the worker, which names each refusal
+ * by its place in params. */
+static const struct api_param p_register[] = {
+	{"tools", API_P_ARRAY, REQ, 1, 1000, NULL, NULL},
+	INT("concurrency", 1, 1024),
+	{"name", API_P_STRING, 0, 0, 256, NULL, NULL},
+	{"sdk", API_P_OBJECT, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const char *const log_levels[] = {"debug", "info", "warn", "error",
+					 NULL};
+static const struct api_param p_wprogress[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"progress", API_P_NUMBER, REQ, 0, 0, NULL, NULL},
+	{"total", API_P_NUMBER, 0, 0, 0, NULL, NULL},
+	{"message", API_P_STRING, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_wlog[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"level", API_P_ENUM, 0, 0, 0, log_levels, NULL},
+	{"message", API_P_ANY, REQ, 0, 0, NULL, NULL},
+	{"data", API_P_ANY, 0, 0, 0, NULL, NULL},
+	END,
+};
+static const struct api_param p_wcheckpoint[] = {
+	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"value", API_P_ANY, REQ, 0, 0, NULL, NULL},
+	END,
+};
 
 #define READ BERTH_ROLE_READ
 
@@ -710,7 +742,10 @@ static const struct api_param p_unsubscribe[] = {STR("subscription", REQ), END};
 static const struct api_method methods[] = {
 	{"server/info", m_server_info, 0, READ, NULL},
 	{"server/auth", m_server_auth, API_M_NOAUTH, 0, p_auth},
-	{"ping", m_ping, 0, READ, NULL},
+	/* A worker process pings berthd when it has heard nothing for a
+	 * while (docs/WORKERS.md, heartbeats): a principal that only serves
+	 * tools may too. */
+	{"ping", m_ping, 0, READ | BERTH_ROLE_WORKER, NULL},
 	{"tools/list", m_tools_list, 0, READ, p_tools_list},
 	{"tools/pause", m_tools_pause, API_M_MUTATES, BERTH_ROLE_OPERATE,
 	 p_tool_name},
@@ -735,6 +770,18 @@ static const struct api_method methods[] = {
 	{"events/subscribe", api_m_events_subscribe, 0, READ, p_subscribe},
 	{"events/unsubscribe", api_m_events_unsubscribe, 0, READ,
 	 p_unsubscribe},
+	/* Worker processes (docs/WORKERS.md): a worker registers and serves
+	 * with the role "worker" alone; forgetting a worker's tool removes
+	 * its stored definition for every node, which is admin's. */
+	{"worker/register", api_m_worker_register, API_M_MUTATES,
+	 BERTH_ROLE_WORKER, p_register},
+	{"worker/progress", api_m_worker_progress, 0, BERTH_ROLE_WORKER,
+	 p_wprogress},
+	{"worker/log", api_m_worker_log, 0, BERTH_ROLE_WORKER, p_wlog},
+	{"worker/checkpoint", api_m_worker_checkpoint, API_M_MUTATES,
+	 BERTH_ROLE_WORKER, p_wcheckpoint},
+	{"worker/drain", api_m_worker_drain, 0, BERTH_ROLE_WORKER, NULL},
+	{"tools/forget", api_m_tools_forget, API_M_MUTATES, 0, p_tool_name},
 };
 
 const struct api_method *api_method_find(const char *name)

@@ -76,6 +76,26 @@ static void check_one(const struct api_param *p, const json_t *v,
 				  "%s must be from %s", p->name, detail);
 		}
 		break;
+	case API_P_NUMBER:
+		if (!json_is_number(v))
+			add_error(errors, p->name, "type",
+				  "%s must be a number", p->name);
+		break;
+	case API_P_ARRAY:
+		if (!json_is_array(v)) {
+			add_error(errors, p->name, "type",
+				  "%s must be an array", p->name);
+		} else if ((int64_t)json_array_size(v) < p->min ||
+			   (p->max && (int64_t)json_array_size(v) > p->max)) {
+			snprintf(detail, sizeof detail, "%lld to %lld",
+				 (long long)p->min, (long long)p->max);
+			add_error(errors, p->name,
+				  (int64_t)json_array_size(v) < p->min
+					  ? "minItems"
+					  : "maxItems",
+				  "%s must hold %s elements", p->name, detail);
+		}
+		break;
 	case API_P_BOOL:
 		if (!json_is_boolean(v))
 			add_error(errors, p->name, "type",

@@ -23,6 +23,8 @@ enum api_param_type {
 	API_P_STATUSES, /* a status name, or a non-empty array of them */
 	API_P_ID_PREFIX, /* the start of a job id: 1 to max (0: 36) hex
 			    digits, either case, and '-' */
+	API_P_NUMBER,   /* any JSON number */
+	API_P_ARRAY,    /* an array of min to max (0: any) elements */
 };
 
 #define API_P_REQUIRED 1u

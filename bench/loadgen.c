@@ -10,6 +10,7 @@
  * and the connections share the rate evenly. Every run is bounded by
  * --count jobs and --duration seconds.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -19,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "berth/client.h"
@@ -33,6 +37,7 @@ static const char *const scenario_names[] = {
 	[SC_SUBMIT] = "submit",   [SC_E2E] = "e2e",   [SC_SUSPEND] = "suspend",
 	[SC_APPROVE] = "approve", [SC_LATENCY] = "latency",
 	[SC_FILL] = "fill",       [SC_SCALE] = "scale",
+	[SC_WORKER] = "worker",
 };
 
 static const struct link_ops *ops_of(const struct loadgen_opts *o)
@@ -436,6 +441,147 @@ static int control(const char *socket, const char *method, json_t *params,
 	return rc == 0 ? 0 : -1;
 }
 
+/* ---- the worker scenario ----------------------------------------------- */
+
+/* proc_cpu returns the user and system CPU seconds of process pid so far
+ * (0 when it is gone), and its process group in *pgrp when not NULL. */
+static double proc_cpu(pid_t pid, pid_t *pgrp)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	long long grp = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (!fgets(buf, sizeof buf, f))
+		buf[0] = '\0';
+	fclose(f);
+	/* The fields after the command, which may hold spaces: state, ppid,
+	 * pgrp, session, tty, tpgid, flags, 4 fault counts, utime, stime. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %lld %*d %*d %*d %*u %*u %*u %*u "
+			 "%*u %llu %llu", &grp, &ut, &st) != 3)
+		return 0;
+	if (pgrp)
+		*pgrp = (pid_t)grp;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* group_cpu returns the CPU seconds of every process in group pgid. */
+static double group_cpu(pid_t pgid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	double sum = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name), grp = 0;
+		double c;
+
+		if (pid <= 0)
+			continue;
+		c = proc_cpu(pid, &grp);
+		if (grp == pgid)
+			sum += c;
+	}
+	closedir(d);
+	return sum;
+}
+
+/* berthd_pid returns the pid of the berthd at socket (SO_PEERCRED), or 0. */
+static pid_t berthd_pid(const char *socket)
+{
+	struct berth_client *c = berth_client_connect(socket);
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	pid_t pid = 0;
+
+	if (c && getsockopt(berth_client_fd(c), SOL_SOCKET, SO_PEERCRED, &cred,
+			    &len) == 0)
+		pid = cred.pid;
+	if (c)
+		berth_client_close(c);
+	return pid;
+}
+
+/* served tells whether tool has a worker process connected. */
+static bool served(const char *socket, const char *tool)
+{
+	json_t *r = NULL, *t;
+	bool yes = false;
+	size_t i;
+
+	if (control(socket, "tools/list", json_object(), &r) < 0)
+		return false;
+	json_array_foreach(json_object_get(r, "tools"), i, t)
+		if (strcmp(json_string_value(json_object_get(t, "name")),
+			   tool) == 0 &&
+		    json_integer_value(json_object_get(
+			    json_object_get(t, "workers"), "connected")) > 0)
+			yes = true;
+	json_decref(r);
+	return yes;
+}
+
+/* start_worker runs o->worker_cmd with sh in a process group of its own,
+ * with BERTH_SOCKET set to berthd's socket, and waits (60 s at most) until
+ * it serves o->tool. Returns the group's leader, or -1 after printing
+ * why. */
+static pid_t start_worker(const struct loadgen_opts *o)
+{
+	struct timespec tick = {0, 20 * 1000000L};
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("berth-bench: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		setenv("BERTH_SOCKET", o->socket, 1);
+		execl("/bin/sh", "sh", "-c", o->worker_cmd, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	for (int waited = 0; waited < 60000; waited += 20) {
+		int status;
+
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			fprintf(stderr, "berth-bench: the worker command "
+				"exited (status %d) before it served %s: %s\n",
+				status, o->tool, o->worker_cmd);
+			return -1;
+		}
+		if (served(o->socket, o->tool))
+			return pid;
+		nanosleep(&tick, NULL);
+	}
+	fprintf(stderr, "berth-bench: no worker served %s within 60 s: %s\n",
+		o->tool, o->worker_cmd);
+	kill(-pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+static void stop_worker(pid_t pid)
+{
+	struct timespec tick = {0, 20 * 1000000L};
+	int status;
+
+	kill(-pid, SIGTERM);
+	for (int waited = 0; waited < 10000; waited += 20) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return;
+		nanosleep(&tick, NULL);
+	}
+	kill(-pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
 /* ---- options ---------------------------------------------------------- */
 
 static const char usage_text[] =
@@ -448,6 +594,10 @@ static const char usage_text[] =
 	"                      suspend: submit, resume on suspended, completed\n"
 	"                      approve: submit, approve, completed\n"
 	"                      latency: e2e at a fixed --rate (open loop)\n"
+	"                      worker: e2e of --tool, served by the worker\n"
+	"                      process --worker-cmd starts (docs/WORKERS.md);\n"
+	"                      also prints the CPU berthd and the worker spent\n"
+	"                      per job\n"
 	"                      fill: submit jobs that suspend, and leave them\n"
 	"                      scale: fill, restart and resume at two sizes\n"
 	"  --socket PATH       berthd's socket (berth)\n"
@@ -466,6 +616,9 @@ static const char usage_text[] =
 	"  --duration S        stop after S seconds whatever is left (default 60;\n"
 	"                      scale: 3600, for each fill)\n"
 	"  --rate R            offer R jobs/s in all, open loop\n"
+	"  --worker-cmd CMD    worker: the worker process, a shell command run\n"
+	"                      with BERTH_SOCKET set; berth-bench starts it,\n"
+	"                      waits until it serves --tool, and stops it\n"
 	"  --pause             submit: pause the tool while submitting (berth)\n"
 	"  --label TEXT        the mode column (default: berthd's durability,\n"
 	"                      or \"-\" for beanstalkd)\n"
@@ -492,7 +645,7 @@ enum {
 	OPT_DURATION, OPT_RATE, OPT_PAUSE, OPT_LABEL, OPT_TSV, OPT_NO_HEADER,
 	OPT_BERTHD, OPT_DIR, OPT_TOOLS, OPT_DURABILITY, OPT_FILL_DURABILITY,
 	OPT_WORKERS,
-	OPT_SCALE_SMALL, OPT_SCALE_JOBS, OPT_SAMPLE,
+	OPT_SCALE_SMALL, OPT_SCALE_JOBS, OPT_SAMPLE, OPT_WORKER_CMD,
 };
 
 static const struct option long_options[] = {
@@ -522,6 +675,7 @@ static const struct option long_options[] = {
 	{"scale-small", required_argument, NULL, OPT_SCALE_SMALL},
 	{"scale-jobs", required_argument, NULL, OPT_SCALE_JOBS},
 	{"sample", required_argument, NULL, OPT_SAMPLE},
+	{"worker-cmd", required_argument, NULL, OPT_WORKER_CMD},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -641,6 +795,7 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 		case OPT_SAMPLE:
 			o->sample = (long)number("sample", optarg, 1e7);
 			break;
+		case OPT_WORKER_CMD: o->worker_cmd = optarg; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
@@ -657,6 +812,13 @@ static int parse(int argc, char **argv, struct loadgen_opts *o)
 		o->duration = 3600;
 	if (o->scenario == SC_LATENCY && o->rate <= 0) {
 		fputs("berth-bench: the latency scenario needs --rate\n",
+		      stderr);
+		return 2;
+	}
+	if (o->scenario == SC_WORKER && (!o->worker_cmd || !o->tool ||
+					  o->target != TARGET_BERTH)) {
+		fputs("berth-bench: the worker scenario needs --worker-cmd and "
+		      "the --tool it serves (berth only)\n",
 		      stderr);
 		return 2;
 	}
@@ -696,7 +858,8 @@ int main(int argc, char **argv)
 	struct loadgen_opts o;
 	struct loadgen_run r;
 	char label[32] = "-";
-	double cpu;
+	double cpu, bcpu = 0, wcpu = 0;
+	pid_t wpid = -1, bpid = 0;
 	int rc = parse(argc, argv, &o);
 
 	if (rc)
@@ -723,10 +886,25 @@ int main(int argc, char **argv)
 	    control(o.socket, "tools/pause",
 		    json_pack("{s:s}", "name", o.tool), NULL) < 0)
 		return 1;
+	if (o.scenario == SC_WORKER) {
+		if ((wpid = start_worker(&o)) < 0)
+			return 1;
+		bpid = berthd_pid(o.socket);
+		bcpu = proc_cpu(bpid, NULL);
+		wcpu = group_cpu(wpid);
+	}
 	cpu = cpu_seconds();
-	if (loadgen_run_load(&o, &r) < 0)
+	if (loadgen_run_load(&o, &r) < 0) {
+		if (wpid > 0)
+			stop_worker(wpid);
 		return 1;
+	}
 	cpu = cpu_seconds() - cpu;
+	if (wpid > 0) {
+		bcpu = proc_cpu(bpid, NULL) - bcpu;
+		wcpu = group_cpu(wpid) - wcpu;
+		stop_worker(wpid);
+	}
 	if (o.pause && o.target == TARGET_BERTH)
 		control(o.socket, "tools/unpause",
 			json_pack("{s:s}", "name", o.tool), NULL);
@@ -742,6 +920,18 @@ int main(int argc, char **argv)
 		       "from submission\n", o.connections, o.inflight,
 		       o.rate > 0 ? ", open loop" : "");
 	report(&o, &r, cpu);
+	if (wpid > 0) {
+		double jobs = (double)(r.njobs ? r.njobs : 1);
+
+		if (o.tsv)
+			printf("cpu_us_per_job\tberthd\t%.1f\tworker\t%.1f\n",
+			       1e6 * bcpu / jobs, 1e6 * wcpu / jobs);
+		else
+			printf("berth-bench: CPU per job: berthd %.1f us, the "
+			       "worker %.1f us, berth-bench %.1f us\n",
+			       1e6 * bcpu / jobs, 1e6 * wcpu / jobs,
+			       1e6 * cpu / jobs);
+	}
 	rc = r.acked == r.njobs ? 0 : 1;
 	for (int i = 0; i < r.nconsumers; i++)
 		if (r.consumers[i].err)

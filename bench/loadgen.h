@@ -33,6 +33,9 @@ enum loadgen_scenario {
 	SC_LATENCY,    /* SC_E2E at a fixed offered rate (open loop) */
 	SC_FILL,       /* submitted -> suspended, and left there */
 	SC_SCALE,      /* fill, restart and resume at two sizes (scale.c) */
+	SC_WORKER,     /* SC_E2E of a tool a worker process serves
+			  (docs/WORKERS.md): --worker-cmd starts it, and
+			  the CPU it and berthd spent is reported */
 };
 
 struct loadgen_opts {
@@ -50,6 +53,7 @@ struct loadgen_opts {
 	long count;          /* jobs in the run */
 	double duration;     /* seconds: no run lasts longer */
 	double rate;         /* jobs/s offered in all (0: closed loop) */
+	const char *worker_cmd; /* worker: the command (sh -c) */
 	bool pause;          /* berth submit: pause the tool meanwhile */
 	bool tsv;            /* print tab-separated values */
 	bool header;         /* with tsv: print the header line too */

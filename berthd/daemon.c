@@ -101,6 +101,8 @@ struct options {
 	const char *node;
 	int64_t lease_ms;
 	int64_t shutdown_grace_ms;
+	int64_t kill_grace_ms;
+	int64_t heartbeat_ms;
 	const char *migrate_from;
 	bool quiet;
 	int log_level;
@@ -115,9 +117,10 @@ static const char usage_text[] =
 	"                         $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock)\n"
 	"  --tools DIR            load every *.json tool manifest in DIR (repeatable;\n"
 	"                         SIGHUP reads them again)\n"
-	"  --workers N            jobs that may run at once, of every kind (default\n"
-	"                         one per 16 MiB of memory, at most 1024, fewer\n"
-	"                         when the open-file limit is low)\n"
+	"  --workers N            jobs that may run at once, of every kind but a\n"
+	"                         worker process's (default one per 16 MiB of\n"
+	"                         memory, at most 1024, fewer when the open-file\n"
+	"                         limit is low)\n"
 	"  --threads N            of those, runs of C tools whose execute takes a\n"
 	"                         thread (CPU work) at once (default: the CPUs, at\n"
 	"                         least 2)\n"
@@ -147,6 +150,12 @@ static const char usage_text[] =
 	"  --shutdown-grace DURATION\n"
 	"                         how long running jobs may go on finishing after\n"
 	"                         SIGTERM or SIGINT (default 10s; 0: none)\n"
+	"  --kill-grace DURATION  how long a tool told to stop (SIGTERM, or a worker\n"
+	"                         process's abort) has before it is killed or its\n"
+	"                         run given up (default 5s)\n"
+	"  --heartbeat DURATION   ping a worker process silent this long, and drop it\n"
+	"                         after two unanswered pings (default 10s;\n"
+	"                         docs/WORKERS.md)\n"
 	"  --migrate-from PATH    copy the SQLite database PATH into the PostgreSQL\n"
 	"                         database of --db, then exit\n"
 	"  --http HOST:PORT       also serve HTTP: REST, events, /metrics and the\n"
@@ -171,15 +180,20 @@ static const char usage_more[] =
 	"Slots: a job that only waits (an external tool's process, the built-in\n"
 	"sleep, a nonblocking C tool) takes one of --workers; a C tool that runs on\n"
 	"a thread takes one of --threads as well, so that CPU work never holds the\n"
-	"slots of the jobs that wait, nor they its threads.\n"
+	"slots of the jobs that wait, nor they its threads. A worker process's job\n"
+	"takes neither: its connection's concurrency is its room (docs/WORKERS.md).\n"
 	"\n"
 	"A service manager may pass the sockets instead (systemd's socket\n"
 	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
-	"the three options' own; see berthd(8).\n"
+	"the three options' own; see berthd(8).\n";
+
+/* And the signals, apart for the same reason. */
+static const char usage_signals[] =
 	"\n"
 	"SIGTERM or SIGINT stops taking work and lets running jobs finish for the\n"
 	"--shutdown-grace; the jobs still running then are stopped (their tools get\n"
-	"SIGTERM, and SIGKILL 5 s later) and put back to pending without using up a\n"
+	"SIGTERM, and SIGKILL after the --kill-grace; a worker process is told to\n"
+	"abort) and put back to pending without using up a\n"
 	"retry, and berthd exits 0. A second SIGTERM or SIGINT stops at once: the\n"
 	"tools get SIGKILL and their jobs go back to pending as after a crash (the\n"
 	"attempt counts; a tool with onInterrupt \"fail\" fails).\n"
@@ -206,6 +220,8 @@ enum {
 	OPT_NODE,
 	OPT_LEASE_MS,
 	OPT_SHUTDOWN_GRACE,
+	OPT_KILL_GRACE,
+	OPT_HEARTBEAT,
 	OPT_MIGRATE_FROM,
 	OPT_HTTP,
 	OPT_HTTP_OPEN,
@@ -229,6 +245,8 @@ static const struct option long_options[] = {
 	{"node", required_argument, NULL, OPT_NODE},
 	{"lease-ms", required_argument, NULL, OPT_LEASE_MS},
 	{"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
+	{"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
+	{"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
 	{"migrate-from", required_argument, NULL, OPT_MIGRATE_FROM},
 	{"http", required_argument, NULL, OPT_HTTP},
 	{"http-open", no_argument, NULL, OPT_HTTP_OPEN},
@@ -376,6 +394,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 					   &o->shutdown_grace_ms))
 				return 2;
 			break;
+		case OPT_KILL_GRACE:
+			if (parse_duration("kill-grace", optarg, 1,
+					   &o->kill_grace_ms))
+				return 2;
+			break;
+		case OPT_HEARTBEAT:
+			if (parse_duration("heartbeat", optarg, 10,
+					   &o->heartbeat_ms))
+				return 2;
+			break;
 		case OPT_MIGRATE_FROM:
 			o->migrate_from = optarg;
 			break;
@@ -400,6 +428,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'h':
 			fputs(usage_text, stdout);
 			fputs(usage_more, stdout);
+			fputs(usage_signals, stdout);
 			return 1;
 		case 'V':
 			printf("berthd %s\n", BERTH_VERSION);
@@ -647,6 +676,8 @@ static int start(struct daemon *d, const struct options *o,
 		.threads = o->threads,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
+		.kill_grace_ms = o->kill_grace_ms,
+		.heartbeat_ms = o->heartbeat_ms,
 		/* The worker reads 0 as its default and a negative grace as
 		 * none. */
 		.shutdown_grace_ms = o->shutdown_grace_ms > 0

@@ -325,6 +325,7 @@ void store_job_free(struct store_job *j)
 	json_decref(j->resume_data);
 	json_decref(j->checkpoint);
 	json_decref(j->progress);
+	json_decref(j->views);
 	free(j);
 }
 
@@ -366,6 +367,7 @@ struct store_job *store__job_copy(const struct store_job *src)
 	json_incref(j->resume_data);
 	json_incref(j->checkpoint);
 	json_incref(j->progress);
+	json_incref(j->views);
 	if (failed) {
 		store_job_free(j);
 		return NULL;
@@ -437,6 +439,8 @@ int store__job_apply(struct store_job *j, const struct store_transition *tr,
 		j->expires_at = now + j->ttl_ms;
 	if (set & STORE_SET_PROGRESS)
 		set_json_ref(&j->progress, tr->progress);
+	if (set & STORE_SET_VIEWS)
+		set_json_ref(&j->views, tr->views);
 	return 0;
 }
 

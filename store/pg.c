@@ -97,6 +97,9 @@ enum stmt_id {
 	S_PROC_PUT,
 	S_PROC_DEL,
 	S_PROCS,
+	S_DEF_PUT,
+	S_DEF_DEL,
+	S_DEFS,
 	S_NSTMT
 };
 
@@ -119,7 +122,7 @@ static const char *const sql_text[S_NSTMT] = {
 			 " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
 			 " $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,"
 			 " $26, $27, $28, $29, $30, $31, $32, $33, $34, $35,"
-			 " $36, $37, $38)"
+			 " $36, $37, $38, $39)"
 			 " ON CONFLICT DO NOTHING RETURNING id",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = $1",
 	/* $1 id, $2 from mask, $3 to, $4 now, $5 set, $6 run_at, $7 attempt,
@@ -127,8 +130,8 @@ static const char *const sql_text[S_NSTMT] = {
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
 	 * expires_at, $17 progress, $18 this node, $19 the lease, $20 by,
 	 * $21 via, $22 approvals, $23 quorum, $24 the approvals the job
-	 * must hold. As in sqlite.c, plus the lease: a job entering running
-	 * is this node's,
+	 * must hold, $25 views. As in sqlite.c, plus the lease: a job
+	 * entering running is this node's,
 	 * a job leaving it is nobody's; a transition from exactly running
 	 * (the end of a run) needs this node to hold the lease. */
 	[S_TRANSITION] =
@@ -166,6 +169,8 @@ static const char *const sql_text[S_NSTMT] = {
 		"   ELSE expires_at END,"
 		" progress = CASE WHEN $5::int & 2048 <> 0 THEN $17::text"
 		"   ELSE progress END,"
+		" views = CASE WHEN $5::int & 8192 <> 0 THEN $25::text"
+		"   ELSE views END,"
 		" lease_owner = CASE WHEN $3::int = 2 THEN $18::text END,"
 		" lease_until = CASE WHEN $3::int = 2 THEN $4::bigint + $19::bigint END"
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
@@ -181,8 +186,11 @@ static const char *const sql_text[S_NSTMT] = {
 			    " AND tool = ANY($1::text[]) GROUP BY tool",
 	[S_RUNNING_ALL] = "SELECT count(*) FROM jobs WHERE status = 2",
 	/* SKIP LOCKED: rows another node's claim holds are left to it. */
+	/* $4 false: only the tools of $5 (the claim's limit is spent, and
+	 * only groups have room, store.h). */
 	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs WHERE status = 0"
 			 " AND run_at <= $1::bigint AND NOT (tool = ANY($2::text[]))"
+			 " AND ($4::boolean OR tool = ANY($5::text[]))"
 			 " AND NOT EXISTS (SELECT 1 FROM tools"
 			 "   WHERE name = jobs.tool AND paused <> 0)"
 			 " ORDER BY priority DESC, run_at, id LIMIT $3::int"
@@ -300,6 +308,12 @@ static const char *const sql_text[S_NSTMT] = {
 		       " AND start_min = $3::bigint",
 	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
 		    " WHERE node = $1 ORDER BY pid",
+	[S_DEF_PUT] = "INSERT INTO worker_tools (name, definition, updated_at)"
+		      " VALUES ($1, $2, $3::bigint) ON CONFLICT (name) DO UPDATE"
+		      " SET definition = excluded.definition,"
+		      " updated_at = excluded.updated_at",
+	[S_DEF_DEL] = "DELETE FROM worker_tools WHERE name = $1",
+	[S_DEFS] = "SELECT name, definition FROM worker_tools ORDER BY name",
 };
 
 /* The writer's multi-row statements (see jobs_sql and events_sql): one
@@ -338,6 +352,7 @@ enum pend_kind {
 	PK_JOB_GET,  /* the job as it is, for w's conflict */
 	PK_CHANGED,  /* a checkpoint or progress of w: the rows it changed */
 	PK_PROC,     /* a process record */
+	PK_DEFINE,   /* a worker process's tool definition */
 	PK_EVENTS,   /* events first..+n of the batch: their last seq */
 	PK_CLAIM,    /* a claim taken in one statement: w */
 	PK_CLAIM_NEXT, /* that claim's next run_at */
@@ -618,6 +633,7 @@ static struct store_job *row_job(const PGresult *r, int row)
 	j->decided_via = get_str(r, row, C_DECIDED_VIA, &oom);
 	j->approvals = get_json(r, row, C_APPROVALS);
 	j->quorum = (int)get_int(r, row, C_QUORUM);
+	j->views = get_json(r, row, C_VIEWS);
 	if (oom || j->tool == NULL) {
 		store_job_free(j);
 		return NULL;
@@ -1274,7 +1290,7 @@ static const char *const job_types[C_NCOLS + 3] = {
 	[C_STARTED_AT] = "bigint", [C_FINISHED_AT] = "bigint",
 	[C_SUBMITTED_BY] = "text", [C_SUBMITTED_VIA] = "text",
 	[C_DECIDED_BY] = "text", [C_DECIDED_VIA] = "text",
-	[C_APPROVALS] = "text", [C_QUORUM] = "int",
+	[C_APPROVALS] = "text", [C_QUORUM] = "int", [C_VIEWS] = "text",
 	[C_NCOLS] = "text", [C_NCOLS + 1] = "bigint", [C_NCOLS + 2] = "boolean",
 };
 
@@ -1399,6 +1415,7 @@ static void job_params(struct pg *q, struct mparams *p,
 			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
 			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
 			{STORE_SET_APPROVALS, STORE__T_APPROVALS},
+			{STORE_SET_VIEWS, STORE__T_VIEWS},
 		};
 		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
 			if (set & by[i].bit)
@@ -1445,6 +1462,7 @@ static void job_params(struct pg *q, struct mparams *p,
 		mp_int(p, j->quorum);
 	else
 		mp_str(p, NULL);
+	mp_str(p, t[STORE__T_VIEWS]);
 	mp_str(p, running ? q->node : NULL);
 	mp_time(p, running ? j->created_at + q->lease_ms : 0);
 	mp_str(p, start || then != NULL ? "t" : "f");
@@ -1533,7 +1551,7 @@ static int created(struct pg *q, struct store__wreq *w, bool start)
 		 * as "created". */
 		json_t *adata = req->u.create.approval_event_data;
 		const char *atext = t[STORE__T_APPROVAL_EVENT];
-		if (adata == NULL) {
+		if (adata == NULL && !req->u.create.approval_event_empty) {
 			adata = data;
 			atext = t[STORE__T_EVENT];
 		}
@@ -1593,6 +1611,7 @@ static int send_transition(struct pg *q, struct store__wreq *w)
 	p_str(&p, t[STORE__T_APPROVALS]);
 	p_int(&p, tr->quorum);
 	p_int(&p, tr->approvals_had);
+	p_str(&p, t[STORE__T_VIEWS]);
 	return send_params(q, S_TRANSITION, &p, PK_TRANSITION, w);
 }
 
@@ -1717,6 +1736,7 @@ static int read_pend(struct pg *q, size_t i, PGresult *r)
 						  ? w->req->u.checkpoint.job_id
 						  : w->req->u.progress.job_id);
 	case PK_PROC:
+	case PK_DEFINE:
 		w->rc = 0;
 		return 0;
 	case PK_CLAIM: {
@@ -2053,8 +2073,13 @@ static bool piped_claim(const struct store_req *req)
 		return false;
 	for (size_t i = 0; i < req->u.claim.ncaps; i++) {
 		const struct store_cap *cap = &req->u.claim.caps[i];
+		bool group_spent = cap->group < 0 ||
+				   (size_t)cap->group > req->u.claim.ngroups ||
+				   (cap->group > 0 &&
+				    req->u.claim.groups[cap->group - 1] <= 0);
 		if (cap->limit > 0 ||
-		    (cap->remaining > 0 && !(cap->pool && req->u.claim.pool_remaining <= 0)))
+		    (cap->remaining > 0 && !group_spent &&
+		     !(cap->pool && req->u.claim.pool_remaining <= 0)))
 			return false;
 	}
 	return true;
@@ -2101,62 +2126,100 @@ static int send_claim(struct pg *q, struct store__wreq *w)
 /*
  * do_claim picks the jobs to claim with FOR UPDATE SKIP LOCKED, in the
  * order of priority, run_at and id, skipping tools whose allowance is
- * spent, and moves them to running with this node's lease. Rows skipped
- * for a spent tool may hide runnable jobs of other tools further down, so
- * the scan is repeated without the spent tools: at most once more per
- * limited tool. Jobs taken are running by then, so no scan sees them
- * twice.
+ * spent and the jobs of a spent group (store.h), and moves them to
+ * running with this node's lease. Rows skipped for a spent tool or group
+ * may hide runnable jobs of other tools further down, so the scan is
+ * repeated without the spent tools (and, once the claim's limit is spent,
+ * with only the tools of groups that have room): at most once more per
+ * limited tool or group. Jobs taken are running by then, so no scan sees
+ * them twice.
  */
 static int do_claim(struct pg *q, struct store__wreq *w)
 {
 	struct conn *c = &q->w;
 	struct store_req *req = w->req;
-	int limit = req->u.claim.limit;
-	size_t ncaps = req->u.claim.ncaps;
+	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
-	struct strs picked = {0}, out = {0};
-	int *left = NULL, global = 0, rc = 0;
+	struct strs picked = {0}, out = {0}, only = {0};
+	int *left = NULL, global = 0, rc = 0, slots, room;
 	int pool_left = req->u.claim.pool_remaining;
 
 	w->rc = 0;
-	if (limit <= 0)
+	/* slots: what is left of limit, the room of the caps of no group;
+	 * room: of the whole claim; pool_left: of the threads the caps
+	 * marked pool take besides (store.h). */
+	slots = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
+	room = slots;
+	for (size_t g = 0; g < ngroups; g++)
+		room += req->u.claim.groups[g] > 0 ? req->u.claim.groups[g] : 0;
+	if (room <= 0)
 		return 0;
-	if ((left = calloc(ncaps + 1, sizeof(*left))) == NULL)
+	/* left[i] is what is left of caps[i], then, from ncaps on, of each
+	 * group. */
+	if ((left = calloc(ncaps + ngroups + 1, sizeof(*left))) == NULL)
 		return -ENOMEM;
 	if ((rc = allowance(c, req, left, &global)) != 0)
 		goto done;
-	if (global < limit)
-		limit = global;
+	for (size_t g = 0; g < ngroups; g++)
+		left[ncaps + g] = req->u.claim.groups[g];
+	if (global < slots) {
+		room -= slots - global;
+		slots = global;
+	}
 
-	while ((int)req->njobs < limit) {
-		int want = limit - (int)req->njobs;
-		out.n = 0;
-		for (size_t i = 0; i < ncaps; i++)
-			if ((left[i] <= 0 || (req->u.claim.caps[i].pool && pool_left <= 0)) &&
-			    (rc = strs_push(&out, req->u.claim.caps[i].tool)) != 0)
+	while (room > 0) {
+		int want = room;
+		out.n = only.n = 0;
+		for (size_t i = 0; i < ncaps; i++) {
+			const struct store_cap *cap = &req->u.claim.caps[i];
+			int g = cap->group;
+			bool spent = left[i] <= 0 || (cap->pool && pool_left <= 0) ||
+				     g < 0 || (size_t)g > ngroups ||
+				     (g > 0 && left[ncaps + (size_t)g - 1] <= 0);
+			if (spent)
+				rc = strs_push(&out, cap->tool);
+			else if (g > 0)
+				rc = strs_push(&only, cap->tool);
+			if (rc != 0)
 				goto done;
+		}
 		char *lit = text_array(out.v, out.n);
-		if (lit == NULL) {
+		char *olit = text_array(only.v, only.n);
+		if (lit == NULL || olit == NULL) {
+			free(lit);
+			free(olit);
 			rc = -ENOMEM;
 			goto done;
 		}
+		/* $1 now, $2 the spent tools, $3 the most rows, $4 whether
+		 * the claim's limit has room, $5 the tools of groups. */
 		struct params p = {0};
 		p_int(&p, now);
 		p_str(&p, lit);
 		p_int(&p, want);
+		p_str(&p, slots > 0 ? "true" : "false");
+		p_str(&p, olit);
 		PGresult *r = exec(c, S_CLAIM_SCAN, &p);
 		free(lit);
+		free(olit);
 		if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0)
 			goto done;
 		int rows = PQntuples(r);
 		bool skipped = false;
-		for (int row = 0; row < rows && (int)(req->njobs + picked.n) < limit; row++) {
+		for (int row = 0; row < rows && room > 0; row++) {
 			const char *tool = PQgetvalue(r, row, 1);
 			size_t k = 0;
+			int g, *group;
 			while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 				k++;
-			if (k < ncaps && (left[k] <= 0 || (req->u.claim.caps[k].pool &&
-							   pool_left <= 0))) {
+			g = k < ncaps ? req->u.claim.caps[k].group : 0;
+			group = g > 0 && (size_t)g <= ngroups
+					? &left[ncaps + (size_t)g - 1]
+					: &slots;
+			if ((k < ncaps && (left[k] <= 0 ||
+					   (req->u.claim.caps[k].pool &&
+					    pool_left <= 0))) ||
+			    *group <= 0) {
 				skipped = true;
 				continue;
 			}
@@ -2165,6 +2228,8 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 				if (req->u.claim.caps[k].pool)
 					pool_left--;
 			}
+			(*group)--;
+			room--;
 			char *id = strdup(PQgetvalue(r, row, 0));
 			if (id == NULL || strs_push(&picked, id) != 0) {
 				free(id);
@@ -2184,6 +2249,7 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 done:
 	strs_free_all(&picked);
 	free(out.v);
+	free(only.v);
 	free(left);
 	return rc;
 }
@@ -2318,6 +2384,21 @@ static int send_proc(struct pg *q, struct store__wreq *w)
 			   &p, PK_PROC, w);
 }
 
+/* send_define sends the storing or removal of a worker process's tool
+ * definition (PK_DEFINE). */
+static int send_define(struct pg *q, struct store__wreq *w)
+{
+	const struct store_req *req = w->req;
+	struct params p = {0};
+	p_str(&p, req->u.define.name);
+	if (!req->u.define.remove) {
+		p_str(&p, w->text[STORE__T_DEFINITION]);
+		p_int(&p, store_now());
+	}
+	return send_params(q, req->u.define.remove ? S_DEF_DEL : S_DEF_PUT,
+			   &p, PK_DEFINE, w);
+}
+
 /*
  * pg_apply sends a request's statements into the pipeline, or holds a
  * creation back to send several as one INSERT. A request whose work
@@ -2349,9 +2430,10 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return 0;
 	}
 	/* Held creations go out before any other request, which may read
-	 * them, and whose events must follow theirs. A process record
-	 * touches neither jobs nor events. */
-	if (req->op != STORE_OP_PROC && q->nheld > 0 &&
+	 * them, and whose events must follow theirs. A process record and
+	 * a tool's definition touch neither jobs nor events. */
+	if (req->op != STORE_OP_PROC && req->op != STORE_OP_TOOL_DEFINE &&
+	    q->nheld > 0 &&
 	    (rc = send_creates(q)) != 0)
 		return rc;
 	switch (req->op) {
@@ -2369,6 +2451,8 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 				    w->text[STORE__T_PROGRESS]);
 	case STORE_OP_PROC:
 		return send_proc(q, w);
+	case STORE_OP_TOOL_DEFINE:
+		return send_define(q, w);
 	case STORE_OP_CLAIM:
 		if (piped_claim(req))
 			return send_claim(q, w);
@@ -2737,6 +2821,40 @@ static int pg_procs(void *be, struct store_proc **out, size_t *n)
 	return 0;
 }
 
+static int pg_definitions(void *be, struct store_definition **out,
+			  size_t *n)
+{
+	struct pg *q = be;
+	int rc;
+	PGresult *r = query(q, S_DEFS, NULL, &rc);
+	if (r == NULL)
+		return rc;
+	int rows = PQntuples(r);
+	struct store_definition *v = calloc((size_t)rows + 1, sizeof(*v));
+	if (v == NULL) {
+		PQclear(r);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < rows; i++) {
+		bool oom = false;
+		/* A definition that does not parse is handed on as NULL (as
+		 * in sqlite.c). */
+		v[i].name = get_str(r, i, 0, &oom);
+		v[i].definition = get_json(r, i, 1);
+		if (v[i].name == NULL) {
+			for (int k = 0; k <= i; k++)
+				store_definition_finish(&v[k]);
+			free(v);
+			PQclear(r);
+			return -ENOMEM;
+		}
+	}
+	PQclear(r);
+	*out = v;
+	*n = (size_t)rows;
+	return 0;
+}
+
 static int pg_tool_paused(void *be, const char *tool)
 {
 	struct params p = {0};
@@ -3042,6 +3160,7 @@ const struct store__backend store__pg = {
 	.next_run_at = pg_next_run_at,
 	.next_expiry = pg_next_expiry,
 	.procs = pg_procs,
+	.definitions = pg_definitions,
 	.shared = true,
 	.watch_fd = pg_watch_fd,
 	.notified = pg_notified,

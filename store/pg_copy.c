@@ -30,6 +30,7 @@ static const struct {
 		   "client"},
 	{"job_logs", "job_id, n, at, level, message, data"},
 	{"tools", "name, paused"},
+	{"worker_tools", "name, definition, updated_at"},
 };
 
 /* Rows are sent in chunks of about this size. */

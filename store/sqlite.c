@@ -65,6 +65,9 @@ enum stmt_id {
 	S_PROC_PUT,
 	S_PROC_DEL,
 	S_PROCS,
+	S_DEF_PUT,
+	S_DEF_DEL,
+	S_DEFS,
 	S_NSTMT
 };
 
@@ -93,17 +96,17 @@ static const char *const sql_text[S_NSTMT] = {
 			 " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
 			 " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
 			 " ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35,"
-			 " ?36, ?37, ?38)",
+			 " ?36, ?37, ?38, ?39)",
 	[S_JOB_GET] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE id = ?1",
 	/* ?1 id, ?2 from mask, ?3 to, ?4 now, ?5 set, ?6 run_at,
 	 * ?7 attempt, ?8 output, ?9 model_output, ?10 error, ?11 suspend
 	 * payload, ?12 resume data, ?13 checkpoint, ?14 decision, ?15 reason,
 	 * ?16 expires_at, ?17 progress, ?18 by, ?19 via, ?20 approvals,
-	 * ?21 quorum, ?22 the approvals the job must hold. The bits of ?5
-	 * are STORE_SET_*. A job entering suspended or awaiting_approval
-	 * without an explicit expiry gets now + ttl_ms when it has a ttl.
-	 * A new list of approvals is written only over the list it was
-	 * made from (store.h, STORE_SET_APPROVALS). */
+	 * ?21 quorum, ?22 the approvals the job must hold, ?23 views. The
+	 * bits of ?5 are STORE_SET_*. A job entering suspended or
+	 * awaiting_approval without an explicit expiry gets now + ttl_ms when
+	 * it has a ttl. A new list of approvals is written only over the
+	 * list it was made from (store.h, STORE_SET_APPROVALS). */
 	[S_TRANSITION] =
 		"UPDATE OR FAIL jobs SET status = ?3, updated_at = ?4,"
 		" run_at = CASE WHEN ?5 & 1 THEN ?6 ELSE run_at END,"
@@ -128,7 +131,8 @@ static const char *const sql_text[S_NSTMT] = {
 		" expires_at = CASE WHEN ?5 & 1024 THEN ?16"
 		"   WHEN ?3 IN (1, 3) AND ttl_ms > 0 THEN ?4 + ttl_ms"
 		"   ELSE expires_at END,"
-		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END"
+		" progress = CASE WHEN ?5 & 2048 THEN ?17 ELSE progress END,"
+		" views = CASE WHEN ?5 & 8192 THEN ?23 ELSE views END"
 		" WHERE id = ?1 AND ((1 << status) & ?2) != 0"
 		" AND (?5 & 4096 = 0"
 		"   OR coalesce(json_array_length(approvals), 0) = ?22)"
@@ -217,11 +221,17 @@ static const char *const sql_text[S_NSTMT] = {
 		       " AND start_min = ?2",
 	[S_PROCS] = "SELECT job_id, pid, start_min, start_max, boot_id FROM procs"
 		    " WHERE node = '' ORDER BY pid",
+	[S_DEF_PUT] = "INSERT INTO worker_tools (name, definition, updated_at)"
+		      " VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET"
+		      " definition = excluded.definition,"
+		      " updated_at = excluded.updated_at",
+	[S_DEF_DEL] = "DELETE FROM worker_tools WHERE name = ?1",
+	[S_DEFS] = "SELECT name, definition FROM worker_tools ORDER BY name",
 };
 
 /* Multi-row event inserts: statements of 1, 2, 4, ... EV_ROWS_MAX rows. */
 enum { EV_SIZES = 6, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
-/* And of jobs: 1, 2, ... JOB_ROWS_MAX rows of 32 parameters. */
+/* And of jobs: 1, 2, ... JOB_ROWS_MAX rows of C_NCOLS parameters. */
 enum { JOB_SIZES = 5, JOB_ROWS_MAX = 1 << (JOB_SIZES - 1) };
 
 /* An event appended to the batch but not yet inserted: its index in the
@@ -416,6 +426,7 @@ static struct store_job *row_job_w(sqlite3_stmt *s, struct store__wreq *w)
 	j->decided_via = col_str(s, C_DECIDED_VIA, &oom);
 	j->approvals = col_json_w(s, C_APPROVALS, w, &j->approvals, &oom);
 	j->quorum = sqlite3_column_int(s, C_QUORUM);
+	j->views = col_json_w(s, C_VIEWS, w, &j->views, &oom);
 	if (oom || j->tool == NULL) {
 		if (w != NULL) {
 			while (w->nraw > nraw)
@@ -606,6 +617,7 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w,
 			{STORE_SET_RESUME, STORE__T_RESUME},
 			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
 			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
+			{STORE_SET_VIEWS, STORE__T_VIEWS},
 		};
 		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
 			if (set & by[i].bit)
@@ -656,6 +668,7 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w,
 		sqlite3_bind_int(s, p + C_QUORUM, j->quorum);
 	else
 		sqlite3_bind_null(s, p + C_QUORUM);
+	bind_str(s, p + C_VIEWS, t[STORE__T_VIEWS]);
 }
 
 /* created appends the events of w's creation, now inserted. */
@@ -680,7 +693,7 @@ static int created(struct conn *c, struct store__wreq *w, struct store__batch *b
 		 * as "created". */
 		json_t *adata = req->u.create.approval_event_data;
 		const char *atext = t[STORE__T_APPROVAL_EVENT];
-		if (adata == NULL) {
+		if (adata == NULL && !req->u.create.approval_event_empty) {
 			adata = data;
 			atext = t[STORE__T_EVENT];
 		}
@@ -747,7 +760,7 @@ static sqlite3_stmt *job_stmt(struct conn *c, int k)
 			 "INSERT INTO jobs (" STORE__JOB_COLS ") VALUES ",
 			 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
 			 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-			 " ?, ?, ?, ?, ?, ?),",
+			 " ?, ?, ?, ?, ?, ?, ?),",
 			 (size_t)1 << k);
 }
 
@@ -890,6 +903,7 @@ static int do_transition(struct conn *c, struct store__wreq *w,
 	bind_str(s, 20, t[STORE__T_APPROVALS]);
 	sqlite3_bind_int(s, 21, tr->quorum);
 	sqlite3_bind_int(s, 22, tr->approvals_had);
+	bind_str(s, 23, t[STORE__T_VIEWS]);
 
 	/* The change is made on the first step; the one row it returns
 	 * is the job as it is now. */
@@ -1020,21 +1034,30 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 		    struct store__batch *b)
 {
 	const struct store_req *req = w->req;
-	int limit = req->u.claim.limit;
-	size_t ncaps = req->u.claim.ncaps;
+	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
+	/* slots: what is left of limit, the pool's own room; pool_left:
+	 * of the threads its caps marked pool take besides (store.h). */
+	int slots = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
+	int room = slots;
 	int pool_left = req->u.claim.pool_remaining;
 	struct ids ids = {0};
 	int rc = 0;
 
 	w->rc = 0;
-	if (limit <= 0)
+	for (size_t g = 0; g < ngroups; g++)
+		room += req->u.claim.groups[g] > 0 ? req->u.claim.groups[g] : 0;
+	if (room <= 0)
 		return 0;
-	int *left = calloc(ncaps + 1, sizeof(*left));
+	/* left[k] is what is left of caps[k], then, from ncaps on, of each
+	 * group. */
+	int *left = calloc(ncaps + ngroups + 1, sizeof(*left));
 	if (left == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < ncaps; i++)
 		left[i] = req->u.claim.caps[i].remaining;
+	for (size_t g = 0; g < ngroups; g++)
+		left[ncaps + g] = req->u.claim.groups[g];
 
 	sqlite3_stmt *s = get(c, S_CLAIM_SCAN);
 	if (s == NULL) {
@@ -1042,19 +1065,28 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 		return prepare_error(c);
 	}
 	sqlite3_bind_int64(s, 1, now);
-	while (ids.n < (size_t)limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while (room > 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *tool = (const char *)sqlite3_column_text(s, 1);
 		size_t k = 0;
+		int g, *group;
 		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
 			k++;
 		if (k < ncaps && (left[k] <= 0 ||
 				  (req->u.claim.caps[k].pool && pool_left <= 0)))
+			continue;
+		g = k < ncaps ? req->u.claim.caps[k].group : 0;
+		if (g < 0 || (size_t)g > ngroups)
+			continue;
+		group = g > 0 ? &left[ncaps + (size_t)g - 1] : &slots;
+		if (*group <= 0)
 			continue;
 		if (k < ncaps) {
 			left[k]--;
 			if (req->u.claim.caps[k].pool)
 				pool_left--;
 		}
+		(*group)--;
+		room--;
 		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
 			break;
 	}
@@ -1216,6 +1248,21 @@ static int do_proc(struct conn *c, struct store__wreq *w)
 	return run(s);
 }
 
+static int do_define(struct conn *c, struct store__wreq *w)
+{
+	const struct store_req *req = w->req;
+	sqlite3_stmt *s = get(c, req->u.define.remove ? S_DEF_DEL : S_DEF_PUT);
+	if (s == NULL)
+		return prepare_error(c);
+	bind_str(s, 1, req->u.define.name);
+	if (!req->u.define.remove) {
+		bind_str(s, 2, w->text[STORE__T_DEFINITION]);
+		sqlite3_bind_int64(s, 3, store_now());
+	}
+	w->rc = 0;
+	return run(s);
+}
+
 /* do_max_pages is a test hook: it caps the database's size, the way a
  * full disk would. The count is an integer, never a caller's string. */
 static int do_max_pages(struct conn *c, struct store__wreq *w)
@@ -1240,14 +1287,15 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	 * read them (and whose events must follow theirs). Creations,
 	 * transitions and claims only append events; anything else may read
 	 * or delete them, so the pending ones go in first. A process record
-	 * touches neither jobs nor events. */
-	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_PROC && c->njobs > 0) {
+	 * and a tool's definition touch neither jobs nor events. */
+	bool apart = req->op == STORE_OP_PROC || req->op == STORE_OP_TOOL_DEFINE;
+	if (req->op != STORE_OP_CREATE && !apart && c->njobs > 0) {
 		int rc = flush_jobs(c);
 		if (rc != 0)
 			return rc;
 	}
 	if (req->op != STORE_OP_CREATE && req->op != STORE_OP_TRANSITION &&
-	    req->op != STORE_OP_CLAIM && req->op != STORE_OP_PROC && c->npend > 0) {
+	    req->op != STORE_OP_CLAIM && !apart && c->npend > 0) {
 		int rc = flush_events(c);
 		if (rc != 0)
 			return rc;
@@ -1275,6 +1323,8 @@ static int sq_apply(void *be, struct store__wreq *w, struct store__batch *b)
 		return do_prune(c, w);
 	case STORE_OP_PROC:
 		return do_proc(c, w);
+	case STORE_OP_TOOL_DEFINE:
+		return do_define(c, w);
 	case STORE__OP_MAX_PAGES:
 		return do_max_pages(c, w);
 	default:
@@ -1578,6 +1628,55 @@ static int sq_next_expiry(void *be, int64_t *at)
 	struct conn *c = &((struct sq *)be)->r;
 	sqlite3_stmt *s = get(c, S_NEXT_EXPIRY);
 	return s != NULL ? one_int64(s, 0, at) : prepare_error(c);
+}
+
+static int sq_definitions(void *be, struct store_definition **out,
+			  size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, S_DEFS);
+	struct store_definition *v = NULL;
+	size_t cap = 0, k = 0;
+	int rc;
+
+	if (s == NULL)
+		return prepare_error(c);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_definition *d;
+		bool oom = false;
+
+		if (k == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct store_definition *x = realloc(v, ncap * sizeof(*v));
+			if (x == NULL) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			v = x;
+			cap = ncap;
+		}
+		d = &v[k];
+		/* A definition that does not parse is handed on as NULL:
+		 * the worker names it in the log and leaves it out. */
+		d->name = col_str(s, 0, &oom);
+		d->definition = col_json(s, 1);
+		if (d->name == NULL) {
+			json_decref(d->definition);
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		k++;
+	}
+	done(s);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < k; i++)
+			store_definition_finish(&v[i]);
+		free(v);
+		return err(rc);
+	}
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 static int sq_procs(void *be, struct store_proc **out, size_t *n)
@@ -1914,5 +2013,6 @@ const struct store__backend store__sqlite = {
 	.next_run_at = sq_next_run_at,
 	.next_expiry = sq_next_expiry,
 	.procs = sq_procs,
+	.definitions = sq_definitions,
 	.check = sq_check,
 };

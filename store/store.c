@@ -887,6 +887,12 @@ static int check(const struct store_req *req)
 			       memchr(req->u.proc.proc.boot_id, '\0', 40) != NULL
 			       ? 0
 			       : -EINVAL;
+	case STORE_OP_TOOL_DEFINE:
+		return req->u.define.name != NULL &&
+			       (req->u.define.remove ||
+				json_is_object(req->u.define.definition))
+			       ? 0
+			       : -EINVAL;
 	case STORE_OP_EXPIRE:
 	case STORE_OP_PRUNE:
 	case STORE__OP_MAX_PAGES:
@@ -920,7 +926,8 @@ static int prepare(struct store__wreq *w)
 		     dump(j->checkpoint, &t[STORE__T_CHECKPOINT]) &&
 		     dump(j->progress, &t[STORE__T_PROGRESS]) &&
 		     dump(j->approvals, &t[STORE__T_APPROVALS]) &&
-		     dump(req->u.create.client, &t[STORE__T_CLIENT]);
+		     dump(req->u.create.client, &t[STORE__T_CLIENT]) &&
+		     dump(j->views, &t[STORE__T_VIEWS]);
 		/* The created event often carries the input itself. */
 		if (ok && req->u.create.event_data == j->input && j->input != NULL)
 			t[STORE__T_EVENT] = t[STORE__T_INPUT]; /* shared */
@@ -965,6 +972,8 @@ static int prepare(struct store__wreq *w)
 			ok = dump(tr->approvals, &t[STORE__T_APPROVALS]);
 		if (ok)
 			ok = dump(tr->client, &t[STORE__T_CLIENT]);
+		if (ok && (tr->set & STORE_SET_VIEWS))
+			ok = dump(tr->views, &t[STORE__T_VIEWS]);
 		/* A completion's event often carries its output itself. */
 		if (ok && (tr->set & STORE_SET_OUTPUT) &&
 		    tr->event_data == tr->output && tr->output != NULL)
@@ -987,6 +996,12 @@ static int prepare(struct store__wreq *w)
 			if (!dump(req->u.log.lines[i].data, &w->line_data[i]))
 				return -ENOMEM;
 		return 0;
+	case STORE_OP_TOOL_DEFINE:
+		if (req->u.define.remove)
+			return 0;
+		return dump(req->u.define.definition, &t[STORE__T_DEFINITION])
+			       ? 0
+			       : -ENOMEM;
 	case STORE_OP_EXPIRE:
 		w->arg = req->u.expire.now != 0 ? req->u.expire.now : store_now();
 		return 0;
@@ -1431,6 +1446,22 @@ int store_procs(struct store *st, struct store_proc **out, size_t *n)
 	*out = NULL;
 	*n = 0;
 	return st->ops->procs(st->be, out, n);
+}
+
+int store_definitions(struct store *st, struct store_definition **out,
+		      size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	return st->ops->definitions(st->be, out, n);
+}
+
+void store_definition_finish(struct store_definition *d)
+{
+	free(d->name);
+	json_decref(d->definition);
+	d->name = NULL;
+	d->definition = NULL;
 }
 
 int store_tool_paused(struct store *st, const char *tool)

@@ -148,6 +148,11 @@ struct store_job {
 	char *decided_via;
 	json_t *approvals;
 	int quorum;
+	/* The views a worker process computed for the job's payloads
+	 * (docs/WORKERS.md): {"display": {STAGE: VIEW}, "transcript": {...},
+	 * "pending": [STAGE, ...], ...}, kept by the worker (worker/view.c)
+	 * and never part of the Job object; NULL for other tools' jobs. */
+	json_t *views;
 };
 
 /* store_job_free frees j and everything it owns; NULL is ignored. */
@@ -347,6 +352,7 @@ enum store_op {
 	STORE_OP_TOOL_PAUSE,
 	STORE_OP_PRUNE,
 	STORE_OP_PROC,
+	STORE_OP_TOOL_DEFINE,
 };
 
 /*
@@ -379,6 +385,7 @@ enum {
 	STORE_SET_EXPIRES_AT = 1u << 10,
 	STORE_SET_PROGRESS = 1u << 11,
 	STORE_SET_APPROVALS = 1u << 12,   /* approvals and quorum, below */
+	STORE_SET_VIEWS = 1u << 13,       /* views (store_job.views) */
 };
 
 /* A transition: a compare-and-set on the job's status, committed with
@@ -409,6 +416,7 @@ struct store_transition {
 	const char *reason;
 	int64_t expires_at;
 	json_t *progress;
+	json_t *views;
 	/* Who makes the transition and how: its event's by, via and client
 	 * (borrowed), and with STORE_SET_DECISION the job's decided_by and
 	 * decided_via. by NULL: berthd itself (STORE_BERTHD). */
@@ -433,6 +441,14 @@ struct store_transition {
  * 0 skips the tool. The claim also reports the next run_at that concerns
  * its caller (req->next_run_at).
  *
+ * Groups: a cap whose group is k > 0 takes no part of limit; its tool's
+ * jobs count against groups[k - 1] instead (and its own remaining), so
+ * that one claim fills two kinds of room that do not share (the worker's
+ * slots, which limit sizes, and each set of worker processes with room,
+ * docs/WORKERS.md) without either kind starving the other. A claim ends
+ * when limit and every group are spent or no job is left to take; limit
+ * may be 0 when only groups have room.
+ *
  * For a database several nodes share (PostgreSQL), limit is the tool's
  * concurrency for the whole cluster: when it is > 0 the claim counts the
  * tool's running jobs in the database, under a lock that serializes the
@@ -443,12 +459,16 @@ struct store_transition {
  * pool: the tool's jobs also take slots of a pool the claim's caps share
  * (the worker's threads for C tools, worker/sched.c): at most
  * pool_remaining jobs of all the tools so marked are claimed. A pool
- * spent excludes them as a cap of 0 would. */
+ * spent excludes them as a cap of 0 would. The pool narrows the room a
+ * cap draws on (limit's or its group's) and is no room of its own: a job
+ * of a pooled cap takes one of each. (berthd marks only caps of limit's:
+ * a worker process's job takes none of its threads.) */
 struct store_cap {
 	const char *tool;
 	int remaining;
 	int limit;
 	bool pool;
+	int group; /* 0: limit's; k > 0: groups[k - 1] */
 };
 
 /*
@@ -491,6 +511,10 @@ struct store_req {
 			struct store_job *job;       /* borrowed */
 			json_t *event_data;          /* borrowed */
 			json_t *approval_event_data; /* borrowed, or NULL */
+			/* approval_requested carries no data (its view is
+			 * still to come, docs/WORKERS.md) rather than
+			 * event_data. */
+			bool approval_event_empty;
 			bool start;
 			/* The events of a creation are the submitter's
 			 * (job->submitted_by and submitted_via; started:
@@ -508,8 +532,13 @@ struct store_req {
 			size_t ncaps;
 			/* Most jobs running at once in the whole cluster
 			 * (PostgreSQL; 0: none). Counted in the database
-			 * under a lock, like a cap's limit. */
+			 * under a lock, like a cap's limit. It bounds the
+			 * jobs of limit, not of the groups. */
 			int global_limit;
+			/* The room of each group (above); caps name them
+			 * 1-based. */
+			const int *groups;
+			size_t ngroups;
 			/* What is left of the pool of the caps marked
 			 * pool (struct store_cap). */
 			int pool_remaining;
@@ -565,6 +594,16 @@ struct store_req {
 			struct store_proc proc;
 			bool remove;
 		} proc;
+
+		/* STORE_OP_TOOL_DEFINE: stores the definition (an object)
+		 * of a tool that worker processes serve (docs/WORKERS.md),
+		 * replacing the one of the same name; with remove, deletes
+		 * it (none is no error). No event. */
+		struct {
+			const char *name;
+			json_t *definition;
+			bool remove;
+		} define;
 	} u;
 
 	/* Results, valid in done. */
@@ -645,6 +684,20 @@ int store_logs(struct store *st, const char *job_id, int64_t after, int limit,
  * array *out of *n, which the caller frees. Returns 0 or a storage
  * error. */
 int store_procs(struct store *st, struct store_proc **out, size_t *n);
+
+/* A stored definition of a tool that worker processes serve. */
+struct store_definition {
+	char *name;
+	json_t *definition;
+};
+
+/* store_definitions reads every stored definition (STORE_OP_TOOL_DEFINE)
+ * into a new array *out of *n, by name; the caller frees each with
+ * store_definition_finish and the array with free. Returns 0 or a
+ * storage error. */
+int store_definitions(struct store *st, struct store_definition **out,
+		      size_t *n);
+void store_definition_finish(struct store_definition *d);
 
 /* store_tool_paused returns 1 when the tool is paused, 0 when not, or a
  * negative code. */

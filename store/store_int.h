@@ -28,6 +28,8 @@ enum store__text {
 	STORE__T_APPROVAL_EVENT, /* CREATE: approval_requested's own data */
 	STORE__T_APPROVALS,      /* the job's approvals */
 	STORE__T_CLIENT,         /* the events' MCP client */
+	STORE__T_VIEWS,
+	STORE__T_DEFINITION,     /* TOOL_DEFINE */
 	STORE__T_COUNT
 };
 
@@ -158,6 +160,7 @@ struct store__backend {
 	int (*next_run_at)(void *be, int64_t *at);
 	int (*next_expiry)(void *be, int64_t *at);
 	int (*procs)(void *be, struct store_proc **out, size_t *n);
+	int (*definitions)(void *be, struct store_definition **out, size_t *n);
 
 	/* Writer thread, once, before the first batch: the integrity check
 	 * open left to it (SQLite, a large database; store_config's
@@ -215,7 +218,7 @@ char *store__json_text(json_t *v);
 	"error, suspend_payload, resume_data, checkpoint, approval_required, " \
 	"decision, reason, decided_at, progress, retry_of, created_at, "      \
 	"updated_at, started_at, finished_at, submitted_by, submitted_via, "  \
-	"decided_by, decided_via, approvals, quorum"
+	"decided_by, decided_via, approvals, quorum, views"
 
 enum store__col {
 	C_ID,
@@ -256,6 +259,7 @@ enum store__col {
 	C_DECIDED_VIA,
 	C_APPROVALS,
 	C_QUORUM,
+	C_VIEWS,
 	C_NCOLS
 };
 

@@ -41,6 +41,11 @@
 #define WORKER__RETENTION_MS (7 * 24 * 3600 * 1000LL)
 #define WORKER__BACKOFF_MS 1000
 #define WORKER__BACKOFF_MAX_MS 300000
+/* Worker processes (remote.c): the heartbeat, and how long berthd waits
+ * for the answer to an "input" or "transform" request before it goes on
+ * without it (docs/WORKERS.md). */
+#define WORKER__HEARTBEAT_MS 10000
+#define WORKER__ASK_MS 5000
 
 /* The member of a job's metadata that says the job came through MCP:
  * {"_meta": the tools/call's _meta, "clientInfo": the client's, from
@@ -104,6 +109,21 @@ struct worker_tool {
 	json_t *source; /* an external tool's manifest as read: a reload
 			   tells a changed manifest from the same one by it */
 
+	/* A tool served by worker processes (remote.c; neither c nor cmd
+	 * set): its definition as registered and stored (NULL for C and
+	 * external tools), which of its function fields it has, and, per
+	 * view target (by enum worker_view - 1), whether its transform
+	 * declares the target and the stages whose views its functions
+	 * compute (1u << BERTH_PAYLOAD_*). */
+	json_t *definition;
+	unsigned fns; /* WORKER__FN_* */
+	bool view_declared[2];
+	unsigned view_stages[2];
+	/* The connections serving it that take runs (not draining), and
+	 * their concurrency summed, for tools/list. */
+	int serving;
+	int capacity;
+
 	/* References: the registry's, one per run started under this
 	 * definition, one per operation that uses it after its request
 	 * returned (a submission's reply, a pause). A reload that changes
@@ -119,6 +139,15 @@ struct worker_tool {
 	 * jobs at submission (single node only): unknown until read. A
 	 * pause counts from its request, an unpause from its commit. */
 	enum { WORKER__PAUSE_UNKNOWN, WORKER__PAUSE_NO, WORKER__PAUSE_YES } pause;
+};
+
+/* The function fields of a worker process's tool (its definition's
+ * "functions" and requireApproval "function"). */
+enum {
+	WORKER__FN_APPROVAL = 1u << 0,
+	WORKER__FN_TO_MODEL_OUTPUT = 1u << 1,
+	WORKER__FN_ON_INPUT = 1u << 2,
+	WORKER__FN_ON_OUTPUT = 1u << 3,
 };
 
 /*
@@ -173,6 +202,7 @@ struct berth_ctx {
 };
 
 struct worker__proc;
+struct worker__rcall;
 
 /*
  * struct worker__run is one try of a claimed job. Its references: one for
@@ -232,6 +262,41 @@ struct worker__run {
 	/* External tools. */
 	struct worker__proc *proc;
 
+	/* Worker processes (remote.c). remote is the connection the run
+	 * was pushed to, until its run there ends (answered, given up at
+	 * the kill grace, or the connection gone); rcall its "run" request
+	 * while it waits for the answer; grace the kill grace after an
+	 * abort. fresh holds the views of the outcome (VIEWS, filtered to
+	 * what the tool declares) and code the code of an error outcome,
+	 * until the final transition stores them. */
+	struct worker_remote *remote;
+	struct worker__rcall *rcall;
+	/* While an answer of the worker process is taken (remote.c): the
+	 * principal its transition is recorded as, via "worker" (borrowed
+	 * from the remote); NULL otherwise, and a transition is berthd's
+	 * (a timeout, onInterrupt, a put back). */
+	const char *by_remote;
+	struct worker__run *rprev, *rnext; /* the remote's runs */
+	uv_timer_t grace;
+	bool grace_open;
+	json_t *fresh;
+	char *code;
+	/* The stages whose views the run asked for (pending.views), whether
+	 * it asked for onInputAvailable, whether the worker answered with a
+	 * well-formed outcome, and whether that outcome is the worker's own
+	 * error (whose views it carries), not one berthd made. */
+	unsigned asked;
+	bool asked_hook;
+	bool answered;
+	bool worker_error;
+	/* Started in its creation's transaction (ops.c): it is pushed to a
+	 * worker process once that commits (worker__run_push). */
+	bool held;
+	/* The run holds one of the slots (--workers): C and external
+	 * tools; a worker process's run does not (its connection's room is
+	 * its own). */
+	bool slot;
+
 	/* The log this run wrote (worker__run_log): message and data
 	 * bytes, and lines. Once full, one line says so and the rest is
 	 * dropped. */
@@ -262,6 +327,8 @@ struct worker__op {
 	struct store_job *job;     /* a job the op owns */
 	struct store_job *job2;    /* another (a job read for a conflict) */
 	struct store_cap *caps;
+	int *groups;     /* a claim's groups (in the caps' block) */
+	uint64_t wakes;  /* a claim: worker.wakes when it was sent */
 	struct store_log_line *lines;
 	size_t nlines;
 	/* A submission whose run started before its creation committed
@@ -287,6 +354,38 @@ struct worker__op {
 struct worker__listener {
 	worker_progress_fn fn;
 	void *arg;
+};
+
+/*
+ * struct worker_remote is a worker process's connection that registered
+ * tools (remote.c). The api holds it from worker_remote_register until
+ * worker_remote_detach; its heartbeat timer holds it until closed; it is
+ * freed when neither does. Loop thread only.
+ */
+struct worker_remote {
+	struct worker *w; /* NULL once detached, or the worker closed */
+	const struct worker_remote_ops *ops;
+	void *conn;
+	char id[48];
+	char *name;
+	char *by; /* the principal its connection acts as, or NULL */
+	json_t *sdk;
+	struct worker_tool **tools; /* sorted by id; a reference each */
+	size_t ntools;
+	int concurrency;
+	int inflight; /* runs pushed whose run here has not ended */
+	bool draining;
+	bool api_held; /* the api's reference, until detach */
+	bool timer_open;
+	/* No job of its tools was left to claim for it when a claim last
+	 * looked (sched.c); cleared when jobs may have become runnable. */
+	bool dry;
+	int group; /* its group in the claim in flight (1-based), or 0 */
+	int pings; /* heartbeats sent and unanswered */
+	uint64_t ping_at; /* when the last was sent (uv_now) */
+	uv_timer_t heartbeat;
+	struct worker__run *runs;
+	struct worker_remote *prev, *next;
 };
 
 struct worker {
@@ -324,6 +423,9 @@ struct worker {
 	uint64_t started_at_submit, started_by_claim, claims; /* worker_stats */
 	bool claim_inflight;
 	bool claim_again;
+	/* The claim in flight left a connection with room out (its tools
+	 * overlap a group's): another claim follows it. */
+	bool claim_skipped;
 	int64_t last_claim_now;  /* the "now" of the last claim */
 	int64_t next_run_at;     /* the last claim's req.next_run_at */
 	uv_timer_t run_timer;    /* next_run_at and the wakeups */
@@ -348,6 +450,15 @@ struct worker {
 	bool listeners_dirty; /* a listener was removed meanwhile */
 
 	int inflight; /* operations not yet freed */
+
+	/* Worker processes (remote.c): their connections, a count of the
+	 * events that may have made jobs runnable, by which a claim tells
+	 * whether it may leave a connection dry (sched.c), and the jobs
+	 * started at their submission whose creation has not committed yet
+	 * (ops.c), which are the connections' to take. */
+	struct worker_remote *remotes;
+	uint64_t wakes;
+	int remote_starting;
 
 	/* External tools (proc.c): the one buffer their pipes are read
 	 * into, and the stack their children start on (spawn.c); both made
@@ -470,6 +581,40 @@ int worker__manifest_load(const char *path, struct worker_tool **out,
  * (raw: payload itself), or NULL when payload is NULL. */
 json_t *worker__view(const struct worker_tool *t, int view,
 		     enum berth_payload which, const json_t *payload);
+/* worker__views_take returns the views of an answer of a worker process
+ * (borrowed VIEWS: {"display": {STAGE: V}, "transcript": {...}}) that t
+ * declares, as a new object of the same shape, or NULL when there are
+ * none. */
+json_t *worker__views_take(const struct worker_tool *t, const json_t *views);
+/* worker__views_merge returns new stored views (store_job.views): those
+ * of stored (borrowed, may be NULL) with the views of fresh (borrowed, of
+ * worker__views_take, may be NULL) put over them. The stages of t that
+ * transform in `stages` (1u << BERTH_PAYLOAD_*) and have no view in fresh
+ * are pending from then on; the others of `stages` are no longer. An
+ * error's views are kept with the error's message (errorOf), so that an
+ * error berthd makes later (a timeout, a cancel) is not shown through
+ * them. hook true marks onInputAvailable as still to run, false as run.
+ * Returns NULL when nothing is stored (no view, nothing pending). */
+json_t *worker__views_merge(const struct worker_tool *t, const json_t *stored,
+			    const json_t *fresh, unsigned stages,
+			    const json_t *error, int hook);
+/* worker__stored_view returns a new reference to the view of payload at
+ * stage which of a worker process's tool t, from the stored views of its
+ * job: the stored view, the placeholder of a stage the target does not
+ * transform, or payload itself for a target not declared; NULL when the
+ * view is pending (not there yet: it is left out). */
+json_t *worker__stored_view(const struct worker_tool *t, const json_t *views,
+			    int view, enum berth_payload which,
+			    const json_t *payload);
+/* worker__views_pending returns the stages (1u << BERTH_PAYLOAD_*)
+ * marked pending in stored views, and *hook whether onInputAvailable is
+ * still to run. */
+unsigned worker__views_pending(const json_t *views, bool *hook);
+/* worker__stage_name returns the name of a stage ("input"), and
+ * worker__stage_parse the stage of a name, or -1. */
+const char *worker__stage_name(int which);
+int worker__stage_parse(const char *name);
+
 /* worker__transform_check checks a definition's "transform" (borrowed).
  * Returns 0, or -EINVAL with *why (malloc'd) "transform.TARGET.STAGE ..."
  * saying what is wrong. */
@@ -567,6 +712,11 @@ void worker__expiry_rearm(struct worker *w);
 
 /* worker__run_start starts a claimed job (taking it). */
 void worker__run_start(struct worker *w, struct store_job *job);
+/* worker__run_start_held starts a job of a worker process's tool that its
+ * creation starts (ops.c), without pushing it: worker__run_push pushes it
+ * once the creation committed. */
+void worker__run_start_held(struct worker *w, struct store_job *job);
+void worker__run_push(struct worker__run *r);
 struct worker__run *worker__run_find(struct worker *w, const char *job_id);
 void worker__run_ref(struct worker__run *r);
 void worker__run_unref(struct worker__run *r);
@@ -575,6 +725,15 @@ void worker__run_unref(struct worker__run *r);
 void worker__run_outcome(struct worker__run *r, struct berth_outcome *o);
 /* worker__run_abort sets the abort flag and stops the executor. */
 void worker__run_abort(struct worker__run *r, int reason);
+/* worker__run_interrupted ends r, whose worker process went away (its
+ * connection closed: why), by its tool's onInterrupt policy, in one
+ * commit: pending with its attempt raised while a retry is left and the
+ * tool allows it, else failed with code "interrupted". */
+void worker__run_interrupted(struct worker__run *r, const char *why);
+/* worker__run_put_back puts a claimed job that did not start back to
+ * pending with its attempt unchanged, with a "retrying" event whose data
+ * is {"reason": reason}. */
+void worker__run_put_back(struct worker__run *r, const char *reason);
 /* worker__run_cancelled: a cancel of r's job was committed (on any node),
  * another node took the job over, or the creation of a job run at its
  * submission failed: r is stopped and its result dropped. */
@@ -650,6 +809,59 @@ void worker__exec_inline(struct worker *w);
  * before it). */
 void worker__idle_kick(struct worker *w);
 int worker__proc_start(struct worker__run *r, char **errmsg);
+
+/* ---- remote.c --------------------------------------------------------- */
+
+/* worker__remote_load registers the stored definitions of worker
+ * processes' tools (start-up, before the recovery, which reads their
+ * onInterrupt). A definition whose id a C or external tool took since is
+ * left out and named in the log. Returns 0 or a negative code. */
+int worker__remote_load(struct worker *w);
+/* worker__remote_start pushes r, a claimed job of a worker process's
+ * tool, to the connection serving it with the most free runs. Returns 0,
+ * or -EAGAIN when none is connected (the caller puts the job back). */
+int worker__remote_start(struct worker__run *r);
+/* worker__remote_abort tells r's worker process to abort it (reason
+ * enum worker__abort) and gives it the kill grace to answer; a shutdown
+ * that cannot wait (worker_shutdown_now) ends it at once. */
+void worker__remote_abort(struct worker__run *r, int reason);
+/* worker__remote_shutdown stops heartbeats and detaches every
+ * connection from w (the end of a shutdown). */
+void worker__remote_shutdown(struct worker *w);
+/* worker__remote_wake clears the dry mark of the connections serving
+ * tool (NULL: every connection): jobs of it may be runnable. */
+void worker__remote_wake(struct worker *w, const char *tool);
+/* worker__remote_free_runs returns the runs r may still take. */
+int worker__remote_free_runs(const struct worker_remote *r);
+/* worker__remote_may_start tells whether a new job j of t, a worker
+ * process's tool, may be started in its creation's transaction and
+ * pushed once that commits, instead of waiting for a claim: a connection
+ * serving t has a run free beyond the jobs started that way so far, and
+ * found no job of its tools left at its last claim (nothing waits ahead);
+ * the job is due, needs no approval, has no idempotency key, its tool no
+ * concurrency limit and no pause; the store is not shared. */
+bool worker__remote_may_start(struct worker *w, struct worker_tool *t,
+			      const struct store_job *j, int64_t now);
+/* worker__remote_input asks a worker process serving t for the functions
+ * of a new job j (requireApproval, the input and approval views,
+ * onInputAvailable) before its creation commits, then calls
+ * done(op, answer) with the answer (borrowed) or NULL when no worker
+ * process serving t is connected or none answered in time. */
+void worker__remote_input(struct worker__op *op, struct worker_tool *t,
+			  const struct store_job *j, const json_t *input,
+			  const json_t *rc,
+			  void (*done)(struct worker__op *op, json_t *answer));
+/* worker__remote_transform asks for the views of stage (BERTH_PAYLOAD_*)
+ * of job j's payload, as worker__remote_input does. */
+void worker__remote_transform(struct worker__op *op, struct worker_tool *t,
+			      const struct store_job *j, int stage,
+			      const json_t *payload,
+			      void (*done)(struct worker__op *op,
+					   json_t *answer));
+/* worker__remote_logs appends the "logs" of an answer (borrowed) to job
+ * id's log. */
+void worker__remote_logs(struct worker *w, const char *job_id,
+			 const json_t *answer);
 
 /* ---- orphans.c -------------------------------------------------------- */
 

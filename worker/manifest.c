@@ -924,7 +924,8 @@ int worker_reload(struct worker *w)
 		log_info("reload: no --tools folder to read again");
 		return 0;
 	}
-	/* The C tools stay; a manifest cannot take their ids. */
+	/* The C tools stay, and so do worker processes' (remote.c); a
+	 * manifest cannot take their ids. */
 	for (size_t i = 0; i < rl.nold && !oom; i++)
 		if (!rl.old[i]->cmd)
 			oom = worker__tools_insert(&rl.tools, &rl.ntools,
@@ -1013,6 +1014,7 @@ int worker_reload(struct worker *w)
 		 w->ntools, w->ntools == 1 ? "" : "s");
 	/* A changed limit or a returned tool may let waiting jobs start. */
 	w->backlog = true;
+	worker__remote_wake(w, NULL);
 	worker__sched_kick(w);
 	worker__sched_rearm(w);
 	return 0;

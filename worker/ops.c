@@ -60,6 +60,8 @@ static void reply_created(struct worker__op *op, int rc)
 	if (!op->run_now && rc == 0 && !op->req.existed &&
 	    j->status == STORE_PENDING)
 		w->backlog = true;
+	if (op->run_now && t->definition)
+		w->remote_starting--;
 	if (rc) {
 		struct worker__run *r;
 
@@ -69,12 +71,25 @@ static void reply_created(struct worker__op *op, int rc)
 		 * same storage error) or finds no job, and must never be
 		 * stored again, nor its hooks run. Its callback comes after
 		 * this one (the store answers in order) and sees the run
-		 * done. */
+		 * done. A worker process's run was not pushed yet. */
 		if (op->run_now && (r = worker__run_find(w, op->job->id)))
 			worker__run_cancelled(r);
 		worker__op_reply_store(op, rc);
 		return;
 	}
+	/* A worker process's job started by its creation: pushed now that
+	 * it is durable (a worker's execute is no pure function, so it must
+	 * not run before). */
+	if (op->run_now && t->definition) {
+		struct worker__run *r = worker__run_find(w, op->job->id);
+
+		if (r)
+			worker__run_push(r);
+	}
+	/* The log lines a worker process's functions wrote while it was
+	 * asked about the job (remote.c), now that the job exists. */
+	if (!op->req.existed && op->own[5])
+		worker__remote_logs(w, j->id, op->own[5]);
 	if (!op->req.existed && t->c && t->c->on_input_available) {
 		call.job_id = j->id;
 		call.tool = j->tool;
@@ -154,6 +169,56 @@ static int submit_and_run(struct worker__op *op, struct store_job *j)
 	worker__exec_inline(w);
 	store_release(w->st);
 	return 0;
+}
+
+/* needs_input is true when a new job of t, a worker process's tool, has
+ * functions to ask about before its creation commits (docs/WORKERS.md,
+ * "Functions at the stages berthd sees"): requireApproval as a function,
+ * the views of its input or of its approval, onInputAvailable. */
+static bool needs_input(const struct worker_tool *t)
+{
+	unsigned stages = (1u << BERTH_PAYLOAD_INPUT);
+
+	if (t->require_approval || (t->fns & WORKER__FN_APPROVAL))
+		stages |= 1u << BERTH_PAYLOAD_APPROVAL;
+	return (t->fns & (WORKER__FN_APPROVAL | WORKER__FN_ON_INPUT)) ||
+	       ((t->view_stages[0] | t->view_stages[1]) & stages);
+}
+
+static int submit_create(struct worker__op *op, int64_t now);
+
+/* submit_asked creates op's job once the worker process answered "input"
+ * (answer borrowed), or did not (NULL): then a function that decides the
+ * approval counts as asking for one (a person decides), the views are
+ * pending, and onInputAvailable runs at the job's first run. */
+static void submit_asked(struct worker__op *op, json_t *answer)
+{
+	struct worker_tool *t = op->tool;
+	struct store_job *j = op->job;
+	const json_t *ra = json_object_get(answer, "requireApproval");
+	unsigned stages = 1u << BERTH_PAYLOAD_INPUT;
+	json_t *fresh;
+	int rc;
+
+	if (t->fns & WORKER__FN_APPROVAL)
+		j->approval_required = json_is_boolean(ra) ? json_is_true(ra)
+							   : true;
+	else
+		j->approval_required = t->require_approval;
+	if (j->approval_required)
+		stages |= 1u << BERTH_PAYLOAD_APPROVAL;
+	fresh = worker__views_take(t, json_object_get(answer, "views"));
+	j->views = worker__views_merge(t, NULL, fresh, stages, NULL,
+				       !answer && (t->fns & WORKER__FN_ON_INPUT));
+	json_decref(fresh);
+	if (answer && json_object_get(answer, "logs"))
+		op->own[5] = json_incref(answer);
+	rc = submit_create(op, store_now());
+	if (rc) {
+		/* Refused at once by the store: berthd is stopping. */
+		worker__op_reply(op, WORKER_EINTERNAL, "berthd is shutting down",
+				 NULL, NULL, false);
+	}
 }
 
 /* submit_op checks p and creates the job through op (which it answers,
@@ -282,25 +347,101 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 			: t->bg.timeout_ms > 0 ? t->bg.timeout_ms
 					       : w->cfg.default_timeout_ms;
 	j->ttl_ms = p->ttl_ms;
+	if (t->definition && needs_input(t)) {
+		/* A worker process's functions decide the approval and make
+		 * the views before the creation commits: the job needs its
+		 * id now. */
+		json_t *rc0 = p->request_context
+				      ? json_incref(p->request_context)
+				      : json_object();
+
+		store_uuid7(j->id);
+		/* The request context as a run gets it (run.c). */
+		op->own[4] = t->schema[WORKER_SCHEMA_REQUEST_CONTEXT]
+				     ? worker__with_defaults(
+					       t, WORKER_SCHEMA_REQUEST_CONTEXT,
+					       rc0)
+				     : json_incref(p->request_context);
+		json_decref(rc0);
+		worker__remote_input(op, t, j, op->own[3], op->own[4],
+				     submit_asked);
+		return 0;
+	}
 	j->approval_required = t->c && t->c->require_approval_fn
 				       ? t->c->require_approval_fn(op->own[3],
 								   t->c->data)
 				       : t->require_approval;
+	return submit_create(op, now);
+}
+
+/*
+ * start_remote creates j, started, through op, and starts its run without
+ * pushing it: a worker process's tool whose connection found nothing of
+ * its tools left to claim (worker__remote_may_start). The claim's commit
+ * and its wait are saved; the run is pushed once the creation is durable
+ * (reply_created), and the job is then as a claim would have left it.
+ */
+static int start_remote(struct worker__op *op, struct store_job *j)
+{
+	struct worker *w = op->w;
+	struct store_job *running;
+
+	running = store_job_copy(j);
+	if (!running)
+		return -ENOMEM;
+	running->status = STORE_RUNNING;
+	running->created_at = running->updated_at = running->started_at =
+		store_now();
+	op->run_now = true;
+	op->req.u.create.start = true;
+	if (worker__op_submit(op, reply_created)) {
+		store_job_free(running);
+		return -ESHUTDOWN;
+	}
+	w->remote_starting++;
+	w->started_at_submit++;
+	worker__run_start_held(w, running);
+	return 0;
+}
+
+/* submit_create creates op's job (op->job, checked), now or once a run at
+ * its submission started (submit_and_run). Returns 0 or -ESHUTDOWN. */
+static int submit_create(struct worker__op *op, int64_t now)
+{
+	struct worker *w = op->w;
+	struct worker_tool *t = op->tool;
+	struct store_job *j = op->job;
+
 	j->status = j->approval_required ? STORE_AWAITING_APPROVAL
 					 : STORE_PENDING;
 	if (j->approval_required)
 		j->quorum = t->policy.quorum;
-	if (j->approval_required && p->ttl_ms > 0)
-		j->expires_at = now + p->ttl_ms;
+	if (j->approval_required && j->ttl_ms > 0)
+		j->expires_at = now + j->ttl_ms;
 	/* The "created" event shows the input's display view; the
 	 * "approval_requested" event the store appends with it shows the
 	 * approval view (BERTH_PAYLOAD_APPROVAL through the display
-	 * transform; without one, the input). */
-	op->own[1] = worker__view(t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_INPUT,
-				  j->input);
-	if (j->approval_required)
-		op->own[2] = worker__view(t, WORKER_VIEW_DISPLAY,
-					  BERTH_PAYLOAD_APPROVAL, j->input);
+	 * transform; without one, the input). A worker process's tool
+	 * shows the views stored with the job (submit_asked), and nothing
+	 * of a view still to come. */
+	if (t->definition) {
+		op->own[1] = worker__stored_view(t, j->views,
+						 WORKER_VIEW_DISPLAY,
+						 BERTH_PAYLOAD_INPUT, j->input);
+		if (j->approval_required)
+			op->own[2] = worker__stored_view(
+				t, j->views, WORKER_VIEW_DISPLAY,
+				BERTH_PAYLOAD_APPROVAL, j->input);
+		op->req.u.create.approval_event_empty =
+			j->approval_required && !op->own[2];
+	} else {
+		op->own[1] = worker__view(t, WORKER_VIEW_DISPLAY,
+					  BERTH_PAYLOAD_INPUT, j->input);
+		if (j->approval_required)
+			op->own[2] = worker__view(t, WORKER_VIEW_DISPLAY,
+						  BERTH_PAYLOAD_APPROVAL,
+						  j->input);
+	}
 	op->req.op = STORE_OP_CREATE;
 	op->req.u.create.job = j;
 	op->req.u.create.event_data = op->own[1];
@@ -310,6 +451,11 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	 * (the claim's) when the pool has room and nothing waits. */
 	if (worker__sched_may_start(w, t, j, now))
 		return submit_and_run(op, j);
+	if (t->definition && worker__remote_may_start(w, t, j, now)) {
+		if (!j->id[0])
+			store_uuid7(j->id);
+		return start_remote(op, j);
+	}
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;
 	return 0;
@@ -357,6 +503,9 @@ static void reply_transition(struct worker__op *op, int rc)
 	if (j && j->status == STORE_CANCELLED &&
 	    (r = worker__run_find(w, j->id)))
 		worker__run_cancelled(r);
+	/* A worker process's log lines while it made the views. */
+	if (j && op->own[5])
+		worker__remote_logs(w, j->id, op->own[5]);
 	worker__op_reply(op, WORKER_OK, NULL, NULL, j, false);
 }
 
@@ -421,11 +570,55 @@ static void defer_conflict(struct worker__op *op, const struct store_job *j)
 				   store_status_name(j->status)));
 }
 
+/* resume_prepare fills op's transition: the resume of its job (op->job2,
+ * read), of tool t, with the resume data of op->own[0]. */
+static void resume_prepare(struct worker__op *op, const struct worker_tool *t)
+{
+	struct store_transition *tr = &op->req.u.transition;
+
+	tr->from_mask = STORE_MASK(STORE_SUSPENDED);
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RESUMED;
+	if (t && t->definition)
+		op->own[1] = tr->event_data = worker__stored_view(
+			t, tr->views, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_RESUME,
+			op->own[0]);
+	else
+		op->own[1] = tr->event_data = worker__view(
+			t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_RESUME,
+			op->own[0]);
+	tr->set |= STORE_SET_RESUME | STORE_SET_RUN_AT | STORE_SET_EXPIRES_AT;
+	tr->resume_data = op->own[0];
+	tr->run_at = store_now();
+	tr->expires_at = 0;
+}
+
+/* resume_asked commits a resume once the worker process answered
+ * "transform" (answer borrowed) or did not (NULL: the resume's views are
+ * pending, and the next run asks for them). */
+static void resume_asked(struct worker__op *op, json_t *answer)
+{
+	struct store_transition *tr = &op->req.u.transition;
+	json_t *fresh = worker__views_take(op->tool,
+					   json_object_get(answer, "views"));
+
+	op->own[4] = tr->views = worker__views_merge(
+		op->tool, op->job2->views, fresh, 1u << BERTH_PAYLOAD_RESUME,
+		NULL, -1);
+	tr->set |= STORE_SET_VIEWS;
+	json_decref(fresh);
+	if (answer && json_object_get(answer, "logs"))
+		op->own[5] = json_incref(answer);
+	resume_prepare(op, op->tool);
+	if (worker__op_submit(op, reply_transition))
+		worker__op_reply(op, WORKER_EINTERNAL, "berthd is shutting down",
+				 NULL, NULL, false);
+}
+
 int worker_resume(struct worker *w, const char *id, json_t *resume_data,
 		  const struct worker_actor *by, worker_cb cb, void *arg)
 {
 	struct worker__op *op;
-	struct store_transition *tr;
 	const struct worker_tool *t;
 	struct store_job *j;
 	json_t *errors = NULL;
@@ -461,17 +654,21 @@ int worker_resume(struct worker *w, const char *id, json_t *resume_data,
 				 json_pack("{s:o}", "errors", errors));
 		return 0;
 	}
-	tr = &op->req.u.transition;
-	tr->from_mask = STORE_MASK(STORE_SUSPENDED);
-	tr->to = STORE_PENDING;
-	tr->event = STORE_EV_RESUMED;
-	op->own[1] = tr->event_data = worker__view(t, WORKER_VIEW_DISPLAY,
-						   BERTH_PAYLOAD_RESUME,
+	if (t && t->definition &&
+	    ((t->view_stages[0] | t->view_stages[1]) &
+	     (1u << BERTH_PAYLOAD_RESUME))) {
+		/* A worker process's functions make the views of the resume
+		 * data before the resume commits. */
+		op->own[2] = worker__with_defaults(t, WORKER_SCHEMA_RESUME,
 						   op->own[0]);
-	tr->set = STORE_SET_RESUME | STORE_SET_RUN_AT | STORE_SET_EXPIRES_AT;
-	tr->resume_data = op->own[0];
-	tr->run_at = store_now();
-	tr->expires_at = 0;
+		op->tool = (struct worker_tool *)t;
+		worker__tool_ref(op->tool);
+		worker__remote_transform(op, op->tool, j,
+					 BERTH_PAYLOAD_RESUME, op->own[2],
+					 resume_asked);
+		return 0;
+	}
+	resume_prepare(op, t);
 	return submit_transition(op);
 }
 
@@ -803,6 +1000,7 @@ static void reply_paused(struct worker__op *op, int rc)
 	 * not claimed (on_store_event skips a paused tool's). */
 	if (rc || !op->req.u.pause.paused) {
 		w->backlog = true;
+		worker__remote_wake(w, op->req.u.pause.tool);
 		worker__sched_kick(w);
 		worker__sched_rearm(w);
 	}

@@ -1,7 +1,8 @@
 /*
  * run.c: one try of a claimed job, from the claim to the transition that
  * ends it (completed, suspended, a retry, failed, timed_out), whichever
- * executor runs it (exec.c for C tools, proc.c for external ones).
+ * executor runs it (exec.c for C tools, proc.c for external ones, remote.c
+ * for worker processes' tools).
  *
  * A run's outcome is used only while the run is active: once a timeout or
  * a cancel has decided the job, whatever execute or the process produces
@@ -43,6 +44,8 @@ static void run_free(struct worker__run *r)
 	worker__outcome_finish(&r->outcome);
 	json_decref(r->progress_latest);
 	json_decref(r->progress_next);
+	json_decref(r->fresh);
+	free(r->code);
 	if (r->hub)
 		worker__hub_unref(r->hub);
 	free(r);
@@ -134,7 +137,8 @@ static void run_maybe_end(struct worker__run *r)
 		struct worker_tool *t = worker__tool_find(w, r->job->tool);
 
 		r->slot_held = false;
-		w->busy--;
+		if (r->slot)
+			w->busy--;
 		if (r->thread_slot)
 			w->threads_busy--;
 		/* The definition that holds the id now counts the slot: a
@@ -196,6 +200,8 @@ void worker__run_abort(struct worker__run *r, int reason)
 		worker__proc_kill_now(r->proc);
 	else if (r->proc)
 		worker__proc_kill(r->proc, reason == WORKER__ABORT_FINISHED);
+	else if (r->remote && reason != WORKER__ABORT_FINISHED)
+		worker__remote_abort(r, reason);
 }
 
 void worker__run_cancelled(struct worker__run *r)
@@ -293,6 +299,11 @@ static void log_end(const struct worker__run *r, const struct store_job *j)
 			 r->job->max_retries + 1, error_message(err));
 		break;
 	case STORE_PENDING:
+		/* A job put back without an error (its tool is missing, its
+		 * worker process went away) was logged where that was
+		 * decided. */
+		if (!err)
+			break;
 		in = j->run_at - store_now();
 		log_info("job %s (%s): attempt %d of %d %s; retry in %lld ms: %s",
 			 j->id, j->tool, r->job->attempt,
@@ -382,6 +393,7 @@ static void final_submit(struct worker__run *r)
 }
 
 static void progress_write(struct worker__run *r, json_t *progress);
+static void run_oom(struct worker__run *r);
 
 /* run_finish commits op, the run's final transition (from running). */
 static void run_finish(struct worker__run *r, struct worker__op *op)
@@ -395,6 +407,19 @@ static void run_finish(struct worker__run *r, struct worker__op *op)
 
 		r->progress_next = NULL;
 		progress_write(r, last);
+	}
+	/* An answer of a worker process ends the run: recorded as its
+	 * connection's principal, via "worker" (docs/API.md, the audit). */
+	if (r->by_remote) {
+		op->by_name = strdup(r->by_remote);
+		op->by_via = strdup("worker");
+		if (!op->by_name || !op->by_via) {
+			worker__op_free(op);
+			run_oom(r);
+			return;
+		}
+		op->req.u.transition.by = op->by_name;
+		op->req.u.transition.via = op->by_via;
 	}
 	r->state = WORKER__RUN_FINISHING;
 	r->final = op;
@@ -423,6 +448,45 @@ static void run_oom(struct worker__run *r)
 	run_set_done(r);
 }
 
+/*
+ * stage_view sets, for a job of a worker process's tool, the views op's
+ * final transition stores (those stored with the job, and those of the
+ * answer: the stage `which` of its outcome when the worker answered with
+ * one, and the pending stages the run asked for), and returns the display
+ * view of payload for its event: NULL while it is still to come, so that
+ * the event carries nothing of it. For any other tool it returns the
+ * display view by the tool's transform.
+ */
+static json_t *stage_view(struct worker__run *r, struct worker__op *op,
+			  int which, const json_t *payload)
+{
+	struct store_transition *tr = &op->req.u.transition;
+	const struct worker_tool *t = r->tool;
+	unsigned stages = 0;
+	json_t *views;
+
+	if (!t || !t->definition)
+		return worker__view(t, WORKER_VIEW_DISPLAY, which, payload);
+	/* A tool that transforms nothing stores no views. */
+	if (!t->view_declared[0] && !t->view_declared[1] && !r->job->views)
+		return json_incref((json_t *)payload);
+	if (r->answered) {
+		stages = r->asked;
+		/* An error berthd made (a timeout, a schema failure) keeps
+		 * the views stored for the worker's last error, which
+		 * errorOf then tells apart from it. */
+		if (which != BERTH_PAYLOAD_ERROR || r->worker_error)
+			stages |= 1u << which;
+	}
+	views = worker__views_merge(t, r->job->views, r->fresh, stages,
+				    which == BERTH_PAYLOAD_ERROR ? payload : NULL,
+				    r->answered && r->asked_hook ? 0 : -1);
+	op->own[4] = tr->views = views;
+	tr->set |= STORE_SET_VIEWS;
+	return worker__stored_view(t, views, WORKER_VIEW_DISPLAY, which,
+				   payload);
+}
+
 /* run_fail ends the run with error (stolen): a retry while tries are
  * left and the error is retryable, else failed (or timed_out). */
 static void run_fail(struct worker__run *r, json_t *error, bool retryable,
@@ -441,10 +505,9 @@ static void run_fail(struct worker__run *r, json_t *error, bool retryable,
 	}
 	tr = &op->req.u.transition;
 	op->own[0] = error;
-	view = worker__view(r->tool, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_ERROR,
-			    error);
+	view = stage_view(r, op, BERTH_PAYLOAD_ERROR, error);
 	tr->error = error;
-	tr->set = STORE_SET_ERROR;
+	tr->set |= STORE_SET_ERROR;
 	if (retryable && j->attempt <= j->max_retries) {
 		int64_t base = r->tool ? r->tool->bg.backoff_ms : 0;
 		int64_t max = r->tool ? r->tool->bg.backoff_max_ms : 0;
@@ -526,11 +589,10 @@ static void complete(struct worker__run *r, json_t *output,
 	op->own[0] = tr->output = output;
 	op->own[1] = tr->model_output = model_output;
 	op->own[2] = tr->event_data =
-		worker__view(t, WORKER_VIEW_DISPLAY, BERTH_PAYLOAD_OUTPUT,
-			     output);
+		stage_view(r, op, BERTH_PAYLOAD_OUTPUT, output);
 	tr->to = STORE_COMPLETED;
 	tr->event = STORE_EV_COMPLETED;
-	tr->set = STORE_SET_OUTPUT;
+	tr->set |= STORE_SET_OUTPUT;
 	run_finish(r, op);
 }
 
@@ -547,11 +609,10 @@ static void suspend(struct worker__run *r, json_t *payload)
 	tr = &op->req.u.transition;
 	op->own[0] = tr->suspend_payload = payload;
 	op->own[1] = tr->event_data =
-		worker__view(r->tool, WORKER_VIEW_DISPLAY,
-			     BERTH_PAYLOAD_SUSPEND, payload);
+		stage_view(r, op, BERTH_PAYLOAD_SUSPEND, payload);
 	tr->to = STORE_SUSPENDED;
 	tr->event = STORE_EV_SUSPENDED;
-	tr->set = STORE_SET_SUSPEND | STORE_SET_EXPIRES_AT;
+	tr->set |= STORE_SET_SUSPEND | STORE_SET_EXPIRES_AT;
 	tr->expires_at = r->job->ttl_ms > 0 ? store_now() + r->job->ttl_ms : 0;
 	run_finish(r, op);
 }
@@ -607,8 +668,10 @@ void worker__run_outcome(struct worker__run *r, struct berth_outcome *o)
 		suspend(r, filled);
 		break;
 	case BERTH_ERROR:
+		/* A worker process names its error's code; every other
+		 * tool's is tool_error. */
 		run_fail(r,
-			 error_json("tool_error", v, "%s",
+			 error_json(r->code ? r->code : "tool_error", v, "%s",
 				    o->message ? o->message : "execute failed"),
 			 o->retryable, false);
 		break;
@@ -662,6 +725,24 @@ static int prepare(struct worker__run *r)
 	return r->p_input && (r->p_resume || !j->resume_data) ? 0 : -ENOMEM;
 }
 
+void worker__run_put_back(struct worker__run *r, const char *reason)
+{
+	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
+	struct store_transition *tr;
+
+	if (!op) {
+		run_oom(r);
+		return;
+	}
+	tr = &op->req.u.transition;
+	op->own[0] = tr->event_data = json_pack("{s:s}", "reason", reason);
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RETRYING;
+	tr->set = STORE_SET_RUN_AT;
+	tr->run_at = store_now();
+	run_finish(r, op);
+}
+
 /*
  * wait_for_tool puts back a claimed job whose tool this berthd does not
  * have: removed by a reload of --tools (its jobs are left out of claims
@@ -673,29 +754,99 @@ static int prepare(struct worker__run *r)
  */
 static void wait_for_tool(struct worker__run *r)
 {
-	struct worker__op *op = worker__op_new(r->w, NULL, NULL);
-	struct store_transition *tr;
-
 	worker__tool_missing(r->w, r->job->tool);
-	if (!op) {
-		run_oom(r);
-		return;
-	}
 	log_info("job %s (%s): no tool of that name is registered here; the "
 		 "job waits for one (a reload of --tools that brings it back "
 		 "runs it)",
 		 r->job->id, r->job->tool);
+	worker__run_put_back(r, "tool_missing");
+}
+
+void worker__run_interrupted(struct worker__run *r, const char *why)
+{
+	const struct store_job *j = r->job;
+	struct worker__op *op;
+	struct store_transition *tr;
+
+	if (!r->w || r->state != WORKER__RUN_ACTIVE)
+		return;
+	atomic_store(&r->aborted, true);
+	if (!(op = worker__op_new(r->w, NULL, NULL))) {
+		run_oom(r);
+		return;
+	}
 	tr = &op->req.u.transition;
-	op->own[0] = tr->event_data = json_pack("{s:s}", "reason",
-						"tool_missing");
-	tr->to = STORE_PENDING;
-	tr->event = STORE_EV_RETRYING;
-	tr->set = STORE_SET_RUN_AT;
-	tr->run_at = store_now();
+	if (r->tool && r->tool->bg.on_interrupt == BERTH_INTERRUPT_RETRY &&
+	    j->attempt <= j->max_retries) {
+		log_warn("job %s (%s): its worker process went away (%s); "
+			 "attempt %d of %d is interrupted, and the job runs "
+			 "again (onInterrupt retry)",
+			 j->id, j->tool, why, j->attempt, j->max_retries + 1);
+		tr->to = STORE_PENDING;
+		tr->event = STORE_EV_RETRYING;
+		op->own[0] = tr->event_data =
+			json_pack("{s:s}", "reason", "interrupted");
+		tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+		tr->run_at = store_now();
+		tr->attempt = j->attempt + 1;
+	} else {
+		op->own[0] = tr->error = json_pack(
+			"{s:s+++, s:s}", "message",
+			"interrupted: the worker process running it went away (",
+			why, ")",
+			r->tool && r->tool->bg.on_interrupt ==
+					   BERTH_INTERRUPT_FAIL
+				? "; its tool must not run again after an "
+				  "interruption (onInterrupt fail)"
+				: "; no retry was left",
+			"code", "interrupted");
+		op->own[1] = tr->event_data =
+			stage_view(r, op, BERTH_PAYLOAD_ERROR, tr->error);
+		tr->to = STORE_FAILED;
+		tr->event = STORE_EV_FAILED;
+		tr->set |= STORE_SET_ERROR;
+	}
 	run_finish(r, op);
 }
 
+void worker__run_push(struct worker__run *r)
+{
+	int rc;
+
+	if (!r->held || !r->w || r->state != WORKER__RUN_ACTIVE)
+		return;
+	r->held = false;
+	/* Stopped before it was pushed (a shutdown): its job stays running,
+	 * and the shutdown puts it back. */
+	if (r->abort_reason != WORKER__ABORT_NONE) {
+		run_set_done(r);
+		return;
+	}
+	rc = worker__remote_start(r);
+	/* The connection it was meant for has gone. */
+	if (rc == -EAGAIN)
+		worker__run_put_back(r, "no_worker");
+	else if (rc)
+		run_fail(r,
+			 error_json("start_failed", NULL,
+				    "tool %s could not be started: %s",
+				    r->job->tool, strerror(-rc)),
+			 false, false);
+}
+
+static void run_start(struct worker *w, struct store_job *job, bool held);
+
 void worker__run_start(struct worker *w, struct store_job *job)
+{
+	run_start(w, job, false);
+}
+
+void worker__run_start_held(struct worker *w, struct store_job *job)
+{
+	run_start(w, job, true);
+}
+
+static void run_start(struct worker *w, struct store_job *job, bool held)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
 	json_t *errors = NULL;
@@ -718,7 +869,11 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	worker__tool_ref(r->tool);
 	r->ctx.run = r;
 	r->slot_held = true;
-	w->busy++;
+	/* A worker process's run takes room of its own (remote.c), not one
+	 * of the slots. */
+	r->slot = !r->tool || !r->tool->definition;
+	if (r->slot)
+		w->busy++;
 	if (r->tool)
 		r->tool->running++;
 	r->thread_slot = r->tool && worker__tool_uses_thread(r->tool);
@@ -768,7 +923,17 @@ void worker__run_start(struct worker *w, struct store_job *job)
 	timeout = job->timeout_ms > 0 ? job->timeout_ms
 				      : w->cfg.default_timeout_ms;
 	uv_timer_start(&r->timer, timeout_cb, (uint64_t)timeout, 0);
-	if (r->tool->c) {
+	if (r->tool->definition && held) {
+		r->held = true;
+		return;
+	} else if (r->tool->definition) {
+		rc = worker__remote_start(r);
+		/* Claimed for a connection that has gone since. */
+		if (rc == -EAGAIN) {
+			worker__run_put_back(r, "no_worker");
+			return;
+		}
+	} else if (r->tool->c) {
 		r->c = r->tool->c;
 		rc = worker__exec_start(r);
 	} else {

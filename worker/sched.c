@@ -14,6 +14,19 @@
  * The store picks jobs (priority, then run_at, then age) and honours the
  * per-tool caps in the same transaction, so the same scheduler works for a
  * store shared by several daemons.
+ *
+ * Worker processes (remote.c) have room of their own, apart from the pool
+ * of --workers: a claim fills both at once, the pool by the claim's limit
+ * and each set of connections by a group of its own (store.h), so that
+ * neither starves the other and a job of one kind never takes the room of
+ * the other. Connections that register the same tools form one group, of
+ * their free runs summed; groups whose tools overlap do not go in the same
+ * claim (the store could give one group's room to jobs that only the
+ * other serves), so the one with the most free runs goes first and the
+ * others follow in the next claims. A worker tool no connection has room
+ * for has a cap of 0: its jobs stay pending. A connection whose group came
+ * back short is dry: no job of its tools was left, and it is left out of
+ * claims until something may have made one runnable (worker.wakes).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +51,126 @@ static void expiry_retry_cb(uv_timer_t *h);
 /* The longest tool name (worker__valid_tool_name), and its NUL. */
 #define CAP_NAME 129
 
+/* same_tools is true when a and b registered the same tools. */
+static bool same_tools(const struct worker_remote *a,
+		       const struct worker_remote *b)
+{
+	if (a->ntools != b->ntools)
+		return false;
+	for (size_t i = 0; i < a->ntools; i++)
+		if (a->tools[i] != b->tools[i])
+			return false;
+	return true;
+}
+
+/* share_tools is true when a and b have a tool in common. */
+static bool share_tools(const struct worker_remote *a,
+			const struct worker_remote *b)
+{
+	size_t i = 0, k = 0;
+
+	while (i < a->ntools && k < b->ntools) {
+		int c = strcmp(a->tools[i]->id, b->tools[k]->id);
+
+		if (c == 0)
+			return true;
+		if (c < 0)
+			i++;
+		else
+			k++;
+	}
+	return false;
+}
+
+/* takes_runs is true for a connection that a claim may fill. */
+static bool takes_runs(const struct worker_remote *rem)
+{
+	return !rem->draining && !rem->dry && worker__remote_free_runs(rem) > 0;
+}
+
+/*
+ * plan_groups chooses the groups of a claim (the file's comment): it sets
+ * rem->group of the chosen connections (1-based) and writes each group's
+ * free runs into room (room and reps have a place per connection), and
+ * returns how many groups there are; *skipped tells whether a connection
+ * with room was left for a later claim.
+ */
+static size_t plan_groups(struct worker *w, int *room,
+			  struct worker_remote **reps, bool *skipped)
+{
+	size_t nreps = 0, ngroups = 0;
+	int *sums = room; /* each set's free runs, until chosen */
+
+	*skipped = false;
+	/* The sets of connections that registered the same tools, each
+	 * named by its first connection. */
+	for (struct worker_remote *rem = w->remotes; rem; rem = rem->next) {
+		size_t k = 0;
+
+		rem->group = 0;
+		if (!takes_runs(rem))
+			continue;
+		while (k < nreps && !same_tools(reps[k], rem))
+			k++;
+		if (k == nreps) {
+			reps[nreps] = rem;
+			sums[nreps++] = 0;
+		}
+		sums[k] += worker__remote_free_runs(rem);
+	}
+	/* Most free runs first; a set whose tools overlap a chosen one
+	 * waits for the next claim. The chosen move to the front, in
+	 * order, so that room[g - 1] is group g's. */
+	while (ngroups < nreps) {
+		size_t best = ngroups;
+
+		for (size_t k = ngroups + 1; k < nreps; k++)
+			if (sums[k] > sums[best])
+				best = k;
+		for (size_t g = 0; g < ngroups && best < nreps; g++)
+			if (share_tools(reps[g], reps[best])) {
+				*skipped = true;
+				/* Out of this claim: moved past the end. */
+				reps[best] = reps[--nreps];
+				sums[best] = sums[nreps];
+				best = nreps;
+			}
+		if (best == nreps)
+			continue;
+		{
+			struct worker_remote *r = reps[best];
+			int f = sums[best];
+
+			reps[best] = reps[ngroups];
+			sums[best] = sums[ngroups];
+			reps[ngroups] = r;
+			sums[ngroups] = f;
+			ngroups++;
+		}
+	}
+	for (struct worker_remote *rem = w->remotes; rem; rem = rem->next) {
+		if (!takes_runs(rem))
+			continue;
+		for (size_t g = 0; g < ngroups; g++)
+			if (same_tools(reps[g], rem))
+				rem->group = (int)g + 1;
+	}
+	return ngroups;
+}
+
+/* group_of returns the group of the claim being planned that serves t. */
+static int group_of(const struct worker *w, const struct worker_tool *t)
+{
+	for (const struct worker_remote *rem = w->remotes; rem; rem = rem->next) {
+		if (!rem->group)
+			continue;
+		for (size_t i = 0; i < rem->ntools; i++)
+			if (rem->tools[i] == t)
+				return rem->group;
+	}
+	return 0;
+}
+
 bool worker__tool_uses_thread(const struct worker_tool *t)
 {
 	return t->c && !t->c->nonblocking && !worker__builtin_is_sleep(t->c);
@@ -54,25 +187,42 @@ static bool pooled(const struct worker *w, const struct worker_tool *t)
 /*
  * claim_caps returns the caps of a claim (calloc'd, one block that
  * worker__op_free frees) and their number in *n: a cap of 0 for each
- * missing tool, whose jobs wait for it, and one for each tool with a
+ * missing tool, whose jobs wait for it, one for each tool with a
  * concurrency limit or whose runs take a thread (pool: the claim takes
- * no more of those than threads are free). The claim runs on the store's
- * writer thread, and a reload may free a tool before it comes back, so
- * each cap's name is a copy of its own, after the caps in the same block.
+ * no more of those than threads are free), and one for each worker
+ * process's tool, in the group of the connections that have room for it
+ * (or of 0: not now). The groups' room follows the caps in the block
+ * (*groups, *ngroups). The claim runs on the store's writer thread, and a
+ * reload may free a tool before it comes back, so each cap's name is a
+ * copy of its own, after the caps and the groups in the same block.
  */
-static struct store_cap *claim_caps(struct worker *w, size_t *n)
+static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
+				    size_t *ngroups, bool *skipped)
 {
-	size_t want = w->nmissing, k = 0;
+	size_t want = w->nmissing, k = 0, nr = 0, ng;
+	struct worker_remote **reps;
 	struct store_cap *caps;
+	int *room;
 	char *names;
 
 	for (size_t i = 0; i < w->ntools; i++)
-		if (w->tools[i]->bg.concurrency > 0 || pooled(w, w->tools[i]))
+		if (w->tools[i]->bg.concurrency > 0 || w->tools[i]->definition ||
+		    pooled(w, w->tools[i]))
 			want++;
-	caps = calloc(want ? want : 1, sizeof(*caps) + CAP_NAME);
-	if (!caps)
+	for (struct worker_remote *rem = w->remotes; rem; rem = rem->next)
+		nr++;
+	reps = calloc(nr + 1, sizeof(*reps));
+	caps = calloc(1, (want ? want : 1) * (sizeof(*caps) + CAP_NAME) +
+				 (nr + 1) * sizeof(int));
+	if (!caps || !reps) {
+		free(reps);
+		free(caps);
 		return NULL;
-	names = (char *)(caps + want);
+	}
+	room = (int *)(caps + want);
+	names = (char *)(room + nr + 1);
+	ng = plan_groups(w, room, reps, skipped);
+	free(reps);
 	for (size_t i = 0; i < w->nmissing; i++, k++) {
 		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", w->missing[i]);
 		caps[k].tool = names + k * CAP_NAME;
@@ -81,25 +231,38 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n)
 		struct worker_tool *t = w->tools[i];
 		int left = t->bg.concurrency - t->running;
 
-		if (t->bg.concurrency <= 0 && !pooled(w, t))
+		if (t->bg.concurrency <= 0 && !t->definition && !pooled(w, t))
 			continue;
 		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", t->id);
 		caps[k].tool = names + k * CAP_NAME;
-		if (t->bg.concurrency > 0) {
-			caps[k].remaining = left > 0 ? left : 0;
-			/* A tool's concurrency holds for the whole cluster
-			 * on a shared database: the store counts the tool's
-			 * running jobs of every node under a lock.
-			 * remaining alone would let each node run that
-			 * many. */
-			caps[k].limit = t->bg.concurrency;
-		} else {
-			caps[k].remaining = w->cfg.threads;
+		caps[k].remaining = t->bg.concurrency > 0 ? (left > 0 ? left : 0)
+				    : pooled(w, t)    ? w->cfg.threads
+						      : 0;
+		if (t->definition) {
+			int g = group_of(w, t);
+
+			/* No connection with room serves it now: its jobs
+			 * stay pending. */
+			caps[k].group = g;
+			if (!g)
+				caps[k].remaining = 0;
+			else if (t->bg.concurrency <= 0 ||
+				 caps[k].remaining > room[g - 1])
+				caps[k].remaining = room[g - 1];
 		}
+		/* A tool's concurrency holds for the whole cluster on a
+		 * shared database: the store counts the tool's running jobs
+		 * of every node under a lock. remaining alone would let
+		 * each node run that many. */
+		caps[k].limit = t->bg.concurrency > 0 ? t->bg.concurrency : 0;
+		/* A worker process's tool takes none of berthd's threads
+		 * (t->c is NULL): only C tools are pooled. */
 		caps[k].pool = pooled(w, t);
 		k++;
 	}
 	*n = k;
+	*groups = room;
+	*ngroups = ng;
 	return caps;
 }
 
@@ -139,17 +302,28 @@ void worker__tool_present(struct worker *w, const char *name)
 		w->missing[i] = w->missing[--w->nmissing];
 		/* Its jobs waited for it: claim them. */
 		w->backlog = true;
+		worker__remote_wake(w, name);
 		worker__sched_kick(w);
 		worker__sched_rearm(w);
 		return;
 	}
 }
 
+/* remote_room is true when a connection may take a job of a claim. */
+static bool remote_room(const struct worker *w)
+{
+	for (const struct worker_remote *rem = w->remotes; rem; rem = rem->next)
+		if (takes_runs(rem))
+			return true;
+	return false;
+}
+
 void worker__sched_kick(struct worker *w)
 {
 	struct worker__op *op;
-	size_t ncaps = 0;
-	int free_slots;
+	size_t ncaps = 0, ngroups = 0;
+	int free_slots, *groups = NULL;
+	bool skipped = false;
 
 	if (!w->started || w->stopping)
 		return;
@@ -158,16 +332,19 @@ void worker__sched_kick(struct worker *w)
 		return;
 	}
 	free_slots = w->cfg.workers - w->busy;
-	if (free_slots <= 0)
+	if (free_slots <= 0 && !remote_room(w))
 		return;
 	op = worker__op_new(w, NULL, NULL);
 	if (!op)
 		return;
-	op->caps = claim_caps(w, &ncaps);
-	if (!op->caps) {
+	op->caps = claim_caps(w, &ncaps, &groups, &ngroups, &skipped);
+	if (!op->caps || (free_slots <= 0 && ngroups == 0)) {
 		worker__op_free(op);
 		return;
 	}
+	op->groups = groups;
+	op->wakes = w->wakes;
+	w->claim_skipped = skipped;
 	op->req.op = STORE_OP_CLAIM;
 	/* The pool is this node's: --workers sizes the processes and
 	 * threads of one machine, so free_slots bounds the claim and no
@@ -176,7 +353,9 @@ void worker__sched_kick(struct worker *w)
 	 * and leave machines idle that have room; docs/POSTGRES.md has
 	 * no such setting for berthd either. */
 	op->req.u.claim.global_limit = 0;
-	op->req.u.claim.limit = free_slots;
+	op->req.u.claim.limit = free_slots > 0 ? free_slots : 0;
+	op->req.u.claim.groups = groups;
+	op->req.u.claim.ngroups = ngroups;
 	/* The threads apart: CPU work takes no more than cfg.threads, and
 	 * jobs that only wait (processes, sleeps, nonblocking tools) the
 	 * other slots (daemon.c's --threads). */
@@ -227,19 +406,57 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	return t->pause == WORKER__PAUSE_NO;
 }
 
+/* cap_group returns the group of tool in op's claim (0: the pool's). */
+static int cap_group(const struct worker__op *op, const char *tool)
+{
+	for (size_t i = 0; i < op->req.u.claim.ncaps; i++)
+		if (strcmp(op->caps[i].tool, tool) == 0)
+			return op->caps[i].group;
+	return 0;
+}
+
 static void claim_done(struct worker__op *op, int rc)
 {
 	struct worker *w = op->w;
-	int limit = op->req.u.claim.limit;
+	int limit = op->req.u.claim.limit, pooled = 0;
 	size_t n = rc == 0 ? op->req.njobs : 0;
+	size_t ngroups = op->req.u.claim.ngroups;
+	int *taken = calloc(ngroups + 1, sizeof(*taken));
+	bool more = false;
 
+	if (!taken)
+		rc = rc ? rc : -ENOMEM;
 	if (rc == 0)
 		w->next_run_at = op->req.next_run_at;
+	for (size_t i = 0; i < n; i++) {
+		int g = cap_group(op, op->req.jobs[i]->tool);
+
+		if (g > 0 && (size_t)g <= ngroups && taken)
+			taken[g - 1]++;
+		else
+			pooled++;
+	}
 	/* Short of its limit: no job was left that it could take. The
 	 * tools it excluded never start a job at submission (full ones
 	 * have a limit; paused ones are asked). */
-	if (rc == 0 && (int)n < limit)
+	if (rc == 0 && pooled < limit)
 		w->backlog = false;
+	/* A group short of its room had no job left for its connections:
+	 * they are dry until jobs may have become runnable since the claim
+	 * was asked for. A full one may have more. */
+	for (struct worker_remote *rem = w->remotes; rem; rem = rem->next) {
+		int g = rem->group;
+
+		rem->group = 0;
+		if (!taken || g <= 0 || (size_t)g > ngroups)
+			continue;
+		if (taken[g - 1] < op->groups[g - 1]) {
+			if (op->wakes == w->wakes)
+				rem->dry = true;
+		} else {
+			more = true;
+		}
+	}
 	/* The claim stays in flight while its jobs start: a run that ends
 	 * at once (an unknown tool, a failed start) frees its slot and
 	 * kicks, and a claim sized then would not count the jobs of this
@@ -258,6 +475,7 @@ static void claim_done(struct worker__op *op, int rc)
 		}
 	}
 	w->claim_inflight = false;
+	free(taken);
 	worker__op_free(op);
 	if (w->stopping) {
 		worker__check_shutdown(w);
@@ -267,7 +485,9 @@ static void claim_done(struct worker__op *op, int rc)
 		uv_timer_start(&w->run_timer, run_timer_cb, CLAIM_RETRY_MS, 0);
 		return;
 	}
-	if (w->claim_again || ((int)n == limit && w->busy < w->cfg.workers))
+	if (w->claim_again || (limit > 0 && pooled == limit &&
+			       w->busy < w->cfg.workers) ||
+	    ((more || w->claim_skipped) && remote_room(w)))
 		worker__sched_kick(w);
 	worker__sched_rearm(w);
 }
@@ -314,6 +534,8 @@ static void run_timer_cb(uv_timer_t *h)
 {
 	struct worker *w = h->data;
 
+	/* A delayed job may be due: a dry connection may have work. */
+	worker__remote_wake(w, NULL);
 	worker__sched_kick(w);
 	/* When no claim could start (every slot busy), the next freed slot
 	 * claims; still keep the timer on the next due time. */
@@ -344,10 +566,15 @@ void worker__sched_rearm(struct worker *w)
 	 * asked for a claim of its own, which brings a new answer. */
 	at = w->next_run_at;
 	/* It became due after the last claim looked (while that claim was
-	 * under way, or the timer fired a little early): claim now. */
-	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight &&
-	    w->busy < w->cfg.workers) {
-		worker__sched_kick(w);
+	 * under way, or the timer fired a little early): claim now. That
+	 * claim, too early for the job, took its worker processes for dry;
+	 * they may have work now, as run_timer_cb says, or the job, which
+	 * no later claim's next run_at names (it is due), would wait until
+	 * something else woke them. */
+	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight) {
+		worker__remote_wake(w, NULL);
+		if (w->busy < w->cfg.workers || remote_room(w))
+			worker__sched_kick(w);
 		if (w->claim_inflight)
 			return; /* claim_done rearms */
 	}

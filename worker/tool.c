@@ -121,6 +121,7 @@ void worker__tool_free(struct worker_tool *t)
 	json_decref(t->input_examples);
 	json_decref(t->provider_options);
 	json_decref(t->transform);
+	json_decref(t->definition);
 	worker__policy_finish(&t->policy);
 	cmd_free(t->cmd);
 	free(t->id);
@@ -627,10 +628,12 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	 * approval can be required. */
 	json_object_set_new(o, "requireApproval",
 			    json_boolean(t->require_approval ||
-					 (t->c && t->c->require_approval_fn)));
+					 (t->c && t->c->require_approval_fn) ||
+					 (t->fns & WORKER__FN_APPROVAL)));
 	/* Who may decide, as it takes effect (docs/TOOLS.md); only for a
 	 * tool that asks. */
-	if (t->require_approval || (t->c && t->c->require_approval_fn))
+	if (t->require_approval || (t->c && t->c->require_approval_fn) ||
+	    (t->fns & WORKER__FN_APPROVAL))
 		json_object_set_new(o, "approvalPolicy",
 				    worker__policy_to_json(&t->policy, w));
 	/* Every setting, as it takes effect (a default filled in), so that
@@ -656,5 +659,17 @@ json_t *worker_tool_to_json(struct worker *w, const struct worker_tool *t)
 	set_copy(o, "providerOptions", t->provider_options);
 	paused = store_tool_paused(w->st, t->id);
 	json_object_set_new(o, "paused", json_boolean(paused == 1));
+	/* How the tool runs: linked in (C), a command per run (a
+	 * manifest), or by the worker processes connected now
+	 * (docs/WORKERS.md), with their runs at once summed. */
+	json_object_set_new(o, "kind",
+			    json_string(t->c     ? "c"
+					: t->cmd ? "external"
+						 : "worker"));
+	if (t->definition)
+		json_object_set_new(o, "workers",
+				    json_pack("{s:i, s:i}", "connected",
+					      t->serving, "capacity",
+					      t->capacity));
 	return o;
 }

@@ -19,6 +19,24 @@
  * secret in a payload nobody thought of does not leak through the view
  * meant to hide it. Mastra's inputDelta stage is refused at load: a tool
  * call's input streams from the agent's model, never through berth.
+ *
+ * A worker process's tool (remote.c) transforms with functions in the
+ * worker. berthd asks for their views when a stage happens and stores
+ * them with the job (store_job.views), so that a read never calls into a
+ * worker (docs/WORKERS.md):
+ *
+ *   {"display": {STAGE: VIEW, ...}, "transcript": {...},
+ *    "pending": [STAGE, ...],   stages whose views are still to come
+ *    "errorOf": MESSAGE,        the message of the error whose views
+ *                               "error" holds
+ *    "onInputAvailable": true}  the hook is still to run
+ *
+ * A declared target shows, for a stage its functions do not transform,
+ * the placeholder a declared transform shows; for a stage whose view is
+ * not there yet, nothing (the payload is left out and the stage listed
+ * in "viewsPending"); for an error berthd made itself (a timeout, a
+ * cancel, an interruption), the error's message and code, which hold
+ * nothing of the tool's. A raw payload never stands in for a view.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,6 +51,30 @@ static const char *const stage_names[] = {
 };
 
 #define NSTAGES (sizeof(stage_names) / sizeof(stage_names[0]))
+
+const char *worker__stage_name(int which)
+{
+	return which >= 0 && (size_t)which < NSTAGES ? stage_names[which]
+						       : "payload";
+}
+
+int worker__stage_parse(const char *name)
+{
+	for (size_t k = 0; name && k < NSTAGES; k++)
+		if (strcmp(stage_names[k], name) == 0)
+			return (int)k;
+	return -1;
+}
+
+/* placeholder returns what a declared target shows of a stage it does not
+ * transform (Mastra's text). */
+static json_t *placeholder(enum berth_payload which)
+{
+	json_t *v = json_pack("{s:s++}", "message", "Tool ",
+			      worker__stage_name(which), " payload unavailable");
+
+	return v ? v : json_null();
+}
 
 /* ---- checking a declared transform (at load) ------------------------- */
 
@@ -273,9 +315,173 @@ static json_t *declared(const struct worker_tool *t, int view,
 	if (spec)
 		v = apply_spec(spec, payload);
 	else
-		v = json_pack("{s:s++}", "message", "Tool ",
-			      stage_names[which], " payload unavailable");
+		return placeholder(which);
 	return v ? v : json_null();
+}
+
+/* ---- the stored views of worker processes' tools ---------------------- */
+
+static const char *const target_names[] = {"display", "transcript"};
+
+json_t *worker__views_take(const struct worker_tool *t, const json_t *views)
+{
+	json_t *out = NULL;
+
+	if (!t || !json_is_object(views))
+		return NULL;
+	for (int v = 0; v < 2; v++) {
+		const json_t *stages = json_object_get(views, target_names[v]);
+		const char *stage;
+		json_t *val, *o;
+
+		if (!t->view_declared[v] || !json_is_object(stages))
+			continue;
+		json_object_foreach((json_t *)stages, stage, val) {
+			int k = worker__stage_parse(stage);
+
+			if (k < 0 || !(t->view_stages[v] & (1u << k)))
+				continue;
+			if (!out && !(out = json_object()))
+				return NULL;
+			o = json_object_get(out, target_names[v]);
+			if (!o) {
+				o = json_object();
+				if (json_object_set_new(out, target_names[v], o))
+					continue;
+			}
+			json_object_set(o, stage, val);
+		}
+	}
+	return out;
+}
+
+json_t *worker__views_merge(const struct worker_tool *t, const json_t *stored,
+			    const json_t *fresh, unsigned stages,
+			    const json_t *error, int hook)
+{
+	json_t *out = json_object(), *pending = json_array();
+	/* Pending from before, but for the stages this answer is about. */
+	unsigned pend = worker__views_pending(stored, NULL) & ~stages;
+	bool keep_hook = json_is_true(json_object_get(stored,
+						      "onInputAvailable"));
+	const json_t *eo = json_object_get(stored, "errorOf");
+
+	if (!out || !pending)
+		goto oom;
+	for (int v = 0; v < 2; v++) {
+		const json_t *old = json_object_get(stored, target_names[v]);
+		const json_t *now = json_object_get(fresh, target_names[v]);
+		json_t *o = json_is_object(old) ? json_copy((json_t *)old)
+						 : json_object();
+
+		if (!o)
+			goto oom;
+		for (size_t k = 0; k < NSTAGES; k++) {
+			const json_t *val;
+
+			if (!(stages & (1u << k)))
+				continue;
+			/* A view of an earlier payload of the stage is no
+			 * view of this one. */
+			json_object_del(o, stage_names[k]);
+			val = json_object_get(now, stage_names[k]);
+			if (val)
+				json_object_set(o, stage_names[k], (json_t *)val);
+			else if (t->view_declared[v] &&
+				 (t->view_stages[v] & (1u << k)))
+				pend |= 1u << k;
+		}
+		if (json_object_size(o))
+			json_object_set_new(out, target_names[v], o);
+		else
+			json_decref(o);
+	}
+	for (size_t k = 0; k < NSTAGES; k++)
+		if (pend & (1u << k))
+			json_array_append_new(pending,
+					      json_string(stage_names[k]));
+	if (json_array_size(pending))
+		json_object_set(out, "pending", pending);
+	if (stages & (1u << BERTH_PAYLOAD_ERROR)) {
+		const json_t *m = json_object_get(error, "message");
+
+		if (json_is_string(m))
+			json_object_set(out, "errorOf", (json_t *)m);
+	} else if (eo) {
+		json_object_set(out, "errorOf", (json_t *)eo);
+	}
+	if (hook > 0 || (hook < 0 && keep_hook))
+		json_object_set_new(out, "onInputAvailable", json_true());
+	json_decref(pending);
+	/* errorOf alone says nothing: no view is kept for it. */
+	if (json_object_size(out) == 0 ||
+	    (json_object_size(out) == 1 && json_object_get(out, "errorOf"))) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+oom:
+	json_decref(out);
+	json_decref(pending);
+	return NULL;
+}
+
+unsigned worker__views_pending(const json_t *views, bool *hook)
+{
+	const json_t *p = json_object_get(views, "pending");
+	unsigned stages = 0;
+	size_t i;
+	json_t *s;
+
+	json_array_foreach(p, i, s) {
+		int k = worker__stage_parse(json_string_value(s));
+
+		if (k >= 0)
+			stages |= 1u << k;
+	}
+	if (hook)
+		*hook = json_is_true(json_object_get(views,
+						     "onInputAvailable"));
+	return stages;
+}
+
+json_t *worker__stored_view(const struct worker_tool *t, const json_t *views,
+			    int view, enum berth_payload which,
+			    const json_t *payload)
+{
+	int v = view == WORKER_VIEW_TRANSCRIPT ? 1 : 0;
+	const json_t *stored;
+
+	if (!payload)
+		return NULL;
+	if (view == WORKER_VIEW_RAW || !t->view_declared[v])
+		return json_incref((json_t *)payload);
+	if ((size_t)which >= NSTAGES || !(t->view_stages[v] & (1u << which)))
+		return placeholder(which);
+	stored = json_object_get(json_object_get(views, target_names[v]),
+				 stage_names[which]);
+	if (which == BERTH_PAYLOAD_ERROR) {
+		const char *of = json_string_value(json_object_get(views,
+								   "errorOf"));
+		const char *m = json_string_value(json_object_get(payload,
+								  "message"));
+		json_t *own;
+
+		/* The worker's error: its view, or nothing until it comes. */
+		if (of && m && strcmp(of, m) == 0)
+			return stored ? json_incref((json_t *)stored) : NULL;
+		/* berthd's own (a timeout, a cancel, an interruption):
+		 * its words, without the data a tool could have put there. */
+		own = json_object();
+		if (own && json_object_get(payload, "message"))
+			json_object_set(own, "message",
+					json_object_get(payload, "message"));
+		if (own && json_object_get(payload, "code"))
+			json_object_set(own, "code",
+					json_object_get(payload, "code"));
+		return own ? own : json_null();
+	}
+	return stored ? json_incref((json_t *)stored) : NULL;
 }
 
 json_t *worker__view(const struct worker_tool *t, int view,
@@ -286,6 +492,13 @@ json_t *worker__view(const struct worker_tool *t, int view,
 
 	if (!payload)
 		return NULL;
+	/* Without its job's stored views a worker process's tool shows a
+	 * stage it transforms as a placeholder, never the payload (the
+	 * callers that have the job use worker__stored_view). */
+	if (t && t->definition && view != WORKER_VIEW_RAW) {
+		v = worker__stored_view(t, NULL, view, which, payload);
+		return v ? v : placeholder(which);
+	}
 	if (t && t->transform && view != WORKER_VIEW_RAW)
 		v = declared(t, view, which, payload);
 	else if (t && t->c && view == WORKER_VIEW_DISPLAY)
@@ -299,6 +512,8 @@ json_t *worker__view(const struct worker_tool *t, int view,
 
 bool worker_tool_has_view(const struct worker_tool *t, int view)
 {
+	if (t && t->definition && view != WORKER_VIEW_RAW)
+		return t->view_declared[view == WORKER_VIEW_TRANSCRIPT];
 	if (!t || !t->c)
 		return false;
 	return view == WORKER_VIEW_DISPLAY      ? t->c->display != NULL
@@ -306,11 +521,20 @@ bool worker_tool_has_view(const struct worker_tool *t, int view)
 						: false;
 }
 
-json_t *worker_payload_view(struct worker *w, const char *tool, int view,
-			    enum berth_payload which, const json_t *payload)
+json_t *worker_payload_view(struct worker *w, const struct store_job *j,
+			    int view, enum berth_payload which,
+			    const json_t *payload)
 {
-	return worker__view(tool ? worker__tool_find(w, tool) : NULL, view,
-			    which, payload);
+	const struct worker_tool *t = worker__tool_find(w, j->tool);
+	json_t *v;
+
+	if (!payload)
+		return NULL;
+	if (t && t->definition) {
+		v = worker__stored_view(t, j->views, view, which, payload);
+		return v ? v : placeholder(which);
+	}
+	return worker__view(t, view, which, payload);
 }
 
 /* replace sets o[key] to the view of its payload when o has it. */
@@ -321,6 +545,44 @@ static void replace(json_t *o, const struct worker_tool *t, int view,
 
 	if (v)
 		json_object_set_new(o, key, worker__view(t, view, which, v));
+}
+
+/* remote_views replaces o's payloads by the stored views of j, a job of
+ * the worker process's tool t, leaving out those still to come and
+ * listing their stages in "viewsPending". */
+static void remote_views(json_t *o, const struct worker_tool *t,
+			 const struct store_job *j, int view)
+{
+	static const struct {
+		const char *key;
+		enum berth_payload which;
+	} fields[] = {
+		{"input", BERTH_PAYLOAD_INPUT},
+		{"output", BERTH_PAYLOAD_OUTPUT},
+		{"error", BERTH_PAYLOAD_ERROR},
+		{"suspendPayload", BERTH_PAYLOAD_SUSPEND},
+		{"resumeData", BERTH_PAYLOAD_RESUME},
+	};
+	json_t *pending = NULL;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		json_t *p = json_object_get(o, fields[i].key), *v;
+
+		if (!p)
+			continue;
+		v = worker__stored_view(t, j->views, view, fields[i].which, p);
+		if (v) {
+			json_object_set_new(o, fields[i].key, v);
+			continue;
+		}
+		json_object_del(o, fields[i].key);
+		if (!pending)
+			pending = json_array();
+		json_array_append_new(pending, json_string(worker__stage_name(
+						       fields[i].which)));
+	}
+	if (pending)
+		json_object_set_new(o, "viewsPending", pending);
 }
 
 json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
@@ -336,6 +598,10 @@ json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
 		json_object_set_new(o, "toolMissing", json_true());
 	if (!o || view == WORKER_VIEW_RAW)
 		return o;
+	if (t && t->definition) {
+		remote_views(o, t, j, view);
+		return o;
+	}
 	if (!t || (!t->transform &&
 		   !(t->c && (t->c->display || t->c->transcript))))
 		return o;

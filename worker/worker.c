@@ -468,6 +468,8 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg.max_log_lines = WORKER__MAX_LOG_LINES;
 	if (w->cfg.retention_ms <= 0)
 		w->cfg.retention_ms = WORKER__RETENTION_MS;
+	if (w->cfg.heartbeat_ms <= 0)
+		w->cfg.heartbeat_ms = WORKER__HEARTBEAT_MS;
 
 	/*
 	 * Two process-wide settings, made here because the worker is what
@@ -587,7 +589,10 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		worker__run_cancelled(r);
 		return;
 	}
-	if (r && r->state == WORKER__RUN_ACTIVE && ev->status != STORE_RUNNING) {
+	/* A job started by its creation (ops.c) has its run before the
+	 * "created" event, which shows it as submitted. */
+	if (r && r->state == WORKER__RUN_ACTIVE && ev->status != STORE_RUNNING &&
+	    ev->type != STORE_EV_CREATED) {
 		/* While a run is active only another node moves its job
 		 * (this node's own end of the run is committed while the
 		 * run is finishing): the lease reaper of a node that
@@ -605,6 +610,9 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	 * run_at is a wakeup already. */
 	switch (ev->type) {
 	case STORE_EV_CREATED:
+		/* A job started by its creation has its run already. */
+		if (ev->status == STORE_PENDING && !r)
+			worker__remote_wake(w, ev->tool);
 		if (ev->status == STORE_PENDING && !r &&
 		    !paused_here(w, ev->tool))
 			worker__sched_kick(w);
@@ -613,6 +621,7 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	case STORE_EV_RESUMED:
 	case STORE_EV_APPROVED:
 		w->backlog = true;
+		worker__remote_wake(w, ev->tool);
 		if (!r)
 			worker__sched_kick(w);
 		break;
@@ -691,6 +700,10 @@ int worker_start(struct worker *w, char **errmsg)
 	/* What a berthd that died left running goes before its jobs run
 	 * again (orphans.c). Its failure is logged; recovery goes on. */
 	worker__orphans_kill(w);
+	/* The tools of worker processes before the recovery, which reads
+	 * their onInterrupt; a failure leaves them out until a worker
+	 * registers them again (remote.c logs it). */
+	worker__remote_load(w);
 	count_interrupted(w, &rerun, &fail);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
@@ -816,6 +829,7 @@ static void finish_shutdown(uv_timer_t *h)
 	}
 	w->runs = NULL;
 	memset(w->by_id, 0, w->nby_id * sizeof(*w->by_id));
+	worker__remote_shutdown(w);
 	hub_close(w->hub);
 	close_handle(w, &w->run_timer);
 	close_handle(w, &w->expiry_timer);

@@ -94,6 +94,9 @@ struct worker_config {
 	int64_t max_log_lines;       /* log lines per run, and kept per job
 				      * (the newest); 0: 10000 */
 	int64_t retention_ms;        /* prune terminal jobs; 0: 7 days */
+	int64_t heartbeat_ms;        /* worker processes are pinged after
+				      * this long silent, and dropped after
+				      * two unanswered pings; 0: 10000 */
 	/* Whether the principal that submitted a job may approve or
 	 * decline it when its tool's approvalPolicy does not say:
 	 * berthd sets it false with --principals (separation of duties),
@@ -198,15 +201,21 @@ enum worker_view {
 
 /* worker_job_to_json returns a new reference to the Job object of j in the
  * view asked for: payloads as stored (raw), or passed through the tool's
- * display or transcript transform. */
+ * display or transcript transform. For a worker process's tool the views
+ * are those stored with the job (it never calls into a worker): a payload
+ * whose view is still to come is left out, and its stage listed in
+ * "viewsPending". */
 json_t *worker_job_to_json(struct worker *w, const struct store_job *j,
 			   int view);
 
 /* worker_payload_view returns a new reference to one payload (borrowed) of
- * a job of the named tool as the view shows it; NULL only for a NULL
- * payload. A tool that is not registered shows its payloads as stored. */
-json_t *worker_payload_view(struct worker *w, const char *tool, int view,
-			    enum berth_payload which, const json_t *payload);
+ * job j as the view shows it; NULL only for a NULL payload. A tool that is
+ * not registered shows its payloads as stored; a worker process's tool
+ * shows its stored views, and the placeholder of a view still to come
+ * (worker_job_to_json leaves such a payload out). */
+json_t *worker_payload_view(struct worker *w, const struct store_job *j,
+			    int view, enum berth_payload which,
+			    const json_t *payload);
 
 /* worker_tool_has_view is true when t declares a transform for that view,
  * so that what the view shows may differ from what the tool's schemas
@@ -293,6 +302,107 @@ int worker_retry(struct worker *w, const char *id,
  * no job. */
 int worker_pause(struct worker *w, const char *tool, bool paused,
 		 worker_cb cb, void *arg);
+
+/* ---- worker processes (remote.c, docs/WORKERS.md) ---------------------- */
+
+/*
+ * A worker process serves tools over a connection the api owns: it
+ * registers their definitions, berthd pushes it runs, and it answers
+ * them with outcomes. The worker knows no wire protocol: it reaches the
+ * connection through these callbacks, each given the conn of
+ * worker_remote_register (borrowed).
+ *
+ *   call    sends a request ("run", "input", "transform", "ping") with
+ *           params (stolen) and calls done(arg, result, error) exactly
+ *           once: when it is answered (result or error set, borrowed for
+ *           the call) or when the connection closed first (both NULL).
+ *           Returns 0, or a negative code, and then done is never
+ *           called.
+ *   notify  sends a notification ("abort") with params (stolen).
+ *   close   closes the connection (a worker process that missed two
+ *           heartbeats); worker_remote_detach follows.
+ *   heard   returns the loop time (uv_now) at which the connection last
+ *           received anything.
+ */
+typedef void (*worker_call_fn)(void *arg, json_t *result, json_t *error);
+struct worker_remote_ops {
+	int (*call)(void *conn, const char *method, json_t *params,
+		    worker_call_fn done, void *arg);
+	void (*notify)(void *conn, const char *method, json_t *params);
+	void (*close)(void *conn, const char *why);
+	uint64_t (*heard)(void *conn);
+};
+
+struct worker_remote;
+
+/*
+ * worker_remote_register registers the tools of the params of
+ * worker/register (borrowed: {"tools", "concurrency"?, "name"?, "sdk"?},
+ * their shape checked by the caller) for a worker process on conn, by the
+ * rules of docs/WORKERS.md: every definition is checked as a manifest is
+ * (WORKER_EINVAL, data.errors with instancePaths into params); an id of a
+ * C or external tool is WORKER_ECONFLICT {"status": "builtin"}; a
+ * definition that differs from the one another connected worker process
+ * serves under its id is WORKER_ECONFLICT {"status": "conflict",
+ * "differences"}, the message naming the fields; either way none of its
+ * tools is registered. Workers with the same definition share its jobs;
+ * one that differs from the stored definition while no worker process
+ * serves it replaces it. The definitions are stored, and the callback
+ * runs once they are durable; its res->data is then the result,
+ * {"worker", "tools", "heartbeatMs"} (borrowed). *out is set to the
+ * registration when it was accepted (before its commit): the caller hands
+ * it to worker_remote_detach when the connection closes, whatever the
+ * callback said. by is the principal the connection acts as (borrowed;
+ * NULL: berthd): the transitions its answers make are recorded as its,
+ * via "worker" (docs/API.md, the audit). Returns 0, or -ENOMEM,
+ * -ESHUTDOWN (the callback is then never called).
+ */
+int worker_remote_register(struct worker *w,
+			   const struct worker_remote_ops *ops, void *conn,
+			   const json_t *params,
+			   const struct worker_actor *by,
+			   struct worker_remote **out, worker_cb cb,
+			   void *arg);
+
+/* worker_remote_detach: rem's connection closed (why: a phrase for the
+ * log). Every job it was running is ended at once by its tool's
+ * onInterrupt policy (worker__run_interrupted), its requests in flight
+ * are answered as unanswered, and rem is freed once nothing holds it. */
+void worker_remote_detach(struct worker_remote *rem, const char *why);
+
+/* worker_remote_drain: worker/drain. No run is pushed to rem any more;
+ * the runs it has go on. */
+void worker_remote_drain(struct worker_remote *rem);
+
+/* worker_remote_id returns rem's id ("W-..."), for the log. */
+const char *worker_remote_id(const struct worker_remote *rem);
+
+/* worker_remote_progress and worker_remote_log take worker/progress
+ * ({progress, total?, message?}, borrowed) and worker/log lines (data
+ * borrowed, may be NULL) of job_id's run on rem. Each returns 0, or
+ * -ENOENT when no run of that job is rem's (nothing is done). */
+int worker_remote_progress(struct worker_remote *rem, const char *job_id,
+			   const json_t *progress);
+int worker_remote_log(struct worker_remote *rem, const char *job_id,
+		      const char *level, const char *message,
+		      const json_t *data);
+
+/* worker_remote_checkpoint stores value (borrowed) as the checkpoint of
+ * job_id's run on rem; the callback runs once it is durable, or with
+ * WORKER_ECONFLICT when the run is no longer rem's to save (cancelled,
+ * timed out). Returns 0, or -ENOENT when rem never ran the job (the
+ * callback is then never called), -ENOMEM, -ESHUTDOWN. */
+int worker_remote_checkpoint(struct worker_remote *rem, const char *job_id,
+			     const json_t *value, worker_cb cb, void *arg);
+
+/* worker_forget removes the stored definition of the worker processes'
+ * tool name (tools/forget): WORKER_ENOTFOUND when there is none (a C or
+ * external tool included), WORKER_ECONFLICT {"status": "serving"} while a
+ * worker process serves it and {"status": "jobs"} while a job of it may
+ * still run. The callback runs once the removal is durable; the result
+ * has no job. */
+int worker_forget(struct worker *w, const char *name, worker_cb cb,
+		  void *arg);
 
 /* ---- observation ------------------------------------------------------ */
 

@@ -582,11 +582,24 @@ def test_tools(d):
                "annotations", "_meta", "execution", "suspendSchema",
                "resumeSchema", "requestContextSchema", "requireApproval",
                "background", "inputExamples", "strict", "providerOptions",
-               "paused", "icons", "approvalPolicy"}
+               "paused", "icons", "approvalPolicy",
+               # Berth extensions (docs/API.md, docs/WORKERS.md): how the
+               # tool runs, and a worker tool's connected workers.
+               "kind", "workers"}
     for t in tools:
         w = "tool " + str(t.get("name"))
         check(set(t) <= allowed, w + " has only Tool members",
               sorted(set(t) - allowed))
+        check(t.get("kind") in ("c", "external", "worker"),
+              w + ".kind is c, external or worker", t.get("kind"))
+        if t.get("kind") == "worker":
+            ws = t.get("workers")
+            check(isinstance(ws, dict) and is_int(ws.get("connected"))
+                  and is_int(ws.get("capacity")),
+                  w + ".workers is {connected, capacity}", ws)
+        else:
+            check("workers" not in t, w + " has workers only as a worker "
+                  "tool", t.get("workers"))
         check(isinstance(t.get("name"), str), w + ".name", t)
         check(isinstance(t.get("inputSchema"), dict)
               and t["inputSchema"].get("type") == "object",

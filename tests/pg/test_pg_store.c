@@ -610,6 +610,44 @@ static void claim__cluster_limit__holds_across_nodes(void **state)
 	store_req_finish(&w.req);
 }
 
+/* A claim's groups take no room of its limit (store.h): with the limit
+ * spent, a scan keeps only the groups' tools. */
+static void claim__groups_have_room_of_their_own(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(create(f, 0, "pool", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "w1", NULL, NULL), 0);
+	}
+	const struct store_cap caps[] = {
+		{.tool = "w1", .remaining = 10, .group = 1},
+	};
+	const int groups[] = {3};
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 1;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 1;
+	w.req.u.claim.groups = groups;
+	w.req.u.claim.ngroups = 1;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 4);
+	store_req_finish(&w.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+					" AND tool = 'pool'"), 1);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+					" AND tool = 'w1'"), 3);
+	memset(&w, 0, sizeof(w));
+	w.req.op = STORE_OP_CLAIM;
+	w.req.u.claim.limit = 0;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 1;
+	w.req.u.claim.groups = groups;
+	w.req.u.claim.ngroups = 1;
+	assert_int_equal(run_req(f, f->n[1].st, &w), 0);
+	assert_int_equal(w.req.njobs, 1); /* the last of w1, no pool job */
+	store_req_finish(&w.req);
+}
+
 /* A claim reports the earliest future run_at of a tool it did not
  * exclude; a tool whose cluster limit is full is excluded on every node. */
 static void claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude(void **state)
@@ -1209,6 +1247,53 @@ static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
 	store_req_finish(&w.req);
 }
 
+/* The pool and the groups meet in one claim on PostgreSQL as on SQLite:
+ * the pool narrows the pooled caps inside the limit's room, the group
+ * keeps its own; with the limit and the pool spent the group still
+ * claims (not the one-statement claim: a group's cap counts). */
+static void claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(create(f, 0, "cpu", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "wait", NULL, NULL), 0);
+		assert_int_equal(create(f, 0, "w1", NULL, NULL), 0);
+	}
+	const struct store_cap caps[] = {
+		{.tool = "cpu", .remaining = 5, .pool = true},
+		{.tool = "w1", .remaining = 5, .group = 1},
+	};
+	const int groups[] = {2};
+	struct waiter w = {.req = {.op = STORE_OP_CLAIM}};
+	w.req.u.claim.limit = 3;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	w.req.u.claim.groups = groups;
+	w.req.u.claim.ngroups = 1;
+	w.req.u.claim.pool_remaining = 1;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 5);
+	store_req_finish(&w.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+				       " AND tool = 'cpu'"), 1);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+				       " AND tool = 'wait'"), 2);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE status = 2"
+				       " AND tool = 'w1'"), 2);
+	memset(&w, 0, sizeof(w));
+	w.req.op = STORE_OP_CLAIM;
+	w.req.u.claim.limit = 0;
+	w.req.u.claim.caps = caps;
+	w.req.u.claim.ncaps = 2;
+	w.req.u.claim.groups = groups;
+	w.req.u.claim.ngroups = 1;
+	w.req.u.claim.pool_remaining = 0;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.njobs, 1);
+	assert_string_equal(w.req.jobs[0]->tool, "w1");
+	store_req_finish(&w.req);
+}
+
 int main(void)
 {
 	if (base_url() == NULL) {
@@ -1233,6 +1318,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(events__concurrent_commits__no_seq_is_skipped,
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(claim__cluster_limit__holds_across_nodes,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__groups_have_room_of_their_own,
+						setup_three, teardown),
+		cmocka_unit_test_setup_teardown(claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs,
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude,
 						setup_three, teardown),

@@ -188,7 +188,7 @@ class Basics(WorkerTest):
         bad = await self.done(await self.c.submit("py-ask",
                                                   {"bad_suspend": True}))
         self.assertEqual(bad["status"], "failed")
-        self.assertEqual(bad["error"]["code"], "invalid_suspend_payload")
+        self.assertEqual(bad["error"]["code"], "invalid_suspend")
         job = await self.done(await self.c.submit("py-ask", {}))
         self.assertEqual(job["status"], "suspended")
         self.assertEqual(job["suspendPayload"],

@@ -324,13 +324,13 @@ class Runs(PeerTest):
         await self.run_job(c, job(
             "C1", "ctx", attempt=2, requestContext={"user": "ada"},
             toolCallId="call-1", runId="run-1", metadata={"m": 1},
-            mcp={"meta": {"progressToken": 3}, "client": {"name": "x"}},
+            mcp={"_meta": {"progressToken": 3}, "clientInfo": {"name": "x"}},
             checkpoint={"step": 4}, approval={"decision": "approved"}))
         self.assertEqual(seen, {
             "job_id": "C1", "tool": "ctx", "attempt": 2,
             "rc": {"user": "ada"}, "tcid": "call-1", "run": "run-1",
             "meta": {"m": 1},
-            "mcp": {"meta": {"progressToken": 3}, "client": {"name": "x"}},
+            "mcp": {"_meta": {"progressToken": 3}, "clientInfo": {"name": "x"}},
             "ckpt": {"step": 4}, "state": {"step": 4}, "timeout": 60.0,
             "deadline": 2030, "resume": False,
             "approval": {"decision": "approved"}})
@@ -803,9 +803,12 @@ class Functions(PeerTest):
                           "hook_raises": True})})
         out = (await c.answer(rid))["result"]
         # A broken approval function asks a person; a broken hook changes
-        # nothing.
+        # nothing; both are in the answer's logs.
         self.assertTrue(out["requireApproval"])
         self.assertIn("approval", out["views"]["display"])
+        self.assertEqual(len(out["logs"]), 2, out["logs"])
+        self.assertTrue(all(x["level"] == "error" and "traceback" in
+                            x["data"] for x in out["logs"]), out["logs"])
 
     async def test_transform__stage_views_and_a_broken_one_is_a_placeholder(
             self):
@@ -817,9 +820,15 @@ class Functions(PeerTest):
                          {"views": {"display": {"resume": {"by": "ada"}}}})
         rid = c.request("transform", {"jobId": "T1", "tool": "pay",
                                       "stage": "resume", "payload": {}})
-        self.assertEqual((await c.answer(rid))["result"], {"views": {
+        out = (await c.answer(rid))["result"]
+        self.assertEqual(out["views"], {
             "display": {"resume": {"message":
-                                   "Tool resume payload unavailable"}}}})
+                                   "Tool resume payload unavailable"}}})
+        # The broken transform goes back in the answer's logs, for the
+        # job's log (docs/WORKERS.md).
+        self.assertEqual([(x["level"], x["message"]) for x in out["logs"]],
+                         [("error", "transform.display.resume raised "
+                           "KeyError: 'by'")])
         rid = c.request("transform", {"jobId": "T1", "tool": "nope",
                                       "stage": "resume", "payload": {}})
         self.assertEqual((await c.answer(rid))["error"]["code"], -32011)

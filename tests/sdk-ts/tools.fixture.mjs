@@ -112,4 +112,17 @@ export const flakyTool = createTool({
   },
 });
 
-export const allTools = { echoTool, approveTool, askTool, blockTool, flakyTool };
+// sdk-mcp tells what execute's context.mcp holds: the MCP client that
+// called it, through berthd's MCP server.
+export const mcpTool = createTool({
+  id: 'sdk-mcp',
+  description: 'Says which MCP client called it',
+  inputSchema: z.object({}),
+  outputSchema: z.object({ client: z.string().nullable(), meta: z.boolean() }),
+  execute: async (_input, ctx) => ({
+    client: ctx.mcp?.extra?.client?.name ?? null,
+    meta: typeof ctx.mcp?.extra?._meta === 'object',
+  }),
+});
+
+export const allTools = { echoTool, approveTool, askTool, blockTool, flakyTool, mcpTool };

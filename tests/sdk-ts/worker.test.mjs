@@ -10,11 +10,12 @@ import { promisify } from 'node:util';
 
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createTool } from '@mastra/core/tools';
 import { z } from 'zod';
 
 import { BerthError, ErrorCode, connect, serve } from '@berth/sdk';
-import { BERTH, Daemon, WorkerProcess, until } from './harness.mjs';
+import { BERTH, Daemon, WorkerProcess, freePort, until } from './harness.mjs';
 import { allTools, calls, echoTool } from './tools.fixture.mjs';
 
 // speaksWorkers asks a berthd whether it knows worker/register: a register
@@ -169,7 +170,13 @@ describe('Mastra tools served by a worker', { skip }, () => {
       const r = await mcp.callTool({ name: 'sdk-echo', arguments: { text: 'to the model' } });
       assert.ok(!r.isError, JSON.stringify(r));
       assert.match(r.content[0].text, /echo: to the model/);
-      assert.deepEqual(r.structuredContent, { text: 'to the model', secret: 's3cret' });
+      // structuredContent is the transcript view of the output
+      // (docs/MCP.md), as the worker's transform made it.
+      assert.deepEqual(r.structuredContent, { said: 'to the model' });
+      // context.mcp: the client that called, from the job's metadata.mcp
+      // ({_meta, clientInfo}, docs/WORKERS.md).
+      const m = await mcp.callTool({ name: 'sdk-mcp', arguments: {}, _meta: { progressToken: 7 } });
+      assert.deepEqual(m.structuredContent, { client: 'sdk-ts-test', meta: true }, JSON.stringify(m));
     } finally {
       await mcp.close();
     }
@@ -317,7 +324,9 @@ describe('workers and crashes', { skip }, () => {
   });
 
   test('a_sigterm_of_berthd__puts_running_jobs_back_without_a_retry__and_the_worker_registers_again', async () => {
-    const d = new Daemon();
+    // Running jobs may finish for the shutdown grace (docs/WORKERS.md); a
+    // short one stops this one, which takes 2 s at least, half way.
+    const d = new Daemon({ args: ['--shutdown-grace', '500ms'] });
     await d.start();
     const c = await connect({ socket: d.socket });
     const w = await serve({ socket: d.socket, tools: allTools, ...quiet });
@@ -372,6 +381,98 @@ describe('examples/mastra served to berthd, driven with the berth command', { sk
       assert.deepEqual((await berth(d, 'wait', plan.id)).output, { plan: 'ship it', approvedBy: 'Ada' });
       c.close();
     } finally {
+      child.kill('SIGKILL');
+      await d.cleanup();
+    }
+  });
+
+  // The rest of issue 15's "done when": the jobs of the example's tools,
+  // submitted with the berth command, wait across a kill -9 of berthd and
+  // are approved and resumed from the HTTP inbox's API; called through
+  // MCP (berth mcp, the official SDK's client), they are approved and
+  // resumed by elicitation, the worker killed -9 meanwhile.
+  test('the_example_tools__are_approved_and_resumed_over_http_across_a_kill_9_of_berthd__and_through_mcp_across_a_kill_9_of_the_worker', async () => {
+    const port = await freePort();
+    const d = new Daemon({ args: ['--http', `127.0.0.1:${port}`, '--http-open'] });
+    await d.start();
+    const run = () => spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+      env: { ...process.env, BERTH_SOCKET: d.socket }, stdio: 'ignore',
+    });
+    const http = async (method, url, body) => {
+      const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+        method,
+        headers: body ? { 'content-type': 'application/json' } : {},
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      assert.ok(res.ok, `${method} ${url}: ${res.status} ${text}`);
+      return JSON.parse(text);
+    };
+    const served = async () => {
+      const c = await connect({ socket: d.socket });
+      try {
+        await until(async () => (await c.tools()).some((t) => t.name === 'confirm-plan' && t.workers?.connected === 1),
+          'the example to register', 60000);
+      } finally {
+        c.close();
+      }
+    };
+    let child = run();
+    let mcp = null;
+    try {
+      await served();
+      const note = await berth(d, 'submit', 'save-note', JSON.stringify({ path: `${d.dir}/http-note`, text: 'over http' }));
+      assert.equal(note.status, 'awaiting_approval');
+      const plan = await berth(d, 'submit', 'confirm-plan', '{"plan":"over http"}', '--wait');
+      assert.equal(plan.status, 'suspended');
+      await d.kill9();
+      await d.start();
+      await served();
+      // The inbox lists both, and its buttons are these calls.
+      const inbox = await http('GET', '/api/jobs?status=awaiting_approval');
+      assert.ok(JSON.stringify(inbox).includes(note.id), JSON.stringify(inbox));
+      await http('POST', `/api/jobs/${note.id}/approve`, { note: 'fine' });
+      await http('POST', `/api/jobs/${plan.id}/resume`, { resumeData: { approvedBy: 'Grace' } });
+      assert.equal((await berth(d, 'wait', note.id)).status, 'completed');
+      assert.deepEqual((await berth(d, 'wait', plan.id)).output, { plan: 'over http', approvedBy: 'Grace' });
+      const approved = (await http('GET', `/api/jobs/${note.id}/events`)).events?.find((e) => e.type === 'approved');
+      assert.equal(approved?.via, 'http', JSON.stringify(approved));
+
+      // MCP: each question is answered by elicitation; the worker is
+      // killed -9 before the answer (berthd has seen it go, so that the
+      // run does not start on a connection about to close, which would
+      // end it by onInterrupt) and started again beside the answer.
+      const asked = [];
+      const gone = async () => {
+        const c = await connect({ socket: d.socket });
+        try {
+          await until(async () => (await c.tools()).some((t) => t.name === 'confirm-plan' && t.workers?.connected === 0),
+            'berthd to see the worker gone', 60000);
+        } finally {
+          c.close();
+        }
+      };
+      mcp = new McpClient({ name: 'sdk-ts-mastra', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+      mcp.setRequestHandler(ElicitRequestSchema, async (req) => {
+        asked.push(req.params);
+        child.kill('SIGKILL');
+        await gone();
+        child = run();
+        const fields = Object.keys(req.params.requestedSchema?.properties ?? {});
+        return fields.includes('approve')
+          ? { action: 'accept', content: { approve: true } }
+          : { action: 'accept', content: { approvedBy: 'Ada' } };
+      });
+      await mcp.connect(new StdioClientTransport({ command: BERTH, args: ['mcp', '--socket', d.socket], stderr: 'pipe' }));
+      const saved = await mcp.callTool({ name: 'save-note', arguments: { path: `${d.dir}/mcp-note`, text: 'over mcp' } });
+      assert.ok(!saved.isError, JSON.stringify(saved));
+      assert.deepEqual(saved.structuredContent, { path: `${d.dir}/mcp-note`, bytes: 8 });
+      const planned = await mcp.callTool({ name: 'confirm-plan', arguments: { plan: 'over mcp' } });
+      assert.ok(!planned.isError, JSON.stringify(planned));
+      assert.deepEqual(planned.structuredContent, { plan: 'over mcp', approvedBy: 'Ada' });
+      assert.equal(asked.length, 2, JSON.stringify(asked));
+    } finally {
+      if (mcp) await mcp.close().catch(() => {});
       child.kill('SIGKILL');
       await d.cleanup();
     }

@@ -550,6 +550,94 @@ static void claim__respects_the_limit_and_per_tool_caps(void **state)
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM events WHERE type = 4"), 7);
 }
 
+/* A claim's groups (store.h) take no room of its limit, nor it of theirs:
+ * the pool's jobs and each set of worker processes' fill their own room,
+ * and a job of a group's tool past the group's room waits. */
+static void claim__groups_have_room_of_their_own(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(fx_create(f, "pool", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "w1", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "w2", STORE_PENDING, NULL, i, NULL), 0);
+	}
+	const struct store_cap caps[] = {
+		{.tool = "w1", .remaining = 10, .group = 1},
+		{.tool = "w2", .remaining = 10, .group = 2},
+	};
+	const int groups[] = {2, 3};
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = 1;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = groups;
+	req.u.claim.ngroups = 2;
+	assert_int_equal(fx_run(f, &req), 0);
+	int per[3] = {0};
+	for (size_t i = 0; i < req.njobs; i++)
+		per[strcmp(req.jobs[i]->tool, "pool") == 0	  ? 0
+		    : strcmp(req.jobs[i]->tool, "w1") == 0 ? 1
+							   : 2]++;
+	assert_int_equal(per[0], 1);
+	assert_int_equal(per[1], 2);
+	assert_int_equal(per[2], 3);
+	store_req_finish(&req);
+	/* With the limit spent (0), only the groups claim; a group's tool
+	 * with a cap of 0 (no worker has room) is left alone. */
+	const struct store_cap none[] = {
+		{.tool = "w1", .remaining = 0, .group = 1},
+		{.tool = "w2", .remaining = 5, .group = 2},
+	};
+	const int room[] = {5, 5};
+	memset(&req, 0, sizeof(req));
+	req.op = STORE_OP_CLAIM;
+	req.u.claim.limit = 0;
+	req.u.claim.caps = none;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = room;
+	req.u.claim.ngroups = 2;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.njobs, 1); /* the last of w2 */
+	assert_string_equal(req.jobs[0]->tool, "w2");
+	store_req_finish(&req);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 0"
+				  " AND tool = 'pool'"), 3);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 0"
+				  " AND tool = 'w1'"), 2);
+}
+
+/* Worker processes' tool definitions are stored, replaced and removed. */
+static void definitions__are_stored_replaced_and_removed(void **state)
+{
+	struct fx *f = *state;
+	struct store_definition *defs;
+	size_t n;
+	json_t *a = json_pack("{s:s}", "id", "a"), *b = json_pack("{s:s, s:s}",
+							       "id", "a",
+							       "title", "A");
+	struct store_req req = {.op = STORE_OP_TOOL_DEFINE};
+
+	req.u.define.name = "a";
+	req.u.define.definition = a;
+	assert_int_equal(fx_run(f, &req), 0);
+	req.u.define.definition = b;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(store_definitions(f->st, &defs, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(defs[0].name, "a");
+	assert_true(json_equal(defs[0].definition, b));
+	store_definition_finish(&defs[0]);
+	free(defs);
+	req.u.define.remove = true;
+	req.u.define.definition = NULL;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(store_definitions(f->st, &defs, &n), 0);
+	assert_int_equal(n, 0);
+	free(defs);
+	json_decref(a);
+	json_decref(b);
+}
+
 /* claim_pool runs a claim whose caps share a pool of pool slots. */
 static size_t claim_pool(struct fx *f, int limit, const struct store_cap *caps,
 			 size_t ncaps, int pool)
@@ -584,6 +672,54 @@ static void claim__pooled_caps_share_what_is_left_of_the_pool(void **state)
 	assert_int_equal(claim_pool(f, 9, caps, 2, 0), 0);
 	assert_int_equal(claim_pool(f, 9, caps, 2, 9), 4);
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 0"), 0);
+}
+
+/* The pool and the groups meet in one claim: the pool (threads) narrows
+ * only the caps marked pool, inside the limit's room, and is no room of
+ * its own; a group's room is the group's whatever the pool and the limit
+ * have left. A spent pool and a spent limit still let a group claim. */
+static void claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(fx_create(f, "cpu", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "wait", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "w1", STORE_PENDING, NULL, i, NULL), 0);
+	}
+	const struct store_cap caps[] = {
+		{.tool = "cpu", .remaining = 5, .pool = true},
+		{.tool = "w1", .remaining = 5, .group = 1},
+	};
+	const int groups[] = {2};
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = 3;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = groups;
+	req.u.claim.ngroups = 1;
+	req.u.claim.pool_remaining = 1;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.njobs, 5);
+	store_req_finish(&req);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'cpu'"), 1);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'wait'"), 2);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'w1'"), 2);
+	/* Nothing left of the limit nor of the pool: the group claims. */
+	memset(&req, 0, sizeof(req));
+	req.op = STORE_OP_CLAIM;
+	req.u.claim.limit = 0;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = 2;
+	req.u.claim.groups = groups;
+	req.u.claim.ngroups = 1;
+	req.u.claim.pool_remaining = 0;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.njobs, 1);
+	assert_string_equal(req.jobs[0]->tool, "w1");
+	store_req_finish(&req);
 }
 
 static void claim__skips_paused_tools_until_they_are_unpaused(void **state)
@@ -1194,7 +1330,10 @@ int main(void)
 		T(transition__writes_only_the_fields_it_sets),
 		T(claim__takes_highest_priority_then_earliest_run_at_then_smallest_id),
 		T(claim__respects_the_limit_and_per_tool_caps),
+		T(claim__groups_have_room_of_their_own),
+		T(definitions__are_stored_replaced_and_removed),
 		T(claim__pooled_caps_share_what_is_left_of_the_pool),
+		T(claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs),
 		T(claim__jobs_count_as_undelivered_from_the_commit_to_the_done),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),

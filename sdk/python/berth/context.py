@@ -131,8 +131,9 @@ class TransformContext:
     """The one argument of a transform function, as Mastra's
     ToolPayloadTransformContext: the ``target`` (display or transcript),
     the ``stage``, and the payloads known at that stage (``payload`` is
-    the stage's own: the input, output, error, suspend payload, approval
-    decision or resume data)."""
+    the stage's own: the input, output, error, suspend payload or resume
+    data; the approval stage's is the input, what the approver decides
+    on)."""
     target: str  # "display" or "transcript"
     stage: str
     tool: str
@@ -246,8 +247,9 @@ class Context:
 
     @property
     def mcp(self) -> Mapping[str, Any] | None:
-        """``{"meta", "client"}`` when the job came through MCP, else
-        None."""
+        """``{"_meta", "clientInfo"}`` when the job came through MCP
+        (the ``tools/call``'s ``_meta`` and the client that sent it, the
+        job's ``metadata.mcp``), else None."""
         m = self._job.get("mcp")
         return _mapping(m) if isinstance(m, dict) else None
 

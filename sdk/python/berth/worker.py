@@ -54,6 +54,9 @@ log = logging.getLogger("berth.worker")
 HEARTBEAT = 10.0
 #: How long close() waits for berthd to answer worker/drain.
 DRAIN_ANSWER = 10.0
+#: The log lines an answer to input or transform carries at most (berthd
+#: keeps 100, docs/WORKERS.md).
+ANSWER_LOGS = 100
 
 _BEFORE, _EXECUTE, _AFTER = 0, 1, 2
 
@@ -99,7 +102,9 @@ def _input_of(tool: Tool, job: dict) -> Any:
 
 
 def _stage_payload(job: dict, stage: str) -> Any:
-    return job.get({"input": "input", "approval": "approval",
+    # The approval stage's payload is the input the approver decides on
+    # (docs/WORKERS.md).
+    return job.get({"input": "input", "approval": "input",
                     "resume": "resumeData", "suspend": "suspendPayload",
                     "output": "output", "error": "error"}[stage])
 
@@ -279,7 +284,7 @@ class _Session:
                     what, why = key, str(e)
                     break
         elif "suspend" in outcome:
-            code, what = "invalid_suspend_payload", "suspend payload"
+            code, what = "invalid_suspend", "suspend payload"
         else:
             code, what = "invalid_error", "error"
         err = {"message": "the worker could not send the %s: %s"
@@ -637,33 +642,42 @@ class Worker:
         return r
 
     async def _hook(self, run: _Run | None, fn: _Fn, payload: Any,
-                    info: CallInfo) -> None:
+                    info: CallInfo, logs: list | None = None) -> None:
         """_hook runs on_input_available or on_output: one that raises is
-        logged (on the job when it is running here) and changes nothing."""
+        logged (on the job when it is running here, else in logs) and
+        changes nothing."""
         try:
             await self._call_fn(fn, (payload, info))
         except Exception as e:
             self._report(run, info.job_id, "%s raised %s" % (
-                fn.name.split(": ", 1)[-1], _error_of(e)["message"]), e)
+                fn.name.split(": ", 1)[-1], _error_of(e)["message"]), e,
+                logs)
 
     def _report(self, run: _Run | None, job_id: str, message: str,
-                e: BaseException | None) -> None:
+                e: BaseException | None, logs: list | None = None) -> None:
+        """_report logs a failure of a tool's function on the worker's
+        logger, and on the job: with worker/log while it runs here, else
+        in logs, the ``logs`` of the answer to input or transform, which
+        berthd adds to the job's log once the stage is committed
+        (docs/WORKERS.md)."""
         log.warning("berth: job %s: %s", job_id, message,
                     exc_info=e if e is not None and
                     log.isEnabledFor(logging.DEBUG) else None)
+        line: dict[str, Any] = {"level": "error", "message": message}
+        if e is not None:
+            line["data"] = {"traceback": "".join(
+                traceback.format_exception(e))}
         if run is not None and run.live:
-            line: dict[str, Any] = {"jobId": job_id, "level": "error",
-                                    "message": message}
-            if e is not None:
-                line["data"] = {"traceback": "".join(
-                    traceback.format_exception(e))}
             try:
-                run.send_log(line)
+                run.send_log({"jobId": job_id, **line})
             except (TypeError, ValueError, BerthError, ConnectionClosed):
                 pass
+        elif logs is not None and len(logs) < ANSWER_LOGS:
+            logs.append(line)
 
     async def _views(self, views: dict, tool: Tool, stage: str,
-                     t: dict[str, Any], run: _Run | None) -> None:
+                     t: dict[str, Any], run: _Run | None,
+                     logs: list | None = None) -> None:
         """_views adds to views (VIEWS of WORKERS.md) the view of stage of
         each target the tool transforms it for. t holds the fields of the
         TransformContext."""
@@ -680,7 +694,8 @@ class Worker:
             except Exception as e:
                 self._report(run, t.get("job_id") or "", "transform.%s.%s "
                              "raised %s" % (target, stage,
-                                            _error_of(e)["message"]), e)
+                                            _error_of(e)["message"]), e,
+                             logs)
                 v = None
             views.setdefault(target, {})[stage] = \
                 _placeholder(stage) if v is None else v
@@ -809,6 +824,7 @@ class Worker:
                              % job["tool"], {"id": job["tool"]})
         info = CallInfo.of_job(tool.id, job)
         out: dict[str, Any] = {}
+        logs: list[dict[str, Any]] = []
         needs = tool._def.get("requireApproval") is True
         if tool.require_approval is not None:
             try:
@@ -821,22 +837,24 @@ class Worker:
                 # Fail safe: a person decides.
                 self._report(None, info.job_id, "require_approval raised %s;"
                              " the job asks for approval"
-                             % _error_of(e)["message"], e)
+                             % _error_of(e)["message"], e, logs)
                 needs = True
             out["requireApproval"] = needs
         if tool.on_input_available is not None:
             await self._hook(None, tool.on_input_available,
-                             _input_of(tool, job), info)
+                             _input_of(tool, job), info, logs)
         views: dict[str, dict] = {}
         stages = tool.transformed_stages()
         if "input" in stages:
             await self._views(views, tool, "input", self._tfields(
-                job, "input", job.get("input")), None)
+                job, "input", job.get("input")), None, logs)
         if "approval" in stages and needs:
             await self._views(views, tool, "approval", self._tfields(
-                job, "approval", job.get("input")), None)
+                job, "approval", job.get("input")), None, logs)
         if views:
             out["views"] = views
+        if logs:
+            out["logs"] = logs
         return out
 
     async def _transform(self, session: _Session,
@@ -853,14 +871,19 @@ class Worker:
             raise BerthError(-32011, "this worker does not serve the tool %s"
                              % params["tool"], {"id": params["tool"]})
         stage, payload = params["stage"], params.get("payload")
-        t: dict[str, Any] = {"job_id": params.get("jobId"),
-                             "payload": payload}
+        job = params.get("job")
+        if not isinstance(job, dict):
+            job = {"id": params.get("jobId")}
+        # The job gives the rest of the transform's context; the approval
+        # stage's payload is the input (docs/WORKERS.md).
+        t = self._tfields(job, stage, payload)
         t[{"input": "input", "output": "output", "error": "error",
-           "approval": "approval", "suspend": "suspend_payload",
+           "approval": "input", "suspend": "suspend_payload",
            "resume": "resume_data"}[stage]] = payload
         views: dict[str, dict] = {}
-        await self._views(views, tool, stage, t, None)
-        return {"views": views}
+        logs: list[dict[str, Any]] = []
+        await self._views(views, tool, stage, t, None, logs)
+        return {"views": views, "logs": logs} if logs else {"views": views}
 
 
 async def serve(tools: Iterable[Tool], *, socket: str | None = None,

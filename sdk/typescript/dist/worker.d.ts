@@ -50,9 +50,10 @@ export interface RunJob {
     toolCallId?: string;
     runId?: string;
     metadata?: unknown;
+    /** When the job came through MCP: the tools/call's `_meta` and the client's `clientInfo` (the job's metadata.mcp). */
     mcp?: {
-        meta?: Record<string, unknown>;
-        client?: Record<string, unknown>;
+        _meta?: Record<string, unknown>;
+        clientInfo?: Record<string, unknown>;
     };
 }
 /** What a run answers with (WORKERS.md, the result of `run`). */
@@ -171,7 +172,6 @@ export declare class Worker extends EventEmitter {
     private RequestContextCtor;
     private conn;
     private readonly runs;
-    private readonly heldLogs;
     private closing;
     private readonly stopping;
     private runsIdle;
@@ -211,8 +211,7 @@ export declare class Worker extends EventEmitter {
     private transform;
     private addViews;
     private jobLog;
-    private holdLog;
-    private takeHeldLogs;
+    private answerLog;
     private log;
     private report;
 }

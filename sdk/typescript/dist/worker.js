@@ -25,10 +25,9 @@ const STAGE_PHASE = {
     suspend: 'suspend',
     resume: 'resume',
 };
-// Hook failures that happen while berthd asks about a job that does not run
-// here (input, transform) are logged on the job when its run comes here;
-// this many jobs' lines are kept, the oldest dropped first.
-const HELD_LOG_JOBS = 1000;
+// The log lines an answer to input or transform carries at most (berthd
+// keeps 100 of them, docs/WORKERS.md).
+const ANSWER_LOGS = 100;
 /**
  * serve registers `tools` with berthd and runs their jobs until the worker
  * is closed. It resolves with the Worker once berthd has accepted the
@@ -61,7 +60,6 @@ export class Worker extends EventEmitter {
     RequestContextCtor = null;
     conn = null;
     runs = new Map();
-    heldLogs = new Map();
     closing = null;
     stopping = new AbortController();
     runsIdle = null;
@@ -339,8 +337,6 @@ export class Worker extends EventEmitter {
         this.runs.set(job.id, run);
         this.emit('active', job);
         try {
-            for (const line of this.takeHeldLogs(job.id))
-                this.jobLog(run, line.level, line.message, line.data);
             const outcome = await this.execute(run, served, p.pending ?? {});
             // A checkpoint sent before the outcome must be durable before it
             // (an aborted run's checkpoints have stopped waiting already).
@@ -521,8 +517,8 @@ export class Worker extends EventEmitter {
                 extra: {
                     signal,
                     requestId: job.id,
-                    _meta: job.mcp.meta,
-                    client: job.mcp.client,
+                    _meta: job.mcp._meta,
+                    client: job.mcp.clientInfo,
                     sendNotification: unsupported('mcp.extra.sendNotification'),
                     sendRequest: unsupported('mcp.extra.sendRequest'),
                 },
@@ -538,7 +534,8 @@ export class Worker extends EventEmitter {
         if (!job || typeof job !== 'object' || typeof job.id !== 'string')
             throw new BerthError(ErrorCode.InvalidParams, 'input needs params.job with an id');
         const { tool } = this.servedTool(job.tool);
-        const sink = (level, message, data) => this.holdLog(job.id, level, message, data);
+        const logs = [];
+        const sink = (level, message, data) => this.answerLog(logs, job.id, level, message, data);
         const out = {};
         const fn = approvalFunction(tool);
         if (fn) {
@@ -560,6 +557,8 @@ export class Worker extends EventEmitter {
         if (typeof tool.onInputAvailable === 'function') {
             await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: new AbortController().signal }, sink);
         }
+        if (logs.length > 0)
+            out.logs = logs;
         return out;
     }
     async transform(params) {
@@ -568,12 +567,14 @@ export class Worker extends EventEmitter {
             throw new BerthError(ErrorCode.InvalidParams, 'transform needs params.jobId and a stage of approval or resume');
         }
         const { tool } = this.servedTool(p.tool);
-        const sink = (level, message, data) => this.holdLog(p.jobId, level, message, data);
+        const logs = [];
+        const sink = (level, message, data) => this.answerLog(logs, p.jobId, level, message, data);
         const job = { id: p.jobId, tool: tool.id, attempt: 0, ...(p.job ?? {}) };
+        // The approval stage's payload is the job's input (docs/WORKERS.md).
         const fields = p.stage === 'resume' ? { resumeData: p.payload, input: job.input } : { input: p.payload ?? job.input };
         const views = {};
         await this.addViews(views, tool, p.stage, job, fields, sink);
-        return { views };
+        return logs.length > 0 ? { views, logs } : { views };
     }
     // addViews computes the views of one stage for each target the tool
     // transforms, with Mastra's rules: a stage without a function, a
@@ -618,22 +619,18 @@ export class Worker extends EventEmitter {
         if (lv === 'error' || lv === 'warn')
             this.log('debug', `job ${run.job.id}: ${message}`);
     }
-    holdLog(jobId, level, message, data) {
+    // answerLog keeps a line for the answer to input or transform, which
+    // berthd adds to the job's log once the stage is committed (a job that
+    // does not run here takes no worker/log), and logs it here too.
+    answerLog(logs, jobId, level, message, data) {
         this.log('warn', `job ${jobId}: ${message}`);
-        let lines = this.heldLogs.get(jobId);
-        if (!lines) {
-            if (this.heldLogs.size >= HELD_LOG_JOBS)
-                this.heldLogs.delete(this.heldLogs.keys().next().value);
-            lines = [];
-            this.heldLogs.set(jobId, lines);
-        }
-        if (lines.length < 100)
-            lines.push({ level, message, data: jsonOrUndefined(data) });
-    }
-    takeHeldLogs(jobId) {
-        const lines = this.heldLogs.get(jobId) ?? [];
-        this.heldLogs.delete(jobId);
-        return lines;
+        if (logs.length >= ANSWER_LOGS)
+            return;
+        const line = { level: logLevel(level), message: String(message) };
+        const d = jsonOrUndefined(data);
+        if (d !== undefined)
+            line.data = d;
+        logs.push(line);
     }
     log(level, message) {
         const l = this.logger;
@@ -704,7 +701,7 @@ function validationCode(message, job) {
     if (message.startsWith('Tool output validation failed'))
         return 'invalid_output';
     if (message.startsWith('Tool suspension data validation failed'))
-        return 'invalid_suspend_payload';
+        return 'invalid_suspend';
     if (message.startsWith('Request context validation failed'))
         return 'invalid_request_context';
     if (message.startsWith('Tool input validation failed'))
@@ -738,7 +735,7 @@ function jsonOutcome(outcome, sink) {
         const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
         const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
         sink('error', message);
-        return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend_payload' : 'invalid_error', retryable: false } };
+        return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
     }
 }
 function isJson(v) {

@@ -134,11 +134,15 @@ export async function toolDefinition(tool: ToolLike): Promise<Definition> {
   if (typeof tool.toModelOutput === 'function') functions.toModelOutput = true;
   const targets = transformTargets(tool);
   if (targets.length > 0) {
-    // As in Mastra, a target with a transform gets a view at every stage:
-    // a stage without its own function shows a placeholder, never the raw
-    // payload, so each target lists all stages berth has.
+    // Each target lists the stages it has a function for; as in Mastra,
+    // berthd shows a placeholder, never the raw payload, for the other
+    // stages of a target that has a transform (docs/WORKERS.md), and asks
+    // this worker only about the stages listed.
     functions.transform = {};
-    for (const t of targets) functions.transform[t] = [...VIEW_STAGES];
+    for (const t of targets) {
+      const fns = tool.transform?.[t] ?? {};
+      functions.transform[t] = VIEW_STAGES.filter((stage) => typeof fns[stage] === 'function');
+    }
   }
   if (typeof tool.onInputAvailable === 'function') functions.onInputAvailable = true;
   if (typeof tool.onOutput === 'function') functions.onOutput = true;

@@ -66,7 +66,8 @@ export interface RunJob {
   toolCallId?: string;
   runId?: string;
   metadata?: unknown;
-  mcp?: { meta?: Record<string, unknown>; client?: Record<string, unknown> };
+  /** When the job came through MCP: the tools/call's `_meta` and the client's `clientInfo` (the job's metadata.mcp). */
+  mcp?: { _meta?: Record<string, unknown>; clientInfo?: Record<string, unknown> };
 }
 
 /** What a run answers with (WORKERS.md, the result of `run`). */
@@ -144,10 +145,16 @@ const STAGE_PHASE: Record<ViewStage, string> = {
   resume: 'resume',
 };
 
-// Hook failures that happen while berthd asks about a job that does not run
-// here (input, transform) are logged on the job when its run comes here;
-// this many jobs' lines are kept, the oldest dropped first.
-const HELD_LOG_JOBS = 1000;
+// The log lines an answer to input or transform carries at most (berthd
+// keeps 100 of them, docs/WORKERS.md).
+const ANSWER_LOGS = 100;
+
+/** A log line carried by an answer to input or transform. */
+interface LogLine {
+  level: string;
+  message: string;
+  data?: unknown;
+}
 
 interface Run {
   job: RunJob;
@@ -195,7 +202,6 @@ export class Worker extends EventEmitter {
   private RequestContextCtor: RequestContextClass | null = null;
   private conn: Connection | null = null;
   private readonly runs = new Map<string, Run>();
-  private readonly heldLogs = new Map<string, Array<{ level: string; message: string; data?: unknown }>>();
   private closing: Promise<void> | null = null;
   private readonly stopping = new AbortController();
   private runsIdle: (() => void) | null = null;
@@ -465,7 +471,6 @@ export class Worker extends EventEmitter {
     this.runs.set(job.id, run);
     this.emit('active', job);
     try {
-      for (const line of this.takeHeldLogs(job.id)) this.jobLog(run, line.level, line.message, line.data);
       const outcome = await this.execute(run, served, p.pending ?? {});
       // A checkpoint sent before the outcome must be durable before it
       // (an aborted run's checkpoints have stopped waiting already).
@@ -637,8 +642,8 @@ export class Worker extends EventEmitter {
         extra: {
           signal,
           requestId: job.id,
-          _meta: job.mcp.meta,
-          client: job.mcp.client,
+          _meta: job.mcp._meta,
+          client: job.mcp.clientInfo,
           sendNotification: unsupported('mcp.extra.sendNotification'),
           sendRequest: unsupported('mcp.extra.sendRequest'),
         },
@@ -650,12 +655,13 @@ export class Worker extends EventEmitter {
     return ctx;
   }
 
-  private async input(params: unknown): Promise<{ requireApproval?: boolean; views?: Views }> {
+  private async input(params: unknown): Promise<{ requireApproval?: boolean; views?: Views; logs?: LogLine[] }> {
     const job = ((params ?? {}) as { job?: RunJob }).job;
     if (!job || typeof job !== 'object' || typeof job.id !== 'string') throw new BerthError(ErrorCode.InvalidParams, 'input needs params.job with an id');
     const { tool } = this.servedTool(job.tool);
-    const sink = (level: string, message: string, data?: unknown) => this.holdLog(job.id, level, message, data);
-    const out: { requireApproval?: boolean; views?: Views } = {};
+    const logs: LogLine[] = [];
+    const sink = (level: string, message: string, data?: unknown) => this.answerLog(logs, job.id, level, message, data);
+    const out: { requireApproval?: boolean; views?: Views; logs?: LogLine[] } = {};
     const fn = approvalFunction(tool);
     if (fn) {
       const rc = job.requestContext ?? {};
@@ -675,21 +681,24 @@ export class Worker extends EventEmitter {
       await callHook(tool.onInputAvailable, 'onInputAvailable',
         { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: new AbortController().signal }, sink);
     }
+    if (logs.length > 0) out.logs = logs;
     return out;
   }
 
-  private async transform(params: unknown): Promise<{ views: Views }> {
+  private async transform(params: unknown): Promise<{ views: Views; logs?: LogLine[] }> {
     const p = (params ?? {}) as { jobId?: unknown; tool?: unknown; stage?: unknown; payload?: unknown; job?: RunJob };
     if (typeof p.jobId !== 'string' || (p.stage !== 'approval' && p.stage !== 'resume')) {
       throw new BerthError(ErrorCode.InvalidParams, 'transform needs params.jobId and a stage of approval or resume');
     }
     const { tool } = this.servedTool(p.tool);
-    const sink = (level: string, message: string, data?: unknown) => this.holdLog(p.jobId as string, level, message, data);
+    const logs: LogLine[] = [];
+    const sink = (level: string, message: string, data?: unknown) => this.answerLog(logs, p.jobId as string, level, message, data);
     const job = { id: p.jobId, tool: tool.id, attempt: 0, ...(p.job ?? {}) } as RunJob;
+    // The approval stage's payload is the job's input (docs/WORKERS.md).
     const fields: TransformFields = p.stage === 'resume' ? { resumeData: p.payload, input: job.input } : { input: p.payload ?? job.input };
     const views: Views = {};
     await this.addViews(views, tool, p.stage, job, fields, sink);
-    return { views };
+    return logs.length > 0 ? { views, logs } : { views };
   }
 
   // addViews computes the views of one stage for each target the tool
@@ -734,21 +743,16 @@ export class Worker extends EventEmitter {
     if (lv === 'error' || lv === 'warn') this.log('debug', `job ${run.job.id}: ${message}`);
   }
 
-  private holdLog(jobId: string, level: string, message: string, data?: unknown): void {
+  // answerLog keeps a line for the answer to input or transform, which
+  // berthd adds to the job's log once the stage is committed (a job that
+  // does not run here takes no worker/log), and logs it here too.
+  private answerLog(logs: LogLine[], jobId: string, level: string, message: string, data?: unknown): void {
     this.log('warn', `job ${jobId}: ${message}`);
-    let lines = this.heldLogs.get(jobId);
-    if (!lines) {
-      if (this.heldLogs.size >= HELD_LOG_JOBS) this.heldLogs.delete(this.heldLogs.keys().next().value!);
-      lines = [];
-      this.heldLogs.set(jobId, lines);
-    }
-    if (lines.length < 100) lines.push({ level, message, data: jsonOrUndefined(data) });
-  }
-
-  private takeHeldLogs(jobId: string): Array<{ level: string; message: string; data?: unknown }> {
-    const lines = this.heldLogs.get(jobId) ?? [];
-    this.heldLogs.delete(jobId);
-    return lines;
+    if (logs.length >= ANSWER_LOGS) return;
+    const line: LogLine = { level: logLevel(level), message: String(message) };
+    const d = jsonOrUndefined(data);
+    if (d !== undefined) line.data = d;
+    logs.push(line);
   }
 
   private log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
@@ -827,7 +831,7 @@ function isMastraValidationError(v: unknown): v is { error: true; message: strin
 
 function validationCode(message: string, job: RunJob): string {
   if (message.startsWith('Tool output validation failed')) return 'invalid_output';
-  if (message.startsWith('Tool suspension data validation failed')) return 'invalid_suspend_payload';
+  if (message.startsWith('Tool suspension data validation failed')) return 'invalid_suspend';
   if (message.startsWith('Request context validation failed')) return 'invalid_request_context';
   if (message.startsWith('Tool input validation failed')) return job.resumeData !== undefined ? 'invalid_resume_data' : 'invalid_input';
   return 'validation_failed';
@@ -856,7 +860,7 @@ function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, da
     const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
     const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
     sink('error', message);
-    return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend_payload' : 'invalid_error', retryable: false } };
+    return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
   }
 }
 
