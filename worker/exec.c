@@ -45,9 +45,18 @@ static void exec_end(struct worker__run *r)
 	worker__run_unref(r);
 }
 
+static void pump(struct worker *w);
+
 static void after_work_cb(uv_work_t *req, int status)
 {
-	exec_end(req->data);
+	struct worker__run *r = req->data;
+	struct worker *w = r->w; /* NULL: detached at shutdown */
+
+	if (w)
+		w->threads_running--;
+	exec_end(r);
+	if (w)
+		pump(w);
 }
 
 void worker__exec_inline(struct worker *w)
@@ -60,7 +69,10 @@ void worker__exec_inline(struct worker *w)
 
 		list = r->inline_next;
 		r->inline_next = NULL;
-		work_cb(&r->work);
+		/* A queued run aborted before it had a thread has its
+		 * outcome already (unrun). */
+		if (!r->exec_unrun)
+			work_cb(&r->work);
 		exec_end(r);
 	}
 }
@@ -77,6 +89,93 @@ static void queue_inline(struct worker__run *r)
 		w->inline_head = r;
 	w->inline_tail = r;
 	worker__idle_kick(w);
+}
+
+/* ---- the threads ------------------------------------------------------ */
+
+/*
+ * At most cfg.threads executions run on the pool at once (berthd
+ * --threads): the pool's other threads are for filesystem requests and
+ * for tools that ignore their abort. Claims take more of these jobs
+ * (sched.c's in_hand), so that a thread that frees finds its next job at
+ * hand instead of behind a claim's commit: the rest wait here, in the
+ * order they were claimed, running in the store, with their timeout not
+ * yet started.
+ */
+
+/* unrun ends r, a queued run that was aborted, without calling execute;
+ * on the next loop turn, as an abort's caller expects. */
+static void unrun(struct worker__run *r)
+{
+	r->outcome = berth_error(false, NULL,
+				 "aborted before a thread was free to run it");
+	r->exec_unrun = true;
+	queue_inline(r);
+}
+
+/* on_thread hands r's execution to the pool. */
+static int on_thread(struct worker__run *r)
+{
+	int rc = uv_queue_work(r->w->loop, &r->work, work_cb, after_work_cb);
+
+	if (rc == 0)
+		r->w->threads_running++;
+	return rc;
+}
+
+/* pump gives the threads that are free to the runs that wait for one. */
+static void pump(struct worker *w)
+{
+	if (w->stopping) {
+		/* A shutdown starts no execution; worker_shutdown put those
+		 * waiting back already. */
+		worker__exec_stop_queued(w);
+		return;
+	}
+	while (w->queued_head && (w->cfg.threads <= 0 ||
+				  w->threads_running < w->cfg.threads)) {
+		struct worker__run *r = w->queued_head;
+		int rc;
+
+		w->queued_head = r->queued_next;
+		if (!w->queued_head)
+			w->queued_tail = NULL;
+		r->queued_next = NULL;
+		r->queued = false;
+		worker__run_arm_timeout(r);
+		if ((rc = on_thread(r)) != 0) {
+			r->outcome = berth_error(false, NULL,
+						 "no thread could run it: %s",
+						 uv_strerror(rc));
+			r->exec_unrun = true;
+			queue_inline(r);
+		}
+	}
+}
+
+void worker__exec_stop_queued(struct worker *w)
+{
+	while (w->queued_head)
+		worker__run_abort(w->queued_head, WORKER__ABORT_SHUTDOWN);
+}
+
+/* dequeue takes r out of the runs that wait for a thread. */
+static void dequeue(struct worker__run *r)
+{
+	struct worker *w = r->w;
+	struct worker__run **pp = &w->queued_head, *prev = NULL;
+
+	while (*pp && *pp != r) {
+		prev = *pp;
+		pp = &(*pp)->queued_next;
+	}
+	if (!*pp)
+		return;
+	*pp = r->queued_next;
+	if (w->queued_tail == r)
+		w->queued_tail = prev;
+	r->queued_next = NULL;
+	r->queued = false;
 }
 
 /* copy returns a deep copy of v, or NULL for NULL; *ok turns false when
@@ -170,6 +269,10 @@ void worker__exec_abort(struct worker__run *r)
 	 * outcome inside it. */
 	if (r->waiting)
 		uv_timer_start(&r->wait, wait_cb, 0, 0);
+	if (r->queued) {
+		dequeue(r);
+		unrun(r);
+	}
 }
 
 int worker__exec_start(struct worker__run *r)
@@ -210,7 +313,19 @@ int worker__exec_start(struct worker__run *r)
 		queue_inline(r);
 		return 0;
 	}
-	rc = uv_queue_work(r->w->loop, &r->work, work_cb, after_work_cb);
+	if (r->w->cfg.threads > 0 &&
+	    r->w->threads_running >= r->w->cfg.threads) {
+		/* Its timeout starts with its execution (pump). */
+		uv_timer_stop(&r->timer);
+		r->queued = true;
+		if (r->w->queued_tail)
+			r->w->queued_tail->queued_next = r;
+		else
+			r->w->queued_head = r;
+		r->w->queued_tail = r;
+		return 0;
+	}
+	rc = on_thread(r);
 	if (rc) {
 		r->exec_started = false;
 		worker__run_unref(r);

@@ -568,6 +568,14 @@ static void timeout_cb(uv_timer_t *h)
 		 true, true);
 }
 
+void worker__run_arm_timeout(struct worker__run *r)
+{
+	int64_t ms = r->job->timeout_ms > 0 ? r->job->timeout_ms
+					    : r->w->cfg.default_timeout_ms;
+
+	uv_timer_start(&r->timer, timeout_cb, (uint64_t)ms, 0);
+}
+
 /* ---- outcomes --------------------------------------------------------- */
 
 static void complete(struct worker__run *r, json_t *output,
@@ -851,7 +859,6 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 	struct worker__run *r = calloc(1, sizeof(*r));
 	json_t *errors = NULL;
 	char *why = NULL;
-	int64_t timeout;
 	int rc;
 
 	if (!r) {
@@ -920,9 +927,7 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 			 false, false);
 		return;
 	}
-	timeout = job->timeout_ms > 0 ? job->timeout_ms
-				      : w->cfg.default_timeout_ms;
-	uv_timer_start(&r->timer, timeout_cb, (uint64_t)timeout, 0);
+	worker__run_arm_timeout(r);
 	if (r->tool->definition && held) {
 		r->held = true;
 		return;

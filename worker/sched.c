@@ -176,6 +176,22 @@ bool worker__tool_uses_thread(const struct worker_tool *t)
 	return t->c && !t->c->nonblocking && !worker__builtin_is_sleep(t->c);
 }
 
+/* in_hand returns how many runs that take a thread the claims may bring:
+ * the threads, and as many again (at least WORKER__THREAD_QUEUE) waiting
+ * for one in exec.c, so that a thread that frees has its next job at hand
+ * instead of behind a claim's commit (a claim per freed thread put a
+ * durable commit between every two runs on a thread). The queue takes at
+ * most half the slots the threads leave, which stay the waits'. */
+static int in_hand(const struct worker *w)
+{
+	int t = w->cfg.threads;
+	int queue = t > WORKER__THREAD_QUEUE ? t : WORKER__THREAD_QUEUE;
+
+	if (queue > (w->cfg.workers - t) / 2)
+		queue = (w->cfg.workers - t) / 2;
+	return t + queue;
+}
+
 /* pooled tells whether the runs of t take a slot of cfg.threads too:
  * they use a thread, and the threads are fewer than the slots. */
 static bool pooled(const struct worker *w, const struct worker_tool *t)
@@ -236,7 +252,7 @@ static struct store_cap *claim_caps(struct worker *w, size_t *n, int **groups,
 		snprintf(names + k * CAP_NAME, CAP_NAME, "%s", t->id);
 		caps[k].tool = names + k * CAP_NAME;
 		caps[k].remaining = t->bg.concurrency > 0 ? (left > 0 ? left : 0)
-				    : pooled(w, t)    ? w->cfg.threads
+				    : pooled(w, t)    ? in_hand(w)
 						      : 0;
 		if (t->definition) {
 			int g = group_of(w, t);
@@ -356,10 +372,10 @@ void worker__sched_kick(struct worker *w)
 	op->req.u.claim.limit = free_slots > 0 ? free_slots : 0;
 	op->req.u.claim.groups = groups;
 	op->req.u.claim.ngroups = ngroups;
-	/* The threads apart: CPU work takes no more than cfg.threads, and
-	 * jobs that only wait (processes, sleeps, nonblocking tools) the
-	 * other slots (daemon.c's --threads). */
-	op->req.u.claim.pool_remaining = w->cfg.threads - w->threads_busy;
+	/* The threads apart: CPU work takes no more than in_hand, and jobs
+	 * that only wait (processes, sleeps, nonblocking tools) the other
+	 * slots (daemon.c's --threads). */
+	op->req.u.claim.pool_remaining = in_hand(w) - w->threads_busy;
 	op->req.u.claim.now = w->last_claim_now = store_now();
 	op->req.u.claim.caps = op->caps;
 	op->req.u.claim.ncaps = ncaps;

@@ -846,6 +846,7 @@ void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
 	w->stopping = true;
 	w->shutdown_done = done;
 	w->shutdown_arg = arg;
+	worker__exec_stop_queued(w);
 	uv_timer_stop(&w->run_timer);
 	uv_timer_stop(&w->expiry_timer);
 	uv_timer_stop(&w->prune_timer);

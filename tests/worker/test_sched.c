@@ -279,6 +279,110 @@ static void threads__bound_cpu_work_and_leave_the_other_slots_to_waits(void **st
 	assert_int_equal(atomic_load(&peak), 2);
 }
 
+/* Claims bring more jobs than threads: those wait, running in the store,
+ * for a thread to free, so that a run that ends has the next at hand
+ * rather than behind a claim's commit; still no more than the threads
+ * execute at once, and the queue takes at most half the other slots (8
+ * slots, 2 threads: 3 wait). */
+static void threads__claims_bring_jobs_that_wait_for_a_thread_in_turn(
+	void **state)
+{
+	struct fx *f = *state;
+	char ids[6][40];
+	int running = 0;
+
+	for (int i = 0; i < 6; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":1500}", NULL, ids[i]);
+	for (int tries = 0; tries < 100 && running < 5; tries++) {
+		fx_run_for(f, 20);
+		running = 0;
+		for (int i = 0; i < 6; i++)
+			running += fx_status(f, ids[i]) == STORE_RUNNING;
+	}
+	fx_run_for(f, 100);
+	running = 0;
+	for (int i = 0; i < 6; i++)
+		running += fx_status(f, ids[i]) == STORE_RUNNING;
+	assert_int_equal(running, 5);
+	assert_int_equal(atomic_load(&current), 2);
+	for (int i = 0; i < 6; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 20000);
+	assert_int_equal(atomic_load(&peak), 2);
+}
+
+/* A job that waits for a thread has its timeout start with its execution:
+ * waiting behind longer jobs does not time it out. */
+static void threads__a_job_that_waits_for_a_thread__times_from_its_execution(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_submit p = {.timeout_ms = 600};
+	char ids[2][40], id[40];
+
+	for (int i = 0; i < 2; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":1000}", NULL, ids[i]);
+	fx_wait_status(f, ids[1], STORE_RUNNING, 20000);
+	fx_submit_ok(f, "busy", "{\"ms\":20}", &p, id);
+	fx_wait_status(f, id, STORE_COMPLETED, 20000);
+	for (int i = 0; i < 2; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 20000);
+	assert_int_equal(fx_count_events(f, id, STORE_EV_RETRYING), 0);
+}
+
+/* A job that waits for a thread is cancelled at once, without running;
+ * its slot is free again while the threads are still busy. */
+static void threads__a_job_that_waits_for_a_thread__is_cancelled_at_once(
+	void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res = {0};
+	struct worker_stats st;
+	char ids[2][40], id[40];
+	int64_t t0;
+
+	for (int i = 0; i < 2; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":3000}", NULL, ids[i]);
+	fx_wait_status(f, ids[1], STORE_RUNNING, 20000);
+	fx_submit_ok(f, "busy", "{\"ms\":3000}", NULL, id);
+	fx_wait_status(f, id, STORE_RUNNING, 20000);
+	t0 = store_now();
+	assert_int_equal(worker_cancel(f->w, id, NULL, NULL, fx_cb, &res), 0);
+	fx_wait_res(f, &res);
+	fx_res_finish(&res);
+	fx_wait_status(f, id, STORE_CANCELLED, 20000);
+	fx_run_for(f, 50);
+	worker_stats(f->w, &st);
+	/* The two on the threads are still at it. */
+	if (store_now() - t0 < 2500)
+		assert_int_equal(st.busy, 2);
+	assert_int_equal(atomic_load(&peak), 2);
+	for (int i = 0; i < 2; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 20000);
+}
+
+/* A shutdown starts no job that waits for a thread: it goes back to
+ * pending as the running ones do, without using a try. */
+static void threads__a_shutdown__puts_the_jobs_that_wait_for_a_thread_back(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char ids[4][40];
+
+	for (int i = 0; i < 4; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":5000}", NULL, ids[i]);
+	for (int i = 0; i < 4; i++)
+		fx_wait_status(f, ids[i], STORE_RUNNING, 20000);
+	fx_restart(f, &cfg_threads);
+	for (int i = 0; i < 4; i++) {
+		j = fx_get(f, ids[i]);
+		assert_int_equal(j->status, STORE_PENDING);
+		assert_int_equal(j->attempt, 1);
+		store_job_free(j);
+	}
+	assert_true(atomic_load(&peak) <= 2);
+}
+
 /* The built-in sleep waits on a timer, and a cancel ends its wait at once
  * rather than at its end. */
 static void sleep__cancelled__ends_its_wait_at_once(void **state)
@@ -668,6 +772,18 @@ int main(void)
 			setup_unstarted, teardown),
 		cmocka_unit_test_setup_teardown(
 			threads__bound_cpu_work_and_leave_the_other_slots_to_waits,
+			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__claims_bring_jobs_that_wait_for_a_thread_in_turn,
+			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__a_job_that_waits_for_a_thread__times_from_its_execution,
+			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__a_job_that_waits_for_a_thread__is_cancelled_at_once,
+			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__a_shutdown__puts_the_jobs_that_wait_for_a_thread_back,
 			setup_threads, teardown),
 		cmocka_unit_test_setup_teardown(
 			sleep__cancelled__ends_its_wait_at_once, setup_threads,
