@@ -540,6 +540,9 @@ void worker__sched_rearm(struct worker *w)
 	 * under way, or the timer fired a little early): claim now. */
 	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight &&
 	    w->busy < w->cfg.workers) {
+		/* As run_timer_cb: a connection that the last claim left dry
+		 * (it looked before this job was due) may have work now. */
+		worker__remote_wake(w, NULL);
 		worker__sched_kick(w);
 		if (w->claim_inflight)
 			return; /* claim_done rearms */
