@@ -924,8 +924,10 @@ int main(int argc, char **argv)
 		double jobs = (double)(r.njobs ? r.njobs : 1);
 
 		if (o.tsv)
-			printf("cpu_us_per_job\tberthd\t%.1f\tworker\t%.1f\n",
-			       1e6 * bcpu / jobs, 1e6 * wcpu / jobs);
+			printf("cpu_us_per_job\tberthd\t%.1f\tworker\t%.1f\t"
+			       "berth-bench\t%.1f\n",
+			       1e6 * bcpu / jobs, 1e6 * wcpu / jobs,
+			       1e6 * cpu / jobs);
 		else
 			printf("berth-bench: CPU per job: berthd %.1f us, the "
 			       "worker %.1f us, berth-bench %.1f us\n",

@@ -350,6 +350,90 @@ describe('serve() against a scripted berthd', () => {
   });
 });
 
+describe('serve() under load', () => {
+  let peer;
+  let worker;
+  let gate;
+  const writes = [];
+  const write = net.Socket.prototype.write;
+
+  beforeEach(async () => {
+    peer = new Peer();
+    await peer.listen();
+    gate = null;
+    const tools = [
+      { id: 'peer-noop', description: 'Returns its input.', inputSchema: { type: 'object' }, execute: async (input) => input },
+      { id: 'peer-bigint', description: 'Returns what JSON cannot carry.', inputSchema: { type: 'object' }, execute: async () => ({ n: 1n }) },
+      {
+        id: 'peer-late-reader',
+        description: 'Reads its abortSignal only after the test lets it.',
+        inputSchema: { type: 'object' },
+        execute: async (_input, context) => {
+          await gate.promise;
+          return { aborted: context.abortSignal.aborted, reason: String(context.abortSignal.reason?.message) };
+        },
+      },
+    ];
+    worker = await serve({ socket: peer.path, tools, concurrency: 8, name: 'peer-load', logger: false });
+    // Every write of the worker's socket (the peer's own are left out).
+    net.Socket.prototype.write = function (chunk, ...rest) {
+      if (!peer.conns.includes(this)) writes.push(String(chunk));
+      return write.call(this, chunk, ...rest);
+    };
+  });
+  afterEach(async () => {
+    net.Socket.prototype.write = write;
+    writes.length = 0;
+    await worker?.close({ force: true, timeoutMs: 1000 });
+    await peer.close();
+  });
+
+  test('a_batch_of_runs_read_at_once__is_answered_in_one_write', async () => {
+    const jobs = Array.from({ length: 8 }, (_, i) => job('peer-noop', { input: { n: i } }));
+    const answers = new Map();
+    const all = new Promise((resolve) => {
+      for (const [i, j] of jobs.entries()) {
+        const id = `berth-batch-${i}`;
+        peer.pending.set(id, (m) => {
+          answers.set(id, m);
+          if (answers.size === jobs.length) resolve();
+        });
+      }
+    });
+    // One write of eight runs, as berthd pushes what one commit started.
+    peer.last.write(jobs.map((j, i) => JSON.stringify({ jsonrpc: '2.0', id: `berth-batch-${i}`, method: 'run', params: { job: j } }) + '\n').join(''));
+    await all;
+    for (const [i] of jobs.entries()) assert.deepEqual(answers.get(`berth-batch-${i}`).result.output, { n: i });
+    const carrying = writes.filter((w) => w.includes('"id":"berth-batch-'));
+    assert.equal(carrying.length, 1, `the eight answers took ${carrying.length} writes`);
+    assert.equal(carrying[0].split('\n').filter((l) => l.includes('"result"')).length, 8);
+  });
+
+  test('an_output_that_JSON_cannot_carry__fails_the_run_with_invalid_output', async () => {
+    const j = job('peer-bigint');
+    const r = await peer.request('run', { job: j });
+    assert.equal(r.result.error.code, 'invalid_output');
+    assert.equal(r.result.error.retryable, false);
+    assert.match(r.result.error.message, /output is not JSON/);
+    await until(() => peer.logsOf(j.id).some((l) => /output is not JSON/.test(l.message)), 'the reason in the job log');
+  });
+
+  test('an_abort_before_execute_reads_its_signal__is_seen_when_it_reads_it', async () => {
+    let open;
+    gate = { promise: new Promise((resolve) => { open = resolve; }) };
+    const j = job('peer-late-reader');
+    const answer = peer.request('run', { job: j });
+    await until(() => worker.running === 1, 'the run to start');
+    peer.notify('abort', { jobId: j.id, reason: 'cancelled' });
+    // The worker reads in order: once ping is answered, it has the abort.
+    await peer.request('ping', {});
+    open();
+    const r = await answer;
+    assert.equal(r.result.output.aborted, true);
+    assert.match(r.result.output.reason, /was cancelled/);
+  });
+});
+
 describe('serve() refused by berthd', () => {
   test('a_conflicting_definition__rejects_serve_naming_the_fields', async () => {
     const peer = new Peer({

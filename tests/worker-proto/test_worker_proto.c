@@ -631,6 +631,33 @@ static void run__reports_progress_logs_and_a_durable_checkpoint__then_its_outcom
 	free(id);
 }
 
+/* Each job fails its first attempt at once and is retried 10 to 20 ms
+ * later. The retry's timer may fire a little before its run_at by the
+ * store's clock (the loop's time is cached): the claim it asks for then
+ * comes back short and leaves the connection dry, and the claim asked
+ * again once the retry is due must wake it, or the job waits pending for
+ * ever (before the fix, jobs 3 and 10 of two runs of this test). */
+static void run__retries_of_runs_that_fail_at_once__each_run_when_their_backoff_ends(
+	void **state)
+{
+	struct fixture *f = *state;
+
+	worker(f, NULL);
+	for (int i = 0; i < 100; i++) {
+		char *id = submit(f, json_pack("{s:s, s:{s:s, s:i, s:i}}",
+					       "tool", "wp-echo", "input",
+					       "fail", "flaky", "failTimes", 1,
+					       "n", i));
+		json_t *job = wait_status(f, id, "completed");
+
+		assert_int_equal(json_integer_value(json_object_get(job,
+								    "attempt")),
+				 2);
+		json_decref(job);
+		free(id);
+	}
+}
+
 static void run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_documented(
 	void **state)
 {
@@ -1500,6 +1527,9 @@ int main(void)
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_documented,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			run__retries_of_runs_that_fail_at_once__each_run_when_their_backoff_ends,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			cancel_and_timeout__reach_the_worker_as_abort, setup,

@@ -54,6 +54,8 @@ export declare class Connection {
     private partial;
     private partialBytes;
     private closeReason;
+    private out;
+    private flushQueued;
     /** When the last byte came from berthd (Date.now()). */
     lastReceived: number;
     constructor(socket: net.Socket, address: Address, opts?: ConnectionOptions);
@@ -70,6 +72,8 @@ export declare class Connection {
     request<T = unknown>(method: string, params?: unknown, signal?: AbortSignal): Promise<T>;
     /** notify sends a notification (no answer). Returns false once closed. */
     notify(method: string, params?: unknown): boolean;
+    private send;
+    private flush;
     /** close ends the connection; pending requests reject with `why`. */
     close(why?: string): void;
     /** closeGracefully ends the connection after what was written has gone out. */

@@ -62,6 +62,18 @@ export function describeAddress(a) {
     return a.kind === 'unix' ? a.path : `tcp://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
 }
 /**
+ * RawJson is a result that is JSON text already: a request handler that had
+ * to serialize its result anyway (to check that JSON can carry it) returns
+ * one, and the answer splices the text in instead of serializing it again.
+ * @internal
+ */
+export class RawJson {
+    text;
+    constructor(text) {
+        this.text = text;
+    }
+}
+/**
  * Connection is one socket to berthd. Its requests are answered in any
  * order; when the socket closes, every unanswered request is rejected with
  * ErrorCode.ConnectionClosed. It never reconnects: its owner does.
@@ -77,6 +89,11 @@ export class Connection {
     partial = [];
     partialBytes = 0;
     closeReason = null;
+    // The lines written in this turn of the event loop, which leave in one
+    // write when it ends (flush): a batch of runs that berthd pushed in one
+    // read is answered in one write, as berthd writes its batch in one.
+    out = '';
+    flushQueued = false;
     /** When the last byte came from berthd (Date.now()). */
     lastReceived = Date.now();
     constructor(socket, address, opts = {}) {
@@ -135,7 +152,7 @@ export class Connection {
                 reject,
                 cleanup: () => signal?.removeEventListener('abort', onAbort),
             });
-            this.socket.write(line + '\n');
+            this.send(line);
         });
     }
     /** notify sends a notification (no answer). Returns false once closed. */
@@ -145,11 +162,30 @@ export class Connection {
         const msg = { jsonrpc: '2.0', method };
         if (params !== undefined)
             msg.params = params;
-        this.socket.write(JSON.stringify(msg) + '\n');
+        this.send(JSON.stringify(msg));
         return true;
+    }
+    // send queues one line for the flush at the end of this turn of the loop
+    // (process.nextTick runs once the promise jobs that the current callback
+    // started are done, so the answers of a whole batch of runs share it).
+    send(line) {
+        this.out += line + '\n';
+        if (this.flushQueued)
+            return;
+        this.flushQueued = true;
+        process.nextTick(() => this.flush());
+    }
+    flush() {
+        this.flushQueued = false;
+        if (this.out === '' || this.socket.destroyed)
+            return;
+        const out = this.out;
+        this.out = '';
+        this.socket.write(out);
     }
     /** close ends the connection; pending requests reject with `why`. */
     close(why) {
+        this.flush();
         this.fail(closedError(why ?? 'berth: the connection was closed'));
         this.socket.destroy();
     }
@@ -159,6 +195,7 @@ export class Connection {
             if (this.socket.destroyed)
                 return resolve();
             this.socket.once('close', () => resolve());
+            this.flush();
             this.socket.end();
             setTimeout(() => this.socket.destroy(), 1000).unref();
         });
@@ -167,6 +204,7 @@ export class Connection {
         if (this.closeReason)
             return;
         this.closeReason = why;
+        this.out = '';
         const pending = [...this.pending.values()];
         this.pending.clear();
         for (const p of pending) {
@@ -284,7 +322,9 @@ export class Connection {
             return;
         let line;
         try {
-            line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
+            line = body.result instanceof RawJson
+                ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${body.result.text}}`
+                : JSON.stringify({ jsonrpc: '2.0', id, ...body });
         }
         catch (e) {
             line = JSON.stringify({
@@ -292,7 +332,7 @@ export class Connection {
                 error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${e.message}` },
             });
         }
-        this.socket.write(line + '\n');
+        this.send(line);
     }
 }
 /**

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { BerthError, ErrorCode } from './errors.js';
 import { requestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets } from './definition.js';
-import { backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
+import { RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
 import { SDK_NAME, SDK_VERSION } from './version.js';
 const STAGE_PHASE = {
     input: 'input-available',
@@ -28,6 +28,27 @@ const STAGE_PHASE = {
 // The log lines an answer to input or transform carries at most (berthd
 // keeps 100 of them, docs/WORKERS.md).
 const ANSWER_LOGS = 100;
+/**
+ * RunAbort is a run's AbortController, made when its signal is first read
+ * or the run aborted: most executes never look at context.abortSignal, and
+ * an AbortSignal is the dearest object a run would otherwise make.
+ */
+class RunAbort {
+    controller = null;
+    get signal() {
+        return (this.controller ??= new AbortController()).signal;
+    }
+    get aborted() {
+        return this.controller !== null && this.controller.signal.aborted;
+    }
+    /** reason is the abort's reason, once aborted. */
+    get reason() {
+        return this.controller?.signal.reason;
+    }
+    abort(reason) {
+        (this.controller ??= new AbortController()).abort(reason);
+    }
+}
 /**
  * serve registers `tools` with berthd and runs their jobs until the worker
  * is closed. It resolves with the Worker once berthd has accepted the
@@ -225,7 +246,7 @@ export class Worker extends EventEmitter {
     abortRuns(conn, why) {
         for (const run of this.runs.values()) {
             if (run.conn === conn)
-                run.controller.abort(abortReason('disconnected', why.message));
+                run.abort.abort(abortReason('disconnected', why.message));
         }
     }
     /**
@@ -248,13 +269,13 @@ export class Worker extends EventEmitter {
             }
             if (opts.force)
                 for (const run of this.runs.values())
-                    run.controller.abort(abortReason('closing', 'the worker is closing'));
+                    run.abort.abort(abortReason('closing', 'the worker is closing'));
             if (this.runs.size > 0) {
                 const idle = new Promise((resolve) => { this.runsIdle = resolve; });
                 if (opts.timeoutMs !== undefined) {
                     await Promise.race([idle, sleep(opts.timeoutMs)]);
                     for (const run of this.runs.values())
-                        run.controller.abort(abortReason('closing', 'the worker is closing'));
+                        run.abort.abort(abortReason('closing', 'the worker is closing'));
                 }
                 else {
                     await idle;
@@ -308,7 +329,7 @@ export class Worker extends EventEmitter {
         if (!run || run.conn !== conn)
             return;
         const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
-        run.controller.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
+        run.abort.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
     }
     servedTool(name) {
         const s = typeof name === 'string' ? this.served.get(name) : undefined;
@@ -316,6 +337,8 @@ export class Worker extends EventEmitter {
             throw new BerthError(ErrorCode.NotFound, `this worker does not serve the tool ${String(name)}`, { id: name });
         return s;
     }
+    // run answers with the outcome as JSON text (RawJson): it is serialized
+    // once, by the check that JSON can carry it.
     async run(conn, params) {
         const p = (params ?? {});
         const job = p.job;
@@ -333,11 +356,11 @@ export class Worker extends EventEmitter {
         if (!served) {
             return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
         }
-        const run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+        const run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve() };
         this.runs.set(job.id, run);
         this.emit('active', job);
         try {
-            const outcome = await this.execute(run, served, p.pending ?? {});
+            const [outcome, text] = await this.execute(run, served, p.pending ?? {});
             // A checkpoint sent before the outcome must be durable before it
             // (an aborted run's checkpoints have stopped waiting already).
             await run.checkpoints;
@@ -347,21 +370,22 @@ export class Worker extends EventEmitter {
                 this.emit('suspended', job, outcome.suspend);
             else
                 this.emit('failed', job, outcome.error);
-            return outcome;
+            return new RawJson(text);
         }
         finally {
             if (this.runs.get(job.id) === run)
                 this.runs.delete(job.id);
         }
     }
+    // execute runs the job's execute and the functions of its stage, and
+    // returns the outcome with its JSON text (jsonOutcome).
     async execute(run, served, pending) {
         const { tool } = served;
         const job = run.job;
-        const signal = run.controller.signal;
         const views = {};
         const sink = (level, message, data) => this.jobLog(run, level, message, data);
         if (pending.onInputAvailable && typeof tool.onInputAvailable === 'function') {
-            await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: signal }, sink);
+            await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: run.abort.signal }, sink);
         }
         for (const stage of pending.views ?? []) {
             const payload = stagePayload(stage, job);
@@ -406,15 +430,15 @@ export class Worker extends EventEmitter {
                     }
                 }
                 if (typeof tool.onOutput === 'function') {
-                    await callHook(tool.onOutput, 'onOutput', { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: signal }, sink);
+                    await callHook(tool.onOutput, 'onOutput', { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: run.abort.signal }, sink);
                 }
                 stage = 'output';
                 fields = { output };
             }
         }
         catch (e) {
-            const error = jobError(e, signal);
-            if (!(signal.aborted && e === signal.reason))
+            const error = jobError(e, run.abort.aborted);
+            if (!(run.abort.aborted && e === run.abort.reason))
                 sink('error', `execute threw: ${error.message}`, errData(e));
             outcome = { error };
             stage = 'error';
@@ -429,7 +453,7 @@ export class Worker extends EventEmitter {
     // lists, mapped to berth, and berth's own `berth` member.
     context(run, suspend) {
         const job = run.job;
-        const signal = run.controller.signal;
+        const abort = run.abort;
         const conn = run.conn;
         const RC = this.RequestContextCtor;
         const requestContext = new RC(Object.entries(job.requestContext ?? {}));
@@ -437,7 +461,7 @@ export class Worker extends EventEmitter {
         // A checkpoint is durable when berthd answers; an aborted run stops
         // waiting for the answer (the run is no longer this worker's to save).
         const saveCheckpoint = (value) => {
-            const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, signal));
+            const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, abort.signal));
             run.checkpoints = p.catch(() => { });
             return p.then(() => { });
         };
@@ -497,7 +521,8 @@ export class Worker extends EventEmitter {
         };
         const ctx = {
             requestContext,
-            abortSignal: signal,
+            // A getter, so that the signal is made only for an execute that reads it.
+            get abortSignal() { return abort.signal; },
             agent,
             workflow,
             suspend,
@@ -515,7 +540,7 @@ export class Worker extends EventEmitter {
             };
             ctx.mcp = {
                 extra: {
-                    signal,
+                    get signal() { return abort.signal; },
                     requestId: job.id,
                     _meta: job.mcp._meta,
                     client: job.mcp.clientInfo,
@@ -708,7 +733,7 @@ function validationCode(message, job) {
         return job.resumeData !== undefined ? 'invalid_resume_data' : 'invalid_input';
     return 'validation_failed';
 }
-function jobError(e, signal) {
+function jobError(e, aborted) {
     const o = (e !== null && typeof e === 'object' ? e : {});
     let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
     if (message === '')
@@ -716,7 +741,7 @@ function jobError(e, signal) {
     const out = { message, retryable: o.retryable !== false };
     if (typeof o.code === 'string')
         out.code = o.code;
-    else if (signal.aborted)
+    else if (aborted)
         out.code = 'aborted';
     const d = jsonOrUndefined(o.data);
     if (d !== undefined)
@@ -725,17 +750,18 @@ function jobError(e, signal) {
 }
 // jsonOutcome makes sure the outcome can be sent: an output or payload that
 // JSON cannot carry (a BigInt, a cycle) fails the job with that reason
-// rather than the answer.
+// rather than the answer. It returns the outcome sent and its JSON text,
+// which the answer carries as it is.
 function jsonOutcome(outcome, sink) {
     try {
-        JSON.stringify(outcome);
-        return outcome;
+        return [outcome, JSON.stringify(outcome)];
     }
     catch (e) {
         const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
         const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
         sink('error', message);
-        return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
+        const failed = { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
+        return [failed, JSON.stringify(failed)];
     }
 }
 function isJson(v) {

@@ -90,6 +90,16 @@ export interface ConnectionOptions {
   maxLineBytes?: number;
 }
 
+/**
+ * RawJson is a result that is JSON text already: a request handler that had
+ * to serialize its result anyway (to check that JSON can carry it) returns
+ * one, and the answer splices the text in instead of serializing it again.
+ * @internal
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
 interface Pending {
   method: string;
   resolve: (v: unknown) => void;
@@ -113,6 +123,11 @@ export class Connection {
   private partial: Buffer[] = [];
   private partialBytes = 0;
   private closeReason: BerthError | null = null;
+  // The lines written in this turn of the event loop, which leave in one
+  // write when it ends (flush): a batch of runs that berthd pushed in one
+  // read is answered in one write, as berthd writes its batch in one.
+  private out = '';
+  private flushQueued = false;
   /** When the last byte came from berthd (Date.now()). */
   lastReceived = Date.now();
 
@@ -171,7 +186,7 @@ export class Connection {
         reject,
         cleanup: () => signal?.removeEventListener('abort', onAbort),
       });
-      this.socket.write(line + '\n');
+      this.send(line);
     });
   }
 
@@ -180,12 +195,31 @@ export class Connection {
     if (this.closeReason) return false;
     const msg: Record<string, unknown> = { jsonrpc: '2.0', method };
     if (params !== undefined) msg.params = params;
-    this.socket.write(JSON.stringify(msg) + '\n');
+    this.send(JSON.stringify(msg));
     return true;
+  }
+
+  // send queues one line for the flush at the end of this turn of the loop
+  // (process.nextTick runs once the promise jobs that the current callback
+  // started are done, so the answers of a whole batch of runs share it).
+  private send(line: string): void {
+    this.out += line + '\n';
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    if (this.out === '' || this.socket.destroyed) return;
+    const out = this.out;
+    this.out = '';
+    this.socket.write(out);
   }
 
   /** close ends the connection; pending requests reject with `why`. */
   close(why?: string): void {
+    this.flush();
     this.fail(closedError(why ?? 'berth: the connection was closed'));
     this.socket.destroy();
   }
@@ -195,6 +229,7 @@ export class Connection {
     return new Promise((resolve) => {
       if (this.socket.destroyed) return resolve();
       this.socket.once('close', () => resolve());
+      this.flush();
       this.socket.end();
       setTimeout(() => this.socket.destroy(), 1000).unref();
     });
@@ -203,6 +238,7 @@ export class Connection {
   private fail(why: BerthError): void {
     if (this.closeReason) return;
     this.closeReason = why;
+    this.out = '';
     const pending = [...this.pending.values()];
     this.pending.clear();
     for (const p of pending) {
@@ -313,14 +349,16 @@ export class Connection {
     if (this.closeReason) return;
     let line: string;
     try {
-      line = JSON.stringify({ jsonrpc: '2.0', id, ...body });
+      line = body.result instanceof RawJson
+        ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${body.result.text}}`
+        : JSON.stringify({ jsonrpc: '2.0', id, ...body });
     } catch (e) {
       line = JSON.stringify({
         jsonrpc: '2.0', id,
         error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${(e as Error).message}` },
       });
     }
-    this.socket.write(line + '\n');
+    this.send(line);
   }
 }
 

@@ -18,7 +18,7 @@ import { BerthError, ErrorCode } from './errors.js';
 import type { ReconnectOptions } from './client.js';
 import { requestContextClass, type RequestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets, type Definition, type ToolLike } from './definition.js';
-import { Connection, Endpoint, backoffDelay, describeAddress, dial, resolveAddress, sleep, type Address } from './rpc.js';
+import { Connection, Endpoint, RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep, type Address } from './rpc.js';
 import type { Job, JobError, ViewStage, ViewTarget, Views } from './types.js';
 import { SDK_NAME, SDK_VERSION } from './version.js';
 
@@ -160,8 +160,34 @@ interface Run {
   job: RunJob;
   tool: ToolLike;
   conn: Connection;
-  controller: AbortController;
+  abort: RunAbort;
   checkpoints: Promise<unknown>;
+}
+
+/**
+ * RunAbort is a run's AbortController, made when its signal is first read
+ * or the run aborted: most executes never look at context.abortSignal, and
+ * an AbortSignal is the dearest object a run would otherwise make.
+ */
+class RunAbort {
+  private controller: AbortController | null = null;
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  get aborted(): boolean {
+    return this.controller !== null && this.controller.signal.aborted;
+  }
+
+  /** reason is the abort's reason, once aborted. */
+  get reason(): unknown {
+    return this.controller?.signal.reason;
+  }
+
+  abort(reason: Error): void {
+    (this.controller ??= new AbortController()).abort(reason);
+  }
 }
 
 interface Served {
@@ -359,7 +385,7 @@ export class Worker extends EventEmitter {
 
   private abortRuns(conn: Connection, why: BerthError): void {
     for (const run of this.runs.values()) {
-      if (run.conn === conn) run.controller.abort(abortReason('disconnected', why.message));
+      if (run.conn === conn) run.abort.abort(abortReason('disconnected', why.message));
     }
   }
 
@@ -380,12 +406,12 @@ export class Worker extends EventEmitter {
           this.log('debug', `worker/drain: ${(e as Error).message}`);
         });
       }
-      if (opts.force) for (const run of this.runs.values()) run.controller.abort(abortReason('closing', 'the worker is closing'));
+      if (opts.force) for (const run of this.runs.values()) run.abort.abort(abortReason('closing', 'the worker is closing'));
       if (this.runs.size > 0) {
         const idle = new Promise<void>((resolve) => { this.runsIdle = resolve; });
         if (opts.timeoutMs !== undefined) {
           await Promise.race([idle, sleep(opts.timeoutMs)]);
-          for (const run of this.runs.values()) run.controller.abort(abortReason('closing', 'the worker is closing'));
+          for (const run of this.runs.values()) run.abort.abort(abortReason('closing', 'the worker is closing'));
         } else {
           await idle;
         }
@@ -441,7 +467,7 @@ export class Worker extends EventEmitter {
     const run = typeof p.jobId === 'string' ? this.runs.get(p.jobId) : undefined;
     if (!run || run.conn !== conn) return;
     const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
-    run.controller.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
+    run.abort.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
   }
 
   private servedTool(name: unknown): Served {
@@ -450,7 +476,9 @@ export class Worker extends EventEmitter {
     return s;
   }
 
-  private async run(conn: Connection, params: unknown): Promise<Outcome> {
+  // run answers with the outcome as JSON text (RawJson): it is serialized
+  // once, by the check that JSON can carry it.
+  private async run(conn: Connection, params: unknown): Promise<Outcome | RawJson> {
     const p = (params ?? {}) as { job?: RunJob; pending?: { views?: ViewStage[]; onInputAvailable?: boolean } };
     const job = p.job;
     if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
@@ -467,33 +495,34 @@ export class Worker extends EventEmitter {
     if (!served) {
       return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
     }
-    const run: Run = { job, tool: served.tool, conn, controller: new AbortController(), checkpoints: Promise.resolve() };
+    const run: Run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve() };
     this.runs.set(job.id, run);
     this.emit('active', job);
     try {
-      const outcome = await this.execute(run, served, p.pending ?? {});
+      const [outcome, text] = await this.execute(run, served, p.pending ?? {});
       // A checkpoint sent before the outcome must be durable before it
       // (an aborted run's checkpoints have stopped waiting already).
       await run.checkpoints;
       if ('output' in outcome) this.emit('completed', job, outcome.output);
       else if ('suspend' in outcome) this.emit('suspended', job, outcome.suspend);
       else this.emit('failed', job, outcome.error);
-      return outcome;
+      return new RawJson(text);
     } finally {
       if (this.runs.get(job.id) === run) this.runs.delete(job.id);
     }
   }
 
-  private async execute(run: Run, served: Served, pending: { views?: ViewStage[]; onInputAvailable?: boolean }): Promise<Outcome> {
+  // execute runs the job's execute and the functions of its stage, and
+  // returns the outcome with its JSON text (jsonOutcome).
+  private async execute(run: Run, served: Served, pending: { views?: ViewStage[]; onInputAvailable?: boolean }): Promise<[Outcome, string]> {
     const { tool } = served;
     const job = run.job;
-    const signal = run.controller.signal;
     const views: Views = {};
     const sink = (level: string, message: string, data?: unknown) => this.jobLog(run, level, message, data);
 
     if (pending.onInputAvailable && typeof tool.onInputAvailable === 'function') {
       await callHook(tool.onInputAvailable, 'onInputAvailable',
-        { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: signal }, sink);
+        { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: run.abort.signal }, sink);
     }
     for (const stage of pending.views ?? []) {
       const payload = stagePayload(stage, job);
@@ -535,14 +564,14 @@ export class Worker extends EventEmitter {
         }
         if (typeof tool.onOutput === 'function') {
           await callHook(tool.onOutput, 'onOutput',
-            { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: signal }, sink);
+            { output, toolName: tool.id, toolCallId: job.toolCallId ?? job.id, abortSignal: run.abort.signal }, sink);
         }
         stage = 'output';
         fields = { output };
       }
     } catch (e) {
-      const error = jobError(e, signal);
-      if (!(signal.aborted && e === signal.reason)) sink('error', `execute threw: ${error.message}`, errData(e));
+      const error = jobError(e, run.abort.aborted);
+      if (!(run.abort.aborted && e === run.abort.reason)) sink('error', `execute threw: ${error.message}`, errData(e));
       outcome = { error };
       stage = 'error';
       fields = { error };
@@ -556,7 +585,7 @@ export class Worker extends EventEmitter {
   // lists, mapped to berth, and berth's own `berth` member.
   private context(run: Run, suspend: (payload: unknown) => Promise<void>): Record<string, unknown> {
     const job = run.job;
-    const signal = run.controller.signal;
+    const abort = run.abort;
     const conn = run.conn;
     const RC = this.RequestContextCtor!;
     const requestContext = new RC(Object.entries(job.requestContext ?? {}));
@@ -564,7 +593,7 @@ export class Worker extends EventEmitter {
     // A checkpoint is durable when berthd answers; an aborted run stops
     // waiting for the answer (the run is no longer this worker's to save).
     const saveCheckpoint = (value: unknown): Promise<void> => {
-      const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, signal));
+      const p = run.checkpoints.then(() => conn.request('worker/checkpoint', { jobId: job.id, value }, abort.signal));
       run.checkpoints = p.catch(() => {});
       return p.then(() => {});
     };
@@ -623,7 +652,8 @@ export class Worker extends EventEmitter {
     };
     const ctx: Record<string, unknown> = {
       requestContext,
-      abortSignal: signal,
+      // A getter, so that the signal is made only for an execute that reads it.
+      get abortSignal() { return abort.signal; },
       agent,
       workflow,
       suspend,
@@ -640,7 +670,7 @@ export class Worker extends EventEmitter {
       };
       ctx.mcp = {
         extra: {
-          signal,
+          get signal() { return abort.signal; },
           requestId: job.id,
           _meta: job.mcp._meta,
           client: job.mcp.clientInfo,
@@ -837,13 +867,13 @@ function validationCode(message: string, job: RunJob): string {
   return 'validation_failed';
 }
 
-function jobError(e: unknown, signal: AbortSignal): { message: string; code?: string; data?: unknown; retryable: boolean } {
+function jobError(e: unknown, aborted: boolean): { message: string; code?: string; data?: unknown; retryable: boolean } {
   const o = (e !== null && typeof e === 'object' ? e : {}) as { message?: unknown; code?: unknown; data?: unknown; retryable?: unknown };
   let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
   if (message === '') message = 'execute failed without a message';
   const out: { message: string; code?: string; data?: unknown; retryable: boolean } = { message, retryable: o.retryable !== false };
   if (typeof o.code === 'string') out.code = o.code;
-  else if (signal.aborted) out.code = 'aborted';
+  else if (aborted) out.code = 'aborted';
   const d = jsonOrUndefined(o.data);
   if (d !== undefined) out.data = d;
   return out;
@@ -851,16 +881,17 @@ function jobError(e: unknown, signal: AbortSignal): { message: string; code?: st
 
 // jsonOutcome makes sure the outcome can be sent: an output or payload that
 // JSON cannot carry (a BigInt, a cycle) fails the job with that reason
-// rather than the answer.
-function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, data?: unknown) => void): Outcome {
+// rather than the answer. It returns the outcome sent and its JSON text,
+// which the answer carries as it is.
+function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, data?: unknown) => void): [Outcome, string] {
   try {
-    JSON.stringify(outcome);
-    return outcome;
+    return [outcome, JSON.stringify(outcome)];
   } catch (e) {
     const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
     const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
     sink('error', message);
-    return { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
+    const failed: Outcome = { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
+    return [failed, JSON.stringify(failed)];
   }
 }
 
