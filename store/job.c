@@ -954,3 +954,30 @@ char *store_event_text(const struct store_event *ev)
 	char *text = tb_finish(&b);
 	return text != NULL ? text : dump_tree(store_event_to_json(ev));
 }
+
+void store__final_texts(const struct store__wreq *w,
+			const struct store__wreq *then,
+			const char *t[STORE__T_COUNT])
+{
+	static const struct {
+		unsigned bit;
+		int text;
+	} by[] = {
+		{STORE_SET_OUTPUT, STORE__T_OUTPUT},
+		{STORE_SET_OUTPUT, STORE__T_MODEL_OUTPUT},
+		{STORE_SET_ERROR, STORE__T_ERROR},
+		{STORE_SET_SUSPEND, STORE__T_SUSPEND},
+		{STORE_SET_RESUME, STORE__T_RESUME},
+		{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
+		{STORE_SET_PROGRESS, STORE__T_PROGRESS},
+		{STORE_SET_APPROVALS, STORE__T_APPROVALS},
+		{STORE_SET_VIEWS, STORE__T_VIEWS},
+	};
+	unsigned set = then != NULL ? then->req->u.transition.set : 0;
+
+	for (size_t i = 0; i < STORE__T_COUNT; i++)
+		t[i] = w->text[i];
+	for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
+		if (set & by[i].bit)
+			t[by[i].text] = then->text[by[i].text];
+}

@@ -1400,27 +1400,7 @@ static void job_params(struct pg *q, struct mparams *p,
 	bool running = start && then == NULL;
 	const char *t[STORE__T_COUNT];
 
-	memcpy(t, w->text, sizeof(t));
-	if (then != NULL) {
-		unsigned set = then->req->u.transition.set;
-		static const struct {
-			unsigned bit;
-			int text;
-		} by[] = {
-			{STORE_SET_OUTPUT, STORE__T_OUTPUT},
-			{STORE_SET_OUTPUT, STORE__T_MODEL_OUTPUT},
-			{STORE_SET_ERROR, STORE__T_ERROR},
-			{STORE_SET_SUSPEND, STORE__T_SUSPEND},
-			{STORE_SET_RESUME, STORE__T_RESUME},
-			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
-			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
-			{STORE_SET_APPROVALS, STORE__T_APPROVALS},
-			{STORE_SET_VIEWS, STORE__T_VIEWS},
-		};
-		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
-			if (set & by[i].bit)
-				t[by[i].text] = then->text[by[i].text];
-	}
+	store__final_texts(w, then, t);
 	mp_str(p, j->id);
 	mp_str(p, j->tool);
 	mp_int(p, running ? STORE_RUNNING : j->status);

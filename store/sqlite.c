@@ -603,26 +603,7 @@ static void bind_job(sqlite3_stmt *s, int p, const struct store__wreq *w,
 	const struct store_job *j = then != NULL ? then->job : w->job;
 	bool start = then == NULL && w->req->u.create.start;
 	const char *t[STORE__T_COUNT];
-	memcpy(t, w->text, sizeof(t));
-	if (then != NULL) {
-		unsigned set = then->req->u.transition.set;
-		static const struct {
-			unsigned bit;
-			int text;
-		} by[] = {
-			{STORE_SET_OUTPUT, STORE__T_OUTPUT},
-			{STORE_SET_OUTPUT, STORE__T_MODEL_OUTPUT},
-			{STORE_SET_ERROR, STORE__T_ERROR},
-			{STORE_SET_SUSPEND, STORE__T_SUSPEND},
-			{STORE_SET_RESUME, STORE__T_RESUME},
-			{STORE_SET_CHECKPOINT, STORE__T_CHECKPOINT},
-			{STORE_SET_PROGRESS, STORE__T_PROGRESS},
-			{STORE_SET_VIEWS, STORE__T_VIEWS},
-		};
-		for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
-			if (set & by[i].bit)
-				t[by[i].text] = then->text[by[i].text];
-	}
+	store__final_texts(w, then, t);
 	bind_str(s, p + C_ID, j->id);
 	bind_str(s, p + C_TOOL, j->tool);
 	sqlite3_bind_int(s, p + C_STATUS, start ? STORE_RUNNING : j->status);

@@ -278,6 +278,14 @@ struct store_job *store__job_copy(const struct store_job *src);
 int store__job_apply(struct store_job *j, const struct store_transition *tr,
 		     int64_t now);
 
+/* store__final_texts fills t with the texts of the job's row as w, a
+ * creation, and then, a transition absorbed into it (or NULL), leave it:
+ * w's, each replaced by then's where then sets that column. The texts are
+ * borrowed from w and then. */
+void store__final_texts(const struct store__wreq *w,
+			const struct store__wreq *then,
+			const char *t[STORE__T_COUNT]);
+
 /* store__prefix_end writes into end (at least as long as prefix, plus one)
  * the least string that sorts after every id beginning with prefix: the
  * prefix without its trailing '-', its last hex digit raised by one ('9'

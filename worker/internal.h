@@ -716,6 +716,10 @@ void worker__sched_kick(struct worker *w);
  * their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
+/* worker__tool_unpaused tells whether t is known not to be paused, asking
+ * the store once and caching the answer in t->pause. False when it is
+ * paused or the store cannot say. */
+bool worker__tool_unpaused(struct worker *w, struct worker_tool *t);
 /* worker__sched_wakeup is told of a job that waits for a claim: it sets
  * the backlog, and remembers a future run_at so the run timer fires for it
  * even while earlier jobs wait for a slot (a due one is claimed now). */
@@ -755,6 +759,12 @@ void worker__run_put_back(struct worker__run *r, const char *reason);
 void worker__run_cancelled(struct worker__run *r);
 /* worker__run_give_up ends a run whose C tool does not return. */
 void worker__run_give_up(struct worker__run *r);
+/* worker__interrupt_retry fills op's transition for r's interrupted job
+ * to run again (pending, its attempt raised), as the recovery after a
+ * crash would, and returns true; false when r's tool must not run again
+ * after an interruption or no retry is left (the caller fails the job). */
+bool worker__interrupt_retry(const struct worker__run *r,
+			     struct worker__op *op);
 /* worker__run_arm_timeout starts r's timeout: at its start, or, for a run
  * that waited for a thread, when its execution begins (exec.c). */
 void worker__run_arm_timeout(struct worker__run *r);

@@ -97,7 +97,6 @@ bool worker__remote_may_start(struct worker *w, struct worker_tool *t,
 			      const struct store_job *j, int64_t now)
 {
 	struct worker_remote *rem;
-	int paused;
 
 	if (!w->started || w->stopping || store_shared(w->st) ||
 	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
@@ -107,13 +106,7 @@ bool worker__remote_may_start(struct worker *w, struct worker_tool *t,
 	if (!rem || !rem->dry ||
 	    worker__remote_free_runs(rem) <= w->remote_starting)
 		return false;
-	if (t->pause == WORKER__PAUSE_UNKNOWN) {
-		paused = store_tool_paused(w->st, t->id);
-		if (paused < 0)
-			return false;
-		t->pause = paused ? WORKER__PAUSE_YES : WORKER__PAUSE_NO;
-	}
-	return t->pause == WORKER__PAUSE_NO;
+	return worker__tool_unpaused(w, t);
 }
 
 /* attached counts the connections, draining or not, that serve tool id. */

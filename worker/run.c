@@ -770,6 +770,25 @@ static void wait_for_tool(struct worker__run *r)
 	worker__run_put_back(r, "tool_missing");
 }
 
+bool worker__interrupt_retry(const struct worker__run *r,
+			     struct worker__op *op)
+{
+	const struct store_job *j = r->job;
+	struct store_transition *tr = &op->req.u.transition;
+
+	if (!r->tool || r->tool->bg.on_interrupt != BERTH_INTERRUPT_RETRY ||
+	    j->attempt > j->max_retries)
+		return false;
+	tr->to = STORE_PENDING;
+	tr->event = STORE_EV_RETRYING;
+	op->own[0] = tr->event_data = json_pack("{s:s}", "reason",
+						"interrupted");
+	tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
+	tr->run_at = store_now();
+	tr->attempt = j->attempt + 1;
+	return true;
+}
+
 void worker__run_interrupted(struct worker__run *r, const char *why)
 {
 	const struct store_job *j = r->job;
@@ -784,19 +803,11 @@ void worker__run_interrupted(struct worker__run *r, const char *why)
 		return;
 	}
 	tr = &op->req.u.transition;
-	if (r->tool && r->tool->bg.on_interrupt == BERTH_INTERRUPT_RETRY &&
-	    j->attempt <= j->max_retries) {
+	if (worker__interrupt_retry(r, op)) {
 		log_warn("job %s (%s): its worker process went away (%s); "
 			 "attempt %d of %d is interrupted, and the job runs "
 			 "again (onInterrupt retry)",
 			 j->id, j->tool, why, j->attempt, j->max_retries + 1);
-		tr->to = STORE_PENDING;
-		tr->event = STORE_EV_RETRYING;
-		op->own[0] = tr->event_data =
-			json_pack("{s:s}", "reason", "interrupted");
-		tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
-		tr->run_at = store_now();
-		tr->attempt = j->attempt + 1;
 	} else {
 		op->own[0] = tr->error = json_pack(
 			"{s:s+++, s:s}", "message",

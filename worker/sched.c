@@ -391,8 +391,6 @@ void worker__sched_kick(struct worker *w)
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now)
 {
-	int paused;
-
 	if (!w->started || w->stopping || w->backlog ||
 	    w->busy >= w->cfg.workers)
 		return false;
@@ -413,6 +411,13 @@ bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 	if ((w->next_run_at && w->next_run_at <= now) ||
 	    (w->nwakeups && w->wakeups[0] <= now))
 		return false;
+	return worker__tool_unpaused(w, t);
+}
+
+bool worker__tool_unpaused(struct worker *w, struct worker_tool *t)
+{
+	int paused;
+
 	if (t->pause == WORKER__PAUSE_UNKNOWN) {
 		paused = store_tool_paused(w->st, t->id);
 		if (paused < 0)

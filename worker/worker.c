@@ -887,16 +887,7 @@ static void put_back_interrupted(struct worker *w, struct worker__run *r)
 	op->req.op = STORE_OP_TRANSITION;
 	snprintf(tr->job_id, sizeof(tr->job_id), "%s", j->id);
 	tr->from_mask = STORE_MASK(STORE_RUNNING);
-	if (r->tool && r->tool->bg.on_interrupt == BERTH_INTERRUPT_RETRY &&
-	    j->attempt <= j->max_retries) {
-		tr->to = STORE_PENDING;
-		tr->event = STORE_EV_RETRYING;
-		op->own[0] = tr->event_data =
-			json_pack("{s:s}", "reason", "interrupted");
-		tr->set = STORE_SET_RUN_AT | STORE_SET_ATTEMPT;
-		tr->run_at = store_now();
-		tr->attempt = j->attempt + 1;
-	} else {
+	if (!worker__interrupt_retry(r, op)) {
 		snprintf(msg, sizeof(msg),
 			 "interrupted by an immediate stop of berthd "
 			 "(attempt %d of %d)",
