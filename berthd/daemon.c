@@ -862,14 +862,20 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 	d.sigint.data = &d;
 	d.sighup.data = &d;
 
+	/* The handlers are in place before anything is served: a client, or
+	 * a service manager's reload, may signal as soon as the socket is
+	 * there, and SIGHUP's default action would end berthd. A signal
+	 * that arrives while start runs is handled once the loop runs. */
+	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	uv_signal_start(&d.sighup, on_sighup, SIGHUP);
 	if (start(&d, &o, tools, ntools)) {
+		uv_signal_stop(&d.sigterm);
+		uv_signal_stop(&d.sigint);
+		uv_signal_stop(&d.sighup);
 		d.status = 1;
 		d.stopping = true;
 		abandon(&d);
-	} else {
-		uv_signal_start(&d.sigterm, on_signal, SIGTERM);
-		uv_signal_start(&d.sigint, on_signal, SIGINT);
-		uv_signal_start(&d.sighup, on_sighup, SIGHUP);
 	}
 	uv_run(&d.loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&d.loop) != 0)

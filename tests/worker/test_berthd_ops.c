@@ -925,6 +925,68 @@ static void sighup__a_folder_that_cannot_be_read_keeps_its_tools(
 	free(id);
 }
 
+/* A SIGHUP as soon as the socket exists reloads and never kills berthd:
+ * its handler is in place before anything is served (a signal in that
+ * window had SIGHUP's default action, and a reload sent by a service
+ * manager right after the start ended the daemon). Fifty starts, each
+ * signalled the moment its socket file appears. */
+static void sighup__as_the_socket_appears__does_not_kill_berthd(void **state)
+{
+	struct fixture *f = *state;
+	const char *berthd = getenv("BERTHD");
+	char db[400], sock[400];
+	int died = 0;
+
+	assert_non_null(berthd);
+	make_tools(f);
+	for (int i = 0; i < 50; i++) {
+		struct stat st;
+		int status = 0;
+		pid_t pid;
+
+		snprintf(db, sizeof db, "%s/hup%d.db", f->tools, i);
+		snprintf(sock, sizeof sock, "%s/hup%d.sock", f->tools, i);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+
+			dup2(null, 1);
+			dup2(null, 2);
+			execl(berthd, "berthd", "--db", db, "--socket", sock,
+			      "--tools", f->tools, (char *)NULL);
+			_exit(127);
+		}
+		for (int64_t end = now_ms() + WAIT_MS;
+		     stat(sock, &st) != 0 && now_ms() < end;)
+			usleep(50);
+		kill(pid, SIGHUP);
+		/* Alive once it serves, and a moment after: the signal was
+		 * handled by then. */
+		for (int64_t end = now_ms() + WAIT_MS; now_ms() < end;
+		     sleep_ms(5)) {
+			struct berth_client *c = berth_client_connect(sock);
+
+			if (c) {
+				berth_client_close(c);
+				sleep_ms(100);
+			}
+			if (waitpid(pid, &status, WNOHANG) == pid) {
+				died++;
+				pid = 0;
+				break;
+			}
+			if (c)
+				break;
+		}
+		if (pid > 0) {
+			kill(pid, SIGTERM);
+			waitpid(pid, &status, 0);
+		}
+	}
+	assert_int_equal(died, 0);
+}
+
 static void a_removed_tools_jobs__wait_across_a_restart(void **state)
 {
 	struct fixture *f = *state;
@@ -1045,6 +1107,7 @@ int main(void)
 		T(sighup__adds_changes_and_removes_tools_and_keeps_serving),
 		T(sighup__a_changed_tools_running_job_finishes_under_the_old_one),
 		T(sighup__a_folder_that_cannot_be_read_keeps_its_tools),
+		T(sighup__as_the_socket_appears__does_not_kill_berthd),
 		T(a_removed_tools_jobs__wait_across_a_restart),
 		T(defaults__sixty_four_sleeps_run_at_once),
 		T(options__threads_and_workers_are_checked),
