@@ -725,10 +725,13 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	quorum = pol->quorum;
 	had = json_array_size(j->approvals);
 	if (op->approve && op->by_name &&
-	    approved_by(j->approvals, op->by_name)) {
+	    approved_by(j->approvals, op->by_name) &&
+	    (j->status == STORE_AWAITING_APPROVAL || quorum > 1)) {
 		/* The same approver twice counts once, and is told so, also
-		 * once the quorum is met: an approval that raced the one
-		 * that met it is judged again after it. */
+		 * once a quorum of several is met: an approval that raced
+		 * the one that met it is judged again after it. With a
+		 * quorum of one the job's status answers, {status} as
+		 * PROTOCOL.md has it. */
 		if (j->status == STORE_AWAITING_APPROVAL)
 			snprintf(msg, sizeof(msg), "conflict: %.64s approved "
 				 "job %s already; it waits for %d approval%s "

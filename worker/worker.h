@@ -277,9 +277,9 @@ int worker_resume(struct worker *w, const char *id, json_t *resume_data,
  * only one of its approvers may (reason "not_an_approver"). An approval
  * below the quorum is recorded and the job goes on waiting (an
  * "approved" event whose status is still awaiting_approval); the same
- * approver again, before the quorum is met or after, is WORKER_ECONFLICT
- * with {"status", "reason": "already_approved"}, and changes nothing. A
- * decline ends the job.
+ * approver again, before the quorum is met or after (a quorum above 1),
+ * is WORKER_ECONFLICT with {"status", "reason": "already_approved"}, and
+ * changes nothing. A decline ends the job.
  */
 int worker_approve(struct worker *w, const char *id, const char *note,
 		   const struct worker_actor *by, worker_cb cb, void *arg);
