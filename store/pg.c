@@ -2856,20 +2856,36 @@ static int pg_next_expiry(void *be, int64_t *at)
 
 /* ---- the cluster: notifications, leases, the reaper -------------------- */
 
-/* listen_setup takes the node's lock and listens, on q->l. */
-static int listen_setup(struct pg *q, char **errmsg)
+/* How long a starting node waits for its name's lock: a node of the name
+ * that just closed (a restart) holds it until its server process has
+ * ended, which the server does after the connection is gone. */
+#define NODE_LOCK_WAIT_MS 5000
+
+/* listen_setup takes the node's lock, waiting up to wait_ms for it, and
+ * listens, on q->l. */
+static int listen_setup(struct pg *q, int64_t wait_ms, char **errmsg)
 {
 	struct params p = {0};
+	int64_t until = store_now() + wait_ms;
+	bool got = false;
+	int rc;
+
 	p_int(&p, lock_key("node", q->node));
-	PGresult *r = PQexecParams(q->l.pg, "SELECT pg_try_advisory_lock($1::bigint)",
-				   1, NULL, p.v, NULL, NULL, 0);
-	int rc = ok(q->l.pg, r, PGRES_TUPLES_OK);
-	if (rc != 0) {
-		store__set_msg(errmsg, "cannot lock the node name on PostgreSQL");
-		return rc;
+	for (;;) {
+		PGresult *r = PQexecParams(q->l.pg,
+					   "SELECT pg_try_advisory_lock($1::bigint)",
+					   1, NULL, p.v, NULL, NULL, 0);
+		if ((rc = ok(q->l.pg, r, PGRES_TUPLES_OK)) != 0) {
+			store__set_msg(errmsg, "cannot lock the node name on "
+					       "PostgreSQL");
+			return rc;
+		}
+		got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+		PQclear(r);
+		if (got || store_now() >= until)
+			break;
+		nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
 	}
-	bool got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	PQclear(r);
 	if (!got) {
 		store__set_msg(errmsg,
 			"a berthd node named \"%s\" is already running on this PostgreSQL database; give each node its own name (--node or $BERTH_NODE)",
@@ -3013,7 +3029,7 @@ static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 		char *msg = NULL;
 		PQreset(q->l.pg);
 		if (PQstatus(q->l.pg) == CONNECTION_OK)
-			listen_setup(q, &msg);
+			listen_setup(q, 0, &msg);
 		free(msg);
 	}
 	if (now - q->last_renew >= q->lease_ms / 3) {
@@ -3096,7 +3112,7 @@ static int pg_open(const struct store_config *cfg, void **be, char **errmsg)
 
 	int rc;
 	if ((rc = store__pg_connect(q->url, &q->l.pg, errmsg)) != 0 ||
-	    (rc = listen_setup(q, errmsg)) != 0 ||
+	    (rc = listen_setup(q, NODE_LOCK_WAIT_MS, errmsg)) != 0 ||
 	    (rc = store__pg_connect(q->url, &q->w.pg, errmsg)) != 0 ||
 	    (rc = store__pg_migrate(q->w.pg, errmsg)) != 0 ||
 	    (rc = store__pg_connect(q->url, &q->r.pg, errmsg)) != 0)

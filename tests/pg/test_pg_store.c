@@ -4,6 +4,8 @@
  * of a server the test may create databases on (tests/pg/run.sh starts
  * one); each test gets a fresh database of its own.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -746,6 +749,64 @@ static void lease__expired__jobs_are_recovered_by_other_nodes(void **state)
 	assert_int_equal(status_of(f, 1, c), STORE_PENDING);
 }
 
+/* The lock on a node's name, held for a while by another connection as a
+ * closed node's server process holds it until it has ended. */
+struct held_lock {
+	PGconn *pg;
+	char key[32];
+};
+
+static void *release_later(void *arg)
+{
+	struct held_lock *h = arg;
+	char sql[96];
+
+	nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%s)", h->key);
+	PQclear(PQexec(h->pg, sql));
+	return NULL;
+}
+
+/* A node started again at once under its name (a restart) waits for the
+ * lock its last run held, which the server frees once that run's server
+ * process has ended, instead of refusing to start as if another node of
+ * the name were running. The lock is held here by another connection for
+ * half a second after the node closed. */
+static void node__started_again_at_once__waits_for_its_names_lock(void **state)
+{
+	struct fx *f = *state;
+	struct held_lock h;
+	pthread_t t;
+	char sql[128];
+	PGresult *r;
+
+	/* The node's lock is the one advisory lock a node alone holds. */
+	h.pg = PQconnectdb(f->url);
+	assert_int_equal(PQstatus(h.pg), CONNECTION_OK);
+	r = PQexec(h.pg, "SELECT (classid::bigint << 32) | objid::bigint "
+			 "FROM pg_locks WHERE locktype = 'advisory' AND granted");
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	assert_int_equal(PQntuples(r), 1);
+	snprintf(h.key, sizeof h.key, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	node_close(f, 0);
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%s)", h.key);
+	r = PQexec(h.pg, sql);
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	assert_int_equal(pthread_create(&t, NULL, release_later, &h), 0);
+	node_open(f, 0, "node-a", 0);
+	pthread_join(t, NULL);
+	PQfinish(h.pg);
+	/* And a node of the name that keeps running is still refused. */
+	struct store_config cfg = {.path = f->url, .node = "node-a"};
+	struct store *st = NULL;
+	char *err = NULL;
+	assert_int_equal(store_open(&f->loop, &cfg, &st, &err), -EBUSY);
+	assert_non_null(strstr(err, "already running"));
+	free(err);
+}
+
 /* store_copy moves a SQLite database with its seqs and payloads. */
 static int setup_copy(void **state)
 {
@@ -1329,6 +1390,8 @@ int main(void)
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(lease__expired__jobs_are_recovered_by_other_nodes,
 						setup_lease, teardown),
+		cmocka_unit_test_setup_teardown(node__started_again_at_once__waits_for_its_names_lock,
+						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(copy__sqlite_database__arrives_whole, setup_copy,
 						teardown),
 		cmocka_unit_test_setup_teardown(procs__are_each_nodes_own, setup_three,
