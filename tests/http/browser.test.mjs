@@ -168,7 +168,11 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   await page.click('#nav-jobs');
   await page.locator('#status-boxes input[value="declined"]').check();
   await page.click('#filters button[type=submit]');
-  await page.locator('#jobs-table tbody tr').first().waitFor();
+  // The unfiltered rows stay until the filtered list has come: wait for
+  // the table to show the one declined job, not for any row.
+  await page.waitForFunction(
+    () => document.querySelectorAll('#jobs-table tbody tr').length === 1,
+    null, { timeout: 10000 }).catch(() => {});
   assert.equal(await page.locator('#jobs-table tbody tr').count(), 1);
 
   // On a phone.
