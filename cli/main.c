@@ -160,7 +160,7 @@ static void print_json_error(json_t *err, const char *message, int status)
 	if (message)
 		json_object_set_new(err, "message", json_string(message));
 	o = json_pack("{s:o, s:i}", "error", err, "exitStatus", status);
-	text = json_dumps(o, JSON_COMPACT);
+	text = cli_json_text(o, JSON_COMPACT);
 	if (text)
 		fprintf(stderr, "%s\n", text);
 	free(text);

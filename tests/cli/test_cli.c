@@ -355,6 +355,39 @@ static void submit_wait__prints_the_finished_job(void **state)
 	json_decref(job);
 }
 
+/* Reals are shown in the fewest digits that read back as the same number:
+ * 69.8, not jansson's 69.799999999999997; a number that needs 17 digits
+ * keeps them. */
+static void get__shows_reals_as_they_were_written(void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "noop",
+				 "{\"t\":69.8,\"u\":[0.1,-2.5e-7]}", "--wait");
+	json_t *exact;
+	char *out;
+
+	assert_string_equal(jstr(job, "status"), "completed");
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(job, "id"), NULL), 0);
+	assert_non_null(strstr(out, "69.8"));
+	assert_null(strstr(out, "69.79999"));
+	assert_non_null(strstr(out, "0.1"));
+	assert_null(strstr(out, "0.10000"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(job, "id"),
+			       "--json", NULL), 0);
+	assert_non_null(strstr(out, "69.8"));
+	assert_null(strstr(out, "69.79999"));
+	free(out);
+	json_decref(job);
+	/* 0.1 + 0.2 is 0.30000000000000004, which 15 or 16 digits are not. */
+	exact = berth_json(NULL, "submit", "noop",
+			   "{\"s\":0.30000000000000004}", "--wait");
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(exact, "id"),
+			       "--json", NULL), 0);
+	assert_non_null(strstr(out, "0.30000000000000004"));
+	free(out);
+	json_decref(exact);
+}
+
 static void submit__reads_stdin_and_takes_every_option(void **state)
 {
 	json_t *job = berth_json("{\"y\":2}", "submit", "noop", "-", "--priority", "5",
@@ -934,6 +967,7 @@ int main(void)
 		cmocka_unit_test(info__for_people_and_for_scripts),
 		cmocka_unit_test(tools__lists_the_tools),
 		cmocka_unit_test(submit_wait__prints_the_finished_job),
+		cmocka_unit_test(get__shows_reals_as_they_were_written),
 		cmocka_unit_test(submit__reads_stdin_and_takes_every_option),
 		cmocka_unit_test(approve_decline_resume_retry__answer_jobs),
 		cmocka_unit_test(ls__prints_a_table_or_json_with_filters),
