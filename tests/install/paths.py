@@ -2,10 +2,10 @@
 """paths.py SRC: nothing in the build, the tests or the documents reaches
 outside the clone.
 
-A clone must build, test itself and link its own documents alone: a path
-such as meson.project_source_root() / '..' / 'shared' or a README link to
-../shared/DESIGN.md works on the machine it was written on and nowhere
-else. This finds every relative path that climbs ('..' in a meson path
+A clone must build, test itself and link its own documents alone: a
+meson path that climbs above meson.project_source_root(), or a README link
+to a document in a folder beside the clone, works on the machine it was
+written on and nowhere else. This finds every relative path that climbs ('..' in a meson path
 expression, '../' in a script, a C or Python string, or a Markdown link),
 resolves it from the file's own folder (or from the source root, for
 meson.project_source_root()), and fails on each that lands outside SRC.
