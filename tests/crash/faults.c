@@ -212,46 +212,88 @@ static void poison_tool__crashing_the_daemon__is_failed_after_its_retries(
 
 /* ---- disk full --------------------------------------------------------- */
 
+/* A disk that fills: a 2 MiB tmpfs holding the database, and a filler file
+ * that takes most of it once berthd runs. */
+struct disk {
+	char mnt[32];
+	char db[128];
+	char filler[128];
+};
+
+/* disk_mount mounts d's tmpfs, or skips the test when it cannot. */
+static void disk_mount(struct disk *d)
+{
+	snprintf(d->mnt, sizeof d->mnt, "/tmp/berth-diskfull-XXXXXX");
+	assert_non_null(mkdtemp(d->mnt));
+	if (mount("berth-diskfull", d->mnt, "tmpfs", 0, "size=2m") != 0) {
+		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
+			"skipped\n", d->mnt, strerror(errno));
+		rmdir(d->mnt);
+		skip();
+	}
+	snprintf(d->db, sizeof d->db, "%s/berth.db", d->mnt);
+	snprintf(d->filler, sizeof d->filler, "%s/filler", d->mnt);
+}
+
+/* disk_fill takes most of d's space with the filler file. */
+static void disk_fill(const struct disk *d)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof cmd,
+		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", d->filler);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* disk_unmount removes the database and d's tmpfs. */
+static void disk_unmount(const struct disk *d)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", d->mnt);
+	(void)system(cmd);
+	umount(d->mnt);
+	rmdir(d->mnt);
+}
+
+/* pad_16k returns {"pad": 16 KiB of 'x'}: inputs that fill the 2 MiB
+ * quickly. */
+static json_t *pad_16k(void)
+{
+	char *pad = malloc(16385);
+	json_t *v;
+
+	assert_non_null(pad);
+	memset(pad, 'x', 16384);
+	pad[16384] = '\0';
+	v = json_pack("{s:s}", "pad", pad);
+	free(pad);
+	return v;
+}
+
 static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 	void **state)
 {
-	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
-	char db[128], filler[128], cmd[512];
-	const char *args[] = {"--db", db, "--quiet", "--http", "127.0.0.1:0",
+	struct disk d;
+	const char *args[] = {"--db", d.db, "--quiet", "--http", "127.0.0.1:0",
 			      "--http-open", NULL};
 	struct harness h = {.no_examples = true};
 	struct berth_client *c;
 	json_t *big, *res, *err;
 	int acked = 0, refused = 0, port;
 	char *id;
-	char **ids = calloc(4000, sizeof *ids);
+	char **ids;
 
-	assert_non_null(mkdtemp(mnt));
-	if (mount("berth-diskfull", mnt, "tmpfs", 0, "size=2m") != 0) {
-		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
-			"skipped\n", mnt, strerror(errno));
-		rmdir(mnt);
-		free(ids);
-		skip();
-	}
-	snprintf(db, sizeof db, "%s/berth.db", mnt);
-	snprintf(filler, sizeof filler, "%s/filler", mnt);
+	disk_mount(&d);
+	ids = calloc(4000, sizeof *ids);
+	assert_non_null(ids);
 	assert_int_equal(harness_start(&h, args), 0);
 	c = harness_connect(&h);
 	assert_non_null(c);
 	/* Inputs of 16 KiB fill the 2 MiB quickly; a filler file takes
 	 * most of the space first. */
-	snprintf(cmd, sizeof cmd,
-		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", filler);
-	assert_int_equal(system(cmd), 0);
-	{
-		char *pad = malloc(16385);
-
-		memset(pad, 'x', 16384);
-		pad[16384] = '\0';
-		big = json_pack("{s:s}", "pad", pad);
-		free(pad);
-	}
+	disk_fill(&d);
+	big = pad_16k();
 	for (int i = 0; i < 4000 && refused < 5; i++) {
 		char key[32];
 		json_int_t code;
@@ -311,7 +353,7 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 		json_decref(res);
 	}
 	/* Space returns: the same daemon accepts work again. */
-	assert_int_equal(unlink(filler), 0);
+	assert_int_equal(unlink(d.filler), 0);
 	{
 		json_int_t code = -1;
 
@@ -347,12 +389,9 @@ static void disk_full__answers_storage_error__and_recovers_when_space_returns(
 	json_decref(big);
 	free(ids);
 	assert_int_equal(harness_stop(&h), 0);
-	assert_true(integrity_ok(db));
+	assert_true(integrity_ok(d.db));
 	harness_cleanup(&h);
-	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", mnt);
-	(void)system(cmd);
-	umount(mnt);
-	rmdir(mnt);
+	disk_unmount(&d);
 	(void)err;
 }
 
@@ -419,40 +458,23 @@ static int retried_results_exist(struct harness *h, struct berth_client *c)
 static void disk_full__a_refused_nonblocking_submission__leaves_no_run_behind(
 	void **state)
 {
-	char mnt[] = "/tmp/berth-diskfull-XXXXXX";
-	char db[128], filler[128], cmd[512];
-	const char *args[] = {"--db", db, "--quiet", NULL};
+	struct disk d;
+	const char *args[] = {"--db", d.db, "--quiet", NULL};
 	struct harness h = {.no_examples = true};
 	struct berth_client *c;
 	json_t *big, *res;
 	int acked = 0, refused = 0, lines;
 	char *id;
-	char **ids = calloc(4000, sizeof *ids);
+	char **ids;
 
-	assert_non_null(mkdtemp(mnt));
-	if (mount("berth-diskfull", mnt, "tmpfs", 0, "size=2m") != 0) {
-		fprintf(stderr, "disk full: cannot mount a tmpfs on %s (%s); "
-			"skipped\n", mnt, strerror(errno));
-		rmdir(mnt);
-		free(ids);
-		skip();
-	}
-	snprintf(db, sizeof db, "%s/berth.db", mnt);
-	snprintf(filler, sizeof filler, "%s/filler", mnt);
+	disk_mount(&d);
+	ids = calloc(4000, sizeof *ids);
+	assert_non_null(ids);
 	assert_int_equal(harness_start(&h, args), 0);
 	c = harness_connect(&h);
 	assert_non_null(c);
-	snprintf(cmd, sizeof cmd,
-		 "dd if=/dev/zero of=%s bs=64k count=20 2>/dev/null", filler);
-	assert_int_equal(system(cmd), 0);
-	{
-		char *pad = malloc(16385);
-
-		memset(pad, 'x', 16384);
-		pad[16384] = '\0';
-		big = json_pack("{s:s}", "pad", pad);
-		free(pad);
-	}
+	disk_fill(&d);
+	big = pad_16k();
 	/* No idempotency key and one submission at a time: each job of
 	 * crash-pure (nonblocking) runs at its submission. Even inputs
 	 * complete on the first try. */
@@ -478,7 +500,7 @@ static void disk_full__a_refused_nonblocking_submission__leaves_no_run_behind(
 	 * with space back. */
 	sleep_ms(2500);
 	lines = retried_results_exist(&h, c);
-	assert_int_equal(unlink(filler), 0);
+	assert_int_equal(unlink(d.filler), 0);
 	sleep_ms(2500);
 	lines = retried_results_exist(&h, c);
 	fprintf(stderr, "disk full: %d results stored again, all of jobs "
@@ -499,12 +521,9 @@ static void disk_full__a_refused_nonblocking_submission__leaves_no_run_behind(
 	json_decref(big);
 	free(ids);
 	assert_int_equal(harness_stop(&h), 0);
-	assert_true(integrity_ok(db));
+	assert_true(integrity_ok(d.db));
 	harness_cleanup(&h);
-	snprintf(cmd, sizeof cmd, "rm -f %s/berth.db*", mnt);
-	(void)system(cmd);
-	umount(mnt);
-	rmdir(mnt);
+	disk_unmount(&d);
 }
 
 /* ---- a locked database ------------------------------------------------- */
