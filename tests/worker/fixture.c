@@ -274,3 +274,38 @@ const char *fx_write(struct fx *f, const char *name, const char *text)
 	fclose(fp);
 	return path;
 }
+
+json_t *fx_json(const char *text)
+{
+	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+
+	assert_non_null(v);
+	return v;
+}
+
+void fx_assert_json(const json_t *v, const char *want)
+{
+	json_t *w = fx_json(want);
+
+	if (!json_equal(v, w)) {
+		char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
+			    : NULL;
+
+		fprintf(stderr, "got %s, want %s\n", s ? s : "(nothing)", want);
+		free(s);
+	}
+	assert_true(json_equal(v, w));
+	json_decref(w);
+}
+
+json_t *fx_completed_output(struct fx *f, const char *id)
+{
+	struct store_job *j;
+	json_t *out;
+
+	fx_wait_status(f, id, STORE_COMPLETED, 10000);
+	j = fx_get(f, id);
+	out = json_incref(j->output);
+	store_job_free(j);
+	return out;
+}

@@ -79,6 +79,16 @@ void fx_wait_status(struct fx *f, const char *id, int s, int64_t ms);
 /* fx_count_events returns how many events of type the job has. */
 int fx_count_events(struct fx *f, const char *id, int type);
 
+/* fx_json parses text (any JSON value), failing the test when it is not
+ * JSON; a new reference. */
+json_t *fx_json(const char *text);
+/* fx_assert_json asserts that v equals the JSON text want, printing both
+ * when it does not. */
+void fx_assert_json(const json_t *v, const char *want);
+/* fx_completed_output waits for job id to complete and returns its output
+ * (new reference). */
+json_t *fx_completed_output(struct fx *f, const char *id);
+
 /* fx_write writes text to DIR/name and returns the path (static buffer
  * of the fixture, valid until the next call). */
 const char *fx_write(struct fx *f, const char *name, const char *text);

@@ -83,41 +83,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static json_t *json(const char *text)
-{
-	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-
-	assert_non_null(v);
-	return v;
-}
-
-static void assert_json(const json_t *v, const char *want)
-{
-	json_t *w = json(want);
-
-	if (!json_equal(v, w)) {
-		char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-			    : NULL;
-
-		fprintf(stderr, "got %s, want %s\n", s ? s : "(nothing)", want);
-		free(s);
-	}
-	assert_true(json_equal(v, w));
-	json_decref(w);
-}
-
-static json_t *completed_output(struct fx *f, const char *id)
-{
-	struct store_job *j;
-	json_t *out;
-
-	fx_wait_status(f, id, STORE_COMPLETED, 10000);
-	j = fx_get(f, id);
-	out = json_incref(j->output);
-	store_job_free(j);
-	return out;
-}
-
 /* event_data returns the data of job id's first event of type (new
  * reference), failing when it has none. */
 static json_t *event_data(struct fx *f, const char *id, int type)
@@ -145,15 +110,15 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 	json_t *line;
 	char id[40];
 
-	p.metadata = json("{\"thread\":\"t-1\"}");
-	p.mcp = json("{\"_meta\":{\"progressToken\":\"pt\"},"
+	p.metadata = fx_json("{\"thread\":\"t-1\"}");
+	p.mcp = fx_json("{\"_meta\":{\"progressToken\":\"pt\"},"
 		     "\"clientInfo\":{\"name\":\"c\"}}");
-	p.request_context = json("{\"user\":\"u1\"}");
+	p.request_context = fx_json("{\"user\":\"u1\"}");
 	fx_submit_ok(f, "x-line", "{\"location\":\"Oslo\"}", &p, id);
 	json_decref(p.metadata);
 	json_decref(p.mcp);
 	json_decref(p.request_context);
-	line = completed_output(f, id);
+	line = fx_completed_output(f, id);
 	assert_string_equal(json_string_value(json_object_get(line, "jobId")),
 			    id);
 	assert_string_equal(json_string_value(json_object_get(line, "tool")),
@@ -165,14 +130,14 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 			    "call-7");
 	assert_string_equal(json_string_value(json_object_get(line, "runId")),
 			    "run-7");
-	assert_json(json_object_get(line, "input"),
+	fx_assert_json(json_object_get(line, "input"),
 		    "{\"location\":\"Oslo\",\"unit\":\"C\"}");
-	assert_json(json_object_get(line, "requestContext"),
+	fx_assert_json(json_object_get(line, "requestContext"),
 		    "{\"user\":\"u1\",\"mode\":\"fast\"}");
-	assert_json(json_object_get(line, "metadata"),
+	fx_assert_json(json_object_get(line, "metadata"),
 		    "{\"thread\":\"t-1\",\"mcp\":{\"_meta\":{\"progressToken\":"
 		    "\"pt\"},\"clientInfo\":{\"name\":\"c\"}}}");
-	assert_json(json_object_get(line, "mcp"),
+	fx_assert_json(json_object_get(line, "mcp"),
 		    "{\"_meta\":{\"progressToken\":\"pt\"},"
 		    "\"clientInfo\":{\"name\":\"c\"}}");
 	/* What the job does not have is left out, not null. */
@@ -181,22 +146,22 @@ static void line__carries_the_calls_context_and_defaults(void **state)
 	assert_null(json_object_get(line, "checkpoint"));
 	json_decref(line);
 	j = fx_get(f, id);
-	assert_json(j->input, "{\"location\":\"Oslo\"}");
-	assert_json(j->request_context, "{\"user\":\"u1\"}");
+	fx_assert_json(j->input, "{\"location\":\"Oslo\"}");
+	fx_assert_json(j->request_context, "{\"user\":\"u1\"}");
 	store_job_free(j);
 
 	/* Without them: the ids and the MCP _meta are left out, and the
 	 * request context is {} with its defaults. */
 	fx_submit_ok(f, "x-line", "{\"location\":\"Oslo\",\"unit\":\"F\"}",
 		     NULL, id);
-	line = completed_output(f, id);
+	line = fx_completed_output(f, id);
 	assert_null(json_object_get(line, "toolCallId"));
 	assert_null(json_object_get(line, "runId"));
 	assert_null(json_object_get(line, "metadata"));
 	assert_null(json_object_get(line, "mcp"));
-	assert_json(json_object_get(line, "input"),
+	fx_assert_json(json_object_get(line, "input"),
 		    "{\"location\":\"Oslo\",\"unit\":\"F\"}");
-	assert_json(json_object_get(line, "requestContext"),
+	fx_assert_json(json_object_get(line, "requestContext"),
 		    "{\"mode\":\"fast\"}");
 	json_decref(line);
 }
@@ -205,7 +170,7 @@ static void resume__data_reaches_the_tool_with_its_defaults(void **state)
 {
 	struct fx *f = *state;
 	struct fx_res res = {0};
-	json_t *d = json("{\"answer\":\"Ada\"}"), *line;
+	json_t *d = fx_json("{\"answer\":\"Ada\"}"), *line;
 	char id[40];
 
 	fx_submit_ok(f, "x-resume", "{}", NULL, id);
@@ -214,10 +179,10 @@ static void resume__data_reaches_the_tool_with_its_defaults(void **state)
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
-	line = completed_output(f, id);
-	assert_json(json_object_get(line, "resumeData"),
+	line = fx_completed_output(f, id);
+	fx_assert_json(json_object_get(line, "resumeData"),
 		    "{\"answer\":\"Ada\",\"polite\":true}");
-	assert_json(json_object_get(line, "suspendPayload"),
+	fx_assert_json(json_object_get(line, "suspendPayload"),
 		    "{\"question\":\"name?\"}");
 	json_decref(line);
 	json_decref(d);
@@ -234,8 +199,8 @@ static void output_schema__of_any_type__is_accepted_and_checked(
 	fx_submit_ok(f, "x-scalar", "{\"v\":\"sunny\"}", NULL, good);
 	fx_submit_ok(f, "x-scalar", "{\"v\":{\"not\":\"a string\"}}", NULL,
 		     bad);
-	out = completed_output(f, good);
-	assert_json(out, "\"sunny\"");
+	out = fx_completed_output(f, good);
+	fx_assert_json(out, "\"sunny\"");
 	json_decref(out);
 	fx_wait_status(f, bad, STORE_FAILED, 10000);
 	j = fx_get(f, bad);
@@ -271,27 +236,27 @@ static void transform__declared__shapes_views_and_events_at_every_stage(
 		     id);
 	assert_int_equal(fx_status(f, id), STORE_AWAITING_APPROVAL);
 	v = event_data(f, id, STORE_EV_APPROVAL_REQUESTED);
-	assert_json(v, "{\"customerId\":\"c1\"}");
+	fx_assert_json(v, "{\"customerId\":\"c1\"}");
 	json_decref(v);
 	v = event_data(f, id, STORE_EV_CREATED);
-	assert_json(v, "{\"customerId\":\"c1\"}");
+	fx_assert_json(v, "{\"customerId\":\"c1\"}");
 	json_decref(v);
 	approve(f, id);
-	json_decref(completed_output(f, id));
+	json_decref(fx_completed_output(f, id));
 	v = event_data(f, id, STORE_EV_COMPLETED);
-	assert_json(v, "{\"displayName\":\"Acme\"}");
+	fx_assert_json(v, "{\"displayName\":\"Acme\"}");
 	json_decref(v);
 
 	j = fx_get(f, id);
 	o = worker_job_to_json(f->w, j, WORKER_VIEW_DISPLAY);
-	assert_json(json_object_get(o, "input"), "{\"customerId\":\"c1\"}");
-	assert_json(json_object_get(o, "output"), "{\"displayName\":\"Acme\"}");
+	fx_assert_json(json_object_get(o, "input"), "{\"customerId\":\"c1\"}");
+	fx_assert_json(json_object_get(o, "output"), "{\"displayName\":\"Acme\"}");
 	json_decref(o);
 	o = worker_job_to_json(f->w, j, WORKER_VIEW_TRANSCRIPT);
-	assert_json(json_object_get(o, "output"),
+	fx_assert_json(json_object_get(o, "output"),
 		    "{\"displayName\":\"Acme\",\"debugScore\":0.97}");
 	/* The transcript declares no input stage: it shows none. */
-	assert_json(json_object_get(o, "input"),
+	fx_assert_json(json_object_get(o, "input"),
 		    "{\"message\":\"Tool input payload unavailable\"}");
 	json_decref(o);
 	o = worker_job_to_json(f->w, j, WORKER_VIEW_RAW);
@@ -308,11 +273,11 @@ static void transform__declared__shapes_views_and_events_at_every_stage(
 	approve(f, failing);
 	fx_wait_status(f, failing, STORE_FAILED, 10000);
 	v = event_data(f, failing, STORE_EV_FAILED);
-	assert_json(v, "{\"message\":\"Customer lookup failed\"}");
+	fx_assert_json(v, "{\"message\":\"Customer lookup failed\"}");
 	json_decref(v);
 	j = fx_get(f, failing);
 	o = worker_job_to_json(f->w, j, WORKER_VIEW_TRANSCRIPT);
-	assert_json(json_object_get(o, "error"),
+	fx_assert_json(json_object_get(o, "error"),
 		    "{\"message\":\"Tool error payload unavailable\"}");
 	json_decref(o);
 	store_job_free(j);

@@ -168,44 +168,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static json_t *json(const char *text)
-{
-	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-
-	assert_non_null(v);
-	return v;
-}
-
-/* assert_json asserts that v equals the JSON text want. */
-static void assert_json(const json_t *v, const char *want)
-{
-	json_t *w = json(want);
-
-	if (!json_equal(v, w)) {
-		char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-			    : NULL;
-
-		fprintf(stderr, "got %s, want %s\n", s ? s : "(nothing)", want);
-		free(s);
-	}
-	assert_true(json_equal(v, w));
-	json_decref(w);
-}
-
-/* completed_output waits for job id to complete and returns its output
- * (new reference). */
-static json_t *completed_output(struct fx *f, const char *id)
-{
-	struct store_job *j;
-	json_t *out;
-
-	fx_wait_status(f, id, STORE_COMPLETED, 10000);
-	j = fx_get(f, id);
-	out = json_incref(j->output);
-	store_job_free(j);
-	return out;
-}
-
 /* ---- execute's context ------------------------------------------------ */
 
 static void execute__gets_the_calls_ids_its_metadata_and_mcp_meta(
@@ -217,30 +179,30 @@ static void execute__gets_the_calls_ids_its_metadata_and_mcp_meta(
 	json_t *out;
 	char id[40];
 
-	p.metadata = json("{\"thread\":\"t-9\"}");
-	p.mcp = json("{\"_meta\":{\"progressToken\":7}}");
+	p.metadata = fx_json("{\"thread\":\"t-9\"}");
+	p.mcp = fx_json("{\"_meta\":{\"progressToken\":7}}");
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", &p, id);
 	json_decref(p.metadata);
 	json_decref(p.mcp);
-	out = completed_output(f, id);
+	out = fx_completed_output(f, id);
 	assert_string_equal(json_string_value(json_object_get(out,
 							      "toolCallId")),
 			    "call-1");
 	assert_string_equal(json_string_value(json_object_get(out, "runId")),
 			    "run-1");
-	assert_json(json_object_get(out, "mcpMeta"), "{\"progressToken\":7}");
-	assert_json(json_object_get(out, "metadata"),
+	fx_assert_json(json_object_get(out, "mcpMeta"), "{\"progressToken\":7}");
+	fx_assert_json(json_object_get(out, "metadata"),
 		    "{\"thread\":\"t-9\",\"mcp\":{\"_meta\":"
 		    "{\"progressToken\":7}}}");
 	json_decref(out);
 	/* The job keeps the _meta where a client reads it. */
 	j = fx_get(f, id);
-	assert_json(json_object_get(j->metadata, "mcp"),
+	fx_assert_json(json_object_get(j->metadata, "mcp"),
 		    "{\"_meta\":{\"progressToken\":7}}");
 	store_job_free(j);
 
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", NULL, id);
-	out = completed_output(f, id);
+	out = fx_completed_output(f, id);
 	assert_null(json_object_get(out, "toolCallId"));
 	assert_null(json_object_get(out, "runId"));
 	assert_null(json_object_get(out, "metadata"));
@@ -257,7 +219,7 @@ static void submit__with_an_mcp_meta_in_its_metadata__is_refused(
 	struct worker_submit p = {0};
 	struct fx_res res;
 
-	p.metadata = json("{\"mcp\":{\"_meta\":{\"forged\":true}}}");
+	p.metadata = fx_json("{\"mcp\":{\"_meta\":{\"forged\":true}}}");
 	fx_submit(f, "echo", "{\"location\":\"Oslo\"}", &p, &res);
 	json_decref(p.metadata);
 	assert_int_equal(res.err, WORKER_EINVAL);
@@ -284,13 +246,13 @@ static void execute__gets_the_input_with_defaults_the_job_keeps_it_as_sent(
 	/* "unit" is required and has a default, as in Zod's output-mode
 	 * JSON Schema: the submission passes without it. */
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", NULL, id);
-	out = completed_output(f, id);
-	assert_json(json_object_get(out, "input"),
+	out = fx_completed_output(f, id);
+	fx_assert_json(json_object_get(out, "input"),
 		    "{\"location\":\"Oslo\",\"unit\":\"C\","
 		    "\"opts\":{\"days\":3}}");
 	json_decref(out);
 	j = fx_get(f, id);
-	assert_json(j->input, "{\"location\":\"Oslo\"}");
+	fx_assert_json(j->input, "{\"location\":\"Oslo\"}");
 	store_job_free(j);
 }
 
@@ -304,20 +266,20 @@ static void execute__gets_the_request_context_with_its_defaults(
 	char id[40];
 
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", NULL, id);
-	out = completed_output(f, id);
-	assert_json(json_object_get(out, "requestContext"),
+	out = fx_completed_output(f, id);
+	fx_assert_json(json_object_get(out, "requestContext"),
 		    "{\"mode\":\"fast\"}");
 	json_decref(out);
 
-	p.request_context = json("{\"user\":\"u1\"}");
+	p.request_context = fx_json("{\"user\":\"u1\"}");
 	fx_submit_ok(f, "echo", "{\"location\":\"Oslo\"}", &p, id);
 	json_decref(p.request_context);
-	out = completed_output(f, id);
-	assert_json(json_object_get(out, "requestContext"),
+	out = fx_completed_output(f, id);
+	fx_assert_json(json_object_get(out, "requestContext"),
 		    "{\"user\":\"u1\",\"mode\":\"fast\"}");
 	json_decref(out);
 	j = fx_get(f, id);
-	assert_json(j->request_context, "{\"user\":\"u1\"}");
+	fx_assert_json(j->request_context, "{\"user\":\"u1\"}");
 	store_job_free(j);
 }
 
@@ -326,14 +288,14 @@ static void resume__data_reaches_execute_with_its_defaults(void **state)
 	struct fx *f = *state;
 	struct fx_res res = {0};
 	struct store_job *j;
-	json_t *d = json("{\"answer\":\"Ada\"}"), *out;
+	json_t *d = fx_json("{\"answer\":\"Ada\"}"), *out;
 	char id[40];
 
 	fx_submit_ok(f, "ask", "{}", NULL, id);
 	fx_wait_status(f, id, STORE_SUSPENDED, 10000);
 	/* The suspend payload is kept as its schema parses it. */
 	j = fx_get(f, id);
-	assert_json(j->suspend_payload,
+	fx_assert_json(j->suspend_payload,
 		    "{\"question\":\"name?\",\"choices\":[]}");
 	store_job_free(j);
 	/* "polite" is required and has a default: the resume passes. */
@@ -341,12 +303,12 @@ static void resume__data_reaches_execute_with_its_defaults(void **state)
 	fx_wait_res(f, &res);
 	assert_int_equal(res.err, WORKER_OK);
 	fx_res_finish(&res);
-	out = completed_output(f, id);
-	assert_json(json_object_get(out, "resumeData"),
+	out = fx_completed_output(f, id);
+	fx_assert_json(json_object_get(out, "resumeData"),
 		    "{\"answer\":\"Ada\",\"polite\":true}");
 	json_decref(out);
 	j = fx_get(f, id);
-	assert_json(j->resume_data, "{\"answer\":\"Ada\"}");
+	fx_assert_json(j->resume_data, "{\"answer\":\"Ada\"}");
 	store_job_free(j);
 	json_decref(d);
 }
@@ -370,8 +332,8 @@ static void output__is_kept_with_its_schemas_defaults(void **state)
 	char id[40];
 
 	fx_submit_ok(f, "out-default", "{\"v\":{\"a\":1}}", NULL, id);
-	out = completed_output(f, id);
-	assert_json(out, "{\"a\":1,\"b\":\"x\"}");
+	out = fx_completed_output(f, id);
+	fx_assert_json(out, "{\"a\":1,\"b\":\"x\"}");
 	json_decref(out);
 }
 
@@ -386,7 +348,7 @@ static void request_context__failing_its_schema__is_refused_before_approval(
 	struct fx_res res;
 	char id[40];
 
-	p.request_context = json("{\"userId\":7}");
+	p.request_context = fx_json("{\"userId\":7}");
 	fx_submit(f, "gated-ctx", "{}", &p, &res);
 	json_decref(p.request_context);
 	assert_int_equal(res.err, WORKER_EINVAL);
@@ -406,7 +368,7 @@ static void request_context__failing_its_schema__is_refused_before_approval(
 	assert_int_equal(store_count_by_status(f->st, counts), 0);
 	assert_int_equal(counts[STORE_AWAITING_APPROVAL], 0);
 
-	p.request_context = json("{\"userId\":\"u1\"}");
+	p.request_context = fx_json("{\"userId\":\"u1\"}");
 	fx_submit_ok(f, "gated-ctx", "{}", &p, id);
 	json_decref(p.request_context);
 	assert_int_equal(fx_status(f, id), STORE_AWAITING_APPROVAL);
@@ -462,8 +424,8 @@ static void output_schema__of_any_type__is_accepted_and_checked(
 
 	fx_submit_ok(f, "scalar", "{\"v\":\"sunny\"}", NULL, good);
 	fx_submit_ok(f, "scalar", "{\"v\":21}", NULL, bad);
-	out = completed_output(f, good);
-	assert_json(out, "\"sunny\"");
+	out = fx_completed_output(f, good);
+	fx_assert_json(out, "\"sunny\"");
 	json_decref(out);
 	fx_wait_status(f, bad, STORE_FAILED, 10000);
 	j = fx_get(f, bad);
@@ -546,7 +508,7 @@ static void annotations__are_type_checked_at_registration(void **state)
 	wt = worker_tool_find(f->w, "annotated");
 	assert_non_null(wt);
 	o = worker_tool_to_json(f->w, wt);
-	assert_json(json_object_get(o, "annotations"),
+	fx_assert_json(json_object_get(o, "annotations"),
 		    "{\"title\":\"Notes\",\"readOnlyHint\":true,"
 		    "\"destructiveHint\":true,\"idempotentHint\":false,"
 		    "\"openWorldHint\":true,\"color\":\"teal\"}");
@@ -559,14 +521,14 @@ static void tools_list__shows_every_background_setting(void **state)
 	json_t *o;
 
 	o = worker_tool_to_json(f->w, worker_tool_find(f->w, "tuned"));
-	assert_json(json_object_get(o, "background"),
+	fx_assert_json(json_object_get(o, "background"),
 		    "{\"enabled\":true,\"timeoutMs\":1500,\"maxRetries\":2,"
 		    "\"concurrency\":3,\"backoffMs\":250,"
 		    "\"backoffMaxMs\":9000,\"onInterrupt\":\"fail\"}");
 	json_decref(o);
 	/* Unset, each shows the value that takes effect. */
 	o = worker_tool_to_json(f->w, worker_tool_find(f->w, "echo"));
-	assert_json(json_object_get(o, "background"),
+	fx_assert_json(json_object_get(o, "background"),
 		    "{\"enabled\":true,\"timeoutMs\":300000,\"maxRetries\":0,"
 		    "\"concurrency\":0,\"backoffMs\":1000,"
 		    "\"backoffMaxMs\":300000,\"onInterrupt\":\"retry\"}");
@@ -592,8 +554,8 @@ static void background__disabled__is_listed_as_foreground_and_still_runs(
 			    "forbidden");
 	json_decref(o);
 	fx_submit_ok(f, "foreground", "{\"v\":\"done\"}", NULL, id);
-	out = completed_output(f, id);
-	assert_json(out, "\"done\"");
+	out = fx_completed_output(f, id);
+	fx_assert_json(out, "\"done\"");
 	json_decref(out);
 }
 
