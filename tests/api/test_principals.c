@@ -58,22 +58,6 @@ struct fx {
 
 static struct fx fx;
 
-/* free_port returns a TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
 static void write_file(const char *path, const char *text, mode_t mode)
 {
 	FILE *f = fopen(path, "w");
@@ -151,7 +135,7 @@ static void fx_start(struct fx *f)
 	write_file(f->file, principals_json, 0600);
 	snprintf(f->tools, sizeof f->tools, "%s/../tools-principals",
 		 getenv("BERTH_API_TOOLS"));
-	f->port = free_port();
+	f->port = harness_free_port();
 	snprintf(f->listen, sizeof f->listen, "127.0.0.1:%d", f->port);
 	snprintf(f->where, sizeof f->where, "tcp:127.0.0.1:%d", f->port);
 	support_start(&f->h, args);

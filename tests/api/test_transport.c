@@ -423,22 +423,6 @@ static void the_token_file__is_warned_about_when_short_or_open_to_others(void **
 
 /* ---- TCP ---------------------------------------------------------------- */
 
-/* free_port returns a TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
 static void tcp__needs_the_token_before_anything_else(void **state)
 {
 	struct harness h;
@@ -447,7 +431,7 @@ static void tcp__needs_the_token_before_anything_else(void **state)
 	const char *args[8];
 	char err[4096];
 	struct berth_client *c;
-	int fd, port = free_port();
+	int fd, port = harness_free_port();
 	json_t *r;
 
 	fd = mkstemp(token_file);
@@ -502,7 +486,7 @@ static int start_tcpd(void **state)
 
 	assert_non_null(mkdtemp(tcpd_dir));
 	extra[3] = make_token_file(tcpd_dir, GOOD_TOKEN, 0600);
-	tcpd_port = free_port();
+	tcpd_port = harness_free_port();
 	snprintf(listen, sizeof listen, "127.0.0.1:%d", tcpd_port);
 	support_start(&tcpd, extra);
 	return 0;
@@ -766,7 +750,7 @@ static void token_guesses__are_throttled_logged_and_refused_unchecked(void **sta
 	struct harness h;
 	char dir[] = "/tmp/berth-guess-XXXXXX", listen[64], line[256];
 	const char *extra[] = {"--listen", listen, "--token-file", NULL, NULL};
-	int port = free_port(), checked = 0, throttled = 0, conns = 0;
+	int port = harness_free_port(), checked = 0, throttled = 0, conns = 0;
 	int64_t t0, elapsed, retry = 0;
 	json_t *r;
 

@@ -829,22 +829,6 @@ static void validate__with_json__prints_its_verdict_and_errors_as_json(
 	free(good);
 }
 
-/* free_port returns a TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
-}
-
 /* mcp_ping runs `berth --socket where mcp`, sends a ping and returns what
  * it wrote (malloc'd) once the answer is there; berth mcp ends at the end
  * of its stdin without waiting for answers, so stdin stays open until
@@ -900,7 +884,7 @@ static void tcp__with_a_token_file_or_berth_token__works_end_to_end(void **state
 			       NULL};
 	char *out, *err;
 	json_t *job;
-	int fd, port = free_port();
+	int fd, port = harness_free_port();
 
 	fd = mkstemp(token_file);
 	assert_true(fd >= 0);

@@ -3,6 +3,7 @@
  */
 #include "tests/harness/harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -236,4 +238,19 @@ json_t *harness_call(struct berth_client *c, const char *method,
 	if (rc < 0)
 		fail_msg("%s: %s", method, strerror(-rc));
 	return result;
+}
+
+int harness_free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof sin;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
 }

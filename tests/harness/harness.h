@@ -37,6 +37,9 @@ int harness_kill9(struct harness *h);
 int harness_stop(struct harness *h);
 /* harness_cleanup stops berthd if running and removes the directory. */
 void harness_cleanup(struct harness *h);
+/* harness_free_port returns a TCP port on 127.0.0.1 that was free a
+ * moment ago, for --listen and --http. */
+int harness_free_port(void);
 /* harness_connect returns a new client on the harness socket, or NULL. */
 struct berth_client *harness_connect(struct harness *h);
 /* harness_call calls method with params (stolen) and returns the result

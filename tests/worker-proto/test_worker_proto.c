@@ -902,28 +902,13 @@ static void drain__no_new_run_is_pushed_to_the_worker(void **state)
 
 /* free_port returns a TCP port of the loopback that nothing listens on
  * now. */
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static int setup_tcp(void **state)
 {
 	static char listen[32], token_file[64];
 	static const char *args[] = {"--heartbeat", "1s", "--listen", listen,
 				     "--token-file", token_file, NULL};
 	static const char token[] = "worker-proto-test-token-0123456789abcdef";
-	int port = free_port(), rc;
+	int port = harness_free_port(), rc;
 	FILE *fp;
 
 	snprintf(token_file, sizeof(token_file), "/tmp/wp-token-%d", (int)getpid());
@@ -1009,7 +994,7 @@ static int setup_principals(void **state)
 	static char listen[32], file[64];
 	static const char *args[] = {"--heartbeat", "1s", "--listen", listen,
 				     "--principals", file, NULL};
-	int port = free_port(), rc;
+	int port = harness_free_port(), rc;
 	FILE *fp;
 
 	snprintf(file, sizeof(file), "/tmp/wp-principals-%d.json",
