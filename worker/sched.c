@@ -586,13 +586,15 @@ void worker__sched_rearm(struct worker *w)
 	 * and nothing spins. Work committed since (here or on another node)
 	 * asked for a claim of its own, which brings a new answer. */
 	at = w->next_run_at;
-	/* It became due after the last claim looked (while that claim was
-	 * under way, or the timer fired a little early): claim now. That
-	 * claim, too early for the job, took its worker processes for dry;
-	 * they may have work now, as run_timer_cb says, or the job, which
-	 * no later claim's next run_at names (it is due), would wait until
-	 * something else woke them. */
-	if (at && at <= now && at > w->last_claim_now && !w->claim_inflight) {
+	/* A job came due (a wakeup dropped above), or it became due after
+	 * the last claim looked (while that claim was under way, or the
+	 * timer fired a little early): claim now. A claim too early for the
+	 * job took its worker processes for dry, and a claim leaves dry
+	 * ones out, so that no later claim names the job in its next run_at;
+	 * they may have work now, as run_timer_cb says, or the job would
+	 * wait until something else woke them. */
+	if (drop || (at && at <= now && at > w->last_claim_now &&
+		     !w->claim_inflight)) {
 		worker__remote_wake(w, NULL);
 		if (w->busy < w->cfg.workers || remote_room(w))
 			worker__sched_kick(w);
