@@ -8,8 +8,8 @@
  * max_batch) and applies it in one transaction; while that commit and its
  * fsync run, new requests queue up and form the next transaction. A
  * settled batch goes onto the delivery list and the loop thread is woken
- * with uv_async_send; since uv_async coalesces wake-ups, the loop drains
- * the whole list each time.
+ * (common/wakeup.h: uv_async_send's way, without its spin); since wake-ups
+ * coalesce, the loop drains the whole list each time.
  *
  * A shared backend (PostgreSQL: several nodes on one database) also
  * commits events this node did not make. Listeners then get every event by
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/wakeup.h"
 #include "log/log.h"
 #include "store/store.h"
 #include "store/store_int.h"
@@ -92,7 +93,7 @@ struct store {
 	struct store__wreq *hhead, *htail;
 
 	/* Loop thread only. */
-	uv_async_t async;
+	struct wakeup wake; /* the writer's: a batch settled */
 	bool closing;
 	bool closed;
 	bool delivering;
@@ -268,7 +269,7 @@ static void *writer_main(void *arg)
 			st->failed = rc;
 			st->failed_msg = msg;
 			pthread_mutex_unlock(&st->mu);
-			uv_async_send(&st->async);
+			wakeup_send(&st->wake);
 		}
 	}
 	pthread_mutex_lock(&st->mu);
@@ -355,11 +356,11 @@ static void *writer_main(void *arg)
 			st->dhead = b;
 		st->dtail = b;
 		pthread_cond_broadcast(&st->settled);
-		uv_async_send(&st->async);
+		wakeup_send(&st->wake);
 	}
 	st->writer_done = true;
 	pthread_mutex_unlock(&st->mu);
-	uv_async_send(&st->async);
+	wakeup_send(&st->wake);
 	return NULL;
 }
 
@@ -464,7 +465,7 @@ static void finish_close(struct store *st)
 	}
 	st->ops->close(st->be);
 	st->be = NULL;
-	uv_close((uv_handle_t *)&st->async, on_closed);
+	wakeup_close(&st->wake, on_closed);
 }
 
 /*
@@ -480,8 +481,8 @@ static void deliver(struct store *st)
 	bool finished, more;
 
 	/* Only the batches committed before this call: one committed while
-	 * their callbacks run waits for the next loop turn (the callbacks'
-	 * own uv_async_send woke it). What these callbacks gathered for a
+	 * their callbacks run waits for the next loop turn (the writer's
+	 * wakeup_send woke it). What these callbacks gathered for a
 	 * client (replies, written before the loop blocks) then leaves
 	 * before a later commit's callbacks act on it: the claim that starts
 	 * a job comes after its submission was answered, as DESIGN.md
@@ -526,7 +527,7 @@ static void deliver(struct store *st)
 	pthread_mutex_unlock(&st->mu);
 	st->delivering = false;
 	if (more)
-		uv_async_send(&st->async);
+		wakeup_send(&st->wake);
 	if (st->listeners_dirty)
 		compact_listeners(st);
 	if (finished && st->closing && !st->closed)
@@ -550,9 +551,9 @@ static void report_failure(struct store *st)
 						    : "the database fails its integrity check");
 }
 
-static void on_async(uv_async_t *h)
+static void on_wake(struct wakeup *w)
 {
-	struct store *st = h->data;
+	struct store *st = w->poll.data;
 
 	report_failure(st);
 	deliver(st);
@@ -720,26 +721,26 @@ int store_open(uv_loop_t *loop, const struct store_config *cfg,
 	int rc = st->ops->open(cfg, &st->be, errmsg);
 	if (rc != 0) {
 		set_errmsg(errmsg, "cannot open the database");
-		on_open_failed((uv_handle_t *)&(uv_async_t){.data = st});
+		on_open_failed(&(uv_handle_t){.data = st});
 		free(msg);
 		return rc;
 	}
-	rc = uv_async_init(loop, &st->async, on_async);
+	rc = wakeup_init(loop, &st->wake, on_wake);
 	if (rc != 0) {
 		st->ops->close(st->be);
 		set_errmsg(errmsg, "cannot create the store's wake-up handle");
-		on_open_failed((uv_handle_t *)&(uv_async_t){.data = st});
+		on_open_failed(&(uv_handle_t){.data = st});
 		free(msg);
 		return rc;
 	}
-	st->async.data = st;
+	st->wake.poll.data = st;
 	int64_t last = st->ops->last_seq(st->be);
 	st->delivered = last > 0 ? last : 0;
 	rc = pthread_create(&st->thread, NULL, writer_main, st);
 	if (rc != 0) {
 		st->ops->close(st->be);
 		set_errmsg(errmsg, "cannot start the store's writer thread");
-		uv_close((uv_handle_t *)&st->async, on_open_failed);
+		wakeup_close(&st->wake, on_open_failed);
 		free(msg);
 		return -rc;
 	}
