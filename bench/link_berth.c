@@ -1,6 +1,6 @@
 /*
  * link_berth.c: the berth target. A producer connection sends jobs/submit
- * requests as raw lines with the job's index as the JSON-RPC id, so that
+ * (or, in the ping scenario, ping) requests as raw lines with the job's index as the JSON-RPC id, so that
  * several can be in flight and answered in any order (PROTOCOL.md allows
  * both); with one in flight this is exactly a blocking call. The consumer
  * is one events/subscribe connection that watches every job reach its end
@@ -56,7 +56,11 @@ static int berth_send(void *p, size_t tag)
 {
 	struct berth_link *l = p;
 	char line[768];
-	int n = l->run->o->input
+	int n = l->run->o->scenario == SC_PING
+		? snprintf(line, sizeof line,
+			   "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":"
+			   "\"ping\"}", tag)
+		: l->run->o->input
 		? snprintf(line, sizeof line,
 			   "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":"
 			   "\"jobs/submit\",\"params\":{\"tool\":\"%s\","
@@ -89,8 +93,14 @@ static int berth_recv(void *p, size_t *tag, char *id, bool *failed)
 	}
 	*tag = (size_t)strtoull(v, NULL, 10);
 	res = jscan_member(line, "result");
-	*failed = !res || !jscan_string(jscan_member(res, "id"), id,
-					LOADGEN_ID_MAX);
+	if (l->run->o->scenario == SC_PING) {
+		/* No job: the tag names the round trip. */
+		*failed = !res;
+		snprintf(id, LOADGEN_ID_MAX, "%zu", *tag);
+	} else {
+		*failed = !res || !jscan_string(jscan_member(res, "id"), id,
+						LOADGEN_ID_MAX);
+	}
 	if (*failed && atomic_load(&l->run->failed) == 0)
 		fprintf(stderr, "berth-bench: first error: %.300s\n", line);
 	free(line);

@@ -37,7 +37,7 @@ static const char *const scenario_names[] = {
 	[SC_SUBMIT] = "submit",   [SC_E2E] = "e2e",   [SC_SUSPEND] = "suspend",
 	[SC_APPROVE] = "approve", [SC_LATENCY] = "latency",
 	[SC_FILL] = "fill",       [SC_SCALE] = "scale",
-	[SC_WORKER] = "worker",
+	[SC_WORKER] = "worker",   [SC_PING] = "ping",
 };
 
 static const struct link_ops *ops_of(const struct loadgen_opts *o)
@@ -204,7 +204,8 @@ int loadgen_run_load(const struct loadgen_opts *o, struct loadgen_run *r)
 	memset(r, 0, sizeof *r);
 	r->o = o;
 	r->njobs = (size_t)o->count;
-	nc = o->scenario == SC_SUBMIT ? 0 : ops->consumers(o);
+	nc = o->scenario == SC_SUBMIT || o->scenario == SC_PING
+		     ? 0 : ops->consumers(o);
 	r->jobs = calloc(r->njobs, sizeof *r->jobs);
 	r->consumers = calloc((size_t)nc + 1, sizeof *r->consumers);
 	prod = calloc((size_t)np, sizeof *prod);
@@ -360,7 +361,7 @@ static void report(const struct loadgen_opts *o, struct loadgen_run *r,
 	size_t count;
 	char cells[NCOLUMNS][32];
 	double secs;
-	bool ends = o->scenario != SC_SUBMIT;
+	bool ends = o->scenario != SC_SUBMIT && o->scenario != SC_PING;
 
 	for (size_t i = 0; i < r->njobs; i++) {
 		const struct loadgen_job *j = &r->jobs[i];
@@ -598,6 +599,8 @@ static const char usage_text[] =
 	"                      process --worker-cmd starts (docs/WORKERS.md);\n"
 	"                      also prints the CPU berthd and the worker spent\n"
 	"                      per job\n"
+	"                      ping: ping round trips (berth): what the\n"
+	"                      socket and the loop cost, with nothing stored\n"
 	"                      fill: submit jobs that suspend, and leave them\n"
 	"                      scale: fill, restart and resume at two sizes\n"
 	"  --socket PATH       berthd's socket (berth)\n"
@@ -908,7 +911,9 @@ int main(int argc, char **argv)
 	if (o.pause && o.target == TARGET_BERTH)
 		control(o.socket, "tools/unpause",
 			json_pack("{s:s}", "name", o.tool), NULL);
-	if (!o.tsv && o.target == TARGET_BERTH)
+	if (!o.tsv && o.target == TARGET_BERTH && o.scenario == SC_PING)
+		printf("berth-bench: berthd at %s, ping", o.socket);
+	else if (!o.tsv && o.target == TARGET_BERTH)
 		printf("berth-bench: berthd at %s, %s, tool %s",
 		       o.socket, scenario_names[o.scenario], o.tool);
 	else if (!o.tsv)

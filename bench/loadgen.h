@@ -36,6 +36,9 @@ enum loadgen_scenario {
 	SC_WORKER,     /* SC_E2E of a tool a worker process serves
 			  (docs/WORKERS.md): --worker-cmd starts it, and
 			  the CPU it and berthd spent is reported */
+	SC_PING,       /* berth: ping round trips, nothing stored: the
+			  ceiling the socket and the loop put on one round
+			  trip per request */
 };
 
 struct loadgen_opts {
