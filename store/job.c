@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,13 @@ static void pool_take(unsigned char *out, size_t n)
 	memcpy(out, pool.bytes + pool.used, n);
 	memset(pool.bytes + pool.used, 0, n);
 	pool.used += n;
+}
+
+void store__uuid7_floor(int64_t ms, char out[14])
+{
+	uint64_t t = ms > 0 ? (uint64_t)ms & 0xffffffffffffu : 0;
+
+	snprintf(out, 14, "%08" PRIx64 "-%04" PRIx64, t >> 16, t & 0xffff);
 }
 
 void store_uuid7(char out[40])

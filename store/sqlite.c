@@ -171,12 +171,18 @@ static const char *const sql_text[S_NSTMT] = {
 			 " RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
-	/* A pruned job's events and log lines go first, then the job. */
+	/* A pruned job's events and log lines go first, then the job. ?1
+	 * the cutoff, ?2 the least id made at it (store__uuid7_floor): a
+	 * job that finished before the cutoff was made before it, so only
+	 * the primary key below ?2 is walked (migration 0005); the '+'
+	 * keeps the planner off jobs_status, whose range would be every
+	 * terminal job. */
 	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
-			   " WHERE status >= 4 AND finished_at < ?1)",
+			   " WHERE id < ?2 AND +status >= 4 AND +finished_at < ?1)",
 	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
-			 " WHERE status >= 4 AND finished_at < ?1)",
-	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < ?1",
+			 " WHERE id < ?2 AND +status >= 4 AND +finished_at < ?1)",
+	[S_PRUNE] = "DELETE FROM jobs WHERE id < ?2 AND +status >= 4"
+		    " AND +finished_at < ?1",
 	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
 	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = ?6 AND"
 			  LIST_REST,
@@ -1196,12 +1202,15 @@ static int do_pause(struct conn *c, struct store__wreq *w)
 static int do_prune(struct conn *c, struct store__wreq *w)
 {
 	static const enum stmt_id steps[] = {S_PRUNE_EVENTS, S_PRUNE_LOGS, S_PRUNE};
+	char floor[14];
 	int rc = 0;
+	store__uuid7_floor(w->req->u.prune.before, floor);
 	for (size_t i = 0; rc == 0 && i < sizeof(steps) / sizeof(steps[0]); i++) {
 		sqlite3_stmt *s = get(c, steps[i]);
 		if (s == NULL)
 			return prepare_error(c);
 		sqlite3_bind_int64(s, 1, w->req->u.prune.before);
+		sqlite3_bind_text(s, 2, floor, -1, SQLITE_TRANSIENT);
 		rc = run(s);
 	}
 	/* The last statement's changes: the jobs deleted. */

@@ -296,4 +296,10 @@ void store__final_texts(const struct store__wreq *w,
  * (a prefix of 'f's): the range has no end. */
 void store__prefix_end(const char *prefix, char *end);
 
+/* store__uuid7_floor writes into out the first 13 characters of a UUIDv7
+ * made at ms ("xxxxxxxx-xxxx", its 48 bits of milliseconds) and a NUL:
+ * every id store_uuid7 made before that millisecond sorts below it, every
+ * later one at or above it. */
+void store__uuid7_floor(int64_t ms, char out[14]);
+
 #endif

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "store/store_int.h"
 
 static void status_and_event_names__round_trip(void **state)
 {
@@ -199,6 +200,30 @@ static void uuid7__is_version_7_time_ordered_and_unique(void **state)
 	}
 }
 
+static void uuid7_floor__sorts_between_the_ids_of_its_millisecond_and_the_one_before(void **state)
+{
+	char id[40], floor[14], before[14], after[14];
+	int64_t now = store_now();
+
+	store_uuid7(id);
+	store__uuid7_floor(now - 1, before);
+	store__uuid7_floor(now + 1000, after);
+	assert_int_equal(strlen(before), 13);
+	assert_true(strcmp(before, id) < 0);
+	assert_true(strcmp(id, after) < 0);
+	/* At the id's own millisecond (now or a little later) the floor is
+	 * at most the id's first 13 characters. */
+	memcpy(floor, id, 13);
+	floor[13] = '\0';
+	char at_now[14];
+	store__uuid7_floor(now, at_now);
+	assert_true(strcmp(at_now, floor) <= 0);
+	store__uuid7_floor(0x0190a0d2aabbLL, floor);
+	assert_string_equal(floor, "0190a0d2-aabb");
+	store__uuid7_floor(-5, floor);
+	assert_string_equal(floor, "00000000-0000");
+}
+
 static void job_to_json__is_the_protocol_job_with_absent_values_omitted(void **state)
 {
 	struct store_job j = {
@@ -303,6 +328,7 @@ int main(void)
 		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
 		cmocka_unit_test(parse_time__refuses_what_is_not_a_time),
 		cmocka_unit_test(uuid7__is_version_7_time_ordered_and_unique),
+		cmocka_unit_test(uuid7_floor__sorts_between_the_ids_of_its_millisecond_and_the_one_before),
 		cmocka_unit_test(job_to_json__is_the_protocol_job_with_absent_values_omitted),
 		cmocka_unit_test(job_to_json__shows_a_decision_with_its_reason_and_time),
 		cmocka_unit_test(event_to_json__is_the_protocol_event),

@@ -1160,9 +1160,10 @@ static void event_seq__grows_by_one_across_reopen_and_is_never_reused_after_prun
 static void prune__deletes_old_terminal_jobs_with_their_events_and_logs_only(void **state)
 {
 	struct fx *f = *state;
-	char done[40], live[40], young[40];
+	char done[40], live[40], young[40], late[40];
 	bring(f, STORE_RUNNING, done);
 	bring(f, STORE_SUSPENDED, live);
+	bring(f, STORE_RUNNING, late);
 	struct store_log_line line = {.level = "info", .message = "x"};
 	struct store_req log = {.op = STORE_OP_LOG};
 	memcpy(log.u.log.job_id, done, 40);
@@ -1177,6 +1178,10 @@ static void prune__deletes_old_terminal_jobs_with_their_events_and_logs_only(voi
 	assert_int_equal(fx_move(f, young, STORE_MASK(STORE_PENDING), STORE_CANCELLED,
 				 STORE_EV_CANCELLED, NULL), 0);
 
+	/* Made before the cutoff, finished after it: kept. */
+	assert_int_equal(fx_move(f, late, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+				 STORE_EV_COMPLETED, NULL), 0);
+
 	struct store_req req = {.op = STORE_OP_PRUNE};
 	req.u.prune.before = cut;
 	assert_int_equal(fx_run(f, &req), 0);
@@ -1184,6 +1189,7 @@ static void prune__deletes_old_terminal_jobs_with_their_events_and_logs_only(voi
 	assert_int_equal(fx_status(f, done), -1);
 	assert_int_equal(fx_status(f, live), STORE_SUSPENDED);
 	assert_int_equal(fx_status(f, young), STORE_CANCELLED);
+	assert_int_equal(fx_status(f, late), STORE_COMPLETED);
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM job_logs"), 0);
 	struct store_event *ev;
 	size_t n = events_of(f, live, &ev);

@@ -1,0 +1,18 @@
+-- 0005_prune_by_id: the pruning of finished jobs no longer needs an index
+-- of its own.
+--
+-- jobs_finished (finished_at, for terminal jobs) was written by every
+-- commit that ends a job: one more b-tree, and one more WAL page, in the
+-- commit of each job, for a DELETE that runs once an hour. A job's id is
+-- a UUIDv7 made when it is created (store_uuid7), so ids sort by creation
+-- time, and a job that finished before the cutoff was created before it:
+-- the prune now walks the primary key up to the smallest id of the cutoff's
+-- millisecond and checks status and finished_at on those rows (store/
+-- sqlite.c, S_PRUNE). What it reads is the jobs created before the cutoff
+-- that are still there: the ones it deletes, and the few that outlived the
+-- retention without finishing (or finished within it). Without it the
+-- e2e no-op row cost berthd 7 % less CPU a job (docs/BENCHMARKS.md).
+--
+-- Dropping an index rewrites no row: the migration takes the same moment
+-- on a database of a million jobs as on an empty one.
+DROP INDEX jobs_finished;
