@@ -36,6 +36,15 @@ static int hook_fails(const json_t *output, const struct berth_call *call,
 	return -1;
 }
 
+/* hook_called: the onOutput hook ran; it runs once the job's end was
+ * committed and handed back to the loop, which a read of the store may
+ * see before (the read connection sees the commit at once). */
+static bool hook_called(void *arg)
+{
+	(void)arg;
+	return atomic_load(&hook_calls) > 0;
+}
+
 static const struct berth_tool gated = {
 	.id = "gated",
 	.input_schema = "{\"type\":\"object\"}",
@@ -299,7 +308,10 @@ static void submit__with_approval__waits_then_runs_once_approved(void **state)
 	fx_wait_status(f, id, STORE_COMPLETED, 5000);
 	assert_int_equal(atomic_load(&executed), 1);
 	/* The failing onOutput hook was called and did not fail the job. */
+	assert_true(fx_run_until(f, hook_called, NULL, 5000));
+	fx_run_for(f, 20);
 	assert_int_equal(atomic_load(&hook_calls), 1);
+	assert_int_equal(fx_status(f, id), STORE_COMPLETED);
 	fx_res_finish(&res);
 
 	/* A second approval is a conflict, never a second run. */
