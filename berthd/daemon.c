@@ -181,7 +181,7 @@ static const char usage_more[] =
 	"sleep, a nonblocking C tool) takes one of --workers; a C tool that runs on\n"
 	"a thread takes one of --threads as well, so that CPU work never holds the\n"
 	"slots of the jobs that wait, nor they its threads. Claims take up to\n"
-	"--threads more of these (at least 16, at most half the other slots), which\n"
+	"--threads more of these (at least 64, at most half the other slots), which\n"
 	"wait, running, for a thread; their timeout starts when they do. A worker\n"
 	"process's job takes neither: its connection's concurrency is its room\n"
 	"(docs/WORKERS.md).\n"

@@ -199,10 +199,15 @@ enum worker__abort {
 
 /* The shortest queue of claimed runs that wait for a thread (sched.c's
  * in_hand): a thread that frees takes the next without a claim's commit
- * in between. With the default --threads 2, suspend cycles of a C tool
- * ran at 188-209/s with none, and 1,169-1,939/s with 16 (2,000/s with
- * --threads 64). */
-#define WORKER__THREAD_QUEUE 16
+ * in between. The queue must hold what the threads run while a claim is
+ * on its way (Little's law: runs a second times a claim's time): with
+ * short runs, 2,000 a second and claims of 10-30 ms under load, 20-60.
+ * With the default --threads 2, suspend cycles of a C tool ran at
+ * 188-209/s with none and 1,169-1,939/s with 16 (2,000/s with --threads
+ * 64) at load 2.5; at load 5-8 a queue of 16 still left a backlog of
+ * seconds (392-948 cycles/s, done p50 1.0-2.7 s) that 64 drains (486-1,578
+ * cycles/s, done p50 22-290 ms; docs/BENCHMARKS.md). */
+#define WORKER__THREAD_QUEUE 64
 
 struct berth_ctx {
 	struct worker__run *run;

@@ -310,6 +310,43 @@ static void threads__claims_bring_jobs_that_wait_for_a_thread_in_turn(
 	assert_int_equal(atomic_load(&peak), 2);
 }
 
+static struct worker_config cfg_many_slots = {.workers = 512, .threads = 2,
+					      .kill_grace_ms = 200,
+					      .shutdown_grace_ms = 100};
+
+static int setup_many_slots(void **state)
+{
+	return setup_with(state, &cfg_many_slots, true);
+}
+
+/* With room in the slots, the claims keep 64 runs in hand for two threads
+ * (WORKER__THREAD_QUEUE): short C tools run from a claim's batch while the
+ * next claim is on its way. A queue of 16 left a backlog of seconds of
+ * suspend cycles with the default --threads (docs/BENCHMARKS.md). */
+static void threads__claims_keep_64_runs_in_hand_when_the_slots_allow(
+	void **state)
+{
+	struct fx *f = *state;
+	char ids[80][40];
+	int running = 0;
+
+	for (int i = 0; i < 80; i++)
+		fx_submit_ok(f, "busy", "{\"ms\":3000}", NULL, ids[i]);
+	for (int tries = 0; tries < 300 && running < 66; tries++) {
+		fx_run_for(f, 20);
+		running = 0;
+		for (int i = 0; i < 80; i++)
+			running += fx_status(f, ids[i]) == STORE_RUNNING;
+	}
+	fx_run_for(f, 100);
+	running = 0;
+	for (int i = 0; i < 80; i++)
+		running += fx_status(f, ids[i]) == STORE_RUNNING;
+	assert_int_equal(running, 2 + 64);
+	assert_int_equal(atomic_load(&current), 2);
+	assert_true(atomic_load(&peak) <= 2);
+}
+
 /* A job that waits for a thread has its timeout start with its execution:
  * waiting behind longer jobs does not time it out. */
 static void threads__a_job_that_waits_for_a_thread__times_from_its_execution(
@@ -779,6 +816,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			threads__a_job_that_waits_for_a_thread__times_from_its_execution,
 			setup_threads, teardown),
+		cmocka_unit_test_setup_teardown(
+			threads__claims_keep_64_runs_in_hand_when_the_slots_allow,
+			setup_many_slots, teardown),
 		cmocka_unit_test_setup_teardown(
 			threads__a_job_that_waits_for_a_thread__is_cancelled_at_once,
 			setup_threads, teardown),
