@@ -1238,6 +1238,91 @@ static void batch__megabytes_each_way__keep_the_pipeline_moving(void **state)
 	free(w);
 }
 
+/* notes_after collects on pg, a connection that LISTENs on berth_events,
+ * the notifications of the commits done by now: it waits up to 30 s for
+ * the first (a loaded machine), then asks twice more, so that one that
+ * came later is counted too. Returns how many; the last payload in last. */
+static int notes_after(PGconn *pg, char *last, size_t len)
+{
+	int n = 0;
+	for (int round = 0; round < 3000 && (n == 0 || round < 3); round++) {
+		PGresult *r = PQexec(pg, "SELECT 1");
+		assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+		PQclear(r);
+		assert_int_equal(PQconsumeInput(pg), 1);
+		PGnotify *note;
+		while ((note = PQnotifies(pg)) != NULL) {
+			snprintf(last, len, "%s", note->extra);
+			n++;
+			PQfreemem(note);
+		}
+		if (n == 0)
+			usleep(10 * 1000);
+	}
+	return n;
+}
+
+/* A batch's creations, of any count, go in as INSERTs of up to 16 jobs
+ * and one of up to 64 events, the rows short of a statement's size padded
+ * and skipped: each job is stored once with its event, the seqs stay
+ * dense, and the other nodes hear of the batch by one notification (the
+ * events' statement sends it), whose payload is the batch's last seq.
+ * Before, 5 creations were an INSERT of 4 and one of 1, and 13 three of
+ * each kind, each events' statement with its own notification. */
+static void batch__creations_of_any_count__are_stored_once_and_heard_by_one_notification(void **state)
+{
+	struct fx *f = *state;
+	static const int counts[] = {1, 2, 3, 5, 7, 13, 16, 17, 40};
+	enum { MAX = 40 };
+	PGconn *pg = PQconnectdb(f->url);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	PGresult *r = PQexec(pg, "LISTEN berth_events");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+
+	struct store_job j[MAX];
+	struct waiter w[MAX];
+	int64_t total = 0;
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		int n = counts[c];
+		int64_t seq = store_last_seq(f->n[0].st);
+		memset(j, 0, sizeof(j));
+		memset(w, 0, sizeof(w));
+		store_hold(f->n[0].st);
+		for (int i = 0; i < n; i++) {
+			j[i].tool = "echo";
+			j[i].status = STORE_PENDING;
+			w[i].req.op = STORE_OP_CREATE;
+			w[i].req.u.create.job = &j[i];
+			submit_async(f->n[0].st, &w[i]);
+		}
+		store_release(f->n[0].st);
+		for (int i = 0; i < n; i++) {
+			wait_for(f, &w[i]);
+			assert_int_equal(w[i].rc, 0);
+			assert_int_equal(status_of(f, 0, w[i].req.job->id), STORE_PENDING);
+			store_req_finish(&w[i].req);
+		}
+		total += n;
+		assert_int_equal(store_last_seq(f->n[0].st), seq + n);
+
+		char last[32] = "";
+		int notes = notes_after(pg, last, sizeof(last));
+		if (notes != 1)
+			fail_msg("a batch of %d creations sent %d notifications", n, notes);
+		assert_int_equal(strtoll(last, NULL, 10), seq + n);
+	}
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), total);
+	/* Every job has its one created event, and no seq is missing. */
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs WHERE (SELECT"
+				       " count(*) FROM events e WHERE e.job_id = jobs.id"
+				       " AND e.type = 0) = 1"), total);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM events"), total);
+	assert_int_equal(pg_int(f->url, "SELECT max(seq) - min(seq) + 1 FROM events"),
+			 total);
+	PQfinish(pg);
+}
+
 /* A claim that counts no tool's jobs is one statement: it takes the
  * runnable jobs by priority, then run_at, then id, never more than its
  * limit, and leaves out the tools its caps exclude. */
@@ -1405,6 +1490,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(batch__a_statement_that_fails__fails_its_batch_and_the_next_run,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(batch__megabytes_each_way__keep_the_pipeline_moving,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(batch__creations_of_any_count__are_stored_once_and_heard_by_one_notification,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(claim__in_one_statement__takes_jobs_in_order_up_to_its_limit,
 						setup_three, teardown),
