@@ -300,7 +300,8 @@ struct worker__run {
 	bool answered;
 	bool worker_error;
 	/* Started in its creation's transaction (ops.c): it is pushed to a
-	 * worker process once that commits (worker__run_push). */
+	 * worker process, or its process started, once that commits
+	 * (worker__run_push). */
 	bool held;
 	/* The run holds one of the slots (--workers): C and external
 	 * tools; a worker process's run does not (its connection's room is
@@ -716,6 +717,12 @@ void worker__sched_kick(struct worker *w);
  * their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
+/* worker__sched_may_start_proc tells whether the new job j of t, an
+ * external tool, may be started by its creation (ops.c, start_held)
+ * instead of a claim: as worker__sched_may_start, on a store of this node
+ * alone. Its process starts once that creation is durable. */
+bool worker__sched_may_start_proc(struct worker *w, struct worker_tool *t,
+				  const struct store_job *j, int64_t now);
 /* worker__tool_unpaused tells whether t is known not to be paused, asking
  * the store once and caching the answer in t->pause. False when it is
  * paused or the store cannot say. */
@@ -731,9 +738,10 @@ void worker__expiry_rearm(struct worker *w);
 
 /* worker__run_start starts a claimed job (taking it). */
 void worker__run_start(struct worker *w, struct store_job *job);
-/* worker__run_start_held starts a job of a worker process's tool that its
- * creation starts (ops.c), without pushing it: worker__run_push pushes it
- * once the creation committed. */
+/* worker__run_start_held starts a job that its creation starts (ops.c: a
+ * worker process's tool, or an external tool), without its executor:
+ * worker__run_push pushes it to the worker process, or starts its
+ * process, once the creation committed. */
 void worker__run_start_held(struct worker *w, struct store_job *job);
 void worker__run_push(struct worker__run *r);
 struct worker__run *worker__run_find(struct worker *w, const char *job_id);
