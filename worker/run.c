@@ -936,6 +936,17 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 	run_exec(r);
 }
 
+void worker__run_start_failed(struct worker__run *r, const char *why)
+{
+	if (!r->w || r->state != WORKER__RUN_ACTIVE)
+		return;
+	run_fail(r,
+		 error_json("start_failed", NULL,
+			    "tool %s could not be started: %s", r->job->tool,
+			    why),
+		 false, false);
+}
+
 /* run_exec hands r to its executor: the worker process it was claimed
  * for, a thread or the loop (a C tool), or a process of its own. */
 static void run_exec(struct worker__run *r)

@@ -1,8 +1,8 @@
 /*
  * test_proc.c: external tools as real child processes: output, suspend and
  * resume, error, garbage, a silent exit quoting stderr, a tool ignoring
- * SIGTERM killed on timeout, cancel, a start by the job's creation once
- * it is durable, checkpoints, the scrubbed
+ * SIGTERM killed on timeout, cancel (also while its process starts), a
+ * start by the job's creation once it is durable, checkpoints, the scrubbed
  * environment, and the processes a tool leaves behind. The tools are small sh -c scripts (jq is allowed).
  */
 #include <errno.h>
@@ -90,6 +90,11 @@ static const char *const manifests[][2] = {
 	 "s=$(sqlite3 \\\"$DB\\\" \\\"select status from jobs where id = "
 	 "'$BERTH_JOB_ID'\\\"); printf '{\\\"output\\\":{\\\"status\\\":"
 	 "\\\"%s\\\"}}\\\\n' \\\"$s\\\"\"]}"},
+	/* Writes its pid into DIR/JOB.pid, then waits. */
+	{"lingers.json",
+	 "{\"id\":\"p-lingers\",\"env\":{\"DIR\":\"@DIR@\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"echo $$ > "
+	 "\\\"$DIR/$BERTH_JOB_ID.pid\\\"; cat >/dev/null; exec sleep 30\"]}"},
 	/* Leaves a process in another session holding its stdout, and
 	 * exits after its final line. */
 	{"escaped.json",
@@ -581,6 +586,55 @@ static void external_tool__with_a_free_slot__starts_by_its_creation_once_durable
 	assert_int_equal(fx_count_events(f, id, STORE_EV_STARTED), 1);
 }
 
+/* pid_written reads DIR/id.pid, or returns 0 when the process never
+ * wrote it (it was cancelled before it started). */
+static pid_t pid_written(struct fx *f, const char *id)
+{
+	char path[400];
+	FILE *fp;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.pid", f->dir, id);
+	fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	if (fscanf(fp, "%d", &pid) != 1)
+		pid = 0;
+	fclose(fp);
+	return pid;
+}
+
+/* Cancelled right after its submission was answered, while its process
+ * is still being started (or just after): the job ends cancelled, its
+ * slot comes back, and no process of it is left. */
+static void external_tool__cancelled_as_it_starts__leaves_no_process(
+	void **state)
+{
+	struct fx *f = *state;
+	char ids[4][40];
+
+	for (int i = 0; i < 4; i++) {
+		struct fx_res res = {0};
+
+		fx_submit_ok(f, "p-lingers", "{}", NULL, ids[i]);
+		assert_int_equal(worker_cancel(f->w, ids[i], "stop", NULL,
+					       fx_cb, &res),
+				 0);
+		fx_wait_res(f, &res);
+		assert_int_equal(res.err, WORKER_OK);
+		assert_int_equal(res.status, STORE_CANCELLED);
+		fx_res_finish(&res);
+	}
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	for (int i = 0; i < 4; i++) {
+		pid_t pid = pid_written(f, ids[i]);
+
+		assert_int_equal(fx_status(f, ids[i]), STORE_CANCELLED);
+		if (pid > 0)
+			assert_false(alive(pid));
+	}
+}
+
 static void external_tool__checkpoint__is_seen_after_a_crash(void **state)
 {
 	struct fx *f = *state;
@@ -737,6 +791,7 @@ int main(void)
 		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
 		T(external_tool__cancelled__is_stopped),
 		T(external_tool__with_a_free_slot__starts_by_its_creation_once_durable),
+		T(external_tool__cancelled_as_it_starts__leaves_no_process),
 		T(external_tool__checkpoint__is_seen_after_a_crash),
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),
