@@ -506,8 +506,9 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 	put(&t, "# HELP berth_workers_busy Worker slots running a job.\n"
 	    "# TYPE berth_workers_busy gauge\nberth_workers_busy %d\n", ws.busy);
 	put(&t, "# HELP berth_jobs_started_total Jobs started by this daemon: "
-	    "run at their submission (a nonblocking tool, a free slot, nothing "
-	    "waiting) or by a claim.\n# TYPE berth_jobs_started_total counter\n"
+	    "started by their submission (a nonblocking tool, an external "
+	    "tool or a worker process's tool, with room and nothing waiting) "
+	    "or by a claim.\n# TYPE berth_jobs_started_total counter\n"
 	    "berth_jobs_started_total{path=\"submit\"} %llu\n"
 	    "berth_jobs_started_total{path=\"claim\"} %llu\n",
 	    (unsigned long long)ws.started_at_submit,

@@ -34,6 +34,10 @@
 #define WORKER__REAP_GRACE_MS 1000
 /* The size of the buffer external tools' pipes are read into (proc.c). */
 #define WORKER__PROC_BUF 65536
+/* The spawner's threads (spawn.c): two starts can be under way at once, so
+ * that one child slow to reach its exec (a full run queue) does not hold
+ * up the next. */
+#define WORKER__SPAWN_THREADS 2
 #define WORKER__SHUTDOWN_GRACE_MS 10000
 #define WORKER__MAX_OUTPUT (64 * 1024 * 1024)
 #define WORKER__MAX_LOG (1024 * 1024)
@@ -305,7 +309,8 @@ struct worker__run {
 	bool answered;
 	bool worker_error;
 	/* Started in its creation's transaction (ops.c): it is pushed to a
-	 * worker process once that commits (worker__run_push). */
+	 * worker process, or its process started, once that commits
+	 * (worker__run_push). */
 	bool held;
 	/* The run holds one of the slots (--workers): C and external
 	 * tools; a worker process's run does not (its connection's room is
@@ -484,7 +489,7 @@ struct worker {
 	 * into, and the stack their children start on (spawn.c); both made
 	 * at the first run, freed by worker_destroy. */
 	char *proc_buf;
-	void *spawn_stack;
+	struct worker__spawner *spawner; /* made at the first process */
 
 	/* Shutdown. */
 	bool stopping;
@@ -721,6 +726,12 @@ void worker__sched_kick(struct worker *w);
  * their submission is answered, by a claim. */
 bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
 			     const struct store_job *j, int64_t now);
+/* worker__sched_may_start_proc tells whether the new job j of t, an
+ * external tool, may be started by its creation (ops.c, start_held)
+ * instead of a claim: as worker__sched_may_start, on a store of this node
+ * alone. Its process starts once that creation is durable. */
+bool worker__sched_may_start_proc(struct worker *w, struct worker_tool *t,
+				  const struct store_job *j, int64_t now);
 /* worker__tool_unpaused tells whether t is known not to be paused, asking
  * the store once and caching the answer in t->pause. False when it is
  * paused or the store cannot say. */
@@ -736,10 +747,15 @@ void worker__expiry_rearm(struct worker *w);
 
 /* worker__run_start starts a claimed job (taking it). */
 void worker__run_start(struct worker *w, struct store_job *job);
-/* worker__run_start_held starts a job of a worker process's tool that its
- * creation starts (ops.c), without pushing it: worker__run_push pushes it
- * once the creation committed. */
+/* worker__run_start_held starts a job that its creation starts (ops.c: a
+ * worker process's tool, or an external tool), without its executor:
+ * worker__run_push pushes it to the worker process, or starts its
+ * process, once the creation committed. */
 void worker__run_start_held(struct worker *w, struct store_job *job);
+/* worker__run_start_failed fails r's job, still running, for a tool that
+ * could not be started (why is borrowed), as run_start does when its
+ * executor refuses at once: the error "start_failed", not retried. */
+void worker__run_start_failed(struct worker__run *r, const char *why);
 void worker__run_push(struct worker__run *r);
 struct worker__run *worker__run_find(struct worker *w, const char *job_id);
 void worker__run_ref(struct worker__run *r);
@@ -845,6 +861,10 @@ void worker__exec_inline(struct worker *w);
  * executions in the next loop iteration (the loop does not wait for I/O
  * before it). */
 void worker__idle_kick(struct worker *w);
+/* worker__proc_start starts r's process (proc.c): its pipes now, the
+ * process itself on the spawner's threads. Returns 0, the run then being
+ * the process's (a start that fails later fails the run), or a negative
+ * errno with *errmsg (malloc'd, or NULL) when nothing was started. */
 int worker__proc_start(struct worker__run *r, char **errmsg);
 
 /* ---- remote.c --------------------------------------------------------- */
@@ -958,7 +978,8 @@ enum worker__spawn_step {
 /*
  * worker__spawn_start starts s's program (spawn.c's header): in a session
  * and process group of its own, SIGKILLed when the calling thread ends
- * (call it from the loop thread), with every signal at its default and
+ * (call it from a thread that lives as long as the child should: berthd
+ * calls it from the spawner's), with every signal at its default and
  * none blocked, and nothing open above 2. Returns 0 with *pid and *pidfd
  * (close-on-exec, readable once the process has exited; the caller closes
  * it, and reaps the process with worker__spawn_reap). Otherwise a negative
@@ -969,6 +990,55 @@ enum worker__spawn_step {
  */
 int worker__spawn_start(const struct worker__spawn *s, pid_t *pid, int *pidfd,
 			int *step);
+/*
+ * The spawner: threads that make worker__spawn_start's calls for the loop
+ * (spawn.c). The clone returns only once the child has exec'd, which on a
+ * busy machine is a millisecond or more of the calling thread's time, and
+ * the loop must go on serving meanwhile. Its threads live until the
+ * spawner is closed, as PR_SET_PDEATHSIG needs: a child is SIGKILLed when
+ * the thread that started it ends.
+ */
+struct worker__spawner;
+
+/* A start for the spawner. The caller fills s's argv, env and cwd (its
+ * own, to outlive the request), done and data; the spawner makes the
+ * pipes (worker__spawn_pipes) just before the start, fills the rest and
+ * calls done on the loop thread. Until then the request is the
+ * spawner's. */
+struct worker__spawn_req {
+	struct worker__spawn s; /* s.stdio and s.stack: the spawner's */
+	void (*done)(struct worker__spawn_req *req);
+	void *data;
+	/* Set by the loop, read by the spawner's thread: the start is no
+	 * longer wanted; one not begun is not made (rc -ECANCELED). */
+	atomic_bool cancel;
+	/* The outcome: worker__spawn_start's return (or the pipes'), pid,
+	 * pidfd and step, the boot clock around the start
+	 * (worker__boot_ticks), and the parent's ends of the pipes
+	 * (worker__spawn_pipes), which done takes: all -1 unless rc is 0. */
+	int rc;
+	int parent[3];
+	pid_t pid;
+	int pidfd;
+	int step;
+	int64_t start_min, start_max;
+	struct worker__spawn_req *next;
+};
+
+/* worker__spawner_create starts a spawner of n threads on loop. Returns it
+ * or NULL. */
+struct worker__spawner *worker__spawner_create(uv_loop_t *loop, int n);
+/* worker__spawner_submit queues req (the spawner's until req->done). */
+void worker__spawner_submit(struct worker__spawner *sp,
+			    struct worker__spawn_req *req);
+/* worker__spawner_close ends the spawner: its threads finish the start
+ * they are making and end (SIGKILLing, by PR_SET_PDEATHSIG, every child
+ * they started that still runs: close it once every process was reaped),
+ * requests not begun are done with -ECANCELED, every done callback is
+ * called, and closed(arg) once its handle is closed and its memory freed. */
+void worker__spawner_close(struct worker__spawner *sp,
+			   void (*closed)(void *arg), void *arg);
+
 /* worker__spawn_step_name returns a phrase for a step ("changing to its
  * folder"). */
 const char *worker__spawn_step_name(int step);

@@ -77,10 +77,10 @@ static void reply_created(struct worker__op *op, int rc)
 		worker__op_reply_store(op, rc);
 		return;
 	}
-	/* A worker process's job started by its creation: pushed now that
-	 * it is durable (a worker's execute is no pure function, so it must
-	 * not run before). */
-	if (op->run_now && t->definition) {
+	/* A worker process's or an external tool's job started by its
+	 * creation: pushed, or its process started, now that it is durable
+	 * (start_held). */
+	if (op->run_now && (t->definition || t->cmd)) {
 		struct worker__run *r = worker__run_find(w, op->job->id);
 
 		if (r)
@@ -375,13 +375,19 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 }
 
 /*
- * start_remote creates j, started, through op, and starts its run without
- * pushing it: a worker process's tool whose connection found nothing of
- * its tools left to claim (worker__remote_may_start). The claim's commit
- * and its wait are saved; the run is pushed once the creation is durable
- * (reply_created), and the job is then as a claim would have left it.
+ * start_held creates j, started, through op, and starts its run without
+ * its executor: a worker process's tool whose connection found nothing of
+ * its tools left to claim (worker__remote_may_start), or an external tool
+ * with a slot free and nothing runnable ahead of the job
+ * (worker__sched_may_start_proc). The claim's commit and its wait are
+ * saved. The executor starts once the creation, which records the job
+ * running, is durable (reply_created): neither a worker's execute nor a
+ * process is a pure function, and neither may have effects for a job that
+ * a crash before the commit would lose. The job is then as a claim would
+ * have left it, and a crash after the commit recovers it as any
+ * interrupted run.
  */
-static int start_remote(struct worker__op *op, struct store_job *j)
+static int start_held(struct worker__op *op, struct store_job *j)
 {
 	struct worker *w = op->w;
 	struct store_job *running;
@@ -398,7 +404,8 @@ static int start_remote(struct worker__op *op, struct store_job *j)
 		store_job_free(running);
 		return -ESHUTDOWN;
 	}
-	w->remote_starting++;
+	if (op->tool->definition)
+		w->remote_starting++;
 	w->started_at_submit++;
 	worker__run_start_held(w, running);
 	return 0;
@@ -451,10 +458,11 @@ static int submit_create(struct worker__op *op, int64_t now)
 	 * (the claim's) when the pool has room and nothing waits. */
 	if (worker__sched_may_start(w, t, j, now))
 		return submit_and_run(op, j);
-	if (t->definition && worker__remote_may_start(w, t, j, now)) {
+	if ((t->definition && worker__remote_may_start(w, t, j, now)) ||
+	    worker__sched_may_start_proc(w, t, j, now)) {
 		if (!j->id[0])
 			store_uuid7(j->id);
-		return start_remote(op, j);
+		return start_held(op, j);
 	}
 	if (worker__op_submit(op, reply_created))
 		return -ESHUTDOWN;

@@ -17,11 +17,13 @@
  * (the child is killed); exiting without a final line is a retryable error
  * quoting the exit status and the end of stderr.
  *
- * The child is started by spawn.c: it leads its own session and process
- * group, so that a cancel or a timeout reaches the shell script and
- * everything it started (SIGTERM to the group, SIGKILL after the kill
- * grace); it dies with berthd; it has nothing open above 2. Its exit is
- * learnt through a pidfd, polled on the loop.
+ * The child is started by spawn.c's spawner, off the loop thread: it leads
+ * its own session and process group, so that a cancel or a timeout
+ * reaches the shell script and everything it started (SIGTERM to the
+ * group, SIGKILL after the kill grace); it dies with berthd; it has
+ * nothing open above 2. Its exit is learnt through a pidfd, polled on the
+ * loop. A cancel, a timeout or a shutdown while it is being started keeps
+ * it from starting, or stops it as soon as it has (spawned).
  */
 #include <errno.h>
 #include <signal.h>
@@ -62,6 +64,12 @@ struct worker__proc {
 	uv_write_t wreq;
 	char *inbuf;
 
+	/* Its start, made by the spawner (spawned): the request and the
+	 * environment, kept until the start is done. */
+	struct worker__spawn_req req;
+	bool spawning;
+	char **env;
+
 	char *line; /* stdout, an unfinished line */
 	size_t len, cap;
 	int64_t out_total;
@@ -72,10 +80,13 @@ struct worker__proc {
 	size_t tail_len;
 };
 
+static void free_env(char **env);
+
 static void proc_free(struct worker__proc *p)
 {
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	free_env(p->env);
 	free(p->inbuf);
 	free(p->line);
 	free(p->eline);
@@ -148,9 +159,20 @@ static void kill_timer_cb(uv_timer_t *h)
 	kill_group(p, SIGKILL);
 }
 
+/* unwanted tells the spawner that p's process is no longer wanted: one
+ * not started yet never is; one started meanwhile is stopped once its
+ * start is done (spawned). Returns true while the start is under way. */
+static bool unwanted(struct worker__proc *p)
+{
+	if (!p->spawning)
+		return false;
+	atomic_store(&p->req.cancel, true);
+	return true;
+}
+
 void worker__proc_kill(struct worker__proc *p, bool reap)
 {
-	if (!p->spawned || p->exited)
+	if (unwanted(p) || !p->spawned || p->exited)
 		return;
 	if (reap) {
 		/* The final line is in; give the child the grace to exit on
@@ -169,7 +191,7 @@ void worker__proc_kill(struct worker__proc *p, bool reap)
 
 void worker__proc_kill_now(struct worker__proc *p)
 {
-	if (!p->spawned || p->exited)
+	if (unwanted(p) || !p->spawned || p->exited)
 		return;
 	p->term_sent = true;
 	uv_timer_stop(&p->kill_timer);
@@ -700,112 +722,159 @@ static void free_env(char **env)
 	free(env);
 }
 
+static void spawned(struct worker__spawn_req *req);
+
 int worker__proc_start(struct worker__run *r, char **errmsg)
 {
 	const struct worker__cmd *cmd = r->tool->cmd;
 	struct worker *w = r->w;
 	struct worker__proc *p = calloc(1, sizeof(*p));
-	struct worker__spawn sp = {.argv = cmd->argv, .cwd = cmd->cwd};
-	int parent[3], child[3], step = 0;
-	char **env = NULL;
-	uv_buf_t b;
-	int rc;
 
 	*errmsg = NULL;
 	if (!w->proc_buf)
 		w->proc_buf = malloc(WORKER__PROC_BUF);
-	if (!w->spawn_stack)
-		w->spawn_stack = worker__spawn_stack_new();
-	if (!p || !w->proc_buf || !w->spawn_stack) {
+	if (!w->spawner)
+		w->spawner = worker__spawner_create(w->loop,
+						    WORKER__SPAWN_THREADS);
+	if (!p || !w->proc_buf || !w->spawner) {
 		free(p);
 		return -ENOMEM;
 	}
-	sp.stack = w->spawn_stack;
 	p->pidfd = -1;
 	p->run = r;
 	p->max_out = w->cfg.max_output_bytes;
 	p->max_log = w->cfg.max_log_bytes;
 	p->grace = w->cfg.kill_grace_ms;
 	p->inbuf = input_line(r);
-	env = build_env(cmd, r->job);
-	if (!p->inbuf || !env) {
-		free_env(env);
+	p->env = build_env(cmd, r->job);
+	if (!p->inbuf || !p->env) {
 		proc_free(p);
 		return -ENOMEM;
 	}
-	rc = worker__spawn_pipes(parent, child);
-	if (rc == 0) {
-		sp.env = env;
-		memcpy(sp.stdio, child, sizeof(sp.stdio));
-		/* The boot clock around the start: the span its start time
-		 * lies in, for its record (orphans.c). */
-		p->start_min = worker__boot_ticks();
-		rc = worker__spawn_start(&sp, &p->pid, &p->pidfd, &step);
-		p->start_max = worker__boot_ticks();
-		worker__spawn_close(child);
-	}
-	free_env(env);
-	if (rc) {
-		/* Nothing runs; the run fails with the reason. */
-		worker__spawn_close(parent);
-		*errmsg = worker__errmsg("%s: %s (%s)", cmd->argv[0],
-					 strerror(-rc),
-					 worker__spawn_step_name(step));
-		proc_free(p);
-		return rc;
-	}
-	p->spawned = true;
-	/* Recorded, so that a berthd restarted after a crash can kill what
-	 * the process started (orphans.c). The record may commit after the
-	 * tool began: the leader is SIGKILLed with berthd in any case. */
-	worker__orphans_record(w, r->job->id, p->pid, p->start_min,
-			       p->start_max, false);
-	p->recorded = true;
 	uv_pipe_init(w->loop, &p->in, 0);
 	uv_pipe_init(w->loop, &p->out, 0);
 	uv_pipe_init(w->loop, &p->err, 0);
 	uv_timer_init(w->loop, &p->kill_timer);
 	p->in.data = p->out.data = p->err.data = p->kill_timer.data = p;
 	p->exit_poll.data = p;
-	rc = uv_poll_init(w->loop, &p->exit_poll, p->pidfd);
-	p->polled = rc == 0;
-	p->open = p->polled ? 5 : 4;
+	p->open = 4;
 	/* The run is the process's from here: handle_closed ends it. */
 	worker__run_ref(r);
 	r->proc = p;
 	r->exec_started = true;
-	if (rc == 0 && (rc = uv_pipe_open(&p->in, parent[0])) == 0)
-		parent[0] = -1;
-	if (rc == 0 && (rc = uv_pipe_open(&p->out, parent[1])) == 0)
-		parent[1] = -1;
-	if (rc == 0 && (rc = uv_pipe_open(&p->err, parent[2])) == 0)
-		parent[2] = -1;
+	/* Started off the loop thread: the clone returns once the child
+	 * has exec'd, a millisecond or more on a busy machine, which on the
+	 * loop held up every other client and job (docs/BENCHMARKS.md). The
+	 * spawner makes the pipes too, just before the clone: pipes made
+	 * here for every start still queued would be copied into each
+	 * child's descriptor table and closed by it again. */
+	p->req.s.argv = cmd->argv;
+	p->req.s.env = p->env;
+	p->req.s.cwd = cmd->cwd;
+	p->req.done = spawned;
+	p->req.data = p;
+	atomic_init(&p->req.cancel, false);
+	p->spawning = true;
+	worker__spawner_submit(w->spawner, &p->req);
+	return 0;
+}
+
+/* watch makes the parent's ends of the pipes of p's process (fds, which
+ * it takes) the process's handles, starts reading its output and writes
+ * its input. Returns 0 or a libuv error, with every descriptor closed. */
+static int watch(struct worker__proc *p, int fds[3])
+{
+	uv_buf_t b;
+	int rc;
+
+	if ((rc = uv_pipe_open(&p->in, fds[0])) == 0)
+		fds[0] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->out, fds[1])) == 0)
+		fds[1] = -1;
+	if (rc == 0 && (rc = uv_pipe_open(&p->err, fds[2])) == 0)
+		fds[2] = -1;
+	worker__spawn_close(fds);
 	if (rc == 0)
-		rc = uv_poll_start(&p->exit_poll, UV_READABLE, exit_cb);
+		rc = uv_poll_init(p->kill_timer.loop, &p->exit_poll, p->pidfd);
+	if (rc)
+		return rc;
+	p->polled = true;
+	p->open++;
+	rc = uv_poll_start(&p->exit_poll, UV_READABLE, exit_cb);
+	if (rc)
+		return rc;
+	uv_read_start((uv_stream_t *)&p->out, alloc_buf, read_out);
+	uv_read_start((uv_stream_t *)&p->err, alloc_buf, read_err);
+	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));
+	p->wreq.data = p;
+	if (uv_write(&p->wreq, (uv_stream_t *)&p->in, &b, 1, write_cb))
+		uv_close((uv_handle_t *)&p->in, handle_closed);
+	return 0;
+}
+
+/* spawned: the spawner has started p's process, or failed to. */
+static void spawned(struct worker__spawn_req *req)
+{
+	struct worker__proc *p = req->data;
+	struct worker__run *r = p->run;
+	int rc = req->rc;
+
+	p->spawning = false;
+	free_env(p->env);
+	p->env = NULL;
+	if (rc) {
+		/* Nothing runs. Unless a cancel, a timeout or a shutdown
+		 * decided the run meanwhile (a start it no longer wanted),
+		 * it fails with the reason. */
+		if (rc != -ECANCELED || !atomic_load(&r->aborted)) {
+			char *why = worker__errmsg(
+				"%s: %s (%s)", r->tool->cmd->argv[0],
+				strerror(-rc), worker__spawn_step_name(req->step));
+
+			worker__run_start_failed(r, why ? why : strerror(-rc));
+			free(why);
+		}
+		p->exited = p->out_eof = p->err_eof = p->ended = true;
+		p->has_final = true;
+		close_all(p);
+		return;
+	}
+	p->pid = req->pid;
+	p->pidfd = req->pidfd;
+	p->start_min = req->start_min;
+	p->start_max = req->start_max;
+	p->spawned = true;
+	/* Recorded, so that a berthd restarted after a crash can kill what
+	 * the process started (orphans.c). The record may commit after the
+	 * tool began: the leader is SIGKILLed with berthd in any case. */
+	if (r->w) {
+		worker__orphans_record(r->w, r->job->id, p->pid, p->start_min,
+				       p->start_max, false);
+		p->recorded = true;
+	}
+	rc = watch(p, req->parent);
 	if (rc) {
 		/* The process runs but cannot be watched: it is killed and
 		 * reaped, and the run fails with the reason (as an outcome,
 		 * the path of a process that exited). */
-		int st;
-
-		worker__spawn_close(parent);
 		kill_group(p, SIGKILL);
-		while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
-			;
+		worker__spawn_reap(p->pid);
+		p->reaped = true;
 		p->exited = p->out_eof = p->err_eof = true;
 		p->ended = true;
 		final(p, berth_error(false, NULL,
 				     "tool %s could not be watched: %s",
 				     r->job->tool, uv_strerror(rc)));
 		close_all(p);
-		return 0;
+		return;
 	}
-	uv_read_start((uv_stream_t *)&p->out, alloc_buf, read_out);
-	uv_read_start((uv_stream_t *)&p->err, alloc_buf, read_err);
-	b = uv_buf_init(p->inbuf, (unsigned)strlen(p->inbuf));
-	p->wreq.data = p;
-	rc = uv_write(&p->wreq, (uv_stream_t *)&p->in, &b, 1, write_cb);
-	if (rc)
-		uv_close((uv_handle_t *)&p->in, handle_closed);
-	return 0;
+	/* A cancel, a timeout or a shutdown came while it was being
+	 * started: what worker__proc_kill would have done then. */
+	if (atomic_load(&r->aborted)) {
+		if (r->w && r->w->now)
+			worker__proc_kill_now(p);
+		else
+			worker__proc_kill(p, r->abort_reason ==
+						     WORKER__ABORT_FINISHED);
+	}
 }

@@ -828,10 +828,10 @@ void worker__run_interrupted(struct worker__run *r, const char *why)
 	run_finish(r, op);
 }
 
+static void run_exec(struct worker__run *r);
+
 void worker__run_push(struct worker__run *r)
 {
-	int rc;
-
 	if (!r->held || !r->w || r->state != WORKER__RUN_ACTIVE)
 		return;
 	r->held = false;
@@ -841,16 +841,7 @@ void worker__run_push(struct worker__run *r)
 		run_set_done(r);
 		return;
 	}
-	rc = worker__remote_start(r);
-	/* The connection it was meant for has gone. */
-	if (rc == -EAGAIN)
-		worker__run_put_back(r, "no_worker");
-	else if (rc)
-		run_fail(r,
-			 error_json("start_failed", NULL,
-				    "tool %s could not be started: %s",
-				    r->job->tool, strerror(-rc)),
-			 false, false);
+	run_exec(r);
 }
 
 static void run_start(struct worker *w, struct store_job *job, bool held);
@@ -869,7 +860,6 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 {
 	struct worker__run *r = calloc(1, sizeof(*r));
 	json_t *errors = NULL;
-	char *why = NULL;
 	int rc;
 
 	if (!r) {
@@ -939,10 +929,32 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 		return;
 	}
 	worker__run_arm_timeout(r);
-	if (r->tool->definition && held) {
+	if (held) {
 		r->held = true;
 		return;
-	} else if (r->tool->definition) {
+	}
+	run_exec(r);
+}
+
+void worker__run_start_failed(struct worker__run *r, const char *why)
+{
+	if (!r->w || r->state != WORKER__RUN_ACTIVE)
+		return;
+	run_fail(r,
+		 error_json("start_failed", NULL,
+			    "tool %s could not be started: %s", r->job->tool,
+			    why),
+		 false, false);
+}
+
+/* run_exec hands r to its executor: the worker process it was claimed
+ * for, a thread or the loop (a C tool), or a process of its own. */
+static void run_exec(struct worker__run *r)
+{
+	char *why = NULL;
+	int rc;
+
+	if (r->tool->definition) {
 		rc = worker__remote_start(r);
 		/* Claimed for a connection that has gone since. */
 		if (rc == -EAGAIN) {
@@ -959,7 +971,7 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 		run_fail(r,
 			 error_json("start_failed", NULL,
 				    "tool %s could not be started: %s",
-				    job->tool, why ? why : strerror(-rc)),
+				    r->job->tool, why ? why : strerror(-rc)),
 			 false, false);
 		free(why);
 	}

@@ -388,28 +388,54 @@ void worker__sched_kick(struct worker *w)
 	}
 }
 
-bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
-			     const struct store_job *j, int64_t now)
+/* room_now tells whether the new job j of t may start in its creation's
+ * transaction rather than by a claim: a slot is free, nothing runnable
+ * waits ahead of it (no backlog, no delayed job or retry due), and a
+ * claim has nothing to count for it. A tool with a limit is left to the
+ * claim, which counts it (on a shared database, every node's jobs); so is
+ * a delayed job, one that needs approval or has an idempotency key. */
+static bool room_now(struct worker *w, struct worker_tool *t,
+		     const struct store_job *j, int64_t now)
 {
 	if (!w->started || w->stopping || w->backlog ||
 	    w->busy >= w->cfg.workers)
 		return false;
-	/* Only a nonblocking tool's execute may run before its job is
-	 * durable (berth.h), and only without a hook that must come first.
-	 * Any other job starts by a claim, after its submission was
-	 * answered: the answer leaves before a tool that crashes the daemon
-	 * can run. A tool with a limit is left to the claim, which counts
-	 * it (on a shared database, every node's jobs); so is a delayed job
-	 * or a retry that has just become due. On a shared database the
-	 * paused flag known here may be stale (another node may have paused
-	 * the tool): the store checks it again when the creation commits,
-	 * and writes the job as submitted if it is paused (store.h). */
-	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
-	    t->bg.concurrency > 0 || j->status != STORE_PENDING ||
+	if (t->bg.concurrency > 0 || j->status != STORE_PENDING ||
 	    j->run_at > now || j->idempotency_key)
 		return false;
 	if ((w->next_run_at && w->next_run_at <= now) ||
 	    (w->nwakeups && w->wakeups[0] <= now))
+		return false;
+	return true;
+}
+
+bool worker__sched_may_start(struct worker *w, struct worker_tool *t,
+			     const struct store_job *j, int64_t now)
+{
+	/* Only a nonblocking tool's execute may run before its job is
+	 * durable (berth.h), and only without a hook that must come first.
+	 * Any other job starts after its creation is durable: the answer
+	 * leaves before a tool that crashes the daemon can run. On a shared
+	 * database the paused flag known here may be stale (another node
+	 * may have paused the tool): the store checks it again when the
+	 * creation commits, and writes the job as submitted if it is paused
+	 * (store.h). */
+	if (!t->c || !t->c->nonblocking || t->c->on_input_available ||
+	    !room_now(w, t, j, now))
+		return false;
+	return worker__tool_unpaused(w, t);
+}
+
+bool worker__sched_may_start_proc(struct worker *w, struct worker_tool *t,
+				  const struct store_job *j, int64_t now)
+{
+	/* The process starts once the creation, which records the job
+	 * running, is durable (ops.c, start_held): as after a claim, a
+	 * process never has effects for a job that a crash could lose. On a
+	 * shared database a tool paused by another node would be written
+	 * as submitted (store.h) while its process ran, so there the claim
+	 * decides, as for a worker process's tool (remote.c). */
+	if (!t->cmd || store_shared(w->st) || !room_now(w, t, j, now))
 		return false;
 	return worker__tool_unpaused(w, t);
 }

@@ -19,8 +19,9 @@
  *     (PR_SET_PDEATHSIG): when berthd dies, even by kill -9, its tools die
  *     with it, and a restarted berthd never finds a tool of the last run
  *     still working on a job it runs again. The signal comes when the
- *     parent *thread* exits, which is why processes are started from the
- *     loop thread only. Should berthd have died before the request took
+ *     parent *thread* exits, which is why processes are started by the
+ *     spawner's threads (below), which live until the worker has reaped
+ *     every process. Should berthd have died before the request took
  *     hold, getppid() tells, and the child exits;
  *   - takes its three pipes as 0, 1 and 2 and closes every other
  *     descriptor (close_range), whether or not it was close-on-exec: a
@@ -32,6 +33,20 @@
  * is gone) it writes into the shared memory before it exits; the caller
  * returns it. The exit is learnt through a pidfd, which becomes readable
  * when the process ends (Linux 5.3).
+ *
+ * The clone returns only once the child has exec'd (or failed), and until
+ * then the calling thread waits: some 0.26 ms a start on an idle machine,
+ * 1.3 ms on average under a load of trivial tools on two busy cores, when
+ * the child waits for a core before it gets to its exec. On the loop
+ * thread that wait held up every client and every other job; the loop
+ * spent more than half its time in it, and a trivial tool's rate stopped
+ * at 450-550 jobs/s whatever the cores had free (docs/BENCHMARKS.md). So
+ * the starts are made by the spawner: a few threads that take requests
+ * from the loop, make each child's pipes just before its clone (pipes of
+ * the starts still queued would be copied into every child's descriptor
+ * table and closed again by it), start it, and hand the outcome back
+ * through an eventfd the loop polls (a uv_async's wake-up spins in libuv
+ * 1.44 while the sender is still in its write).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -421,4 +437,205 @@ void worker__spawn_reap(pid_t pid)
 {
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+/* ---- the spawner ------------------------------------------------------ */
+
+struct worker__spawner {
+	uv_poll_t poll; /* on efd: readable when starts are done */
+	int efd;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	/* Under mu: the requests for the threads, and those done for the
+	 * loop, each in order. */
+	struct worker__spawn_req *todo, **todo_tail;
+	struct worker__spawn_req *done, **done_tail;
+	bool stop;
+	int nthreads;
+	pthread_t *threads;
+	void (*closed)(void *arg);
+	void *closed_arg;
+};
+
+/* spawner_main takes requests until the spawner stops. Each thread has a
+ * child stack of its own. */
+static void *spawner_main(void *arg)
+{
+	struct worker__spawner *sp = arg;
+	void *stack = worker__spawn_stack_new();
+
+	pthread_mutex_lock(&sp->mu);
+	for (;;) {
+		struct worker__spawn_req *req = sp->todo;
+		bool wake;
+
+		if (req == NULL) {
+			if (sp->stop)
+				break;
+			pthread_cond_wait(&sp->cond, &sp->mu);
+			continue;
+		}
+		sp->todo = req->next;
+		if (sp->todo == NULL)
+			sp->todo_tail = &sp->todo;
+		pthread_mutex_unlock(&sp->mu);
+
+		req->pid = -1;
+		req->pidfd = -1;
+		req->step = 0;
+		for (int i = 0; i < 3; i++)
+			req->parent[i] = req->s.stdio[i] = -1;
+		if (atomic_load(&req->cancel))
+			req->rc = -ECANCELED;
+		else if (stack == NULL)
+			req->rc = -ENOMEM;
+		else
+			req->rc = worker__spawn_pipes(req->parent,
+						      req->s.stdio);
+		if (req->rc == 0) {
+			req->s.stack = stack;
+			req->start_min = worker__boot_ticks();
+			req->rc = worker__spawn_start(&req->s, &req->pid,
+						      &req->pidfd, &req->step);
+			req->start_max = worker__boot_ticks();
+			worker__spawn_close(req->s.stdio);
+			if (req->rc != 0)
+				worker__spawn_close(req->parent);
+		}
+
+		pthread_mutex_lock(&sp->mu);
+		req->next = NULL;
+		wake = sp->done == NULL;
+		*sp->done_tail = req;
+		sp->done_tail = &req->next;
+		/* One wake-up for what piles up before the loop reads. */
+		if (wake) {
+			uint64_t one = 1;
+			ssize_t n;
+
+			do
+				n = write(sp->efd, &one, sizeof(one));
+			while (n < 0 && errno == EINTR);
+		}
+	}
+	pthread_mutex_unlock(&sp->mu);
+	worker__spawn_stack_free(stack);
+	return NULL;
+}
+
+/* deliver calls the done callback of every request done so far. */
+static void deliver(struct worker__spawner *sp)
+{
+	struct worker__spawn_req *req, *next;
+
+	pthread_mutex_lock(&sp->mu);
+	req = sp->done;
+	sp->done = NULL;
+	sp->done_tail = &sp->done;
+	pthread_mutex_unlock(&sp->mu);
+	for (; req != NULL; req = next) {
+		next = req->next;
+		req->next = NULL;
+		req->done(req);
+	}
+}
+
+static void spawner_poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct worker__spawner *sp = h->data;
+	uint64_t n;
+
+	(void)status;
+	(void)events;
+	while (read(sp->efd, &n, sizeof(n)) < 0 && errno == EINTR)
+		;
+	deliver(sp);
+}
+
+struct worker__spawner *worker__spawner_create(uv_loop_t *loop, int n)
+{
+	struct worker__spawner *sp = calloc(1, sizeof(*sp));
+	sigset_t all, old;
+
+	if (sp == NULL)
+		return NULL;
+	sp->threads = calloc((size_t)n, sizeof(*sp->threads));
+	sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (sp->threads == NULL || sp->efd < 0 ||
+	    uv_poll_init(loop, &sp->poll, sp->efd) != 0) {
+		if (sp->efd >= 0)
+			close(sp->efd);
+		free(sp->threads);
+		free(sp);
+		return NULL;
+	}
+	sp->poll.data = sp;
+	pthread_mutex_init(&sp->mu, NULL);
+	pthread_cond_init(&sp->cond, NULL);
+	sp->todo_tail = &sp->todo;
+	sp->done_tail = &sp->done;
+	uv_poll_start(&sp->poll, UV_READABLE, spawner_poll_cb);
+	/* Only a pending spawn keeps the loop alive (its process's
+	 * handles), not the spawner. */
+	uv_unref((uv_handle_t *)&sp->poll);
+	/* The threads take no signal of berthd's: they are the loop's to
+	 * handle, and worker__spawn_start blocks them around its clone in
+	 * any case. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&sp->threads[sp->nthreads], NULL,
+				   spawner_main, sp) == 0)
+			sp->nthreads++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (sp->nthreads == 0) {
+		worker__spawner_close(sp, NULL, NULL);
+		return NULL;
+	}
+	return sp;
+}
+
+void worker__spawner_submit(struct worker__spawner *sp,
+			    struct worker__spawn_req *req)
+{
+	req->next = NULL;
+	pthread_mutex_lock(&sp->mu);
+	*sp->todo_tail = req;
+	sp->todo_tail = &req->next;
+	pthread_cond_signal(&sp->cond);
+	pthread_mutex_unlock(&sp->mu);
+}
+
+static void spawner_closed(uv_handle_t *h)
+{
+	struct worker__spawner *sp = h->data;
+	void (*closed)(void *arg) = sp->closed;
+	void *arg = sp->closed_arg;
+
+	close(sp->efd);
+	pthread_mutex_destroy(&sp->mu);
+	pthread_cond_destroy(&sp->cond);
+	free(sp->threads);
+	free(sp);
+	if (closed != NULL)
+		closed(arg);
+}
+
+void worker__spawner_close(struct worker__spawner *sp,
+			   void (*closed)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&sp->mu);
+	sp->stop = true;
+	/* What no thread began is not begun now. */
+	for (struct worker__spawn_req *req = sp->todo; req != NULL;
+	     req = req->next)
+		atomic_store(&req->cancel, true);
+	pthread_cond_broadcast(&sp->cond);
+	pthread_mutex_unlock(&sp->mu);
+	for (int i = 0; i < sp->nthreads; i++)
+		pthread_join(sp->threads[i], NULL);
+	deliver(sp);
+	sp->closed = closed;
+	sp->closed_arg = arg;
+	uv_close((uv_handle_t *)&sp->poll, spawner_closed);
 }

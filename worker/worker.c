@@ -743,6 +743,14 @@ static void handle_closed(uv_handle_t *h)
 		w->shutdown_done(w->shutdown_arg);
 }
 
+static void spawner_closed(void *arg)
+{
+	struct worker *w = arg;
+
+	if (--w->open_handles == 0 && w->shutdown_done)
+		w->shutdown_done(w->shutdown_arg);
+}
+
 static void close_handle(struct worker *w, void *h)
 {
 	w->open_handles++;
@@ -837,6 +845,13 @@ static void finish_shutdown(uv_timer_t *h)
 	close_handle(w, &w->grace_timer);
 	close_handle(w, &w->idle);
 	close_handle(w, &w->async);
+	/* Every process was reaped (shutdown_ready): the spawner's threads
+	 * may end. */
+	if (w->spawner) {
+		w->open_handles++;
+		worker__spawner_close(w->spawner, spawner_closed, w);
+		w->spawner = NULL;
+	}
 }
 
 void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
@@ -948,7 +963,6 @@ void worker_destroy(struct worker *w)
 	free(w->wakeups);
 	free(w->listeners);
 	free(w->proc_buf);
-	worker__spawn_stack_free(w->spawn_stack);
 	worker__hub_unref(w->hub);
 	free(w);
 }

@@ -114,7 +114,10 @@ static size_t records(struct fx *f)
 	return n;
 }
 
-/* finish kills what is left of g and reaps its leader. */
+/* finish kills what is left of g, reaps its leader and waits (10 s at
+ * most) until its member is gone too: kill only sends the signal, and a
+ * member still dying when the next step looks (a busy machine) is a
+ * group still alive. */
 static void finish(struct group *g)
 {
 	kill(-g->leader, SIGKILL);
@@ -123,6 +126,9 @@ static void finish(struct group *g)
 		worker__spawn_reap(g->leader);
 		close(g->pidfd);
 	}
+	for (int i = 0; i < 1000 && running(g->member); i++)
+		usleep(10000);
+	assert_false(running(g->member));
 }
 
 static const char *const script = "sleep 60 & echo $!; exec sleep 60";

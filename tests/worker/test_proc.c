@@ -1,7 +1,8 @@
 /*
  * test_proc.c: external tools as real child processes: output, suspend and
  * resume, error, garbage, a silent exit quoting stderr, a tool ignoring
- * SIGTERM killed on timeout, cancel, checkpoints, the scrubbed
+ * SIGTERM killed on timeout, cancel (also while its process starts), a
+ * start by the job's creation once it is durable, checkpoints, the scrubbed
  * environment, and the processes a tool leaves behind. The tools are small sh -c scripts (jq is allowed).
  */
 #include <errno.h>
@@ -81,6 +82,19 @@ static const char *const manifests[][2] = {
 	 "{\"id\":\"p-chatty\",\"command\":[\"/bin/sh\",\"@DIR@/chatty.sh\"]}"},
 	{"wordy.json",
 	 "{\"id\":\"p-wordy\",\"command\":[\"/bin/sh\",\"@DIR@/wordy.sh\"]}"},
+	/* Answers with its job's status as the database has it when the
+	 * process runs (sqlite3 reads what was committed). */
+	{"sees.json",
+	 "{\"id\":\"p-sees\",\"env\":{\"DB\":\"@DIR@/berth.db\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"cat >/dev/null; "
+	 "s=$(sqlite3 \\\"$DB\\\" \\\"select status from jobs where id = "
+	 "'$BERTH_JOB_ID'\\\"); printf '{\\\"output\\\":{\\\"status\\\":"
+	 "\\\"%s\\\"}}\\\\n' \\\"$s\\\"\"]}"},
+	/* Writes its pid into DIR/JOB.pid, then waits. */
+	{"lingers.json",
+	 "{\"id\":\"p-lingers\",\"env\":{\"DIR\":\"@DIR@\"},"
+	 "\"command\":[\"/bin/sh\",\"-c\",\"echo $$ > "
+	 "\\\"$DIR/$BERTH_JOB_ID.pid\\\"; cat >/dev/null; exec sleep 30\"]}"},
 	/* Leaves a process in another session holding its stdout, and
 	 * exits after its final line. */
 	{"escaped.json",
@@ -544,6 +558,83 @@ static void external_tool__cancelled__is_stopped(void **state)
 	assert_int_equal(fx_status(f, id), STORE_CANCELLED);
 }
 
+/* With a slot free and nothing pending ahead, an external tool's job is
+ * started by its creation's commit, without a claim's (one commit less on
+ * every job's way), and its process starts only once that commit is
+ * durable: the process finds its job running in the database. */
+static void external_tool__with_a_free_slot__starts_by_its_creation_once_durable(
+	void **state)
+{
+	struct fx *f = *state;
+	struct worker_stats before, after;
+	char first[40], id[40];
+	json_t *out;
+
+	/* A job ahead, so that a claim has come back short of its limit:
+	 * nothing waits (the first claim of a worker clears the way). */
+	fx_submit_ok(f, "p-sees", "{}", NULL, first);
+	fx_wait_status(f, first, STORE_COMPLETED, 10000);
+	worker_stats(f->w, &before);
+	fx_submit_ok(f, "p-sees", "{}", NULL, id);
+	out = fx_completed_output(f, id);
+	fx_assert_json(out, "{\"status\": \"2\"}"); /* STORE_RUNNING */
+	json_decref(out);
+	worker_stats(f->w, &after);
+	assert_int_equal(after.started_at_submit - before.started_at_submit,
+			 1);
+	assert_int_equal(after.started_by_claim - before.started_by_claim, 0);
+	assert_int_equal(fx_count_events(f, id, STORE_EV_STARTED), 1);
+}
+
+/* pid_written reads DIR/id.pid, or returns 0 when the process never
+ * wrote it (it was cancelled before it started). */
+static pid_t pid_written(struct fx *f, const char *id)
+{
+	char path[400];
+	FILE *fp;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.pid", f->dir, id);
+	fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	if (fscanf(fp, "%d", &pid) != 1)
+		pid = 0;
+	fclose(fp);
+	return pid;
+}
+
+/* Cancelled right after its submission was answered, while its process
+ * is still being started (or just after): the job ends cancelled, its
+ * slot comes back, and no process of it is left. */
+static void external_tool__cancelled_as_it_starts__leaves_no_process(
+	void **state)
+{
+	struct fx *f = *state;
+	char ids[4][40];
+
+	for (int i = 0; i < 4; i++) {
+		struct fx_res res = {0};
+
+		fx_submit_ok(f, "p-lingers", "{}", NULL, ids[i]);
+		assert_int_equal(worker_cancel(f->w, ids[i], "stop", NULL,
+					       fx_cb, &res),
+				 0);
+		fx_wait_res(f, &res);
+		assert_int_equal(res.err, WORKER_OK);
+		assert_int_equal(res.status, STORE_CANCELLED);
+		fx_res_finish(&res);
+	}
+	assert_true(fx_run_until(f, idle, f->w, 10000));
+	for (int i = 0; i < 4; i++) {
+		pid_t pid = pid_written(f, ids[i]);
+
+		assert_int_equal(fx_status(f, ids[i]), STORE_CANCELLED);
+		if (pid > 0)
+			assert_false(alive(pid));
+	}
+}
+
 static void external_tool__checkpoint__is_seen_after_a_crash(void **state)
 {
 	struct fx *f = *state;
@@ -699,6 +790,8 @@ int main(void)
 		T(external_tool__exit_without_final_line__quotes_status_and_stderr),
 		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
 		T(external_tool__cancelled__is_stopped),
+		T(external_tool__with_a_free_slot__starts_by_its_creation_once_durable),
+		T(external_tool__cancelled_as_it_starts__leaves_no_process),
 		T(external_tool__checkpoint__is_seen_after_a_crash),
 		T(external_tool__environment__is_scrubbed),
 		T(external_tool__missing_program__fails_saying_so),

@@ -2,7 +2,8 @@
  * test_spawn.c: worker__spawn_start (worker/spawn.c) with real programs:
  * argv, environment and folder; failures before the exec; nothing open
  * above 2 in the child; its own session and group; default signals; and
- * death with the thread that started it.
+ * death with the thread that started it. And the spawner, whose threads
+ * make those starts for the loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <uv.h>
 
 #include "worker/internal.h"
 
@@ -247,6 +249,166 @@ static void spawn__a_script_without_a_first_line_runs_under_sh(void **state)
 	unlink(path);
 }
 
+/* ---- the spawner ------------------------------------------------------ */
+
+/* A start through the spawner, and what its done callback saw. */
+struct started {
+	struct worker__spawn_req req;
+	int done;             /* times done was called */
+	bool on_loop_thread;  /* every call was on the thread running the loop */
+	struct child c;       /* the process, for finish */
+};
+
+static pthread_t loop_thread;
+static int ndone;
+
+static void started_done(struct worker__spawn_req *req)
+{
+	struct started *st = req->data;
+
+	st->done++;
+	st->on_loop_thread = pthread_equal(pthread_self(), loop_thread);
+	st->c.pid = req->pid;
+	st->c.pidfd = req->pidfd;
+	memcpy(st->c.parent, req->parent, sizeof(st->c.parent));
+	ndone++;
+}
+
+static void start_with(struct worker__spawner *sp, struct started *st,
+		       char *const *argv)
+{
+	memset(st, 0, sizeof(*st));
+	st->req.s.argv = argv;
+	st->req.s.env = env_default;
+	st->req.done = started_done;
+	st->req.data = st;
+	atomic_init(&st->req.cancel, false);
+	worker__spawner_submit(sp, &st->req);
+}
+
+static void noop_tick(uv_timer_t *h)
+{
+}
+
+/* run_until_done runs loop until n starts are done, for at most 30 s. */
+static void run_until_done(uv_loop_t *loop, int n)
+{
+	uv_timer_t tick;
+	uint64_t end = uv_now(loop) + 30000;
+
+	uv_timer_init(loop, &tick);
+	/* A turn at least every 10 ms, whatever the spawner's handle (which
+	 * keeps no loop alive) does. */
+	uv_timer_start(&tick, noop_tick, 10, 10);
+	while (ndone < n && uv_now(loop) < end)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&tick, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+	assert_int_equal(ndone, n);
+}
+
+static bool spawner_closed_flag;
+
+static void spawner_closed(void *arg)
+{
+	spawner_closed_flag = true;
+}
+
+/* Many starts at once: each is made once, on one of the spawner's
+ * threads, and reported on the loop's thread with its pipes and pidfd;
+ * the loop thread never waits for a child to exec. */
+static void spawner__starts_each_request_once_and_reports_it_on_the_loop(
+	void **state)
+{
+	static char *argv[] = {"/bin/sh", "-c", "read -r x; printf '%s' \"$x\"",
+			       NULL};
+	enum { N = 16 };
+	struct started *st = calloc(N, sizeof(*st));
+	struct worker__spawner *sp;
+	uv_loop_t loop;
+
+	assert_non_null(st);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	loop_thread = pthread_self();
+	ndone = 0;
+	sp = worker__spawner_create(&loop, 2);
+	assert_non_null(sp);
+	for (int i = 0; i < N; i++)
+		start_with(sp, &st[i], argv);
+	run_until_done(&loop, N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(st[i].req.rc, 0);
+		assert_int_equal(st[i].done, 1);
+		assert_true(st[i].on_loop_thread);
+		assert_true(st[i].c.pid > 0 && st[i].c.pidfd > 2);
+		for (int k = 0; k < 3; k++)
+			assert_true(st[i].c.parent[k] > 2);
+		assert_int_equal(write(st[i].c.parent[0], "hello\n", 6), 6);
+		close(st[i].c.parent[0]);
+		st[i].c.parent[0] = -1;
+		assert_int_equal(finish(&st[i].c), 0);
+		assert_string_equal(st[i].c.out, "hello");
+	}
+	spawner_closed_flag = false;
+	worker__spawner_close(sp, spawner_closed, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_true(spawner_closed_flag);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	free(st);
+}
+
+/* Closing the spawner ends its threads: a child they started that still
+ * runs is SIGKILLed (PR_SET_PDEATHSIG, as when berthd dies), and a start
+ * not begun yet is never made (-ECANCELED); each is reported once. */
+static void spawner__closed__kills_its_children_and_makes_no_more(
+	void **state)
+{
+	static char *sleep_argv[] = {"/bin/sleep", "30", NULL};
+	enum { N = 64 };
+	struct started *st = calloc(N + 1, sizeof(*st));
+	struct worker__spawner *sp;
+	uv_loop_t loop;
+	int made = 0, cancelled = 0;
+
+	assert_non_null(st);
+	assert_int_equal(uv_loop_init(&loop), 0);
+	loop_thread = pthread_self();
+	ndone = 0;
+	sp = worker__spawner_create(&loop, 1);
+	assert_non_null(sp);
+	start_with(sp, &st[N], sleep_argv);
+	run_until_done(&loop, 1);
+	assert_int_equal(st[N].req.rc, 0);
+	/* Queued behind one another on one thread, and closed at once:
+	 * most are never begun. */
+	for (int i = 0; i < N; i++)
+		start_with(sp, &st[i], sleep_argv);
+	spawner_closed_flag = false;
+	worker__spawner_close(sp, spawner_closed, NULL);
+	/* Every request was reported by the close itself. */
+	assert_int_equal(ndone, N + 1);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_true(spawner_closed_flag);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(st[i].done, 1);
+		if (st[i].req.rc == -ECANCELED) {
+			cancelled++;
+			assert_int_equal(st[i].c.pid, -1);
+			assert_int_equal(st[i].c.parent[0], -1);
+			continue;
+		}
+		assert_int_equal(st[i].req.rc, 0);
+		made++;
+		assert_int_equal(finish(&st[i].c), -SIGKILL);
+	}
+	assert_int_equal(made + cancelled, N);
+	assert_true(cancelled > 0);
+	/* The one started long before dies with the thread too. */
+	assert_int_equal(finish(&st[N].c), -SIGKILL);
+	free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +426,10 @@ int main(void)
 			spawn__the_child_dies_with_the_thread_that_started_it),
 		cmocka_unit_test(
 			spawn__a_script_without_a_first_line_runs_under_sh),
+		cmocka_unit_test(
+			spawner__starts_each_request_once_and_reports_it_on_the_loop),
+		cmocka_unit_test(
+			spawner__closed__kills_its_children_and_makes_no_more),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
