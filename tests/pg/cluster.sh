@@ -64,7 +64,7 @@ check "all nine completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'sleep' 
 id=$(berth a --json submit ask-name '{}' | jq -r .id)
 i=0
 while [ "$(q "SELECT status FROM jobs WHERE id = '$id'")" != 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-berth c wait "$id" >/dev/null &
+berth c wait "$id" --until completed --timeout 60s >/dev/null &
 waiter=$!
 berth b resume "$id" '{"answer":"Ann"}' >/dev/null
 wait $waiter
