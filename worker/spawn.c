@@ -45,8 +45,8 @@
  * from the loop, make each child's pipes just before its clone (pipes of
  * the starts still queued would be copied into every child's descriptor
  * table and closed again by it), start it, and hand the outcome back
- * through an eventfd the loop polls (a uv_async's wake-up spins in libuv
- * 1.44 while the sender is still in its write).
+ * through common/wakeup.h (a uv_async's wake-up spins in libuv 1.44 while
+ * the sender is still in its write).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,12 +58,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/wakeup.h"
 #include "worker/internal.h"
 
 #ifndef CLONE_PIDFD
@@ -442,8 +442,7 @@ void worker__spawn_reap(pid_t pid)
 /* ---- the spawner ------------------------------------------------------ */
 
 struct worker__spawner {
-	uv_poll_t poll; /* on efd: readable when starts are done */
-	int efd;
+	struct wakeup wake; /* the threads': starts are done */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	/* Under mu: the requests for the threads, and those done for the
@@ -467,7 +466,6 @@ static void *spawner_main(void *arg)
 	pthread_mutex_lock(&sp->mu);
 	for (;;) {
 		struct worker__spawn_req *req = sp->todo;
-		bool wake;
 
 		if (req == NULL) {
 			if (sp->stop)
@@ -505,18 +503,11 @@ static void *spawner_main(void *arg)
 
 		pthread_mutex_lock(&sp->mu);
 		req->next = NULL;
-		wake = sp->done == NULL;
 		*sp->done_tail = req;
 		sp->done_tail = &req->next;
-		/* One wake-up for what piles up before the loop reads. */
-		if (wake) {
-			uint64_t one = 1;
-			ssize_t n;
-
-			do
-				n = write(sp->efd, &one, sizeof(one));
-			while (n < 0 && errno == EINTR);
-		}
+		/* Wake-ups coalesce: one for what piles up before the loop
+		 * reads. */
+		wakeup_send(&sp->wake);
 	}
 	pthread_mutex_unlock(&sp->mu);
 	worker__spawn_stack_free(stack);
@@ -540,16 +531,9 @@ static void deliver(struct worker__spawner *sp)
 	}
 }
 
-static void spawner_poll_cb(uv_poll_t *h, int status, int events)
+static void on_wake(struct wakeup *w)
 {
-	struct worker__spawner *sp = h->data;
-	uint64_t n;
-
-	(void)status;
-	(void)events;
-	while (read(sp->efd, &n, sizeof(n)) < 0 && errno == EINTR)
-		;
-	deliver(sp);
+	deliver(w->poll.data);
 }
 
 struct worker__spawner *worker__spawner_create(uv_loop_t *loop, int n)
@@ -560,24 +544,19 @@ struct worker__spawner *worker__spawner_create(uv_loop_t *loop, int n)
 	if (sp == NULL)
 		return NULL;
 	sp->threads = calloc((size_t)n, sizeof(*sp->threads));
-	sp->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (sp->threads == NULL || sp->efd < 0 ||
-	    uv_poll_init(loop, &sp->poll, sp->efd) != 0) {
-		if (sp->efd >= 0)
-			close(sp->efd);
+	if (sp->threads == NULL || wakeup_init(loop, &sp->wake, on_wake) != 0) {
 		free(sp->threads);
 		free(sp);
 		return NULL;
 	}
-	sp->poll.data = sp;
+	sp->wake.poll.data = sp;
 	pthread_mutex_init(&sp->mu, NULL);
 	pthread_cond_init(&sp->cond, NULL);
 	sp->todo_tail = &sp->todo;
 	sp->done_tail = &sp->done;
-	uv_poll_start(&sp->poll, UV_READABLE, spawner_poll_cb);
 	/* Only a pending spawn keeps the loop alive (its process's
 	 * handles), not the spawner. */
-	uv_unref((uv_handle_t *)&sp->poll);
+	uv_unref((uv_handle_t *)&sp->wake.poll);
 	/* The threads take no signal of berthd's: they are the loop's to
 	 * handle, and worker__spawn_start blocks them around its clone in
 	 * any case. */
@@ -612,7 +591,6 @@ static void spawner_closed(uv_handle_t *h)
 	void (*closed)(void *arg) = sp->closed;
 	void *arg = sp->closed_arg;
 
-	close(sp->efd);
 	pthread_mutex_destroy(&sp->mu);
 	pthread_cond_destroy(&sp->cond);
 	free(sp->threads);
@@ -637,5 +615,5 @@ void worker__spawner_close(struct worker__spawner *sp,
 	deliver(sp);
 	sp->closed = closed;
 	sp->closed_arg = arg;
-	uv_close((uv_handle_t *)&sp->poll, spawner_closed);
+	wakeup_close(&sp->wake, spawner_closed);
 }
