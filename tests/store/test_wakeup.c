@@ -121,40 +121,37 @@ static void every_item_a_thread_hands_over_reaches_a_callback(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-static void a_send_from_the_callback_runs_it_again(void **state)
+/* calls_after sends `sends` times before the loop runs, with every item
+ * already handed over, and returns how many callbacks ran; each callback
+ * sends again while `resend` is left. */
+static long calls_after(int sends, long resend)
 {
-	(void)state;
 	uv_loop_t loop;
 	struct box b;
 
 	uv_loop_init(&loop);
 	box_init(&loop, &b);
 	b.queued = ITEMS;
-	b.resend = 3;
-	wakeup_send(&b.w);
+	b.resend = resend;
+	for (int i = 0; i < sends; i++)
+		wakeup_send(&b.w);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_false(b.timed_out);
-	assert_int_equal(b.calls, 4);
 	box_close(&loop, &b);
 	assert_int_equal(uv_loop_close(&loop), 0);
+	return b.calls;
+}
+
+static void a_send_from_the_callback_runs_it_again(void **state)
+{
+	(void)state;
+	assert_int_equal(calls_after(1, 3), 4);
 }
 
 static void sends_before_the_loop_runs_make_one_callback(void **state)
 {
 	(void)state;
-	uv_loop_t loop;
-	struct box b;
-
-	uv_loop_init(&loop);
-	box_init(&loop, &b);
-	b.queued = ITEMS;
-	for (int i = 0; i < 100; i++)
-		wakeup_send(&b.w);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	assert_false(b.timed_out);
-	assert_int_equal(b.calls, 1);
-	box_close(&loop, &b);
-	assert_int_equal(uv_loop_close(&loop), 0);
+	assert_int_equal(calls_after(100, 0), 1);
 }
 
 int main(void)

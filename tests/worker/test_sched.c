@@ -279,6 +279,26 @@ static void threads__bound_cpu_work_and_leave_the_other_slots_to_waits(void **st
 	assert_int_equal(atomic_load(&peak), 2);
 }
 
+/* settled_running runs the loop until at least want of the n jobs ids
+ * are running (or 6 s passed), then a little longer, so that a claim that
+ * would bring more has come back, and returns how many are running. */
+static int settled_running(struct fx *f, char (*ids)[40], int n, int want)
+{
+	int running = 0;
+
+	for (int tries = 0; tries < 300 && running < want; tries++) {
+		fx_run_for(f, 20);
+		running = 0;
+		for (int i = 0; i < n; i++)
+			running += fx_status(f, ids[i]) == STORE_RUNNING;
+	}
+	fx_run_for(f, 100);
+	running = 0;
+	for (int i = 0; i < n; i++)
+		running += fx_status(f, ids[i]) == STORE_RUNNING;
+	return running;
+}
+
 /* Claims bring more jobs than threads: those wait, running in the store,
  * for a thread to free, so that a run that ends has the next at hand
  * rather than behind a claim's commit; still no more than the threads
@@ -289,21 +309,10 @@ static void threads__claims_bring_jobs_that_wait_for_a_thread_in_turn(
 {
 	struct fx *f = *state;
 	char ids[6][40];
-	int running = 0;
 
 	for (int i = 0; i < 6; i++)
 		fx_submit_ok(f, "busy", "{\"ms\":1500}", NULL, ids[i]);
-	for (int tries = 0; tries < 100 && running < 5; tries++) {
-		fx_run_for(f, 20);
-		running = 0;
-		for (int i = 0; i < 6; i++)
-			running += fx_status(f, ids[i]) == STORE_RUNNING;
-	}
-	fx_run_for(f, 100);
-	running = 0;
-	for (int i = 0; i < 6; i++)
-		running += fx_status(f, ids[i]) == STORE_RUNNING;
-	assert_int_equal(running, 5);
+	assert_int_equal(settled_running(f, ids, 6, 5), 5);
 	assert_int_equal(atomic_load(&current), 2);
 	for (int i = 0; i < 6; i++)
 		fx_wait_status(f, ids[i], STORE_COMPLETED, 20000);
@@ -328,21 +337,10 @@ static void threads__claims_keep_64_runs_in_hand_when_the_slots_allow(
 {
 	struct fx *f = *state;
 	char ids[80][40];
-	int running = 0;
 
 	for (int i = 0; i < 80; i++)
 		fx_submit_ok(f, "busy", "{\"ms\":3000}", NULL, ids[i]);
-	for (int tries = 0; tries < 300 && running < 66; tries++) {
-		fx_run_for(f, 20);
-		running = 0;
-		for (int i = 0; i < 80; i++)
-			running += fx_status(f, ids[i]) == STORE_RUNNING;
-	}
-	fx_run_for(f, 100);
-	running = 0;
-	for (int i = 0; i < 80; i++)
-		running += fx_status(f, ids[i]) == STORE_RUNNING;
-	assert_int_equal(running, 2 + 64);
+	assert_int_equal(settled_running(f, ids, 80, 2 + 64), 2 + 64);
 	assert_int_equal(atomic_load(&current), 2);
 	assert_true(atomic_load(&peak) <= 2);
 }
