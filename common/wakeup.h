@@ -7,7 +7,7 @@
  * write, spins until the sender has returned from the system call. On
  * this project's 2-vCPU test machine, with the store's writer waking the
  * loop after every commit, that spin was 19 % of the loop thread's perf
- * samples (docs/BENCHMARKS.md, "What limits berth"). Here the sender
+ * samples (docs/BENCHMARKS.md, run 11). Here the sender
  * publishes "woken" before it writes and the loop clears it before it
  * reads the queue, so neither side ever waits for the other: a wake-up is
  * one atomic exchange, and one write(2) when the loop was not already due
