@@ -674,6 +674,9 @@ void worker__op_reply(struct worker__op *op, int err, const char *message,
  * err, message (copied) and data (stolen), then frees op. */
 void worker__op_defer(struct worker__op *op, int err, const char *message,
 		      json_t *data);
+/* worker__op_defer_no_tool defers op's answer that no tool is named name
+ * (WORKER_ENOTFOUND, with {"id": name}). */
+void worker__op_defer_no_tool(struct worker__op *op, const char *name);
 /* worker__op_reply_store replies with the error class of a store code. */
 void worker__op_reply_store(struct worker__op *op, int rc);
 /* worker__job_log appends one line to a job's log (copies everything). */

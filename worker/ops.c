@@ -234,10 +234,7 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	char msg[300];
 
 	if (!t) {
-		snprintf(msg, sizeof(msg), "not found: no tool %.128s",
-			 p->tool);
-		worker__op_defer(op, WORKER_ENOTFOUND, msg,
-				 json_pack("{s:s}", "id", p->tool));
+		worker__op_defer_no_tool(op, p->tool);
 		return 0;
 	}
 	/* The submission is judged and answered under this definition,
@@ -1027,7 +1024,6 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 {
 	struct worker_tool *t;
 	struct worker__op *op;
-	char msg[300];
 
 	if (w->stopping)
 		return -ESHUTDOWN;
@@ -1038,9 +1034,7 @@ int worker_pause(struct worker *w, const char *tool, bool paused,
 		return -ENOMEM;
 	t = worker__tool_find(w, tool);
 	if (!t) {
-		snprintf(msg, sizeof(msg), "not found: no tool %.128s", tool);
-		worker__op_defer(op, WORKER_ENOTFOUND, msg,
-				 json_pack("{s:s}", "id", tool));
+		worker__op_defer_no_tool(op, tool);
 		return 0;
 	}
 	op->req.op = STORE_OP_TOOL_PAUSE;

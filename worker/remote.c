@@ -973,9 +973,7 @@ int worker_forget(struct worker *w, const char *name, worker_cb cb,
 		return -ENOMEM;
 	t = worker__tool_find(w, name);
 	if (!t) {
-		snprintf(msg, sizeof(msg), "not found: no tool %.128s", name);
-		worker__op_defer(op, WORKER_ENOTFOUND, msg,
-				 json_pack("{s:s}", "id", name));
+		worker__op_defer_no_tool(op, name);
 		return 0;
 	}
 	if (!t->definition) {

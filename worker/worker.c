@@ -123,6 +123,15 @@ void worker__op_defer(struct worker__op *op, int err, const char *message,
 	worker__idle_kick(w);
 }
 
+void worker__op_defer_no_tool(struct worker__op *op, const char *name)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "not found: no tool %.128s", name);
+	worker__op_defer(op, WORKER_ENOTFOUND, msg,
+			 json_pack("{s:s}", "id", name));
+}
+
 void worker__idle_kick(struct worker *w)
 {
 	uv_idle_start(&w->idle, idle_cb);
