@@ -132,6 +132,21 @@ static char *dup_or_null(const char *s, bool *ok)
 	return d;
 }
 
+/* started_copy returns a copy of j, about to be created, as its creation
+ * records it when the job starts with it: running, made and started now.
+ * NULL without memory. */
+static struct store_job *started_copy(const struct store_job *j)
+{
+	struct store_job *running = store_job_copy(j);
+
+	if (running) {
+		running->status = STORE_RUNNING;
+		running->created_at = running->updated_at =
+			running->started_at = store_now();
+	}
+	return running;
+}
+
 /*
  * submit_and_run creates j, started, through op and runs it at once: a
  * nonblocking tool's execute is pure computation on its input, so it may
@@ -147,12 +162,9 @@ static int submit_and_run(struct worker__op *op, struct store_job *j)
 	struct store_job *running;
 
 	store_uuid7(j->id); /* the run needs the id the store will use */
-	running = store_job_copy(j);
+	running = started_copy(j);
 	if (!running)
 		return -ENOMEM;
-	running->status = STORE_RUNNING;
-	running->created_at = running->updated_at = running->started_at =
-		store_now();
 	store_hold(w->st);
 	op->run_now = true;
 	op->req.u.create.start = true;
@@ -389,12 +401,9 @@ static int start_held(struct worker__op *op, struct store_job *j)
 	struct worker *w = op->w;
 	struct store_job *running;
 
-	running = store_job_copy(j);
+	running = started_copy(j);
 	if (!running)
 		return -ENOMEM;
-	running->status = STORE_RUNNING;
-	running->created_at = running->updated_at = running->started_at =
-		store_now();
 	op->run_now = true;
 	op->req.u.create.start = true;
 	if (worker__op_submit(op, reply_created)) {
