@@ -23,6 +23,7 @@
 #include "store/lock.h"
 #include "store/migrate.h"
 #include "store/store_int.h"
+#include "store/walbuf.h"
 
 
 enum stmt_id {
@@ -1895,11 +1896,15 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 			 path, (unsigned)(st.st_mode & 07777), path);
 
 	/* NOMUTEX: each connection is used by one thread at a time (the
-	 * writer's by the writer thread once open returns). */
+	 * writer's by the writer thread once open returns). With durability
+	 * full the writer's connection gathers each commit's WAL writes into
+	 * one (store/walbuf.h: safe because it syncs every commit). */
 	rc = sqlite3_open_v2(path, &q->w.db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 					 SQLITE_OPEN_NOMUTEX,
-				 NULL);
+				 cfg->durability == STORE_DURABILITY_FULL
+					 ? store__walbuf_vfs()
+					 : NULL);
 	if (rc != SQLITE_OK) {
 		store__set_msg(errmsg, "cannot open the database %s: %s", path,
 			q->w.db ? sqlite3_errmsg(q->w.db) : sqlite3_errstr(rc));
