@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ struct wal_file {
 	unsigned char *buf;
 	size_t len, cap;
 	sqlite3_int64 off;
+	bool gather; /* false: every write goes straight down (see vfs_open) */
 };
 
 /* The memory after struct wal_file starts 8-aligned, as the VFS below's
@@ -91,6 +93,8 @@ static int wal_write(sqlite3_file *file, const void *data, int amt,
 {
 	struct wal_file *f = (struct wal_file *)file;
 	size_t n = (size_t)amt;
+	if (!f->gather)
+		return f->below->pMethods->xWrite(f->below, data, amt, off);
 	if (f->len > 0 && (off != f->off + (sqlite3_int64)f->len ||
 			   f->len + n > STORE__WALBUF_MAX)) {
 		int rc = flush(f);
@@ -282,6 +286,17 @@ static int vfs_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 	}
 	int v = m->iVersion < 1 ? 1 : m->iVersion > 3 ? 3 : m->iVersion;
 	file->pMethods = &wal_methods[v - 1];
+	/* When the database file does not promise "powersafe overwrite"
+	 * (the unix VFS does unless the database is opened with psow=0),
+	 * SQLite pads each commit to the sector, syncs before the sector's
+	 * end and writes the rest of the last frame after the sync: that
+	 * write would be held past the sync, so such a WAL is written
+	 * through. SQLite reads the same flag of the same file when it opens
+	 * the WAL (sqlite3WalOpen), right after this open. */
+	sqlite3_file *db = sqlite3_database_file_object(name);
+	if (rc == SQLITE_OK && db != NULL && db->pMethods != NULL)
+		f->gather = (db->pMethods->xDeviceCharacteristics(db) &
+			     SQLITE_IOCAP_POWERSAFE_OVERWRITE) != 0;
 	return rc;
 }
 

@@ -19,7 +19,9 @@
  * after that sync, so a reader on its own descriptor never looks for a
  * frame that is still in the buffer. Under synchronous = NORMAL nothing
  * would send the buffer before the commit is visible: store_open uses this
- * VFS only for the writer's connection with durability full.
+ * VFS only for the writer's connection with durability full. Nor would it
+ * on a device without "powersafe overwrite", where SQLite writes the end
+ * of a commit's last frame after its sync: such a WAL is written through.
  */
 #ifndef BERTH_STORE_WALBUF_H
 #define BERTH_STORE_WALBUF_H

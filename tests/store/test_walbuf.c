@@ -4,7 +4,8 @@
  * of this test ("count") that counts the writes reaching a WAL file and
  * can make them fail: a commit reaches the WAL in one write (SQLite's own
  * VFS makes two a page), a reader on SQLite's own VFS sees every commit at
- * once, a failed write fails its commit and leaves the database as it
+ * once, a WAL on a device without "powersafe overwrite" is written
+ * through, a failed write fails its commit and leaves the database as it
  * was, and every commit survives a kill -9 of its writer.
  */
 #include <errno.h>
@@ -237,6 +238,37 @@ static void walbuf__a_reader_sees_every_commit_at_once(void **state)
 	sqlite3_close(w);
 }
 
+/* Opened with psow=0, the unix VFS does not promise "powersafe
+ * overwrite", and SQLite writes the end of a commit after its sync: the
+ * WAL is written through, one write at a time, and a reader still sees
+ * every commit. */
+static void walbuf__without_powersafe_overwrite_writes_through(void **state)
+{
+	struct db *d = *state;
+	char uri[200];
+	snprintf(uri, sizeof(uri), "file:%s?psow=0", d->path);
+	sqlite3 *w = open_db(uri, "walbuf-count",
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				     SQLITE_OPEN_URI);
+	exec(w, "PRAGMA journal_mode = WAL");
+	exec(w, "PRAGMA synchronous = FULL");
+	exec(w, "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v TEXT);"
+		"CREATE INDEX t_k ON t (k)");
+	sqlite3 *r = open_db(d->path, NULL, SQLITE_OPEN_READONLY);
+
+	long before = wal_writes;
+	assert_int_equal(insert(w, 20, 300), SQLITE_OK);
+	assert_true(wal_writes - before >= 6);
+	long rows = 20;
+	for (int i = 0; i < 50; i++) {
+		assert_int_equal(insert(w, 1 + i % 4, 500), SQLITE_OK);
+		rows += 1 + i % 4;
+		assert_int_equal(count_rows(r), rows);
+	}
+	sqlite3_close(r);
+	sqlite3_close(w);
+}
+
 static void walbuf__a_failed_write_fails_its_commit_alone(void **state)
 {
 	struct db *d = *state;
@@ -333,6 +365,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			walbuf__a_reader_sees_every_commit_at_once, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			walbuf__without_powersafe_overwrite_writes_through,
+			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			walbuf__a_failed_write_fails_its_commit_alone, setup,
 			teardown),
