@@ -1947,6 +1947,18 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 		q->check_pending = true;
 	}
 
+	/* The durability is the connection's from its first commit on, the
+	 * migrations' included: the WAL writes of a commit at FULL are only
+	 * gathered (store/walbuf.h) because it syncs. It writes nothing. */
+	const char *sync = cfg->durability == STORE_DURABILITY_NORMAL
+				   ? "PRAGMA synchronous = NORMAL"
+				   : "PRAGMA synchronous = FULL";
+	if ((rc = pragma(q->w.db, sync, NULL)) != 0) {
+		store__set_msg(errmsg, "cannot set up the database %s: %s", path,
+			sqlite3_errmsg(q->w.db));
+		goto fail;
+	}
+
 	/* The version check comes before anything that writes (such as
 	 * switching to WAL), so that a newer database is left untouched. */
 	rc = store__migrate(q->w.db, path, migrations_sqlite,
@@ -1954,11 +1966,7 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 	if (rc != 0)
 		goto fail;
 
-	const char *sync = cfg->durability == STORE_DURABILITY_NORMAL
-				   ? "PRAGMA synchronous = NORMAL"
-				   : "PRAGMA synchronous = FULL";
 	if ((rc = pragma(q->w.db, "PRAGMA journal_mode = WAL", "wal")) != 0 ||
-	    (rc = pragma(q->w.db, sync, NULL)) != 0 ||
 	    (rc = pragma(q->w.db, "PRAGMA foreign_keys = ON", NULL)) != 0 ||
 	    (rc = pragma(q->w.db, "PRAGMA cache_size = -32768", NULL)) != 0 ||
 	    (rc = pragma(q->w.db, "PRAGMA temp_store = MEMORY", NULL)) != 0) {

@@ -51,9 +51,9 @@ static sqlite3_vfs *below_of(sqlite3_vfs *vfs)
 #define WAL_PIECE (64 * 1024)
 
 /* flush hands the buffered writes down, in pieces of at most WAL_PIECE.
- * On failure they are dropped: the transaction that made them fails, and
- * SQLite never reads a frame past the last commit that synced. Returns a
- * SQLite code. */
+ * On failure they are dropped and the transaction that made them must
+ * fail: SQLite never reads a frame past the last commit that synced.
+ * Returns a SQLite code, the VFS below's (see flush_io). */
 static int flush(struct wal_file *f)
 {
 	int rc = SQLITE_OK;
@@ -64,6 +64,23 @@ static int flush(struct wal_file *f)
 	}
 	f->len = 0;
 	return rc;
+}
+
+/*
+ * flush_io is flush for the calls that are not writes or syncs (a read, a
+ * size, a truncation, a file control): a failure there is reported as
+ * SQLITE_IOERR_WRITE, whatever the VFS below said. SQLite rolls back the
+ * whole transaction on an I/O error, but on SQLITE_FULL from a statement
+ * with a statement journal only that statement (vdbeaux.c,
+ * sqlite3VdbeHalt), and from a read the pager does not enter its error
+ * state: frames an earlier statement spilled, dropped here, would then be
+ * missing from a transaction that goes on to commit. A write or a sync
+ * that fails makes the pager's error state itself, whatever the code.
+ */
+static int flush_io(struct wal_file *f)
+{
+	int rc = flush(f);
+	return rc == SQLITE_OK ? rc : SQLITE_IOERR_WRITE;
 }
 
 static int wal_close(sqlite3_file *file)
@@ -80,7 +97,7 @@ static int wal_close(sqlite3_file *file)
 static int wal_read(sqlite3_file *file, void *out, int amt, sqlite3_int64 off)
 {
 	struct wal_file *f = (struct wal_file *)file;
-	int rc = flush(f);
+	int rc = flush_io(f);
 	return rc != SQLITE_OK ? rc
 			       : f->below->pMethods->xRead(f->below, out, amt, off);
 }
@@ -96,11 +113,13 @@ static int wal_write(sqlite3_file *file, const void *data, int amt,
 	if (!f->gather)
 		return f->below->pMethods->xWrite(f->below, data, amt, off);
 	if (f->len > 0 && (off != f->off + (sqlite3_int64)f->len ||
-			   f->len + n > STORE__WALBUF_MAX)) {
+			   f->len + n > STORE__WALBUF_MAX || n > WAL_PIECE)) {
 		int rc = flush(f);
 		if (rc != SQLITE_OK)
 			return rc;
 	}
+	/* SQLite writes at most a page (64 KiB) at a time; anything larger
+	 * goes down as it came, after what was buffered. */
 	if (n > WAL_PIECE)
 		return f->below->pMethods->xWrite(f->below, data, amt, off);
 	if (f->len + n > f->cap) {
@@ -131,7 +150,7 @@ static int wal_write(sqlite3_file *file, const void *data, int amt,
 static int wal_truncate(sqlite3_file *file, sqlite3_int64 size)
 {
 	struct wal_file *f = (struct wal_file *)file;
-	int rc = flush(f);
+	int rc = flush_io(f);
 	return rc != SQLITE_OK ? rc
 			       : f->below->pMethods->xTruncate(f->below, size);
 }
@@ -146,7 +165,7 @@ static int wal_sync(sqlite3_file *file, int flags)
 static int wal_file_size(sqlite3_file *file, sqlite3_int64 *size)
 {
 	struct wal_file *f = (struct wal_file *)file;
-	int rc = flush(f);
+	int rc = flush_io(f);
 	return rc != SQLITE_OK ? rc
 			       : f->below->pMethods->xFileSize(f->below, size);
 }
@@ -174,7 +193,7 @@ static int wal_check_reserved(sqlite3_file *file, int *out)
 static int wal_file_control(sqlite3_file *file, int op, void *arg)
 {
 	struct wal_file *f = (struct wal_file *)file;
-	int rc = flush(f);
+	int rc = flush_io(f);
 	if (rc != SQLITE_OK)
 		return rc;
 	return f->below->pMethods->xFileControl(f->below, op, arg);
@@ -222,7 +241,7 @@ static int wal_shm_unmap(sqlite3_file *file, int delete_flag)
 static int wal_fetch(sqlite3_file *file, sqlite3_int64 off, int amt, void **pp)
 {
 	struct wal_file *f = (struct wal_file *)file;
-	int rc = flush(f);
+	int rc = flush_io(f);
 	return rc != SQLITE_OK
 		       ? rc
 		       : f->below->pMethods->xFetch(f->below, off, amt, pp);

@@ -22,6 +22,15 @@
  * VFS only for the writer's connection with durability full. Nor would it
  * on a device without "powersafe overwrite", where SQLite writes the end
  * of a commit's last frame after its sync: such a WAL is written through.
+ *
+ * One case moves more than the time: a transaction that spilled pages to
+ * the WAL before its commit (more than the writer's 32 MiB cache) and then
+ * rolled back leaves them in the buffer, and they reach the file with the
+ * next write, after SQLite released its write lock. In this process that
+ * is harmless (SQLite's own VFS wrote them too, and the next transaction
+ * writes over them), but another process writing the database in between
+ * would have its frames overwritten. Nothing but berthd may write its
+ * database while it runs (store__lock keeps out a second berthd).
  */
 #ifndef BERTH_STORE_WALBUF_H
 #define BERTH_STORE_WALBUF_H

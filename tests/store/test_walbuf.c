@@ -3,8 +3,8 @@
  * the WAL into one. Real SQLite files in a temporary directory, over a VFS
  * of this test ("count") that counts the writes reaching a WAL file and
  * can make them fail: a commit reaches the WAL in one write (SQLite's own
- * VFS makes two a page), a reader on SQLite's own VFS sees every commit at
- * once, a WAL on a device without "powersafe overwrite" is written
+ * VFS makes two a page), every write is in the file before its sync, a
+ * reader on SQLite's own VFS sees every commit at once, a WAL on a device without "powersafe overwrite" is written
  * through, a failed write fails its commit and leaves the database as it
  * was, and every commit survives a kill -9 of its writer.
  */
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -33,6 +34,7 @@ static const sqlite3_io_methods *unix_methods;
 static long wal_writes;	 /* writes that reached a WAL file */
 static long wal_bytes;	 /* their bytes */
 static bool fail_writes; /* the next WAL writes fail with SQLITE_IOERR_WRITE */
+static sqlite3_int64 size_at_sync; /* the WAL's size at its last sync */
 
 static int count_write(sqlite3_file *file, const void *data, int amt,
 		       sqlite3_int64 off)
@@ -42,6 +44,13 @@ static int count_write(sqlite3_file *file, const void *data, int amt,
 	wal_writes++;
 	wal_bytes += amt;
 	return unix_methods->xWrite(file, data, amt, off);
+}
+
+static int count_sync(sqlite3_file *file, int flags)
+{
+	if (unix_methods->xFileSize(file, &size_at_sync) != SQLITE_OK)
+		size_at_sync = -1;
+	return unix_methods->xSync(file, flags);
 }
 
 /* count_open opens with the default VFS and, for a WAL, swaps in a copy
@@ -57,6 +66,7 @@ static int count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file,
 			unix_methods = file->pMethods;
 			count_methods = *unix_methods;
 			count_methods.xWrite = count_write;
+			count_methods.xSync = count_sync;
 		}
 		assert_ptr_equal(file->pMethods, unix_methods);
 		file->pMethods = &count_methods;
@@ -90,8 +100,10 @@ struct db {
 static int setup(void **state)
 {
 	struct db *d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		return -1;
 	snprintf(d->dir, sizeof(d->dir), "/tmp/berth-walbuf-XXXXXX");
-	if (d == NULL || mkdtemp(d->dir) == NULL)
+	if (mkdtemp(d->dir) == NULL)
 		return -1;
 	snprintf(d->path, sizeof(d->path), "%s/w.db", d->dir);
 	wal_writes = wal_bytes = 0;
@@ -168,16 +180,17 @@ static long count_rows(sqlite3 *db)
 }
 
 /* writes_of_commit returns the WAL writes of one commit of n rows of
- * size bytes, after one to warm the WAL up (the first commit into a WAL
- * writes its header and syncs it apart). */
+ * size bytes, and their bytes in *bytes, after one to warm the WAL up (the
+ * first commit into a WAL writes its header and syncs it apart). */
 static long writes_of_commit(const char *path, const char *vfs, int n,
-			     int size)
+			     int size, long *bytes)
 {
 	sqlite3 *db = open_writer(path, vfs);
 	assert_int_equal(insert(db, 4, 100), SQLITE_OK);
-	long before = wal_writes;
+	long before = wal_writes, before_bytes = wal_bytes;
 	assert_int_equal(insert(db, n, size), SQLITE_OK);
 	long writes = wal_writes - before;
+	*bytes = wal_bytes - before_bytes;
 	sqlite3_close(db);
 	return writes;
 }
@@ -190,14 +203,17 @@ static void walbuf__a_commit_reaches_the_wal_in_one_write(void **state)
 
 	/* Twenty rows of 300 bytes and two indexes: a commit of several
 	 * pages, which SQLite's own VFS writes as two writes a page. */
-	long plain = writes_of_commit(d->path, "count", 20, 300);
+	long bytes = 0;
+	long plain = writes_of_commit(d->path, "count", 20, 300, &bytes);
 	assert_true(plain >= 6);
 	assert_int_equal(plain % 2, 0);
 
 	char other[160];
 	snprintf(other, sizeof(other), "%s/v.db", d->dir);
-	long gathered = writes_of_commit(other, "walbuf-count", 20, 300);
+	long gathered = writes_of_commit(other, "walbuf-count", 20, 300,
+					 &bytes);
 	assert_int_equal(gathered, 1);
+	assert_int_equal(bytes % (4096 + 24), 0);
 }
 
 static void walbuf__a_commit_larger_than_the_buffer_goes_in_pieces(void **state)
@@ -209,12 +225,36 @@ static void walbuf__a_commit_larger_than_the_buffer_goes_in_pieces(void **state)
 	 * write as nothing and call the disk full). A transaction that
 	 * spills pages before its commit writes some of them again, out of
 	 * order, and those go down one by one: the cache holds this one. */
-	long before = wal_bytes;
-	long writes = writes_of_commit(d->path, "walbuf-count", 3000, 1000);
-	long bytes = wal_bytes - before;
+	long bytes = 0;
+	long writes = writes_of_commit(d->path, "walbuf-count", 3000, 1000,
+				       &bytes);
 	assert_true(bytes > 3000L * 1000);
 	assert_true(writes >= bytes / (64 * 1024));
 	assert_true(writes <= bytes / (64 * 1024) + 2);
+}
+
+/* What SQLite wrote is in the file when the file is synced: the WAL's
+ * size at each commit's sync is its size once the commit returned. A
+ * checkpoint never runs, so the WAL only grows. */
+static void walbuf__every_write_is_down_before_the_sync(void **state)
+{
+	struct db *d = *state;
+	sqlite3 *w = open_writer(d->path, "walbuf-count");
+	exec(w, "PRAGMA wal_autocheckpoint = 0");
+	char wal[160];
+	snprintf(wal, sizeof(wal), "%s-wal", d->path);
+
+	sqlite3_int64 last = 0;
+	for (int i = 0; i < 60; i++) {
+		assert_int_equal(insert(w, 1 + i % 9, i % 5 == 0 ? 3000 : 200),
+				 SQLITE_OK);
+		struct stat st;
+		assert_int_equal(stat(wal, &st), 0);
+		assert_true(st.st_size > last);
+		assert_int_equal(size_at_sync, st.st_size);
+		last = st.st_size;
+	}
+	sqlite3_close(w);
 }
 
 static void walbuf__a_reader_sees_every_commit_at_once(void **state)
@@ -303,8 +343,19 @@ static void walbuf__every_commit_survives_kill_9(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		/* No cmocka here: a failed assertion would jump into the
+		 * child's copy of the runner. */
 		close(p[0]);
-		sqlite3 *w = open_writer(d->path, "walbuf-count");
+		sqlite3 *w = NULL;
+		if (sqlite3_open_v2(d->path, &w,
+				    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+				    "walbuf-count") != SQLITE_OK ||
+		    sqlite3_exec(w, "PRAGMA journal_mode = WAL;"
+				    "PRAGMA synchronous = FULL;"
+				    "CREATE TABLE t (id INTEGER PRIMARY KEY, "
+				    "k TEXT, v TEXT)",
+				 NULL, NULL, NULL) != SQLITE_OK)
+			_exit(1);
 		for (long n = 1;; n++) {
 			if (insert(w, 1 + (int)(n % 5), 150) != SQLITE_OK)
 				_exit(1);
@@ -362,6 +413,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			walbuf__a_commit_larger_than_the_buffer_goes_in_pieces,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			walbuf__every_write_is_down_before_the_sync, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(
 			walbuf__a_reader_sees_every_commit_at_once, setup,
 			teardown),
