@@ -349,7 +349,6 @@ struct worker__op {
 	struct store_cap *caps;
 	int *groups;     /* a claim's groups (in the caps' block) */
 	uint64_t wakes;  /* a claim: worker.wakes when it was sent */
-	uint64_t backlog_marks; /* a claim: worker.backlog_marks then */
 	struct store_log_line *lines;
 	size_t nlines;
 	/* A submission whose run started before its creation committed
@@ -444,11 +443,8 @@ struct worker {
 	 * resumed or approved, a tool was unpaused) and no claim has since
 	 * come back short of its limit. While it is set every new job waits
 	 * for a claim; while it is clear a nonblocking tool's new job can
-	 * run at its submission (worker__sched_may_start). Set only by
-	 * worker__sched_backlog, which counts each time in backlog_marks: a
-	 * claim clears it only when no mark came while it was in flight. */
+	 * run at its submission (worker__sched_may_start). */
 	bool backlog;
-	uint64_t backlog_marks;
 	uint64_t started_at_submit, started_by_claim, claims; /* worker_stats */
 	bool claim_inflight;
 	bool claim_again;
@@ -743,13 +739,6 @@ bool worker__sched_may_start_proc(struct worker *w, struct worker_tool *t,
  * the store once and caching the answer in t->pause. False when it is
  * paused or the store cannot say. */
 bool worker__tool_unpaused(struct worker *w, struct worker_tool *t);
-/* worker__sched_backlog notes that runnable jobs may be pending (a job
- * went pending, was retried, resumed or approved, a tool came back or was
- * unpaused, a limit changed): it sets w->backlog until a claim sent after
- * this comes back short. A run that frees a slot of the pool asks for a
- * claim only while it is set (run.c), so every way a job of the pool
- * becomes runnable must come through here or kick a claim itself. */
-void worker__sched_backlog(struct worker *w);
 /* worker__sched_wakeup is told of a job that waits for a claim: it sets
  * the backlog, and remembers a future run_at so the run timer fires for it
  * even while earlier jobs wait for a slot (a due one is claimed now). */

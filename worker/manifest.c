@@ -1013,7 +1013,7 @@ int worker_reload(struct worker *w)
 		 rl.added, rl.changed, rl.removed, rl.kept, rl.failed,
 		 w->ntools, w->ntools == 1 ? "" : "s");
 	/* A changed limit or a returned tool may let waiting jobs start. */
-	worker__sched_backlog(w);
+	w->backlog = true;
 	worker__remote_wake(w, NULL);
 	worker__sched_kick(w);
 	worker__sched_rearm(w);

@@ -59,7 +59,7 @@ static void reply_created(struct worker__op *op, int rc)
 	 * so does every job after it. */
 	if (!op->run_now && rc == 0 && !op->req.existed &&
 	    j->status == STORE_PENDING)
-		worker__sched_backlog(w);
+		w->backlog = true;
 	if (op->run_now && t->definition)
 		w->remote_starting--;
 	if (rc) {
@@ -1016,7 +1016,7 @@ static void reply_paused(struct worker__op *op, int rc)
 	 * runnable, and those created while the pause was asked for were
 	 * not claimed (on_store_event skips a paused tool's). */
 	if (rc || !op->req.u.pause.paused) {
-		worker__sched_backlog(w);
+		w->backlog = true;
 		worker__remote_wake(w, op->req.u.pause.tool);
 		worker__sched_kick(w);
 		worker__sched_rearm(w);

@@ -129,7 +129,7 @@ static void run_maybe_end(struct worker__run *r)
 	struct worker *w = r->w;
 	bool running = r->exec_started && !r->exec_done;
 	bool done = r->state == WORKER__RUN_DONE;
-	bool kick = false, tool_limited = false;
+	bool kick = false;
 
 	if (!w || r->state == WORKER__RUN_ACTIVE)
 		return;
@@ -146,21 +146,12 @@ static void run_maybe_end(struct worker__run *r)
 		if (t)
 			t->running--;
 		kick = true;
-		tool_limited = t && t->bg.concurrency > 0;
 	}
 	if (done && !running)
 		unlist(r);
 	else if (done && r->proc)
 		worker__run_abort(r, WORKER__ABORT_FINISHED);
-	/* A freed slot of the pool asks for a claim only when one may find a
-	 * job for it: while runnable jobs may be pending (the backlog). With
-	 * none, a no-op job started by its submission asked for a claim that
-	 * found nothing, every other batch: 0.25 of PostgreSQL's 1.25
-	 * statements a job. Room a short claim leaves pending jobs behind
-	 * (a thread, a tool's concurrency limit) and a worker process's run
-	 * ask whatever the backlog says. */
-	if (kick && (w->backlog || !r->slot || r->thread_slot ||
-		     tool_limited))
+	if (kick)
 		worker__sched_kick(w);
 	if (done)
 		worker__check_shutdown(w);

@@ -317,7 +317,7 @@ void worker__tool_present(struct worker *w, const char *name)
 		free(w->missing[i]);
 		w->missing[i] = w->missing[--w->nmissing];
 		/* Its jobs waited for it: claim them. */
-		worker__sched_backlog(w);
+		w->backlog = true;
 		worker__remote_wake(w, name);
 		worker__sched_kick(w);
 		worker__sched_rearm(w);
@@ -332,12 +332,6 @@ static bool remote_room(const struct worker *w)
 		if (takes_runs(rem))
 			return true;
 	return false;
-}
-
-void worker__sched_backlog(struct worker *w)
-{
-	w->backlog = true;
-	w->backlog_marks++;
 }
 
 void worker__sched_kick(struct worker *w)
@@ -366,7 +360,6 @@ void worker__sched_kick(struct worker *w)
 	}
 	op->groups = groups;
 	op->wakes = w->wakes;
-	op->backlog_marks = w->backlog_marks;
 	w->claim_skipped = skipped;
 	op->req.op = STORE_OP_CLAIM;
 	/* The pool is this node's: --workers sizes the processes and
@@ -492,10 +485,8 @@ static void claim_done(struct worker__op *op, int rc)
 	}
 	/* Short of its limit: no job was left that it could take. The
 	 * tools it excluded never start a job at submission (full ones
-	 * have a limit; paused ones are asked). A job that went runnable
-	 * after the claim was sent (a mark since) may not have been seen,
-	 * so the backlog stays for the claim that follows. */
-	if (rc == 0 && pooled < limit && op->backlog_marks == w->backlog_marks)
+	 * have a limit; paused ones are asked). */
+	if (rc == 0 && pooled < limit)
 		w->backlog = false;
 	/* A group short of its room had no job left for its connections:
 	 * they are dry until jobs may have become runnable since the claim
@@ -554,7 +545,7 @@ void worker__sched_wakeup(struct worker *w, int64_t at)
 
 	/* A job waits for a claim: until one comes back short, nothing
 	 * runs at its submission ahead of it. */
-	worker__sched_backlog(w);
+	w->backlog = true;
 	/* Due already (perhaps only since the caller looked at the clock):
 	 * claim now, or the job would wait for some other wake-up. */
 	if (at <= store_now()) {

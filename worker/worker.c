@@ -623,18 +623,13 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		if (ev->status == STORE_PENDING && !r)
 			worker__remote_wake(w, ev->tool);
 		if (ev->status == STORE_PENDING && !r &&
-		    !paused_here(w, ev->tool)) {
-			/* Another node's, or one of this node's that a claim
-			 * must start: a slot freed here claims until a claim
-			 * comes back short (run.c). */
-			worker__sched_backlog(w);
+		    !paused_here(w, ev->tool))
 			worker__sched_kick(w);
-		}
 		break;
 	case STORE_EV_RETRYING:
 	case STORE_EV_RESUMED:
 	case STORE_EV_APPROVED:
-		worker__sched_backlog(w);
+		w->backlog = true;
 		worker__remote_wake(w, ev->tool);
 		if (!r)
 			worker__sched_kick(w);
@@ -737,7 +732,7 @@ int worker_start(struct worker *w, char **errmsg)
 		return rc;
 	}
 	w->started = true;
-	worker__sched_backlog(w); /* until the first claim comes back short */
+	w->backlog = true; /* until the first claim comes back short */
 	/* Terminal jobs past the retention are pruned now and hourly. */
 	uv_timer_start(&w->prune_timer, prune_cb, 0, 3600 * 1000);
 	uv_unref((uv_handle_t *)&w->prune_timer);

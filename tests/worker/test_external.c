@@ -31,10 +31,6 @@ static const char *const manifests[][2] = {
 	 "\"type\":\"boolean\",\"default\":true}},\"required\":[\"answer\"]},"
 	 "\"command\":[\"/bin/sh\",\"-c\",\"jq -c 'if .resumeData then "
 	 "{output: .} else {suspend: {question: \\\"name?\\\"}} end'\"]}"},
-	{"single.json",
-	 "{\"id\":\"x-single\",\"background\":{\"concurrency\":1},"
-	 "\"command\":[\"/bin/sh\",\"-c\",\"sleep 1; "
-	 "echo '{\\\"output\\\":{}}'\"]}"},
 	{"scalar.json",
 	 "{\"id\":\"x-scalar\",\"outputSchema\":{\"type\":\"string\"},"
 	 "\"command\":[\"/bin/sh\",\"-c\",\"jq -c '{output: .input.v}'\"]}"},
@@ -287,32 +283,6 @@ static void transform__declared__shapes_views_and_events_at_every_stage(
 	store_job_free(j);
 }
 
-/* A tool with a concurrency limit holds its next job pending behind the
- * running one, and a claim that comes back short of the pool's room
- * clears the backlog meanwhile (here the one that follows another tool's
- * run): the running process's end must claim the next job all the same.
- * A freed slot claims without a backlog only for room that a claim counts
- * apart: a tool's limit, a thread. */
-static void concurrency__a_limited_tools_end__starts_its_next_job(void **state)
-{
-	struct fx *f = *state;
-	char first[40], second[40], other[40];
-
-	fx_run_for(f, 50);
-	fx_submit_ok(f, "x-single", "{}", NULL, first);
-	fx_submit_ok(f, "x-single", "{}", NULL, second);
-	fx_wait_status(f, first, STORE_RUNNING, 5000);
-	/* Claimed while the backlog is set, run, and its end's claim comes
-	 * back short: the backlog is clear, the second job still pending. */
-	fx_submit_ok(f, "x-scalar", "{\"v\":\"a\"}", NULL, other);
-	fx_wait_status(f, other, STORE_COMPLETED, 5000);
-	fx_run_for(f, 50);
-	assert_int_equal(fx_status(f, first), STORE_RUNNING);
-	assert_int_equal(fx_status(f, second), STORE_PENDING);
-	fx_wait_status(f, first, STORE_COMPLETED, 5000);
-	fx_wait_status(f, second, STORE_COMPLETED, 5000);
-}
-
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -322,7 +292,6 @@ int main(void)
 		T(resume__data_reaches_the_tool_with_its_defaults),
 		T(output_schema__of_any_type__is_accepted_and_checked),
 		T(transform__declared__shapes_views_and_events_at_every_stage),
-		T(concurrency__a_limited_tools_end__starts_its_next_job),
 	};
 
 	return cmocka_run_group_tests_name("worker external tools (createTool)",

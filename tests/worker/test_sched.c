@@ -1,8 +1,8 @@
 /*
  * test_sched.c: the scheduler: priority order, per-tool concurrency,
  * delayed jobs on time, paused tools, starting a job in its submission's
- * commit only when nothing waits, no claim for a freed slot while nothing
- * waits, nonblocking tools on the loop thread, a clean shutdown, the recovery of runs a crash interrupted, and the
+ * commit only when nothing waits, nonblocking tools on the loop thread, a
+ * clean shutdown, the recovery of runs a crash interrupted, and the
  * threads kept apart for CPU work.
  */
 #include <errno.h>
@@ -771,47 +771,6 @@ static void nonblocking_tool__at_submission__commits_its_whole_run_at_once(
 	fx_res_finish(&res);
 }
 
-/* A run that frees a slot asks for a claim only while runnable jobs may
- * be pending: jobs started by their submission, one after the other with
- * nothing waiting, ask for none (each asked for one that found nothing,
- * 0.25 of PostgreSQL's 1.25 statements a job). */
-static void slot_freed__with_nothing_pending__asks_for_no_claim(void **state)
-{
-	struct fx *f = *state;
-	char ids[20][40];
-	uint64_t before;
-
-	fx_run_for(f, 50); /* the first claim finds nothing waiting */
-	before = stats(f).claims;
-	for (int i = 0; i < 20; i++) {
-		fx_submit_ok(f, "inline", "{}", NULL, ids[i]);
-		fx_run_for(f, 5);
-	}
-	for (int i = 0; i < 20; i++)
-		fx_wait_status(f, ids[i], STORE_COMPLETED, 5000);
-	fx_run_for(f, 50);
-	assert_int_equal(stats(f).started_at_submit, 20);
-	assert_int_equal(stats(f).claims, before);
-}
-
-/* ...but a freed slot of a tool with a concurrency limit does claim: a
- * claim that came back short of the pool's room (clearing the backlog)
- * left the tool's next job pending behind the limit. */
-static void slot_freed__of_a_limited_tool__claims_its_next_job(void **state)
-{
-	struct fx *f = *state;
-	char first[40], second[40];
-
-	fx_run_for(f, 50);
-	fx_submit_ok(f, "single", "{\"ms\":100}", NULL, first);
-	fx_submit_ok(f, "single", "{\"ms\":10}", NULL, second);
-	fx_wait_status(f, first, STORE_RUNNING, 5000);
-	fx_run_for(f, 30);
-	assert_int_equal(fx_status(f, second), STORE_PENDING);
-	fx_wait_status(f, second, STORE_COMPLETED, 5000);
-	assert_int_equal(stats(f).started_by_claim, 2);
-}
-
 static void nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint(
 	void **state)
 {
@@ -837,8 +796,6 @@ int main(void)
 			setup_unstarted8, teardown),
 		T1(paused_tool__starts_nothing_until_unpaused),
 		T8(paused_tool__new_jobs_ask_for_no_claim),
-		T8(slot_freed__with_nothing_pending__asks_for_no_claim),
-		T8(slot_freed__of_a_limited_tool__claims_its_next_job),
 		T8(submit__of_a_tool_that_may_block__starts_by_a_claim),
 		T1(submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order),
 		T8(submit__of_a_limited_or_paused_nonblocking_tool__waits_for_a_claim),
