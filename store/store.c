@@ -42,7 +42,10 @@ enum { DEFAULT_MAX_BATCH = 1024 };
  * Taking a claim ahead of requests queued before it is safe: none of them
  * is answered yet, so they are concurrent with it, and a claim that does
  * not see a job (a submit, a resume, a final transition to pending) is
- * followed by another, which that commit's event asks for. */
+ * followed by another, which that commit's event asks for. A claim that
+ * still counts a run whose end is queued behind it (a limited tool on a
+ * shared database, where the store counts the running jobs) is followed
+ * by the one that end's commit asks for (worker/run.c, final_done). */
 enum { CLAIM_BATCH_OTHERS = 32 };
 
 /* A batch that failed on a deadlock or a serialization failure (two

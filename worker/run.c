@@ -334,6 +334,14 @@ static void final_done(struct worker__op *op, int rc)
 		 * runs at its submission ahead of it. */
 		if (j->status == STORE_PENDING)
 			worker__sched_wakeup(w, j->run_at);
+		/* A tool with a concurrency limit on a shared database: the
+		 * same claim may have counted this run among the tool's
+		 * running jobs (there the store counts them, pg.c) and left
+		 * its next job pending, which no event asks for again; claim
+		 * now that the run no longer counts. */
+		else if (r->tool && r->tool->bg.concurrency > 0 &&
+			 store_shared(w->st))
+			worker__sched_kick(w);
 		if (j->status == STORE_SUSPENDED && j->expires_at)
 			worker__expiry_rearm(w);
 		run_set_done(r);

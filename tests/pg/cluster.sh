@@ -8,7 +8,11 @@
 #      busy workers first): the others finish them once the leases
 #      expire, nothing lost;
 #   4. a tool's cluster-wide concurrency limit (2) is never exceeded, as
-#      the tool itself checks (tools/capped.sh).
+#      the tool itself checks (tools/capped.sh);
+#   5. a tool limited to one run at a time runs forty queued jobs one
+#      after the other with nothing else to wake the nodes: each run's end
+#      claims the next, although the claim its freed slot asked for may
+#      have been taken ahead of the run's final commit and counted it.
 set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -114,6 +118,21 @@ done
 for id in $ids; do berth $other wait "$id" >/dev/null; done
 check "the capped tool never saw more than 2 runs at once" "$([ -f "$dir/cap/exceeded" ] && cat "$dir/cap/exceeded" | head -1 || echo none)" none
 check "all ten capped jobs completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'capped' AND status = 4")" 10
+
+# 5. one run at a time: queued while paused, so that after the unpause
+# only the runs' ends ask for claims. Before the fix two of forty ran in
+# ten seconds; now all of them in about one.
+berth $other pause one-at-a-time >/dev/null
+for i in $(seq 40); do berth $other --json submit one-at-a-time '{}' >/dev/null; done
+berth $other unpause one-at-a-time >/dev/null
+i=0
+left=40
+while [ "$left" != 0 ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i+1))
+	left=$(q "SELECT count(*) FROM jobs WHERE tool = 'one-at-a-time' AND status <> 4")
+done
+check "forty jobs of a tool limited to one run at a time all completed" "$left" 0
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail
