@@ -121,9 +121,11 @@ static void unlist(struct worker__run *r)
  * this one ended), and the store still shows the job running until the
  * commit, which can only make a cluster-wide count on a shared database
  * (pg.c) count one job too many for a moment, never too few. The final
- * transition was queued before the kick's claim, and the writer commits
- * in order. A C tool that ignores its abort flag gives up its slot once
- * its job is decided (the file's comment). */
+ * transition is queued before the kick's claim, but the writer takes
+ * claims first (store.c), so that count may see the run still running:
+ * final_done claims again once the end has committed. A C tool that
+ * ignores its abort flag gives up its slot once its job is decided (the
+ * file's comment). */
 static void run_maybe_end(struct worker__run *r)
 {
 	struct worker *w = r->w;
