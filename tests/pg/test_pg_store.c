@@ -925,6 +925,31 @@ static void wait_for(struct fx *f, struct waiter *w)
 		uv_run(&f->loop, UV_RUN_ONCE);
 }
 
+/* create_held creates n pending "echo" jobs j[0..n) with input (borrowed,
+ * NULL for none), sent while node 0's store holds them so that they go in
+ * one batch, and waits for each to succeed. The caller finishes each
+ * w[i].req. */
+static void create_held(struct fx *f, struct store_job *j, struct waiter *w,
+			int n, json_t *input)
+{
+	memset(j, 0, (size_t)n * sizeof(*j));
+	memset(w, 0, (size_t)n * sizeof(*w));
+	store_hold(f->n[0].st);
+	for (int i = 0; i < n; i++) {
+		j[i].tool = "echo";
+		j[i].status = STORE_PENDING;
+		j[i].input = input;
+		w[i].req.op = STORE_OP_CREATE;
+		w[i].req.u.create.job = &j[i];
+		submit_async(f->n[0].st, &w[i]);
+	}
+	store_release(f->n[0].st);
+	for (int i = 0; i < n; i++) {
+		wait_for(f, &w[i]);
+		assert_int_equal(w[i].rc, 0);
+	}
+}
+
 /* pg_text reads the first value of sql as text ("" for NULL), into out. */
 static void pg_text(const char *url, const char *sql, char *out, size_t len)
 {
@@ -1187,21 +1212,9 @@ static void batch__megabytes_each_way__keep_the_pipeline_moving(void **state)
 	assert_non_null(j);
 	assert_non_null(w);
 
-	store_hold(f->n[0].st);
-	for (int i = 0; i < N; i++) {
-		j[i].tool = "echo";
-		j[i].status = STORE_PENDING;
-		j[i].input = payload;
-		w[i].req.op = STORE_OP_CREATE;
-		w[i].req.u.create.job = &j[i];
-		submit_async(f->n[0].st, &w[i]);
-	}
-	store_release(f->n[0].st);
-	for (int i = 0; i < N; i++) {
-		wait_for(f, &w[i]);
-		assert_int_equal(w[i].rc, 0);
+	create_held(f, j, w, N, payload);
+	for (int i = 0; i < N; i++)
 		store_req_finish(&w[i].req);
-	}
 
 	struct waiter c = {.req = {.op = STORE_OP_CLAIM}};
 	c.req.u.claim.limit = N;
@@ -1286,20 +1299,8 @@ static void batch__creations_of_any_count__are_stored_once_and_heard_by_one_noti
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		int n = counts[c];
 		int64_t seq = store_last_seq(f->n[0].st);
-		memset(j, 0, sizeof(j));
-		memset(w, 0, sizeof(w));
-		store_hold(f->n[0].st);
+		create_held(f, j, w, n, NULL);
 		for (int i = 0; i < n; i++) {
-			j[i].tool = "echo";
-			j[i].status = STORE_PENDING;
-			w[i].req.op = STORE_OP_CREATE;
-			w[i].req.u.create.job = &j[i];
-			submit_async(f->n[0].st, &w[i]);
-		}
-		store_release(f->n[0].st);
-		for (int i = 0; i < n; i++) {
-			wait_for(f, &w[i]);
-			assert_int_equal(w[i].rc, 0);
 			assert_int_equal(status_of(f, 0, w[i].req.job->id), STORE_PENDING);
 			store_req_finish(&w[i].req);
 		}
