@@ -80,6 +80,13 @@ enum stmt_id {
 	" AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR run_id = ?3)"        \
 	" ORDER BY id DESC LIMIT ?5"
 
+/* The jobs a prune deletes: terminal, finished before ?1. ?2 is the least
+ * id made at ?1 (store__uuid7_floor): a job that finished before the
+ * cutoff was made before it, so only the primary key below ?2 is walked
+ * (migration 0005); the '+' keeps the planner off jobs_status, whose range
+ * would be every terminal job. */
+#define PRUNABLE " id < ?2 AND +status >= 4 AND +finished_at < ?1"
+
 /* OR FAIL: a statement that changes one row, or whose failure fails the
  * whole transaction (the event inserts, the one-job updates: their only
  * errors are storage errors, and run_batch then rolls everything back),
@@ -172,18 +179,12 @@ static const char *const sql_text[S_NSTMT] = {
 			 " RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
-	/* A pruned job's events and log lines go first, then the job. ?1
-	 * the cutoff, ?2 the least id made at it (store__uuid7_floor): a
-	 * job that finished before the cutoff was made before it, so only
-	 * the primary key below ?2 is walked (migration 0005); the '+'
-	 * keeps the planner off jobs_status, whose range would be every
-	 * terminal job. */
+	/* A pruned job's events and log lines go first, then the job. */
 	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
-			   " WHERE id < ?2 AND +status >= 4 AND +finished_at < ?1)",
+			   " WHERE" PRUNABLE ")",
 	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
-			 " WHERE id < ?2 AND +status >= 4 AND +finished_at < ?1)",
-	[S_PRUNE] = "DELETE FROM jobs WHERE id < ?2 AND +status >= 4"
-		    " AND +finished_at < ?1",
+			 " WHERE" PRUNABLE ")",
+	[S_PRUNE] = "DELETE FROM jobs WHERE" PRUNABLE,
 	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
 	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = ?6 AND"
 			  LIST_REST,
