@@ -856,6 +856,17 @@ void worker__run_push(struct worker__run *r)
 
 static void run_start(struct worker *w, struct store_job *job, bool held);
 
+/* fail_start fails r's run, which never began: its tool could not be
+ * started, for why ("start_failed", not retryable). */
+static void fail_start(struct worker__run *r, const char *why)
+{
+	run_fail(r,
+		 error_json("start_failed", NULL,
+			    "tool %s could not be started: %s", r->job->tool,
+			    why),
+		 false, false);
+}
+
 void worker__run_start(struct worker *w, struct store_job *job)
 {
 	run_start(w, job, false);
@@ -930,12 +941,7 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 		r->p_rc = json_incref(job->request_context);
 	}
 	if (prepare(r)) {
-		run_fail(r,
-			 error_json("start_failed", NULL,
-				    "tool %s could not be started: out of "
-				    "memory",
-				    job->tool),
-			 false, false);
+		fail_start(r, "out of memory");
 		return;
 	}
 	worker__run_arm_timeout(r);
@@ -950,11 +956,7 @@ void worker__run_start_failed(struct worker__run *r, const char *why)
 {
 	if (!r->w || r->state != WORKER__RUN_ACTIVE)
 		return;
-	run_fail(r,
-		 error_json("start_failed", NULL,
-			    "tool %s could not be started: %s", r->job->tool,
-			    why),
-		 false, false);
+	fail_start(r, why);
 }
 
 /* run_exec hands r to its executor: the worker process it was claimed
@@ -978,11 +980,7 @@ static void run_exec(struct worker__run *r)
 		rc = worker__proc_start(r, &why);
 	}
 	if (rc) {
-		run_fail(r,
-			 error_json("start_failed", NULL,
-				    "tool %s could not be started: %s",
-				    r->job->tool, why ? why : strerror(-rc)),
-			 false, false);
+		fail_start(r, why ? why : strerror(-rc));
 		free(why);
 	}
 }
