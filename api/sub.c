@@ -26,6 +26,10 @@
 struct api_sub {
 	struct api_conn *conn;
 	char id[32];
+	/* ,"subscription":"sub-N"}}: how each of its events/event ends
+	 * (send_event); tail_len counts it from the comma. */
+	char tail[64];
+	size_t tail_len;
 	char job_id[40]; /* only this job's events, or "" for all */
 	bool progress;   /* also live events/progress */
 	bool replaying;
@@ -91,15 +95,14 @@ static int event_text_build(struct event_text *t, const struct store_event *ev)
 static int send_event(struct api_sub *s, const struct store_event *ev,
 		      struct event_text *t)
 {
-	char tail[sizeof s->id + 32];
-	int n, rc;
+	/* Without its comma when the Event has no member before it. */
+	size_t skip = t->empty ? 1 : 0;
+	int rc;
 
 	if (!t->head && event_text_build(t, ev))
 		return -ENOMEM;
-	/* s->id is "sub-N": nothing in it needs escaping. */
-	n = snprintf(tail, sizeof tail, "%s\"subscription\":\"%s\"}}",
-		     t->empty ? "" : ",", s->id);
-	rc = api_conn_send_text(s->conn, t->head, t->len, tail, (size_t)n);
+	rc = api_conn_send_text(s->conn, t->head, t->len, s->tail + skip,
+				s->tail_len - skip);
 	s->last_seq = ev->seq;
 	return rc;
 }
@@ -165,6 +168,9 @@ void api_m_events_subscribe(struct api_req *r, json_t *params)
 	s->conn = c;
 	snprintf(s->id, sizeof s->id, "sub-%llu",
 		 (unsigned long long)++a->next_sub_id);
+	/* s->id is "sub-N": nothing in it needs escaping. */
+	s->tail_len = (size_t)snprintf(s->tail, sizeof s->tail,
+				       ",\"subscription\":\"%s\"}}", s->id);
 	if (job)
 		snprintf(s->job_id, sizeof s->job_id, "%s", job);
 	s->progress = api_params_bool(params, "progress", false);

@@ -617,33 +617,112 @@ void store_log_line_finish(struct store_log_line *l)
 
 /* ---- JSON text ---------------------------------------------------------- */
 
-/* A growing buffer for store__json_text. slow is set when the value needs
- * jansson's own dumper (see store__json_text). */
+/* A growing buffer for store__json_text and the Job and Event texts. It
+ * starts in place, where nearly every text fits, and moves to the heap
+ * past that; tb_finish hands back one malloc'd copy of the exact size.
+ * slow is set when the value needs jansson's own dumper (see
+ * store__json_text). */
 struct text_buf {
 	char *p;
 	size_t n, cap;
 	bool failed;
 	bool slow;
+	char local[1024];
 };
 
-static void tb_put(struct text_buf *b, const char *s, size_t n)
+static void tb_init(struct text_buf *b)
 {
+	b->p = b->local;
+	b->n = 0;
+	b->cap = sizeof b->local;
+	b->failed = false;
+	b->slow = false;
+}
+
+/* tb_grow makes room for n more bytes and a NUL; false when out of memory
+ * (b is then failed, and keeps what it had). */
+static bool __attribute__((noinline)) tb_grow(struct text_buf *b, size_t n)
+{
+	size_t cap = b->cap * 2;
+	char *p;
+
 	if (b->failed)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->failed = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+		return false;
+	while (cap < b->n + n + 1)
+		cap *= 2;
+	if (b->p == b->local) {
+		if ((p = malloc(cap)) != NULL)
+			memcpy(p, b->local, b->n);
+	} else {
+		p = realloc(b->p, cap);
 	}
+	if (p == NULL) {
+		b->failed = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+/* tb_put is inline: most of its calls put a few bytes of a constant, which
+ * the compiler then copies without a call (callgrind: the calls and their
+ * checks were a third of writing a text). */
+static inline void tb_put(struct text_buf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap && !tb_grow(b, n))
+		return;
 	memcpy(b->p + b->n, s, n);
 	b->n += n;
+}
+
+/* TB_LIT puts a string literal. KEY(k) is the text and length of a member
+ * that follows another: ,"k": with k a literal that needs no escaping. */
+#define TB_LIT(b, s) tb_put((b), (s), sizeof(s) - 1)
+#define KEY(k) ",\"" k "\":", sizeof(",\"" k "\":") - 1
+
+/* tb_release frees b's memory when tb_finish did not hand it out. */
+static void tb_release(struct text_buf *b)
+{
+	if (b->p != b->local)
+		free(b->p);
+	b->p = b->local;
+}
+
+/* tb_finish returns b's text, malloc'd, or NULL when it failed (out of
+ * memory) or needs jansson. */
+static char *tb_finish(struct text_buf *b)
+{
+	char *text;
+
+	if (b->failed || b->slow) {
+		tb_release(b);
+		return NULL;
+	}
+	if (b->p != b->local) {
+		b->p[b->n] = '\0';
+		return b->p;
+	}
+	if ((text = malloc(b->n + 1)) != NULL) {
+		memcpy(text, b->local, b->n);
+		text[b->n] = '\0';
+	}
+	return text;
+}
+
+/* plain8 is true when none of the 8 bytes at s needs an escape or lies
+ * beyond ASCII: each is in 0x20..0x7f, and none is '"' or '\\'. A byte
+ * below 0x20 borrows in w - 0x20 and a byte equal to c gives 0xff in
+ * (w ^ c) - 1, which sets its high bit; a borrow can only carry out of a
+ * byte that is itself flagged, so only a byte that needs care is found. */
+static inline bool plain8(const char *s)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = ones * 0x80;
+	uint64_t w;
+
+	memcpy(&w, s, sizeof w);
+	return ((w | (w - ones * 0x20) | ((w ^ (ones * '"')) - ones) |
+		 ((w ^ (ones * '\\')) - ones)) & highs) == 0;
 }
 
 /* tb_string writes s (n bytes) as a JSON string, escaped as jansson
@@ -652,18 +731,24 @@ static void tb_put(struct text_buf *b, const char *s, size_t n)
 static void tb_string(struct text_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t run = 0;
-	tb_put(b, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
+	size_t run = 0, i = 0;
+
+	TB_LIT(b, "\"");
+	for (;;) {
+		while (i + 8 <= n && plain8(s + i))
+			i += 8;
+		while (i < n && (unsigned char)s[i] >= 0x20 &&
+		       (unsigned char)s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+			i++;
+		if (i == n)
+			break;
 		unsigned char c = (unsigned char)s[i];
 		if (c >= 0x80) {
 			b->slow = true;
 			return;
 		}
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
 		tb_put(b, s + run, i - run);
-		run = i + 1;
+		run = ++i;
 		char e[6] = {'\\', (char)c, 0, 0, 0, 0};
 		size_t len = 2;
 		switch (c) {
@@ -682,7 +767,7 @@ static void tb_string(struct text_buf *b, const char *s, size_t n)
 		tb_put(b, e, len);
 	}
 	tb_put(b, s + run, n - run);
-	tb_put(b, "\"", 1);
+	TB_LIT(b, "\"");
 }
 
 static void tb_int(struct text_buf *b, int64_t x)
@@ -700,15 +785,6 @@ static void tb_int(struct text_buf *b, int64_t x)
 	tb_put(b, p, (size_t)(num + sizeof(num) - p));
 }
 
-/* tb_member writes ,"key": (without the comma for the first member). */
-static void tb_member(struct text_buf *b, const char *key, bool first)
-{
-	if (!first)
-		tb_put(b, ",", 1);
-	tb_string(b, key, strlen(key));
-	tb_put(b, ":", 1);
-}
-
 static void tb_value(struct text_buf *b, json_t *v, int depth)
 {
 	if (b->failed || b->slow)
@@ -722,7 +798,7 @@ static void tb_value(struct text_buf *b, json_t *v, int depth)
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: {
 		bool first = true;
-		tb_put(b, "{", 1);
+		TB_LIT(b, "{");
 		/* In insertion order, as json_dumps without JSON_SORT_KEYS. */
 		for (void *it = json_object_iter(v); it != NULL;
 		     it = json_object_iter_next(v, it)) {
@@ -733,23 +809,23 @@ static void tb_value(struct text_buf *b, json_t *v, int depth)
 			size_t klen = strlen(key);
 #endif
 			if (!first)
-				tb_put(b, ",", 1);
+				TB_LIT(b, ",");
 			first = false;
 			tb_string(b, key, klen);
-			tb_put(b, ":", 1);
+			TB_LIT(b, ":");
 			tb_value(b, json_object_iter_value(it), depth + 1);
 		}
-		tb_put(b, "}", 1);
+		TB_LIT(b, "}");
 		return;
 	}
 	case JSON_ARRAY:
-		tb_put(b, "[", 1);
+		TB_LIT(b, "[");
 		for (size_t i = 0; i < json_array_size(v); i++) {
 			if (i > 0)
-				tb_put(b, ",", 1);
+				TB_LIT(b, ",");
 			tb_value(b, json_array_get(v, i), depth + 1);
 		}
-		tb_put(b, "]", 1);
+		TB_LIT(b, "]");
 		return;
 	case JSON_STRING:
 		tb_string(b, json_string_value(v), json_string_length(v));
@@ -758,13 +834,13 @@ static void tb_value(struct text_buf *b, json_t *v, int depth)
 		tb_int(b, json_integer_value(v));
 		return;
 	case JSON_TRUE:
-		tb_put(b, "true", 4);
+		TB_LIT(b, "true");
 		return;
 	case JSON_FALSE:
-		tb_put(b, "false", 5);
+		TB_LIT(b, "false");
 		return;
 	case JSON_NULL:
-		tb_put(b, "null", 4);
+		TB_LIT(b, "null");
 		return;
 	default:
 		/* Reals: jansson's own formatting (and refusal of NaN). */
@@ -784,16 +860,13 @@ static void tb_value(struct text_buf *b, json_t *v, int depth)
  */
 char *store__json_text(json_t *v)
 {
-	struct text_buf b = {0};
+	struct text_buf b;
+	char *text;
+
+	tb_init(&b);
 	tb_value(&b, v, 0);
-	if (!b.failed && !b.slow) {
-		tb_put(&b, "", 0);
-		if (!b.failed) {
-			b.p[b.n] = '\0';
-			return b.p;
-		}
-	}
-	free(b.p);
+	if ((text = tb_finish(&b)) != NULL)
+		return text;
 	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
@@ -803,36 +876,45 @@ char *store_json_text(json_t *v)
 }
 
 /* tb_str_member, tb_json_member and tb_time_member write a member when the
- * value is present, as set_str, set_json and set_time add one. */
-static void tb_str_member(struct text_buf *b, const char *key, const char *s)
+ * value is present, as set_str, set_json and set_time add one; key and
+ * klen come from KEY. */
+static void tb_str_member(struct text_buf *b, const char *key, size_t klen,
+			  const char *s)
 {
 	if (s == NULL)
 		return;
-	tb_member(b, key, false);
+	tb_put(b, key, klen);
 	tb_string(b, s, strlen(s));
 }
 
-static void tb_json_member(struct text_buf *b, const char *key, json_t *v)
+static void tb_json_member(struct text_buf *b, const char *key, size_t klen,
+			   json_t *v)
 {
 	if (v == NULL)
 		return;
-	tb_member(b, key, false);
+	tb_put(b, key, klen);
 	tb_value(b, v, 1);
 }
 
-static void tb_time_member(struct text_buf *b, const char *key, int64_t t)
+/* A time's text is digits and "-:.TZ": it goes in quotes as it is. */
+static void tb_time_member(struct text_buf *b, const char *key, size_t klen,
+			   int64_t t)
 {
-	char buf[32];
+	char buf[33];
 
 	if (t == 0)
 		return;
-	tb_member(b, key, false);
-	tb_string(b, store_format_time(t, buf), 24);
+	tb_put(b, key, klen);
+	buf[0] = '"';
+	store_format_time(t, buf + 1);
+	buf[25] = '"';
+	tb_put(b, buf, 26);
 }
 
-static void tb_int_member(struct text_buf *b, const char *key, int64_t v)
+static void tb_int_member(struct text_buf *b, const char *key, size_t klen,
+			  int64_t v)
 {
-	tb_member(b, key, false);
+	tb_put(b, key, klen);
 	tb_int(b, v);
 }
 
@@ -846,92 +928,78 @@ static char *dump_tree(json_t *o)
 	return text;
 }
 
-/* tb_finish returns b's text, or NULL when it failed or needs jansson. */
-static char *tb_finish(struct text_buf *b)
-{
-	tb_put(b, "", 0);
-	if (!b->failed && !b->slow) {
-		b->p[b->n] = '\0';
-		return b->p;
-	}
-	free(b->p);
-	return NULL;
-}
-
 /* The members and their order are store_job_to_json's. Every reply to a
  * change of a job carries it, and building the tree cost more than
  * writing the text (callgrind, e2e). */
 char *store_job_text(const struct store_job *j)
 {
-	struct text_buf b = {0};
-	const char *status = store_status_name(j->status);
+	struct text_buf b;
+	const char *decided_by = j->decided_by ? j->decided_by : UNKNOWN;
 
-	tb_put(&b, "{", 1);
-	tb_member(&b, "id", true);
+	tb_init(&b);
+	TB_LIT(&b, "{\"id\":");
 	tb_string(&b, j->id, strlen(j->id));
-	tb_str_member(&b, "tool", j->tool);
-	tb_str_member(&b, "status", status);
-	tb_json_member(&b, "input", j->input);
-	tb_json_member(&b, "requestContext", j->request_context);
-	tb_json_member(&b, "metadata", j->metadata);
-	tb_str_member(&b, "submittedBy",
+	tb_str_member(&b, KEY("tool"), j->tool);
+	tb_str_member(&b, KEY("status"), store_status_name(j->status));
+	tb_json_member(&b, KEY("input"), j->input);
+	tb_json_member(&b, KEY("requestContext"), j->request_context);
+	tb_json_member(&b, KEY("metadata"), j->metadata);
+	tb_str_member(&b, KEY("submittedBy"),
 		      j->submitted_by ? j->submitted_by : UNKNOWN);
-	tb_str_member(&b, "submittedVia", j->submitted_via);
-	tb_str_member(&b, "runId", j->run_id);
-	tb_str_member(&b, "toolCallId", j->tool_call_id);
-	tb_str_member(&b, "idempotencyKey", j->idempotency_key);
-	tb_int_member(&b, "priority", j->priority);
-	tb_time_member(&b, "runAt", j->run_at);
-	tb_int_member(&b, "attempt", j->attempt);
-	tb_int_member(&b, "maxRetries", j->max_retries);
+	tb_str_member(&b, KEY("submittedVia"), j->submitted_via);
+	tb_str_member(&b, KEY("runId"), j->run_id);
+	tb_str_member(&b, KEY("toolCallId"), j->tool_call_id);
+	tb_str_member(&b, KEY("idempotencyKey"), j->idempotency_key);
+	tb_int_member(&b, KEY("priority"), j->priority);
+	tb_time_member(&b, KEY("runAt"), j->run_at);
+	tb_int_member(&b, KEY("attempt"), j->attempt);
+	tb_int_member(&b, KEY("maxRetries"), j->max_retries);
 	if (j->timeout_ms != 0)
-		tb_int_member(&b, "timeoutMs", j->timeout_ms);
-	tb_time_member(&b, "expiresAt", j->expires_at);
-	tb_json_member(&b, "output", j->output);
-	tb_json_member(&b, "modelOutput", j->model_output);
-	tb_json_member(&b, "error", j->error);
-	tb_json_member(&b, "suspendPayload", j->suspend_payload);
-	tb_json_member(&b, "resumeData", j->resume_data);
-	tb_json_member(&b, "checkpoint", j->checkpoint);
-	tb_member(&b, "approval", false);
-	tb_put(&b, j->approval_required ? "{\"required\":true,\"decision\":"
-					: "{\"required\":false,\"decision\":",
-	       j->approval_required ? 28 : 29);
-	if (j->decision == STORE_DECISION_APPROVED)
-		tb_put(&b, "\"approved\"", 10);
-	else if (j->decision == STORE_DECISION_DECLINED)
-		tb_put(&b, "\"declined\"", 10);
+		tb_int_member(&b, KEY("timeoutMs"), j->timeout_ms);
+	tb_time_member(&b, KEY("expiresAt"), j->expires_at);
+	tb_json_member(&b, KEY("output"), j->output);
+	tb_json_member(&b, KEY("modelOutput"), j->model_output);
+	tb_json_member(&b, KEY("error"), j->error);
+	tb_json_member(&b, KEY("suspendPayload"), j->suspend_payload);
+	tb_json_member(&b, KEY("resumeData"), j->resume_data);
+	tb_json_member(&b, KEY("checkpoint"), j->checkpoint);
+	if (j->approval_required)
+		TB_LIT(&b, ",\"approval\":{\"required\":true,\"decision\":");
 	else
-		tb_put(&b, "null", 4);
-	tb_str_member(&b, j->decision == STORE_DECISION_APPROVED ? "note"
-								 : "reason",
-		      j->reason);
-	tb_time_member(&b, "decidedAt", j->decided_at);
+		TB_LIT(&b, ",\"approval\":{\"required\":false,\"decision\":");
+	if (j->decision == STORE_DECISION_APPROVED)
+		TB_LIT(&b, "\"approved\"");
+	else if (j->decision == STORE_DECISION_DECLINED)
+		TB_LIT(&b, "\"declined\"");
+	else
+		TB_LIT(&b, "null");
+	if (j->decision == STORE_DECISION_APPROVED)
+		tb_str_member(&b, KEY("note"), j->reason);
+	else
+		tb_str_member(&b, KEY("reason"), j->reason);
+	tb_time_member(&b, KEY("decidedAt"), j->decided_at);
 	if (j->decision != STORE_DECISION_NONE) {
-		tb_member(&b, "decidedBy", false);
-		tb_put(&b, "{", 1);
-		tb_member(&b, "name", true);
-		tb_string(&b, j->decided_by ? j->decided_by : UNKNOWN,
-			  strlen(j->decided_by ? j->decided_by : UNKNOWN));
-		tb_str_member(&b, "via", j->decided_via);
-		tb_put(&b, "}", 1);
+		TB_LIT(&b, ",\"decidedBy\":{\"name\":");
+		tb_string(&b, decided_by, strlen(decided_by));
+		tb_str_member(&b, KEY("via"), j->decided_via);
+		TB_LIT(&b, "}");
 	}
 	if (j->approval_required) {
-		tb_int_member(&b, "quorum", j->quorum > 0 ? j->quorum : 1);
-		tb_member(&b, "approvals", false);
+		tb_int_member(&b, KEY("quorum"), j->quorum > 0 ? j->quorum : 1);
+		TB_LIT(&b, ",\"approvals\":");
 		if (j->approvals)
 			tb_value(&b, j->approvals, 2);
 		else
-			tb_put(&b, "[]", 2);
+			TB_LIT(&b, "[]");
 	}
-	tb_put(&b, "}", 1);
-	tb_json_member(&b, "progress", j->progress);
-	tb_str_member(&b, "retryOf", j->retry_of);
-	tb_time_member(&b, "createdAt", j->created_at);
-	tb_time_member(&b, "updatedAt", j->updated_at);
-	tb_time_member(&b, "startedAt", j->started_at);
-	tb_time_member(&b, "finishedAt", j->finished_at);
-	tb_put(&b, "}", 1);
+	TB_LIT(&b, "}");
+	tb_json_member(&b, KEY("progress"), j->progress);
+	tb_str_member(&b, KEY("retryOf"), j->retry_of);
+	tb_time_member(&b, KEY("createdAt"), j->created_at);
+	tb_time_member(&b, KEY("updatedAt"), j->updated_at);
+	tb_time_member(&b, KEY("startedAt"), j->started_at);
+	tb_time_member(&b, KEY("finishedAt"), j->finished_at);
+	TB_LIT(&b, "}");
 	char *text = tb_finish(&b);
 	return text != NULL ? text : dump_tree(store_job_to_json(j));
 }
@@ -941,24 +1009,22 @@ char *store_job_text(const struct store_job *j)
  * more than writing it (callgrind, e2e). */
 char *store_event_text(const struct store_event *ev)
 {
-	struct text_buf b = {0};
-	const char *type = store_event_name(ev->type);
-	const char *status = store_status_name(ev->status);
+	struct text_buf b;
 
-	tb_put(&b, "{", 1);
-	tb_member(&b, "seq", true);
+	tb_init(&b);
+	TB_LIT(&b, "{\"seq\":");
 	tb_int(&b, ev->seq);
-	tb_member(&b, "jobId", false);
+	TB_LIT(&b, ",\"jobId\":");
 	tb_string(&b, ev->job_id, strlen(ev->job_id));
-	tb_str_member(&b, "tool", ev->tool);
-	tb_str_member(&b, "type", type);
-	tb_str_member(&b, "status", status);
-	tb_time_member(&b, "at", ev->at);
-	tb_str_member(&b, "by", ev->by ? ev->by : UNKNOWN);
-	tb_str_member(&b, "via", ev->via);
-	tb_json_member(&b, "client", ev->client);
-	tb_json_member(&b, "data", ev->data);
-	tb_put(&b, "}", 1);
+	tb_str_member(&b, KEY("tool"), ev->tool);
+	tb_str_member(&b, KEY("type"), store_event_name(ev->type));
+	tb_str_member(&b, KEY("status"), store_status_name(ev->status));
+	tb_time_member(&b, KEY("at"), ev->at);
+	tb_str_member(&b, KEY("by"), ev->by ? ev->by : UNKNOWN);
+	tb_str_member(&b, KEY("via"), ev->via);
+	tb_json_member(&b, KEY("client"), ev->client);
+	tb_json_member(&b, KEY("data"), ev->data);
+	TB_LIT(&b, "}");
 	char *text = tb_finish(&b);
 	return text != NULL ? text : dump_tree(store_event_to_json(ev));
 }

@@ -78,6 +78,63 @@ static void same_text(json_t *o, char *got)
 	json_decref(o);
 }
 
+/* as_jansson asserts that store_json_text writes v (stolen) as jansson
+ * does, or fails where jansson fails. */
+static void as_jansson(json_t *v)
+{
+	char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *got = store_json_text(v);
+
+	if (want == NULL)
+		assert_null(got);
+	else
+		assert_string_equal(got, want);
+	free(want);
+	free(got);
+	json_decref(v);
+}
+
+/* Every byte value at every place of strings of 1 to 24 bytes: the scan
+ * takes 8 bytes at a time, so this crosses each of its boundaries with
+ * each kind of byte (plain, escaped, control, beyond ASCII, NUL). */
+static void json_text__escapes_every_byte_as_jansson_does(void **state)
+{
+	char s[25];
+
+	for (size_t n = 1; n <= 24; n++) {
+		for (size_t at = 0; at < n; at++) {
+			for (int c = 0; c < 256; c++) {
+				memset(s, 'a', n);
+				s[at] = (char)c;
+				as_jansson(json_stringn_nocheck(s, n));
+				/* ... and as an object's key. */
+				json_t *o = json_object();
+				json_object_setn_new_nocheck(o, s, n, json_true());
+				as_jansson(o);
+			}
+		}
+	}
+	as_jansson(json_string(""));
+}
+
+/* Texts past the buffer's first kilobyte move it to the heap and grow it;
+ * they come out whole. */
+static void json_text__writes_texts_longer_than_its_first_buffer(void **state)
+{
+	static const size_t sizes[] = {1000, 1022, 1023, 1024, 1025, 2047,
+				       2048, 5000, 100000};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char *s = malloc(sizes[i]);
+		assert_non_null(s);
+		for (size_t k = 0; k < sizes[i]; k++)
+			s[k] = k % 97 == 3 ? '"' : (char)('a' + k % 26);
+		as_jansson(json_pack("{s:s%, s:[i, s%]}", "a", s, sizes[i],
+				     "b", 7, s, sizes[i] / 2));
+		free(s);
+	}
+}
+
 /* The direct writer of a Job's text against the tree and its dump: a bare
  * job, then one with every member, decisions, reals and non-ASCII. */
 static void job_text__is_the_text_of_the_job_object(void **state)
@@ -323,6 +380,8 @@ int main(void)
 		cmocka_unit_test(status_and_event_names__round_trip),
 		cmocka_unit_test(format_time__writes_utc_with_milliseconds),
 		cmocka_unit_test(format_time__agrees_with_gmtime),
+		cmocka_unit_test(json_text__escapes_every_byte_as_jansson_does),
+		cmocka_unit_test(json_text__writes_texts_longer_than_its_first_buffer),
 		cmocka_unit_test(event_text__is_the_text_of_the_event_object),
 		cmocka_unit_test(job_text__is_the_text_of_the_job_object),
 		cmocka_unit_test(parse_time__reads_offsets_and_missing_fractions),
