@@ -700,6 +700,7 @@ static const struct api_param p_subscribe[] = {
 	INT("since", 0, INT64_MAX),
 	{"jobId", API_P_STRING, 0, 0, 64, NULL, NULL},
 	{"progress", API_P_BOOL, 0, 0, 0, NULL, NULL},
+	{"types", API_P_EVENT_TYPES, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_unsubscribe[] = {STR("subscription", REQ), END};

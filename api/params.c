@@ -36,6 +36,28 @@ static bool status_ok(const json_t *v)
 	return json_is_string(v) && store_status_parse(json_string_value(v)) >= 0;
 }
 
+static bool event_type_ok(const json_t *v)
+{
+	return json_is_string(v) && store_event_parse(json_string_value(v)) >= 0;
+}
+
+/* one_or_some is true when v passes ok, or is a non-empty array whose
+ * every element does. */
+static bool one_or_some(const json_t *v, bool (*ok)(const json_t *))
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v))
+		return ok(v);
+	if (json_array_size(v) == 0)
+		return false;
+	json_array_foreach(v, i, e)
+		if (!ok(e))
+			return false;
+	return true;
+}
+
 /* check_one checks the present value v of member p. */
 static void check_one(const struct api_param *p, const json_t *v,
 		      json_t *errors)
@@ -133,18 +155,8 @@ static void check_one(const struct api_param *p, const json_t *v,
 		}
 		break;
 	}
-	case API_P_STATUSES: {
-		bool ok = status_ok(v);
-
-		if (json_is_array(v) && json_array_size(v) > 0) {
-			size_t i;
-			json_t *s;
-
-			ok = true;
-			json_array_foreach(v, i, s)
-				ok = ok && status_ok(s);
-		}
-		if (!ok)
+	case API_P_STATUSES:
+		if (!one_or_some(v, status_ok))
 			add_error(errors, p->name, "enum",
 				  "%s must be a job status (pending, "
 				  "awaiting_approval, running, suspended, "
@@ -152,7 +164,16 @@ static void check_one(const struct api_param *p, const json_t *v,
 				  "cancelled, expired) or a non-empty array "
 				  "of them", p->name);
 		break;
-	}
+	case API_P_EVENT_TYPES:
+		if (!one_or_some(v, event_type_ok))
+			add_error(errors, p->name, "enum",
+				  "%s must be an event type (created, "
+				  "approval_requested, approved, declined, "
+				  "started, suspended, resumed, retrying, "
+				  "completed, failed, timed_out, cancelled, "
+				  "expired) or a non-empty array of them",
+				  p->name);
+		break;
 	case API_P_ID_PREFIX: {
 		size_t max = p->max ? (size_t)p->max : 36;
 		const char *id = json_string_value(v);
@@ -202,20 +223,32 @@ int api_params_check(const struct api_param *spec, const json_t *params,
 	return -1;
 }
 
-unsigned api_params_status_mask(const json_t *v)
+/* name_mask returns the STORE_MASK of v, a name or an array of names,
+ * each read by parse. */
+static unsigned name_mask(const json_t *v, int (*parse)(const char *))
 {
 	unsigned mask = 0;
 
 	if (json_is_string(v)) {
-		mask = STORE_MASK(store_status_parse(json_string_value(v)));
+		mask = STORE_MASK(parse(json_string_value(v)));
 	} else if (json_is_array(v)) {
 		size_t i;
 		json_t *s;
 
 		json_array_foreach(v, i, s)
-			mask |= STORE_MASK(store_status_parse(json_string_value(s)));
+			mask |= STORE_MASK(parse(json_string_value(s)));
 	}
 	return mask;
+}
+
+unsigned api_params_status_mask(const json_t *v)
+{
+	return name_mask(v, store_status_parse);
+}
+
+unsigned api_params_event_mask(const json_t *v)
+{
+	return name_mask(v, store_event_parse);
 }
 
 const char *api_params_str(const json_t *params, const char *name)

@@ -21,6 +21,8 @@ enum api_param_type {
 	API_P_TIME,     /* an ISO 8601 time, as store_parse_time reads it */
 	API_P_ENUM,     /* one of choices */
 	API_P_STATUSES, /* a status name, or a non-empty array of them */
+	API_P_EVENT_TYPES, /* an event type name, or a non-empty array of
+			      them */
 	API_P_ID_PREFIX, /* the start of a job id: 1 to max (0: 36) hex
 			    digits, either case, and '-' */
 	API_P_NUMBER,   /* any JSON number */
@@ -50,6 +52,10 @@ int api_params_check(const struct api_param *spec, const json_t *params,
 /* api_params_status_mask returns the STORE_MASK of an API_P_STATUSES value
  * that passed the check (0 for NULL). */
 unsigned api_params_status_mask(const json_t *v);
+
+/* api_params_event_mask returns the STORE_MASK of the event types of an
+ * API_P_EVENT_TYPES value that passed the check (0 for NULL). */
+unsigned api_params_event_mask(const json_t *v);
 
 /* Typed reads of checked params, with a default for absent members. */
 const char *api_params_str(const json_t *params, const char *name);

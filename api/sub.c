@@ -31,6 +31,7 @@ struct api_sub {
 	char tail[64];
 	size_t tail_len;
 	char job_id[40]; /* only this job's events, or "" for all */
+	unsigned types;  /* STORE_MASK of the event types it wants; 0: all */
 	bool progress;   /* also live events/progress */
 	bool replaying;
 	int64_t last_seq; /* the last seq sent (or skipped as not wanted) */
@@ -107,6 +108,13 @@ static int send_event(struct api_sub *s, const struct store_event *ev,
 	return rc;
 }
 
+/* wants is true when ev is of a type s asked for (its job was checked
+ * before, by the read or the caller). */
+static bool wants(const struct api_sub *s, const struct store_event *ev)
+{
+	return s->types == 0 || (s->types & STORE_MASK(ev->type)) != 0;
+}
+
 /* sub_replay sends s the logged events it has not had yet, until it has
  * caught up (it is then live) or its client's queue is full. */
 static void sub_replay(struct api_sub *s)
@@ -137,7 +145,12 @@ static void sub_replay(struct api_sub *s)
 		for (size_t i = 0; i < n; i++) {
 			struct event_text t = {0};
 
-			send_event(s, &evs[i], &t);
+			/* An event it does not want is passed over, so that
+			 * the next read starts after it. */
+			if (wants(s, &evs[i]))
+				send_event(s, &evs[i], &t);
+			else
+				s->last_seq = evs[i].seq;
 			free(t.head);
 			store_event_finish(&evs[i]);
 		}
@@ -174,6 +187,7 @@ void api_m_events_subscribe(struct api_req *r, json_t *params)
 	if (job)
 		snprintf(s->job_id, sizeof s->job_id, "%s", job);
 	s->progress = api_params_bool(params, "progress", false);
+	s->types = api_params_event_mask(json_object_get(params, "types"));
 	/* Without since, the subscription starts with what happens next. */
 	s->last_seq = api_params_int(params, "since", -1);
 	if (s->last_seq < 0)
@@ -225,6 +239,8 @@ void api_sub_on_event(struct api *a, const struct store_event *ev)
 		    !api_conn_live(s->conn))
 			continue;
 		if (s->job_id[0] && strcmp(s->job_id, ev->job_id) != 0)
+			continue;
+		if (!wants(s, ev))
 			continue;
 		send_event(s, ev, &t);
 	}

@@ -122,6 +122,91 @@ static void subscribe__turning_live_under_load__has_no_gap_or_duplicate(void **s
 	harness_cleanup(&h);
 }
 
+/* next_type returns the type of the next events/event notification on c
+ * (30 s), "" when none came. */
+static char *next_type(struct berth_client *c, char *buf, size_t size)
+{
+	json_t *note = berth_client_next_notification(c, 30000);
+
+	snprintf(buf, size, "%s",
+		 note ? jstr(json_object_get(note, "params"), "type") : "");
+	json_decref(note);
+	return buf;
+}
+
+/* types passes over the events it does not name, in the replay and live.
+ * Three hundred jobs log 900 events none of which is "cancelled", more
+ * than a replay reads at once: a replay that did not move past the
+ * events it passed over would read the same ones again and never turn
+ * live, and the cancellation would never arrive. */
+static void subscribe__with_types__sends_only_those_types(void **state)
+{
+	struct harness h;
+	struct berth_client *c, *s;
+	char buf[64];
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	s = support_connect(&h);
+	for (int i = 0; i < 300; i++)
+		json_decref(submit(c, "noop", "{}"));
+	json_t *last = submit(c, "noop", "{}");
+	json_decref(wait_for(c, jstr(last, "id"), "completed"));
+	json_decref(last);
+
+	json_decref(call_ok(s, "events/subscribe",
+			    json_pack("{s:i, s:[s]}", "since", 0, "types",
+				      "cancelled")));
+	json_t *later = call_ok(c, "jobs/submit",
+				json_pack("{s:s, s:{}, s:s}", "tool", "noop",
+					  "input", "runAt",
+					  "2099-01-01T00:00:00.000Z"));
+	json_decref(call_ok(c, "jobs/cancel",
+			    json_pack("{s:s}", "id", jstr(later, "id"))));
+	json_t *note = berth_client_next_notification(s, 30000);
+	assert_non_null(note);
+	assert_string_equal(jstr(json_object_get(note, "params"), "type"),
+			    "cancelled");
+	assert_string_equal(jstr(json_object_get(note, "params"), "jobId"),
+			    jstr(later, "id"));
+	json_decref(note);
+	json_decref(later);
+	assert_null(berth_client_next_notification(s, 200));
+
+	/* One name or several; the others pass by. */
+	json_decref(call_ok(c, "events/subscribe",
+			    json_pack("{s:[s,s]}", "types", "created",
+				      "completed")));
+	json_t *j = submit(s, "noop", "{}");
+	assert_string_equal(next_type(c, buf, sizeof buf), "created");
+	assert_string_equal(next_type(c, buf, sizeof buf), "completed");
+	json_decref(j);
+	json_decref(call_ok(c, "events/subscribe",
+			    json_pack("{s:s}", "types", "started")));
+	json_decref(submit(s, "noop", "{}"));
+	/* The first subscription's two, the second's one, in seq order. */
+	assert_string_equal(next_type(c, buf, sizeof buf), "created");
+	assert_string_equal(next_type(c, buf, sizeof buf), "started");
+	assert_string_equal(next_type(c, buf, sizeof buf), "completed");
+
+	/* Not an event type, an empty list, not a string. */
+	const char *bad[] = {"[\"finished\"]", "[]", "[1]", "\"\"", "{}"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *params = json_pack("{s:o}", "types",
+					   json_loads(bad[i], JSON_DECODE_ANY,
+						      NULL));
+		json_t *err = call_err(c, "events/subscribe", params, -32602);
+		char *text = json_dumps(err, 0);
+		assert_non_null(strstr(text, "types must be an event type"));
+		assert_non_null(strstr(text, "/types"));
+		free(text);
+		json_decref(err);
+	}
+	berth_client_close(s);
+	berth_client_close(c);
+	harness_stop(&h);
+}
+
 /* send_wait starts a jobs/wait for id until status on c, without reading
  * its answer. */
 static void send_wait(struct berth_client *c, const char *id, const char *status)
@@ -263,6 +348,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(subscribe__turning_live_under_load__has_no_gap_or_duplicate),
+		cmocka_unit_test(subscribe__with_types__sends_only_those_types),
 		cmocka_unit_test(waits_and_subscriptions__pick_up_again_after_a_restart),
 		cmocka_unit_test(events__survive_a_crash_and_the_interrupted_run_is_logged),
 	};
