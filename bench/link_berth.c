@@ -3,7 +3,8 @@
  * (or, in the ping scenario, ping) requests as raw lines with the job's index as the JSON-RPC id, so that
  * several can be in flight and answered in any order (PROTOCOL.md allows
  * both); with one in flight this is exactly a blocking call. The consumer
- * is one events/subscribe connection that watches every job reach its end
+ * is one events/subscribe connection, of the event types it reads, that
+ * watches every job reach its end
  * and, in the suspend and approve scenarios, answers it on the same
  * connection: jobs/resume on "suspended", jobs/approve on
  * "approval_requested".
@@ -147,9 +148,17 @@ static void berth_consume(struct loadgen_consumer *k)
 	struct loadgen_run *r = k->run;
 	const struct loadgen_opts *o = r->o;
 	const char *end = o->scenario == SC_FILL ? "suspended" : "completed";
-	static const char subscribe[] =
-		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"events/subscribe\","
-		"\"params\":{}}";
+	/* Only the types read below: a job's "started" (and, but where it
+	 * is answered or ends the job, its "suspended") would be a line
+	 * sent and read for nothing. */
+	char subscribe[512];
+	snprintf(subscribe, sizeof subscribe,
+		 "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"events/subscribe\","
+		 "\"params\":{\"types\":[\"created\",\"completed\",\"failed\","
+		 "\"timed_out\",\"cancelled\",\"expired\",\"declined\"%s]}}",
+		 o->scenario == SC_SUSPEND || o->scenario == SC_FILL
+			 ? ",\"suspended\""
+			 : o->scenario == SC_APPROVE ? ",\"approval_requested\"" : "");
 	struct berth_client *c = berth_client_connect(o->socket);
 	struct idmap mine = { 0 };
 	size_t rpcid = 1;
