@@ -8,9 +8,9 @@
  * builds. It never reports an error of its own: at the first byte it does
  * not take (including every byte that makes the text invalid) it frees
  * what it built and the whole text goes to json_loadb, which then gives
- * the value or the error exactly as it always did. A value takes one
- * pass; a string is copied once, by jansson, straight from the text
- * unless it has an escape.
+ * the value or the error exactly as it always did. The text is read
+ * once (a string with an escape twice), and a string is copied once, by
+ * jansson, straight from the text unless it has an escape.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -44,9 +44,10 @@ struct jload {
 
 /*
  * plain[c] is 1 for a byte that stands for itself inside a fast string:
- * printable ASCII but the quote and the backslash. Control bytes, DEL and
- * every byte of 0x80 and above are 0: jansson refuses the first and
- * checks the UTF-8 of the others.
+ * printable ASCII but the quote and the backslash. Every other byte is
+ * jansson's: it refuses control bytes and checks the UTF-8 of bytes of
+ * 0x80 and above; DEL, which it takes as it is, stays outside the fast
+ * subset with them.
  */
 static const unsigned char plain[256] = {
 	/* 0x00 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
