@@ -21,6 +21,7 @@
 #include "api/wait.h"
 #include "api/workers.h"
 #include "log/log.h"
+#include "store/jload.h"
 
 /* A batch answers once, with one array, when its last element is
  * answered; elements that are notifications add nothing to it. */
@@ -373,7 +374,7 @@ int api_conn_send_text(struct api_conn *c, const char *head, size_t hlen,
 		text = malloc(hlen + tlen);
 		msg = text ? (memcpy(text, head, hlen),
 			      memcpy(text + hlen, tail, tlen),
-			      json_loadb(text, hlen + tlen, 0, NULL))
+			      store_json_load(text, hlen + tlen, 0, NULL))
 			   : NULL;
 		free(text);
 		if (!msg)
@@ -913,7 +914,10 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 		send_error(c, NULL, NULL, API_INVALID_REQUEST,
 			   "invalid request: a batch of more than 1000 "
 			   "requests", api_rpc_limit(API_MAX_BATCH));
-	} else if (!(msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr))) {
+	} else if (!(msg = store_json_load(line, len, JSON_DECODE_ANY,
+					   &jerr))) {
+		/* jansson's own error: store_json_load leaves every text
+		 * that is not valid JSON to json_loadb. */
 		snprintf(text, sizeof text, "parse error: %s at column %d",
 			 jerr.text, jerr.column);
 		send_error(c, NULL, NULL, API_PARSE_ERROR, text, NULL);

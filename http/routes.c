@@ -38,6 +38,7 @@
 #include "api/frame.h"
 #include "api/local.h"
 #include "api/principal.h"
+#include "store/jload.h"
 
 /* Query members that are integers in their method's params; every other
  * member is a string, and status and until may be lists ("a,b" or
@@ -182,7 +183,7 @@ static json_t *body_params(struct http_conn *c)
 				   json_pack("{s:i}", "limit", h->max_depth));
 		return NULL;
 	}
-	v = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
+	v = store_json_load(body, len, JSON_DECODE_ANY, &jerr);
 	if (!v) {
 		snprintf(text, sizeof text, "parse error: %s at column %d",
 			 jerr.text, jerr.column);

@@ -48,6 +48,7 @@
 #include <libpq-fe.h>
 
 #include "migrations/migrations.h"
+#include "store/jload.h"
 #include "store/pg.h"
 #include "store/store_int.h"
 
@@ -586,8 +587,9 @@ static json_t *get_json(const PGresult *r, int row, int col)
 {
 	if (PQgetisnull(r, row, col))
 		return NULL;
-	return json_loadb(PQgetvalue(r, row, col),
-			  (size_t)PQgetlength(r, row, col), JSON_DECODE_ANY, NULL);
+	return store_json_load(PQgetvalue(r, row, col),
+			       (size_t)PQgetlength(r, row, col), JSON_DECODE_ANY,
+			       NULL);
 }
 
 /* row_job returns a new job from the STORE__JOB_COLS of row, or NULL when out of

@@ -20,6 +20,7 @@
 
 #include "log/log.h"
 #include "migrations/migrations.h"
+#include "store/jload.h"
 #include "store/lock.h"
 #include "store/migrate.h"
 #include "store/store_int.h"
@@ -375,7 +376,7 @@ static json_t *col_json_w(sqlite3_stmt *s, int i, struct store__wreq *w,
 			*oom = true;
 		return NULL;
 	}
-	return json_loadb(t, len, JSON_DECODE_ANY, NULL);
+	return store_json_load(t, len, JSON_DECODE_ANY, NULL);
 }
 
 static json_t *col_json(sqlite3_stmt *s, int i)

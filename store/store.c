@@ -29,6 +29,7 @@
 
 #include "common/wakeup.h"
 #include "log/log.h"
+#include "store/jload.h"
 #include "store/store.h"
 #include "store/store_int.h"
 
@@ -187,7 +188,9 @@ static void drop_raw(struct store__wreq *w)
 static void parse_raw(struct store__wreq *w)
 {
 	for (size_t i = 0; i < w->nraw; i++)
-		*w->raw[i].field = json_loads(w->raw[i].text, JSON_DECODE_ANY, NULL);
+		*w->raw[i].field = store_json_load(w->raw[i].text,
+						   strlen(w->raw[i].text),
+						   JSON_DECODE_ANY, NULL);
 	drop_raw(w);
 }
 

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/jload.h"
 #include "worker/internal.h"
 
 /* How much of the end of stderr an error message quotes. */
@@ -334,7 +335,7 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out)
 		len--;
 	if (len == 0)
 		return 0;
-	o = json_loadb(s, len, 0, &jerr);
+	o = store_json_load(s, len, 0, &jerr);
 	if (!json_is_object(o)) {
 		json_decref(o);
 		return -EINVAL;

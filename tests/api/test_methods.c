@@ -1050,6 +1050,72 @@ static void a_malformed_line__gets_a_parse_error_and_the_next_line_works(void **
 	berth_client_close(c);
 }
 
+/* Request lines are parsed by store_json_load (store/jload.h), whose fast
+ * path leaves every text it does not take to json_loadb: what berthd
+ * reads, and the error it answers, are jansson's. */
+static void request_lines__are_read_as_jansson_reads_them(void **state)
+{
+	static const char input[] =
+		"{\"r\":1.5e3,\"u\":\"caf\\u00e9 \xf0\x9f\x98\x80\",\"big\":"
+		"1234567890123456789,\"z\":-0,\"s\":\"a\\/b\\n\",\"dup\":1,"
+		"\"dup\":2,\"deep\":[[[{\"a\":[]}]]],\"t\":true}";
+	static const char garbage[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} x";
+	struct berth_client *c = support_connect(&h);
+	json_t *want = json_loads(input, 0, NULL), *r, *job;
+	char line[512], text[256];
+	json_error_t jerr;
+
+	/* A key given twice: jansson keeps the last value. */
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,"
+		     "\"method\":\"ping\"}");
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
+	json_decref(r);
+	/* Escapes, \u among them, and whitespace between every token. */
+	r = exchange(c, " { \"jsonrpc\" : \"2.0\" , \"id\" : \"a\\/b\\t\" ,\t"
+		     "\"method\" : \"p\\u0069ng\" }\r");
+	assert_string_equal(json_string_value(json_object_get(r, "id")),
+			    "a/b\t");
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+
+	/* An input of reals, non-ASCII, a 19-digit integer, "-0" and a
+	 * duplicate comes back, and is read back from the store, as
+	 * json_loadb reads it, its members in their order. */
+	assert_non_null(want);
+	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+		 "\"jobs/submit\",\"params\":{\"tool\":\"noop\",\"input\":%s}}",
+		 input);
+	r = exchange(c, line);
+	job = json_object_get(r, "result");
+	assert_non_null(job);
+	assert_true(json_equal(json_object_get(job, "input"), want));
+	job = call_ok(c, "jobs/get", json_pack("{s:O}", "id",
+					       json_object_get(job, "id")));
+	assert_true(json_equal(json_object_get(job, "input"), want));
+	char *a = json_dumps(json_object_get(job, "input"), JSON_COMPACT);
+	char *b = json_dumps(want, JSON_COMPACT);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	json_decref(job);
+	json_decref(r);
+	json_decref(want);
+
+	/* Trailing bytes: jansson's message, at jansson's column. */
+	assert_null(json_loadb(garbage, sizeof(garbage) - 1, JSON_DECODE_ANY,
+			       &jerr));
+	snprintf(text, sizeof(text), "parse error: %s at column %d", jerr.text,
+		 jerr.column);
+	r = exchange(c, garbage);
+	assert_int_equal(error_code(r), -32700);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(r, "error"), "message")),
+			    text);
+	json_decref(r);
+	berth_client_close(c);
+}
+
 static void half_lines__are_joined_into_one_request(void **state)
 {
 	struct berth_client *c = support_connect(&h);
@@ -1167,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(params_that_are_not_an_object__are_invalid_params),
 		cmocka_unit_test(an_unknown_method__is_not_found),
 		cmocka_unit_test(a_malformed_line__gets_a_parse_error_and_the_next_line_works),
+		cmocka_unit_test(request_lines__are_read_as_jansson_reads_them),
 		cmocka_unit_test(half_lines__are_joined_into_one_request),
 		cmocka_unit_test(a_batch__is_answered_with_one_array),
 		cmocka_unit_test(notifications__get_no_answer_alone_or_in_a_batch),
