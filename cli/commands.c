@@ -1023,80 +1023,101 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 	}
 }
 
-int cmd_events(struct cli *cli, int argc, char **argv)
+/* The event types of PROTOCOL.md, which `events --type` takes. */
+static const char *const event_types[] = {
+	"created", "approval_requested", "approved", "declined", "started",
+	"suspended", "resumed", "retrying", "completed", "failed",
+	"timed_out", "cancelled", "expired", NULL,
+};
+
+#define EVENT_TYPES_TEXT                                                      \
+	"created, approval_requested, approved, declined, started, "          \
+	"suspended, resumed, retrying, completed, failed, timed_out, "        \
+	"cancelled, expired"
+
+/* type_list appends the comma-separated event types of s to types.
+ * Returns CLI_OK, or CLI_USAGE after saying which name is not one: the
+ * poll that prints the log without --follow sends berthd no types, so
+ * the names are checked here, alike for both. */
+static int type_list(json_t *types, const char *s)
 {
-	static const char text[] =
-		"Usage: berth events [--since SEQ] [--job ID] [--follow]\n"
-		"Show the event log from after SEQ (default: the start), of one "
-		"job with --job.\n--follow then keeps printing new events as "
-		"they happen (without --since it\nprints only new ones). --json "
-		"prints one JSON line per event.\n";
-	static const struct option opts[] = {
-		{"since", required_argument, NULL, 's'},
-		{"job", required_argument, NULL, 'j'},
-		{"follow", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *job = NULL;
-	int64_t since = -1;
-	bool follow = false;
-	char id[ID_LEN + 1];
-	int c, rc;
+	for (const char *p = s;; p++) {
+		size_t n = strcspn(p, ","), i;
 
-	opts_reset();
-	while ((c = next_opt("events", argc, argv, ":hf", opts)) != -1) {
-		if (c == 'h')
-			return help(text);
-		if (c == 'f')
-			follow = true;
-		else if (c == 'j')
-			job = optarg;
-		else if (c == 's' && cli_parse_int(optarg, 0, INT64_MAX, &since) == 0)
-			;
+		if (n == 0)
+			return cli_usage_error("events", "--type '%s' has an "
+					       "empty name; it takes event types, "
+					       "comma-separated (" EVENT_TYPES_TEXT
+					       ")", s);
+		for (i = 0; event_types[i]; i++)
+			if (strlen(event_types[i]) == n &&
+			    strncmp(event_types[i], p, n) == 0)
+				break;
+		if (!event_types[i])
+			return cli_usage_error("events", "--type takes event "
+					       "types (" EVENT_TYPES_TEXT "), not "
+					       "'%.*s'", (int)n, p);
+		json_array_append_new(types, json_string(event_types[i]));
+		p += n;
+		if (*p != ',')
+			return CLI_OK;
+	}
+}
+
+/* type_wanted is true when ev is of one of types (none: of any type). */
+static bool type_wanted(const json_t *types, const json_t *ev)
+{
+	const char *type = json_string_value(json_object_get(ev, "type"));
+	size_t i;
+	json_t *t;
+
+	if (json_array_size(types) == 0)
+		return true;
+	json_array_foreach(types, i, t)
+		if (type && strcmp(json_string_value(t), type) == 0)
+			return true;
+	return false;
+}
+
+/* follow_events prints the events of berthd's events/subscribe with
+ * params (stolen) as they come, until the connection ends. */
+static int follow_events(struct cli *cli, json_t *params)
+{
+	json_t *res;
+	int rc;
+
+	if ((rc = cli_call(cli, "events/subscribe", params, -1, &res)))
+		return rc;
+	json_decref(res);
+	for (;;) {
+		json_t *note = berth_client_next_notification(cli->client, -1);
+		json_t *ev;
+
+		if (!note)
+			return cli_error(CLI_NOCONN, NULL, "berthd closed the "
+					 "connection");
+		ev = json_object_get(note, "params");
+		if (cli->json)
+			cli_print_json(stdout, ev, true);
 		else
-			return c == '?' ? CLI_USAGE
-					: cli_usage_error("events", "--since takes "
-							  "an event seq, not '%s'",
-							  optarg);
+			cli_print_event(stdout, ev);
+		fflush(stdout);
+		json_decref(note);
 	}
-	if ((rc = positional("events", argc, 0, 0)))
-		return rc;
-	if (job && (rc = resolve_id(cli, "events", job, id)))
-		return rc;
-	if (job)
-		job = id;
-	if (follow) {
-		json_t *params = json_object(), *res;
+}
 
-		if (since >= 0)
-			json_object_set_new(params, "since", json_integer(since));
-		if (job)
-			json_object_set_new(params, "jobId", json_string(job));
-		if ((rc = cli_call(cli, "events/subscribe", params, -1, &res)))
-			return rc;
-		json_decref(res);
-		for (;;) {
-			json_t *note = berth_client_next_notification(cli->client, -1);
-			json_t *ev;
-
-			if (!note)
-				return cli_error(CLI_NOCONN, NULL, "berthd "
-						 "closed the connection");
-			ev = json_object_get(note, "params");
-			if (cli->json)
-				cli_print_json(stdout, ev, true);
-			else
-				cli_print_event(stdout, ev);
-			fflush(stdout);
-			json_decref(note);
-		}
-	}
-	for (since = since < 0 ? 0 : since;;) {
+/* print_events prints the events of the log after since (of job, when not
+ * NULL, and of types, when it has any), page after page of events/poll,
+ * to the end there is now. */
+static int print_events(struct cli *cli, int64_t since, const char *job,
+			const json_t *types)
+{
+	for (;;) {
 		json_t *params = json_pack("{s:I, s:i}", "since",
 					   (json_int_t)since, "limit", 1000);
 		json_t *res, *events, *ev;
 		size_t i, n;
+		int rc;
 
 		if (job)
 			json_object_set_new(params, "jobId", json_string(job));
@@ -1104,6 +1125,8 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 			return rc;
 		events = json_object_get(res, "events");
 		json_array_foreach(events, i, ev) {
+			if (!type_wanted(types, ev))
+				continue;
 			if (cli->json)
 				cli_print_json(stdout, ev, true);
 			else
@@ -1115,4 +1138,85 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 		if (n == 0)
 			return CLI_OK;
 	}
+}
+
+int cmd_events(struct cli *cli, int argc, char **argv)
+{
+	static const char text[] =
+		"Usage: berth events [--since SEQ] [--job ID] [--type T[,T...]] "
+		"[--follow]\n"
+		"Show the event log from after SEQ (default: the start), of one "
+		"job with --job.\n--follow then keeps printing new events as "
+		"they happen (without --since it\nprints only new ones). --json "
+		"prints one JSON line per event.\n"
+		"\n"
+		"  --since SEQ        the events after this seq\n"
+		"  --job ID           only this job's events (ID may be a unique "
+		"prefix)\n"
+		"  --type T[,T...]    only events of these types (the option may "
+		"be repeated):\n"
+		"                     created, approval_requested, approved, "
+		"declined, started,\n"
+		"                     suspended, resumed, retrying, completed, "
+		"failed, timed_out,\n"
+		"                     cancelled, expired\n"
+		"  --follow           then print new events as they happen, until "
+		"interrupted\n";
+	static const struct option opts[] = {
+		{"since", required_argument, NULL, 's'},
+		{"job", required_argument, NULL, 'j'},
+		{"type", required_argument, NULL, 't'},
+		{"follow", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	json_t *types = json_array();
+	const char *job = NULL;
+	int64_t since = -1;
+	bool follow = false;
+	char id[ID_LEN + 1];
+	int c, rc = CLI_OK;
+
+	opts_reset();
+	while (rc == CLI_OK &&
+	       (c = next_opt("events", argc, argv, ":hf", opts)) != -1) {
+		if (c == 'h') {
+			json_decref(types);
+			return help(text);
+		} else if (c == 'f') {
+			follow = true;
+		} else if (c == 'j') {
+			job = optarg;
+		} else if (c == 't') {
+			rc = type_list(types, optarg);
+		} else if (c == 's' &&
+			   cli_parse_int(optarg, 0, INT64_MAX, &since) == 0) {
+			;
+		} else {
+			rc = c == '?' ? CLI_USAGE
+				      : cli_usage_error("events", "--since takes "
+							"an event seq, not '%s'",
+							optarg);
+		}
+	}
+	if (rc == CLI_OK)
+		rc = positional("events", argc, 0, 0);
+	if (rc == CLI_OK && job &&
+	    (rc = resolve_id(cli, "events", job, id)) == CLI_OK)
+		job = id;
+	if (rc == CLI_OK && follow) {
+		json_t *params = json_object();
+
+		if (since >= 0)
+			json_object_set_new(params, "since", json_integer(since));
+		if (job)
+			json_object_set_new(params, "jobId", json_string(job));
+		if (json_array_size(types))
+			json_object_set(params, "types", types);
+		rc = follow_events(cli, params);
+	} else if (rc == CLI_OK) {
+		rc = print_events(cli, since < 0 ? 0 : since, job, types);
+	}
+	json_decref(types);
+	return rc;
 }

@@ -17,7 +17,8 @@
  *   GET  /api/jobs/{id}/events    events/poll       ?since=&limit= (jobId={id})
  *   POST /api/jobs/{id}/ACTION    jobs/ACTION       resume, approve, decline,
  *                                                   cancel, retry; body: params
- *   GET  /api/events              events/subscribe  as Server-Sent Events
+ *   GET  /api/events              events/subscribe  as Server-Sent Events;
+ *                                                   ?since=&jobId=&progress=&types=
  *
  * and the gateway's own: the page (/, /app.js, /style.css, /login,
  * /login.js), /api/openapi.json, /metrics, and /api/session (POST opens
@@ -41,7 +42,7 @@
 #include "store/jload.h"
 
 /* Query members that are integers in their method's params; every other
- * member is a string, and status and until may be lists ("a,b" or
+ * member is a string, and status, until and types may be lists ("a,b" or
  * repeated). */
 static const char *const int_params[] = {"limit", "timeoutMs", "since",
 					 "after", "waitMs", NULL};
@@ -106,8 +107,12 @@ static bool is_int_param(const char *name)
 	return false;
 }
 
-/* add_list appends the comma-separated names of v to params[name]. */
-static void add_list(json_t *params, const char *name, const char *v)
+/* add_list appends the comma-separated names of v to params[name]. An
+ * empty name ("a,,b", "a,", or v "") is skipped, unless keep_empty: it is
+ * then appended as "", for the method's check to refuse, naming the
+ * member, as it refuses any other name it does not know. */
+static void add_list(json_t *params, const char *name, const char *v,
+		     bool keep_empty)
 {
 	json_t *arr = json_object_get(params, name);
 
@@ -115,14 +120,15 @@ static void add_list(json_t *params, const char *name, const char *v)
 		arr = json_array();
 		json_object_set_new(params, name, arr);
 	}
-	while (*v) {
+	for (;;) {
 		size_t n = strcspn(v, ",");
 
-		if (n)
+		if (n || keep_empty)
 			json_array_append_new(arr, json_stringn(v, n));
 		v += n;
-		if (*v == ',')
-			v++;
+		if (*v != ',')
+			break;
+		v++;
 	}
 }
 
@@ -148,7 +154,13 @@ static json_t *query_params(char *q)
 		if (!*q) {
 			/* an empty member: ignored */
 		} else if (strcmp(q, "status") == 0 || strcmp(q, "until") == 0) {
-			add_list(params, q, v);
+			add_list(params, q, v, false);
+		} else if (strcmp(q, "types") == 0) {
+			/* events/subscribe's event types: a list a client
+			 * builds, whose empty name is a mistake in it (a
+			 * type left out, or no type at all), not a
+			 * separator to pass over. */
+			add_list(params, q, v, true);
 		} else if (is_int_param(q) && *v &&
 			   strspn(v + (*v == '-'), "0123456789") ==
 				   strlen(v + (*v == '-')) && strlen(v) < 19) {

@@ -553,6 +553,108 @@ static void events__prints_the_log_and_follows_it(void **state)
 	json_decref(job);
 }
 
+/* types_of returns the "type"s of berth --json events' lines, each
+ * followed by a space, into buf. */
+static const char *types_of(const char *out, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (const char *line = out; *line; ) {
+		const char *nl = strchr(line, '\n');
+		json_t *ev = json_loadb(line, nl ? (size_t)(nl - line)
+						 : strlen(line), 0, NULL);
+
+		assert_non_null(ev);
+		len += (size_t)snprintf(buf + len, size - len, "%s ",
+					jstr(ev, "type"));
+		assert_true(len < size);
+		json_decref(ev);
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	return buf;
+}
+
+static void events__with_type__prints_only_those_types(void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "api-approve", "{\"action\":\"t\"}");
+	const char *id = jstr(job, "id");
+	char *out, *err, *follow_out, buf[256];
+	int fds[2], status;
+	size_t len = 0;
+	pid_t pid;
+
+	/* The log, without --follow: the names comma-separated, or the
+	 * option repeated. */
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "events", "--job", id,
+			       "--type", "approval_requested", NULL), 0);
+	assert_string_equal(types_of(out, buf, sizeof buf), "approval_requested ");
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "events", "--job", id,
+			       "--type", "completed,created", "--type",
+			       "approved", NULL), 0);
+	assert_string_equal(types_of(out, buf, sizeof buf), "created ");
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "events", "--job", id, "--type",
+			       "started", NULL), 0);
+	assert_string_equal(out, "");
+	free(out);
+
+	/* --follow from the start of the log: berthd sends only those, the
+	 * ones before the approval (replayed) and after it (live) alike. */
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(getenv("BERTH"), "berth", "--json", "events", "--follow",
+		      "--since", "0", "--job", id, "--type",
+		      "approval_requested,completed", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	json_decref(berth_json(NULL, "approve", id));
+	follow_out = calloc(1, 65536);
+	/* Until the whole line of the completion has come. */
+	while ((!strstr(follow_out, "\"completed\"") ||
+		!strchr(strstr(follow_out, "\"completed\""), '\n')) &&
+	       len < 65535) {
+		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 30000) != 1)
+			break;
+		n = read(fds[0], follow_out + len, 65535 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	close(fds[0]);
+	assert_string_equal(types_of(follow_out, buf, sizeof buf),
+			    "approval_requested completed ");
+	free(follow_out);
+
+	/* A name that is not an event type, or an empty one, is a usage
+	 * error that names it, with or without --follow. */
+	assert_int_equal(berth(NULL, NULL, &err, "events", "--type", "finished",
+			       NULL), 2);
+	assert_non_null(strstr(err, "--type takes event types (created, "));
+	assert_non_null(strstr(err, "not 'finished'"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "events", "--follow", "--type",
+			       "completed,,failed", NULL), 2);
+	assert_non_null(strstr(err, "--type 'completed,,failed' has an empty "
+				    "name"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "events", "--type", "", NULL), 2);
+	assert_non_null(strstr(err, "has an empty name"));
+	free(err);
+	json_decref(job);
+}
+
 static void wait_on_a_terminal__draws_a_progress_bar(void **state)
 {
 	json_t *job = berth_json(NULL, "submit", "sleep", "{\"ms\":2000}");
@@ -957,6 +1059,7 @@ int main(void)
 		cmocka_unit_test(ls__prints_a_table_or_json_with_filters),
 		cmocka_unit_test(pause_and_logs__work),
 		cmocka_unit_test(events__prints_the_log_and_follows_it),
+		cmocka_unit_test(events__with_type__prints_only_those_types),
 		cmocka_unit_test(wait_on_a_terminal__draws_a_progress_bar),
 		cmocka_unit_test(exit_status__of_a_wait__says_how_the_job_ended),
 		cmocka_unit_test(tools_name__shows_one_tool_readably),

@@ -2,8 +2,8 @@
  * test_http.c: the HTTP gateway against a real berthd: every route, its
  * statuses and errors (the socket's codes and messages), the auth and
  * cross-site rules, the limits, the event stream across a reconnect with
- * Last-Event-ID, /metrics as Prometheus text, and the OpenAPI document
- * against the routes.
+ * Last-Event-ID and filtered by types, /metrics as Prometheus text, and
+ * the OpenAPI document against the routes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -692,6 +692,196 @@ static void sse__reconnect_with_last_event_id__misses_nothing(void **state)
 	assert_int_equal(ids[0], now + 1);
 	assert_int_equal(ids[1], now + 2);
 	close(fd);
+}
+
+/* struct sse reads one event stream, an Event at a time; buf keeps what
+ * came after the last one returned. */
+struct sse {
+	int fd;
+	const char *types; /* ",a,b,": the types it asked for */
+	char buf[1 << 16];
+	size_t len;
+};
+
+/* sse_next returns the next Event of s's stream (new reference), or NULL
+ * when none came within 30 s. */
+static json_t *sse_next(struct sse *s)
+{
+	for (;;) {
+		struct pollfd p = {s->fd, POLLIN, 0};
+		char *data = strstr(s->buf, "\ndata: "), *end;
+		ssize_t n;
+
+		if (data && (end = strchr(data + 1, '\n'))) {
+			json_t *ev;
+
+			*end = '\0';
+			ev = json_loads(data + strlen("\ndata: "), 0, NULL);
+			assert_non_null(ev);
+			/* What follows begins with the '\n' before the next
+			 * event's id: line. */
+			s->len -= (size_t)(end - s->buf);
+			memmove(s->buf, end, s->len + 1);
+			s->buf[0] = '\n';
+			return ev;
+		}
+		if (poll(&p, 1, 30000) <= 0)
+			return NULL;
+		n = read(s->fd, s->buf + s->len, sizeof s->buf - 1 - s->len);
+		if (n <= 0)
+			return NULL;
+		s->len += (size_t)n;
+		s->buf[s->len] = '\0';
+	}
+}
+
+/* expect_event reads s up to the next Event of job, asserting that it is
+ * of type and that every Event read on the way (another test's jobs') is
+ * of a type s asked for. */
+static void expect_event(struct sse *s, const char *type, const char *job)
+{
+	for (;;) {
+		json_t *ev = sse_next(s);
+		char t[64];
+
+		assert_non_null(ev);
+		snprintf(t, sizeof t, ",%s,", jstr(ev, "type"));
+		if (!strstr(s->types, t))
+			print_message("asked for %s, got %s of %s\n", s->types,
+				      jstr(ev, "type"), jstr(ev, "jobId"));
+		assert_non_null(strstr(s->types, t));
+		if (strcmp(jstr(ev, "jobId"), job) == 0) {
+			assert_string_equal(jstr(ev, "type"), type);
+			json_decref(ev);
+			return;
+		}
+		json_decref(ev);
+	}
+}
+
+static void sse_close(struct sse *s)
+{
+	close(s->fd);
+	free(s);
+}
+
+/* sse_start opens a stream with query, which asks for types (",a,b,"). */
+static struct sse *sse_start(const char *query, const char *types)
+{
+	struct sse *s = calloc(1, sizeof *s);
+
+	assert_non_null(s);
+	s->fd = sse_open(query);
+	s->types = types;
+	return s;
+}
+
+/* sse_refused opens a stream with query, asserts that it is refused 400
+ * (at once: a stream that started would not end), and returns the body. */
+static json_t *sse_refused(const char *query)
+{
+	struct sse *s = sse_start(query, "");
+	char *end, *cl;
+	json_t *v;
+
+	for (;;) {
+		struct pollfd p = {s->fd, POLLIN, 0};
+		ssize_t n;
+
+		assert_int_equal(poll(&p, 1, 30000), 1);
+		n = read(s->fd, s->buf + s->len, sizeof s->buf - 1 - s->len);
+		assert_true(n > 0);
+		s->len += (size_t)n;
+		s->buf[s->len] = '\0';
+		end = strstr(s->buf, "\r\n\r\n");
+		if (!end)
+			continue;
+		if (strncmp(s->buf, "HTTP/1.1 400 ", 13) != 0)
+			print_message("GET /api/events%s: %.40s\n", query, s->buf);
+		assert_int_equal(strncmp(s->buf, "HTTP/1.1 400 ", 13), 0);
+		cl = strcasestr(s->buf, "\r\nContent-Length:");
+		assert_non_null(cl);
+		if (s->len >= (size_t)(end + 4 - s->buf) +
+				      strtoul(cl + 17, NULL, 10))
+			break;
+	}
+	v = json_loads(end + 4, 0, NULL);
+	assert_non_null(v);
+	sse_close(s);
+	return v;
+}
+
+/* ?types= is events/subscribe's types, comma-separated or repeated: the
+ * stream sends only events of those types, in the replay and live. An
+ * empty name (a type left out of the list, or none at all) is the
+ * socket's -32602 naming /types, answered 400, as an unknown name is. */
+static void sse__with_types__sends_only_those_types(void **state)
+{
+	static const char *const bad[] = {
+		"types=completed,,failed", "types=", "types=completed,",
+		"types=,completed", "types=completed&types=", "types=finished",
+		"types=completed+failed",
+	};
+	long long since = last_seq();
+	char q[128], path[128], *a, *b, *c, *d;
+	struct sse *s;
+	json_t *v;
+
+	/* a logs created, started, completed; b created and
+	 * approval_requested, then cancelled. */
+	a = submit("noop", "{}");
+	json_decref(wait_until(a, "completed"));
+	b = submit("deploy", "{\"service\":\"types\"}");
+	snprintf(path, sizeof path, "/api/jobs/%s/cancel", b);
+	json_decref(req(200, "POST", path, BEARER JSON_CT, ""));
+
+	/* Replayed, then live: c's created and started come before its
+	 * completed, and would be read first were they sent. */
+	snprintf(q, sizeof q, "?since=%lld&types=completed,cancelled", since);
+	s = sse_start(q, ",completed,cancelled,");
+	expect_event(s, "completed", a);
+	expect_event(s, "cancelled", b);
+	c = submit("noop", "{}");
+	expect_event(s, "completed", c);
+	sse_close(s);
+
+	/* One name; and names repeated, each taken. */
+	snprintf(q, sizeof q, "?since=%lld&types=cancelled", since);
+	s = sse_start(q, ",cancelled,");
+	expect_event(s, "cancelled", b);
+	d = submit("deploy", "{\"service\":\"types\"}");
+	snprintf(path, sizeof path, "/api/jobs/%s/cancel", d);
+	json_decref(req(200, "POST", path, BEARER JSON_CT, ""));
+	expect_event(s, "cancelled", d);
+	sse_close(s);
+	snprintf(q, sizeof q, "?since=%lld&types=approval_requested&types=started",
+		 since);
+	s = sse_start(q, ",approval_requested,started,");
+	expect_event(s, "started", a);
+	expect_event(s, "approval_requested", b);
+	expect_event(s, "started", c);
+	expect_event(s, "approval_requested", d);
+	sse_close(s);
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *e;
+
+		snprintf(q, sizeof q, "?%s", bad[i]);
+		v = sse_refused(q);
+		e = json_object_get(v, "error");
+		assert_int_equal(json_integer_value(json_object_get(e, "code")),
+				 -32602);
+		assert_non_null(strstr(jstr(e, "message"),
+				       "types must be an event type"));
+		assert_string_equal(jstr(json_array_get(json_object_get(
+				json_object_get(e, "data"), "errors"), 0),
+				"instancePath"), "/types");
+		json_decref(v);
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(d);
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -1390,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(conn__past_the_connection_limit__is_refused_with_503),
 		cmocka_unit_test(routes__a_wrong_method_gets_405_with_the_routes_allow),
 		cmocka_unit_test(sse__reconnect_with_last_event_id__misses_nothing),
+		cmocka_unit_test(sse__with_types__sends_only_those_types),
 		cmocka_unit_test(metrics__parse_as_prometheus_text),
 		cmocka_unit_test(openapi__describes_every_route_and_no_other),
 		cmocka_unit_test(auth__bearer_tokens_and_sessions__act_as_their_principals),

@@ -93,6 +93,9 @@ for mode in bare bash-completion; do
 	expect "no job for a second argument" "" --socket "$sock" approve "$note" ""
 	expect "statuses" "pending" ls --status pend
 	expect "the last of a list of statuses" "pending,awaiting_approval" ls --status pending,aw
+	expect "event types for events --type" "cancelled completed created" events --type c
+	expect "the last of a list of event types" "completed,approval_requested completed,approved" events --type completed,appr
+	has "events' --type from its --help" --type events --t
 	expect "views" "display" get --view d
 	expect "json files and folders for validate" "$dir/schemas/a.json" validate "$dir/schemas/"
 	expect "nothing when berthd does not answer" "" --socket "$dir/none.sock" submit ""

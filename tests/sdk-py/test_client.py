@@ -318,6 +318,65 @@ class Events(Daemon):
             client_module.EVENT_QUEUE_MAX = saved
         self.assertEqual(seqs, list(range(since + 1, since + 61)))
 
+    async def test_events__types__only_those_replayed_then_live(self):
+        since = (await self.c.poll_events(since=0, limit=1))["next"]
+        while True:
+            page = await self.c.poll_events(since=since, limit=1000)
+            if not page["events"]:
+                break
+            since = page["next"]
+        note = await self.c.submit("write-note", {
+            "path": os.path.join(self.dir.path, "note-types"), "text": "x"})
+        await self.c.cancel(note["id"])
+        done = await self.c.submit("noop", {"t": 1})
+        await self.c.wait(done["id"], timeout=support.DEADLINE)
+        ends = ["completed", "cancelled"]
+        mine = {note["id"], done["id"]}
+        got: list = []
+
+        async def read(events: berth.EventStream) -> None:
+            live = None
+            async for e in events:
+                self.assertIn(e["type"], ends)
+                if e["jobId"] not in mine:
+                    continue  # another test's late job
+                got.append((e["jobId"], e["type"]))
+                if e["jobId"] == done["id"]:
+                    # Live now: its created and started come first, and
+                    # pass by.
+                    live = await self.c.submit("noop", {"t": 2})
+                    mine.add(live["id"])
+                elif live and e["jobId"] == live["id"]:
+                    got[-1] = ("live", e["type"])
+                    return
+
+        # Any iterable of names: a generator is read once.
+        async with self.c.events(since=since,
+                                 types=(t for t in ends)) as events:
+            await asyncio.wait_for(read(events), support.DEADLINE)
+        self.assertEqual(got, [(note["id"], "cancelled"),
+                               (done["id"], "completed"),
+                               ("live", "completed")])
+        # One name, as a str.
+        async with self.c.events(since=since, types="cancelled") as events:
+            first = await asyncio.wait_for(events.__anext__(),
+                                           support.DEADLINE)
+        self.assertEqual((first["jobId"], first["type"]),
+                         (note["id"], "cancelled"))
+
+        # What berthd does not take is its InvalidParams naming /types.
+        for types in ([], ["finished"], "progress", ["completed", ""], [5]):
+            with self.subTest(types=types):
+                with self.assertRaises(berth.InvalidParams) as cm:
+                    async with self.c.events(types=types) as events:
+                        pass
+                self.assertEqual(cm.exception.errors[0]["instancePath"],
+                                 "/types")
+        with self.assertRaisesRegex(TypeError, "types must be a str or an "
+                                    "iterable of str, not 5"):
+            self.c.events(types=5)  # type: ignore[arg-type]
+        self.assertIsNone(await self.c.ping())
+
 
 class Restarts(unittest.IsolatedAsyncioTestCase):
     """A berthd of its own per test, killed and started again."""
@@ -351,6 +410,26 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
                 stream, lambda e: e["seq"] >= last)]
             await stream.close()
         self.assertEqual(got, list(range(1, last + 1)))
+
+    async def test_events__types__asked_for_again_after_a_restart(self):
+        c = berth.Client(self.d.socket)
+        async with c:
+            before = await c.submit("noop", {"before": True})
+            await c.wait(before["id"], timeout=support.DEADLINE)
+            stream = c.events(since=0, types=iter(["completed"]))
+            got = await support.collect(
+                stream, lambda e: e["jobId"] == before["id"])
+            self.d.kill()
+            await support.until(lambda: not c.connected,
+                                "the client to see berthd gone")
+            self.d.start()
+            after = await c.submit("noop", {"after": True})
+            got += await support.collect(
+                stream, lambda e: e["jobId"] == after["id"])
+            await stream.close()
+        self.assertEqual([(e["jobId"], e["type"]) for e in got],
+                         [(before["id"], "completed"),
+                          (after["id"], "completed")])
 
     async def test_wait__across_a_restart__returns_when_done(self):
         c = berth.Client(self.d.socket)

@@ -159,6 +159,52 @@ describe('the client against a real berthd', () => {
     assert.deepEqual(types.slice(0, 2), ['created', 'approval_requested']);
     assert.equal(types.at(-1), 'completed');
   });
+
+  test('events__with_types__yield_only_those_types_replayed_then_live', async () => {
+    const since = await c.headSeq();
+    const w = await c.submit('write-note', { path: `${d.dir}/note-t`, text: 'x' });
+    await c.cancel(w.id);
+    const n = await c.submit('noop', { t: 1 });
+    await c.wait(n.id, { timeoutMs: 60000 });
+    const ends = ['completed', 'cancelled'];
+    const mine = new Set([w.id, n.id]);
+    const got = [];
+    let live = null;
+    // The list is copied: what the caller does with it later changes nothing.
+    const asked = [...ends];
+    const stream = c.events({ since, types: asked });
+    asked.push('created');
+    for await (const e of stream) {
+      assert.ok(ends.includes(e.type), `${e.type} was not asked for`);
+      if (!mine.has(e.jobId)) continue; // another test's late job
+      got.push([e.jobId, e.type]);
+      if (e.jobId === n.id) {
+        // Live now: its created and started come first, and pass by.
+        live = await c.submit('noop', { t: 2 });
+        mine.add(live.id);
+      }
+      if (live && e.jobId === live.id) break;
+    }
+    assert.deepEqual(got, [[w.id, 'cancelled'], [n.id, 'completed'], [live.id, 'completed']]);
+
+    // One type, as a string.
+    const one = c.events({ since, types: 'cancelled' });
+    const first = await one.next();
+    assert.deepEqual([first.value.jobId, first.value.type], [w.id, 'cancelled']);
+    await one.return();
+
+    // What berthd does not take is its InvalidParams naming /types (the
+    // signal only bounds a client that sent no types at all).
+    for (const types of [[], ['finished'], 'progress', ['completed', ''], 5]) {
+      await assert.rejects(c.events({ types, signal: AbortSignal.timeout(30000) }).next(), (e) => {
+        assert.ok(e instanceof BerthError, `${JSON.stringify(types)}: ${e}`);
+        assert.equal(e.code, ErrorCode.InvalidParams);
+        assert.equal(e.errors[0].instancePath, '/types');
+        return true;
+      });
+    }
+    assert.equal((await c.ping()), undefined, 'the client is still usable');
+  });
 });
 
 describe('the client across a restart of berthd', () => {
@@ -201,6 +247,25 @@ describe('the client across a restart of berthd', () => {
         if (b && e.jobId === b.id && e.type === 'completed') break;
       }
       for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `seq ${seqs[i - 1]} then ${seqs[i]}`);
+    } finally {
+      c.close();
+    }
+  });
+
+  test('an_events_stream_with_types__asks_for_them_again_after_a_restart', async () => {
+    const c = await connect({ socket: d.socket });
+    try {
+      const stream = c.events({ since: await c.headSeq(), types: ['completed'] });
+      const a = await c.submit('noop', { before: true });
+      let b = null;
+      for await (const e of stream) {
+        assert.equal(e.type, 'completed', `${e.type} of ${e.jobId === a.id ? 'a' : 'b'} was not asked for`);
+        if (e.jobId === a.id) {
+          await d.restart();
+          b = await c.submit('noop', { after: true });
+        }
+        if (b && e.jobId === b.id) break;
+      }
     } finally {
       c.close();
     }

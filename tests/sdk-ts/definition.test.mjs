@@ -1,10 +1,10 @@
 // definition.test.mjs: tools become the Definitions of worker/register
 // (docs/WORKERS.md), whatever their schemas were written with; and the
-// package is what its sources build.
+// package is what its sources build, with the types it promises.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -146,6 +146,32 @@ describe('the package', () => {
       files: ['tools.ts'],
     }));
     execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'example/tsconfig.json'], { stdio: 'inherit' });
+  });
+
+  test('events_types__take_the_event_type_names_and_nothing_else_in_strict_mode', () => {
+    mkdirSync('typecheck', { recursive: true });
+    writeFileSync('typecheck/events.ts', [
+      "import type { Client, EventType } from '@berth/sdk';",
+      'export function streams(c: Client) {',
+      "  const ends: readonly EventType[] = ['completed', 'failed', 'timed_out', 'declined', 'cancelled', 'expired'];",
+      '  c.events({ since: 0, types: ends });',
+      "  c.events({ types: 'cancelled', progress: true });",
+      "  c.events({ types: ['approval_requested', 'suspended'], jobId: 'x' });",
+      "  // @ts-expect-error: not an event type",
+      "  c.events({ types: ['finished'] });",
+      "  // @ts-expect-error: progress is not an event type either",
+      "  c.events({ types: 'progress' });",
+      '}',
+      '',
+    ].join('\n'));
+    writeFileSync('typecheck/tsconfig.json', JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
+        noEmit: true, skipLibCheck: true, types: ['node'],
+      },
+      files: ['events.ts'],
+    }));
+    execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'typecheck/tsconfig.json'], { stdio: 'inherit' });
   });
 
   test('SDK_VERSION__is_the_package_version', () => {

@@ -100,6 +100,19 @@ def _statuses(value: str | Iterable[str] | None) -> str | list | None:
     return list(value)
 
 
+def _names(value: str | Iterable[str] | None, name: str
+           ) -> str | list | None:
+    """_names returns a name as it is and the names of an iterable as a
+    list, raising TypeError for what is neither."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError("%s must be a str or an iterable of str, not %r"
+                        % (name, value)) from None
+
+
 class Client:
     """A connection to berthd and its methods.
 
@@ -401,8 +414,9 @@ class Client:
         return await self.call("events/poll", p)
 
     def events(self, *, since: int | None = None, job_id: str | None = None,
-               progress: bool = False, reconnect: bool = True
-               ) -> "EventStream":
+               progress: bool = False,
+               types: str | Iterable[str] | None = None,
+               reconnect: bool = True) -> "EventStream":
         """The event log as an async iterator (``events/subscribe``).
 
         With ``since`` it replays the events after that seq, then goes
@@ -410,11 +424,18 @@ class Client:
         subscribes again from the last event it handed out, so none is
         lost or repeated. The subscription starts at once when the client
         is connected, else at ``async with`` or the first read.
-        ``progress=True`` adds the live progress reports
-        (ProgressEvent dicts, which have no ``seq`` and are not in the log:
-        those sent while disconnected are gone)."""
+        ``types`` (an event type, or an iterable of them: berth.types's
+        EventType) makes it hand out only events of those types, replayed
+        and live; ``types=("completed", "failed", "timed_out", "declined",
+        "cancelled", "expired")`` waits for jobs to end. berthd refuses an
+        empty list or an unknown name (InvalidParams naming ``/types``,
+        raised by the first read). ``progress=True`` adds the live
+        progress reports (ProgressEvent dicts, which have no ``seq`` and
+        are not in the log: those sent while disconnected are gone),
+        whatever ``types`` says."""
         return EventStream(self, since=since, job_id=job_id,
-                           progress=progress, reconnect=reconnect)
+                           progress=progress, types=types,
+                           reconnect=reconnect)
 
 
 async def connect(socket: str | None = None, *, url: str | None = None,
@@ -438,13 +459,18 @@ class EventStream:
     """
 
     def __init__(self, client: Client, *, since: int | None,
-                 job_id: str | None, progress: bool, reconnect: bool):
+                 job_id: str | None, progress: bool,
+                 types: str | Iterable[str] | None, reconnect: bool):
         if since is not None and (isinstance(since, bool) or
                                   not isinstance(since, int) or since < 0):
             raise ValueError("since must be an event seq (an integer >= 0)")
         self._client = client
         self._job_id = job_id
         self._progress = progress
+        # A list, so that an iterator given once is read once, and every
+        # subscription of the stream (after a reconnect too) asks for the
+        # same types; berthd judges the names.
+        self._types = _names(types, "types")
         self._reconnect = reconnect
         self._since = since          # where the next subscription starts
         self.last_seq: int | None = since
@@ -519,6 +545,7 @@ class EventStream:
         p: dict[str, Any] = {}
         _put(p, "since", self._since)
         _put(p, "jobId", self._job_id)
+        _put(p, "types", self._types)
         if self._progress:
             p["progress"] = True
         self._queued_seq = self._since

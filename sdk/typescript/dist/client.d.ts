@@ -1,5 +1,5 @@
 import { Address, Connection, Endpoint } from './rpc.js';
-import type { Event, EventPage, Job, JobPage, JobStatus, LogPage, ProgressUpdate, ServerInfo, Tool } from './types.js';
+import type { Event, EventPage, EventType, Job, JobPage, JobStatus, LogPage, ProgressUpdate, ServerInfo, Tool } from './types.js';
 export interface ReconnectOptions {
     /** The first wait before connecting again. Default 100 ms. */
     initialDelayMs?: number;
@@ -51,6 +51,15 @@ export interface EventsOptions {
     /** Replay events with seq > since first. Default: only events from now on. */
     since?: number;
     jobId?: string;
+    /**
+     * Only events of these types, replayed and live (the others pass by
+     * unsent): `['completed', 'failed', 'timed_out', 'declined', 'cancelled',
+     * 'expired']` to wait for jobs to end. One type or a non-empty list;
+     * berthd refuses anything else (InvalidParams naming `/types`). Default:
+     * every type. Progress is not an event type: `progress` alone says
+     * whether ProgressUpdates come.
+     */
+    types?: EventType | readonly EventType[];
     /** Also yield live ProgressUpdates (not in the log). */
     progress?: boolean;
     /** Ends the stream: the iteration rejects with the signal's reason. */
@@ -174,6 +183,8 @@ export declare class Client {
      * starts with the next event; the end of the log is then looked up
      * (events/poll) for a reconnect that comes before the first event. Give
      * `since` (0 for the whole log) where no event may ever be missed.
+     * `types` narrows it to some event types: `events({since, types:
+     * ['completed', 'failed']})`.
      */
     events(opts: EventsOptions & {
         progress: true;

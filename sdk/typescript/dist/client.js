@@ -402,6 +402,11 @@ export class Client {
 class EventStream {
     client;
     opts;
+    // The types asked for, a list copied when events() was called, so that
+    // every subscription of the stream (after a reconnect too) asks for the
+    // same. Anything else goes as it is, for berthd to judge: a JavaScript
+    // caller's mistake is its InvalidParams too.
+    types;
     queue = [];
     lastSeq;
     headAtStart;
@@ -416,6 +421,7 @@ class EventStream {
     constructor(client, opts) {
         this.client = client;
         this.opts = opts;
+        this.types = Array.isArray(opts.types) ? [...opts.types] : opts.types;
         this.lastSeq = opts.since;
         this.offDrop = client.watchDrops(() => this.onDrop());
         this.onAbort = () => this.fail(opts.signal.reason);
@@ -475,6 +481,8 @@ class EventStream {
                 params.since = since;
             if (this.opts.jobId !== undefined)
                 params.jobId = this.opts.jobId;
+            if (this.types !== undefined)
+                params.types = this.types;
             if (this.opts.progress)
                 params.progress = true;
             // Notifications of the new subscription may be read before this

@@ -26,6 +26,7 @@ import {
 import type {
   Event,
   EventPage,
+  EventType,
   Job,
   JobPage,
   JobStatus,
@@ -93,6 +94,15 @@ export interface EventsOptions {
   /** Replay events with seq > since first. Default: only events from now on. */
   since?: number;
   jobId?: string;
+  /**
+   * Only events of these types, replayed and live (the others pass by
+   * unsent): `['completed', 'failed', 'timed_out', 'declined', 'cancelled',
+   * 'expired']` to wait for jobs to end. One type or a non-empty list;
+   * berthd refuses anything else (InvalidParams naming `/types`). Default:
+   * every type. Progress is not an event type: `progress` alone says
+   * whether ProgressUpdates come.
+   */
+  types?: EventType | readonly EventType[];
   /** Also yield live ProgressUpdates (not in the log). */
   progress?: boolean;
   /** Ends the stream: the iteration rejects with the signal's reason. */
@@ -438,6 +448,8 @@ export class Client {
    * starts with the next event; the end of the log is then looked up
    * (events/poll) for a reconnect that comes before the first event. Give
    * `since` (0 for the whole log) where no event may ever be missed.
+   * `types` narrows it to some event types: `events({since, types:
+   * ['completed', 'failed']})`.
    */
   events(opts: EventsOptions & { progress: true }): AsyncIterableIterator<Event | ProgressUpdate>;
   events(opts?: EventsOptions): AsyncIterableIterator<Event>;
@@ -514,6 +526,11 @@ type Item = Event | ProgressUpdate;
 class EventStream implements AsyncIterableIterator<Item> {
   private readonly client: Client;
   private readonly opts: EventsOptions;
+  // The types asked for, a list copied when events() was called, so that
+  // every subscription of the stream (after a reconnect too) asks for the
+  // same. Anything else goes as it is, for berthd to judge: a JavaScript
+  // caller's mistake is its InvalidParams too.
+  private readonly types: EventType | EventType[] | undefined;
   private readonly queue: Item[] = [];
   private lastSeq: number | undefined;
   private headAtStart: number | undefined;
@@ -529,6 +546,7 @@ class EventStream implements AsyncIterableIterator<Item> {
   constructor(client: Client, opts: EventsOptions) {
     this.client = client;
     this.opts = opts;
+    this.types = Array.isArray(opts.types) ? [...opts.types] : (opts.types as EventType | undefined);
     this.lastSeq = opts.since;
     this.offDrop = client.watchDrops(() => this.onDrop());
     this.onAbort = () => this.fail(opts.signal!.reason);
@@ -586,6 +604,7 @@ class EventStream implements AsyncIterableIterator<Item> {
       const params: Record<string, unknown> = {};
       if (since !== undefined) params.since = since;
       if (this.opts.jobId !== undefined) params.jobId = this.opts.jobId;
+      if (this.types !== undefined) params.types = this.types;
       if (this.opts.progress) params.progress = true;
       // Notifications of the new subscription may be read before this
       // continuation runs (the reply and the first events can share one
