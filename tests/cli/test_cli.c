@@ -500,13 +500,57 @@ static void pause_and_logs__work(void **state)
 	json_decref(job);
 }
 
+/* follow runs berth with args (NULL-ended, at most 14) in the background,
+ * approves the job id once it has had time to subscribe, and returns what
+ * berth printed until the whole line of the job's "completed" came (each
+ * read waits 30 s at most); then berth is stopped. */
+static char *follow(const char *id, const char *const *args)
+{
+	const char *argv[16] = {"berth"};
+	char *out = calloc(1, 65536);
+	const char *done;
+	int fds[2], status;
+	size_t len = 0, n = 1;
+	pid_t pid;
+
+	assert_non_null(out);
+	for (; args[n - 1] && n < 15; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execv(getenv("BERTH"), (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	usleep(300000);
+	json_decref(berth_json(NULL, "approve", id));
+	while ((!(done = strstr(out, "\"completed\"")) || !strchr(done, '\n')) &&
+	       len < 65535) {
+		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+		ssize_t got;
+
+		if (poll(&pfd, 1, 30000) != 1)
+			break;
+		got = read(fds[0], out + len, 65535 - len);
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	close(fds[0]);
+	return out;
+}
+
 static void events__prints_the_log_and_follows_it(void **state)
 {
 	json_t *job = berth_json(NULL, "submit", "api-approve", "{\"action\":\"e\"}");
 	char *out, *follow_out;
-	int fds[2], status;
-	pid_t pid;
-	size_t len = 0;
 
 	assert_int_equal(berth(NULL, &out, NULL, "--json", "events", "--job",
 			       jstr(job, "id"), NULL), 0);
@@ -519,34 +563,8 @@ static void events__prints_the_log_and_follows_it(void **state)
 	free(out);
 
 	/* events --follow prints what happens next. */
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		execl(getenv("BERTH"), "berth", "--json", "events", "--follow",
-		      "--job", jstr(job, "id"), (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	usleep(300000);
-	json_decref(berth_json(NULL, "approve", jstr(job, "id")));
-	follow_out = calloc(1, 65536);
-	while (!strstr(follow_out, "\"completed\"") && len < 65535) {
-		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-		ssize_t n;
-
-		if (poll(&pfd, 1, 30000) != 1)
-			break;
-		n = read(fds[0], follow_out + len, 65535 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	kill(pid, SIGTERM);
-	waitpid(pid, &status, 0);
-	close(fds[0]);
+	follow_out = follow(jstr(job, "id"), (const char *const[]){
+		"--json", "events", "--follow", "--job", jstr(job, "id"), NULL});
 	assert_non_null(strstr(follow_out, "\"approved\""));
 	assert_non_null(strstr(follow_out, "\"completed\""));
 	free(follow_out);
@@ -580,9 +598,6 @@ static void events__with_type__prints_only_those_types(void **state)
 	json_t *job = berth_json(NULL, "submit", "api-approve", "{\"action\":\"t\"}");
 	const char *id = jstr(job, "id");
 	char *out, *err, *follow_out, buf[256];
-	int fds[2], status;
-	size_t len = 0;
-	pid_t pid;
 
 	/* The log, without --follow: the names comma-separated, or the
 	 * option repeated. */
@@ -602,37 +617,9 @@ static void events__with_type__prints_only_those_types(void **state)
 
 	/* --follow from the start of the log: berthd sends only those, the
 	 * ones before the approval (replayed) and after it (live) alike. */
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		execl(getenv("BERTH"), "berth", "--json", "events", "--follow",
-		      "--since", "0", "--job", id, "--type",
-		      "approval_requested,completed", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	json_decref(berth_json(NULL, "approve", id));
-	follow_out = calloc(1, 65536);
-	/* Until the whole line of the completion has come. */
-	while ((!strstr(follow_out, "\"completed\"") ||
-		!strchr(strstr(follow_out, "\"completed\""), '\n')) &&
-	       len < 65535) {
-		struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-		ssize_t n;
-
-		if (poll(&pfd, 1, 30000) != 1)
-			break;
-		n = read(fds[0], follow_out + len, 65535 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	kill(pid, SIGTERM);
-	waitpid(pid, &status, 0);
-	close(fds[0]);
+	follow_out = follow(id, (const char *const[]){
+		"--json", "events", "--follow", "--since", "0", "--job", id,
+		"--type", "approval_requested,completed", NULL});
 	assert_string_equal(types_of(follow_out, buf, sizeof buf),
 			    "approval_requested completed ");
 	free(follow_out);
