@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, afterEach, beforeEach, describe, test } from 'node:test';
+import { after, afterEach, beforeEach, describe, test } from './bounded.mjs';
 
 import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
 import { createTool } from '@mastra/core/tools';
