@@ -2,7 +2,7 @@
 // example tools (examples/tools), over the Unix socket and over TCP.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test } from './bounded.mjs';
 
 import { BerthError, ErrorCode, connect } from '@berth/sdk';
 import { Daemon, until } from './harness.mjs';

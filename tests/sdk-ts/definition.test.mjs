@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, test } from './bounded.mjs';
 
 import { createTool } from '@mastra/core/tools';
 import { toStandardJsonSchema } from '@valibot/to-json-schema';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, describe, test } from './bounded.mjs';
 
 import { BerthError, ErrorCode, connect } from '@berth/sdk';
 

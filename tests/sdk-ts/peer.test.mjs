@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, afterEach, beforeEach, describe, test } from 'node:test';
+import { after, afterEach, beforeEach, describe, test } from './bounded.mjs';
 
 import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
 import { createTool } from '@mastra/core/tools';
@@ -36,7 +36,10 @@ class Peer {
     };
     this.received = [];
     this.conns = [];
+    // id -> {conn, method, resolve, reject} of each request sent and not answered.
     this.pending = new Map();
+    // conn -> the bytes that wait for the second piece of an answer.
+    this.held = new Map();
     this.nextId = 1;
     this.server = net.createServer((s) => this.accept(s));
   }
@@ -58,6 +61,40 @@ class Peer {
       }
     });
     s.on('error', () => {});
+    // A request of ours that the worker can no longer answer fails the
+    // test that waits for it, rather than leaving it waiting forever.
+    s.on('close', () => {
+      for (const [id, p] of this.pending) {
+        if (p.conn !== s) continue;
+        this.pending.delete(id);
+        p.reject(new Error(`the worker's connection closed before it answered ${p.method} ${id}`));
+      }
+    });
+  }
+
+  // send writes text on s after what is written already. An answer is
+  // split in two writes a turn of the event loop apart, to test the
+  // worker's framing; whatever is sent meanwhile (another answer, a
+  // request) waits for the second piece, since bytes written between the
+  // two would make a line that is not JSON, for which the worker rightly
+  // drops the connection.
+  send(s, text, split = false) {
+    if (this.held.has(s)) {
+      this.held.set(s, this.held.get(s) + text);
+      return;
+    }
+    if (!split) {
+      s.write(text);
+      return;
+    }
+    const mid = Math.floor(text.length / 2);
+    s.write(text.slice(0, mid));
+    this.held.set(s, text.slice(mid));
+    setImmediate(() => {
+      const rest = this.held.get(s);
+      this.held.delete(s);
+      if (!s.destroyed) s.write(rest);
+    });
   }
 
   onMessage(s, m) {
@@ -68,16 +105,13 @@ class Peer {
       if (r === undefined) return;
       const body = r && r.error ? { error: r.error } : { result: r ?? {} };
       // Answers go out in pieces, with \r\n, to test the worker's framing.
-      const line = JSON.stringify({ jsonrpc: '2.0', id: m.id, ...body }) + '\r\n';
-      const mid = Math.floor(line.length / 2);
-      s.write(line.slice(0, mid));
-      setImmediate(() => s.write(line.slice(mid)));
+      this.send(s, JSON.stringify({ jsonrpc: '2.0', id: m.id, ...body }) + '\r\n', true);
       return;
     }
     if (m.method === undefined && typeof m.id === 'string') {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
-      p?.(m);
+      p?.resolve(m);
     }
   }
 
@@ -86,17 +120,22 @@ class Peer {
   }
 
   // request sends berthd's request (run, input, transform, ping) and
-  // resolves with the whole answer message.
+  // resolves with the whole answer message; it rejects when the
+  // connection closes first.
   request(method, params, conn = this.last) {
     const id = `berth-${this.nextId++}`;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      conn.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    return new Promise((resolve, reject) => {
+      if (conn.destroyed) {
+        reject(new Error(`the worker's connection is closed: ${method} ${id} was not sent`));
+        return;
+      }
+      this.pending.set(id, { conn, method, resolve, reject });
+      this.send(conn, JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
     });
   }
 
   notify(method, params, conn = this.last) {
-    conn.write(JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n');
+    this.send(conn, JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n');
   }
 
   messages(method) {
@@ -227,9 +266,10 @@ describe('serve() against a scripted berthd', () => {
     const w2 = await serve({ socket: p2.path, tools: [stubborn], logger: false, reconnect: { initialDelayMs: 10 } });
     try {
       const j = job('stubborn');
-      void p2.request('run', { job: j });
+      const lost = p2.request('run', { job: j });
       await until(() => w2.running === 1, 'the first run');
       p2.last.destroy();
+      await assert.rejects(lost, /closed before it answered run/);
       await until(() => p2.messages('worker/register').length === 2, 'the worker to register again');
       const r = await p2.request('run', { job: j });
       assert.deepEqual(r.result, { output: { late: true } });
@@ -326,9 +366,10 @@ describe('serve() against a scripted berthd', () => {
 
   test('a_dropped_connection__aborts_running_executes__and_the_worker_registers_again', async () => {
     const j = job('sdk-block');
-    void peer.request('run', { job: j });
+    const lost = peer.request('run', { job: j });
     await until(() => worker.running === 1, 'the run to start');
     peer.last.destroy();
+    await assert.rejects(lost, /closed before it answered run/);
     await until(() => worker.running === 0, 'the run to be aborted');
     await until(() => peer.messages('worker/register').length === 2, 'a second registration');
     // The new connection serves runs.
@@ -365,6 +406,16 @@ describe('serve() under load', () => {
       { id: 'peer-noop', description: 'Returns its input.', inputSchema: { type: 'object' }, execute: async (input) => input },
       { id: 'peer-bigint', description: 'Returns what JSON cannot carry.', inputSchema: { type: 'object' }, execute: async () => ({ n: 1n }) },
       {
+        id: 'peer-checkpointer',
+        description: 'Saves its state once the test lets it, then returns.',
+        inputSchema: { type: 'object' },
+        execute: async (_input, context) => {
+          await gate.promise;
+          await context.workflow.setState({ saved: true });
+          return { saved: true };
+        },
+      },
+      {
         id: 'peer-late-reader',
         description: 'Reads its abortSignal only after the test lets it.',
         inputSchema: { type: 'object' },
@@ -391,17 +442,22 @@ describe('serve() under load', () => {
   test('a_batch_of_runs_read_at_once__is_answered_in_one_write', async () => {
     const jobs = Array.from({ length: 8 }, (_, i) => job('peer-noop', { input: { n: i } }));
     const answers = new Map();
-    const all = new Promise((resolve) => {
+    const all = new Promise((resolve, reject) => {
       for (const [i, j] of jobs.entries()) {
         const id = `berth-batch-${i}`;
-        peer.pending.set(id, (m) => {
-          answers.set(id, m);
-          if (answers.size === jobs.length) resolve();
+        peer.pending.set(id, {
+          conn: peer.last,
+          method: 'run',
+          resolve: (m) => {
+            answers.set(id, m);
+            if (answers.size === jobs.length) resolve();
+          },
+          reject,
         });
       }
     });
     // One write of eight runs, as berthd pushes what one commit started.
-    peer.last.write(jobs.map((j, i) => JSON.stringify({ jsonrpc: '2.0', id: `berth-batch-${i}`, method: 'run', params: { job: j } }) + '\n').join(''));
+    peer.send(peer.last, jobs.map((j, i) => JSON.stringify({ jsonrpc: '2.0', id: `berth-batch-${i}`, method: 'run', params: { job: j } }) + '\n').join(''));
     await all;
     for (const [i] of jobs.entries()) assert.deepEqual(answers.get(`berth-batch-${i}`).result.output, { n: i });
     const carrying = writes.filter((w) => w.includes('"id":"berth-batch-'));
@@ -416,6 +472,25 @@ describe('serve() under load', () => {
     assert.equal(r.result.error.retryable, false);
     assert.match(r.result.error.message, /output is not JSON/);
     await until(() => peer.logsOf(j.id).some((l) => /output is not JSON/.test(l.message)), 'the reason in the job log');
+  });
+
+  test('close_while_a_checkpoint_is_in_flight__answers_the_run_then_closes', async () => {
+    let open;
+    gate = { promise: new Promise((resolve) => { open = resolve; }) };
+    const answer = peer.request('run', { job: job('peer-checkpointer') });
+    await until(() => worker.running === 1, 'the run to start');
+    // worker/checkpoint and worker/drain leave in one write, and the peer
+    // answers both at once: the answers must not mix on the wire.
+    open();
+    const closed = worker.close();
+    const r = await answer;
+    assert.deepEqual(r.result.output, { saved: true });
+    await closed;
+    assert.equal(worker.registered, false);
+    assert.equal(peer.messages('worker/drain').length, 1);
+    assert.equal(peer.messages('worker/checkpoint').length, 1);
+    assert.equal(peer.messages('worker/register').length, 1, 'the worker did not connect again');
+    worker = null;
   });
 
   test('an_abort_before_execute_reads_its_signal__is_seen_when_it_reads_it', async () => {

@@ -43,4 +43,7 @@ cp "$sdk/../../examples/mastra/tools.ts" "$work/example/"
 
 cd "$work"
 export BERTH_SDK_DIR="$sdk"
-exec node --test --test-reporter=spec --test-concurrency=1 ${BERTH_SDK_TESTS:-*.test.mjs}
+# Each test and hook has its own bound (bounded.mjs); --test-timeout bounds
+# a whole file (node 20), for a hang outside any test, such as a handle
+# left open that keeps the file's process alive after its last test.
+exec node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000 ${BERTH_SDK_TESTS:-*.test.mjs}

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test } from './bounded.mjs';
 import { promisify } from 'node:util';
 
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
