@@ -31,6 +31,17 @@ psql "$BERTH_TEST_DB" -qc "DROP DATABASE IF EXISTS cluster WITH (FORCE)" -c "CRE
 q() { psql "$db" -tAc "$1"; }
 berth() { node=$1; shift; "$build/cli/berth" --socket "$dir/$node.sock" "$@"; }
 check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi; }
+# poll_q WANT TRIES SQL runs SQL every 0.1 s until it gives WANT, at most
+# TRIES times, and prints what it gave last.
+poll_q() {
+	got=$(q "$3") tries=1
+	while [ "$got" != "$1" ] && [ $tries -lt "$2" ]; do
+		sleep 0.1
+		tries=$((tries+1))
+		got=$(q "$3")
+	done
+	echo "$got"
+}
 
 mkdir -p "$dir/tools" "$dir/cap"
 cp "$root"/examples/tools/* "$here"/tools/* "$dir/tools/"
@@ -53,21 +64,14 @@ ids=""
 for i in 1 2 3 4 5 6 7 8 9; do
 	ids="$ids $(berth a --json submit sleep '{"ms":6000}' | jq -r .id)"
 done
-owners=0
-i=0
-while [ "$owners" != 3 ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i+1))
-	owners=$(q "SELECT count(DISTINCT lease_owner) FROM jobs WHERE status = 2")
-done
+owners=$(poll_q 3 100 "SELECT count(DISTINCT lease_owner) FROM jobs WHERE status = 2")
 check "jobs submitted on node a run on all three nodes" "$owners" 3
 for id in $ids; do berth c wait "$id" >/dev/null; done
 check "all nine completed" "$(q "SELECT count(*) FROM jobs WHERE tool = 'sleep' AND status = 4")" 9
 
 # 2. resume through another node, wait on a third
 id=$(berth a --json submit ask-name '{}' | jq -r .id)
-i=0
-while [ "$(q "SELECT status FROM jobs WHERE id = '$id'")" != 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+poll_q 3 100 "SELECT status FROM jobs WHERE id = '$id'" >/dev/null
 berth c wait "$id" --until completed --timeout 60s >/dev/null &
 waiter=$!
 berth b resume "$id" '{"answer":"Ann"}' >/dev/null
@@ -82,11 +86,7 @@ ids=""
 for i in 1 2 3 4 5 6; do
 	ids="$ids $(berth b --json submit count-to '{"to":50,"delayMs":200}' | jq -r .id)"
 done
-i=0
-while [ "$(q "SELECT count(*) FROM jobs WHERE tool = 'count-to' AND status = 2")" != 6 ] && [ $i -lt 150 ]; do
-	sleep 0.1
-	i=$((i+1))
-done
+poll_q 6 150 "SELECT count(*) FROM jobs WHERE tool = 'count-to' AND status = 2" >/dev/null
 victim=$(q "SELECT lease_owner FROM jobs WHERE tool = 'count-to' AND status = 2 GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")
 if [ -z "$victim" ]; then
 	echo "FAIL: no count-to job was running 15 seconds after its submission"
@@ -125,13 +125,7 @@ check "all ten capped jobs completed" "$(q "SELECT count(*) FROM jobs WHERE tool
 berth $other pause one-at-a-time >/dev/null
 for i in $(seq 40); do berth $other --json submit one-at-a-time '{}' >/dev/null; done
 berth $other unpause one-at-a-time >/dev/null
-i=0
-left=40
-while [ "$left" != 0 ] && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i+1))
-	left=$(q "SELECT count(*) FROM jobs WHERE tool = 'one-at-a-time' AND status <> 4")
-done
+left=$(poll_q 0 300 "SELECT count(*) FROM jobs WHERE tool = 'one-at-a-time' AND status <> 4")
 check "forty jobs of a tool limited to one run at a time all completed" "$left" 0
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
