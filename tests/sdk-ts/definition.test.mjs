@@ -119,6 +119,19 @@ describe('toolDefinition', () => {
   });
 });
 
+// typecheckStrict type-checks dir/file against the SDK's types with tsc in
+// strict mode (a tsconfig.json of its own in dir), failing on any error.
+function typecheckStrict(dir, file) {
+  writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: {
+      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
+      noEmit: true, skipLibCheck: true, types: ['node'],
+    },
+    files: [file],
+  }));
+  execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')], { stdio: 'inherit' });
+}
+
 describe('the package', () => {
   test('dist__is_what_the_sources_build', () => {
     const sdk = process.env.BERTH_SDK_DIR;
@@ -138,14 +151,7 @@ describe('the package', () => {
   });
 
   test('the_mastra_example__typechecks_against_the_sdks_types_in_strict_mode', () => {
-    writeFileSync('example/tsconfig.json', JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
-        noEmit: true, skipLibCheck: true, types: ['node'],
-      },
-      files: ['tools.ts'],
-    }));
-    execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'example/tsconfig.json'], { stdio: 'inherit' });
+    typecheckStrict('example', 'tools.ts');
   });
 
   test('events_types__take_the_event_type_names_and_nothing_else_in_strict_mode', () => {
@@ -164,14 +170,7 @@ describe('the package', () => {
       '}',
       '',
     ].join('\n'));
-    writeFileSync('typecheck/tsconfig.json', JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true,
-        noEmit: true, skipLibCheck: true, types: ['node'],
-      },
-      files: ['events.ts'],
-    }));
-    execFileSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'typecheck/tsconfig.json'], { stdio: 'inherit' });
+    typecheckStrict('typecheck', 'events.ts');
   });
 
   test('SDK_VERSION__is_the_package_version', () => {
