@@ -10,7 +10,9 @@ const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'declined',
   'cancelled', 'expired']);
 
 const $ = (sel) => document.querySelector(sel);
-const state = { tools: new Map(), inbox: new Map(), current: null, cursor: null, stream: null };
+// latest: the newest event seq seen of each job whose onEvent may still
+// be waiting for its fetch.
+const state = { tools: new Map(), inbox: new Map(), latest: new Map(), current: null, cursor: null, stream: null };
 
 // h builds an element: h('button', {class: 'x', onclick: fn}, 'text', child).
 function h(tag, attrs, ...children) {
@@ -114,17 +116,44 @@ async function loadTools() {
 
 // ---- the inbox ----------------------------------------------------------
 
+// renderInbox brings the list up to date in place. A job's row stays the
+// same element while the job waits, so the keyboard focus on it (and a
+// click half-way through) survives the events that change the list
+// around it; only new rows are inserted and gone ones removed. Rebuilding
+// the list on every event took the focus from under a keyboard user.
 function renderInbox() {
   const list = $('#inbox');
   const jobs = [...state.inbox.values()].sort((a, b) => (a.id < b.id ? 1 : -1));
-  list.replaceChildren(...jobs.map((j) => h('li', {},
-    h('button', { class: 'item', type: 'button', 'data-job': j.id, 'data-status': j.status,
-      onclick: () => { location.hash = '#/job/' + j.id; } },
-      h('span', { class: 'tool' }, (state.tools.get(j.tool) || {}).title || j.tool),
-      h('span', { class: 'badge ' + j.status }, j.status === 'awaiting_approval' ? 'needs approval' : 'needs input'),
-      h('span', { class: 'meta' }, j.id + ' · ' + when(j.createdAt))))));
+  const rows = new Map();
+  for (const li of [...list.children]) {
+    if (state.inbox.has(li.dataset.job)) rows.set(li.dataset.job, li); else li.remove();
+  }
+  let at = list.firstElementChild;
+  for (const j of jobs) {
+    const li = rows.get(j.id) || inboxRow(j);
+    setRowStatus(li, j.status);
+    if (li === at) at = at.nextElementSibling; else list.insertBefore(li, at);
+  }
   $('#inbox-empty').hidden = jobs.length > 0;
   $('#inbox-count').textContent = String(jobs.length);
+}
+
+function inboxRow(j) {
+  return h('li', { 'data-job': j.id },
+    h('button', { class: 'item', type: 'button', 'data-job': j.id,
+      onclick: () => { location.hash = '#/job/' + j.id; } },
+      h('span', { class: 'tool' }, (state.tools.get(j.tool) || {}).title || j.tool),
+      h('span', { class: 'badge' }),
+      h('span', { class: 'meta' }, j.id + ' · ' + when(j.createdAt))));
+}
+
+function setRowStatus(li, status) {
+  const button = li.firstElementChild;
+  if (button.dataset.status === status) return;
+  button.dataset.status = status;
+  const badge = button.querySelector('.badge');
+  badge.className = 'badge ' + status;
+  badge.textContent = status === 'awaiting_approval' ? 'needs approval' : 'needs input';
 }
 
 async function loadInbox() {
@@ -163,16 +192,30 @@ function chartTick() {
   c.setAttribute('aria-label', `Last second: ${chart.ok[59]} completed, ${chart.bad[59]} failed; peak ${max} per second`);
 }
 
+// onEvent applies one live event. A job that waits is fetched whole for
+// its row; when a newer event of the same job has come while that fetch
+// was out, the newer one decides, so a late answer cannot put back a job
+// that has since moved on. #live's data-seq is the newest event applied.
 async function onEvent(ev) {
   if (ev.type === 'completed') chart.ok[59]++;
   if (ev.type === 'failed' || ev.type === 'timed_out') chart.bad[59]++;
+  state.latest.set(ev.jobId, ev.seq);
+  let job = null;
   if (WAITING.has(ev.status)) {
-    try { state.inbox.set(ev.jobId, await api('/api/jobs/' + encodeURIComponent(ev.jobId))); } catch (e) { /* gone */ }
-  } else {
-    state.inbox.delete(ev.jobId);
+    try { job = await api('/api/jobs/' + encodeURIComponent(ev.jobId)); } catch (e) { /* gone */ }
   }
-  renderInbox();
-  if (state.current === ev.jobId) showJob(ev.jobId, true);
+  if (state.latest.get(ev.jobId) === ev.seq) {
+    if (job && WAITING.has(job.status)) {
+      state.inbox.set(ev.jobId, job);
+    } else {
+      state.inbox.delete(ev.jobId);
+      state.latest.delete(ev.jobId);
+    }
+    renderInbox();
+    if (state.current === ev.jobId) showJob(ev.jobId, true);
+  }
+  const live = $('#live');
+  if (!(Number(live.dataset.seq) >= ev.seq)) live.dataset.seq = String(ev.seq);
 }
 
 // parseFrames takes the complete Server-Sent Events frames off the front

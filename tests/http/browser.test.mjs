@@ -107,12 +107,19 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   assert.deepEqual(order.slice(0, 3), [trip, declineMe, approveMe]);
   await page.screenshot({ path: join(SHOTS, 'inbox.png'), fullPage: true });
 
-  // A job that arrives while the page is open shows up by itself.
+  // A job that arrives while the page is open shows up by itself, and the
+  // row a keyboard user is on keeps the focus while the list changes
+  // around it (the list was once rebuilt on every event, and the Enter
+  // below then went to nothing).
+  await page.focus(`button.item[data-job="${approveMe}"]`);
   const late = await submit('deploy', { service: 'late' });
   await page.locator(`button.item[data-job="${late}"]`).waitFor();
+  await rest(`/api/jobs/${late}/wait?timeoutMs=15000&until=awaiting_approval`);
+  const lateSeq = (await rest(`/api/jobs/${late}/events`)).events.at(-1).seq;
+  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, lateSeq);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.job), approveMe);
 
   // Approve, with the keyboard only.
-  await page.focus(`button.item[data-job="${approveMe}"]`);
   await page.keyboard.press('Enter');
   await page.locator('#approve').focus();
   await page.keyboard.press('Enter');
@@ -181,6 +188,46 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   await page.screenshot({ path: join(SHOTS, 'inbox-phone.png'), fullPage: true });
   await page.setViewportSize({ width: 1200, height: 900 });
   assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
+});
+
+test('an answer about a job that comes after its newer events does not put the job back', async () => {
+  await page.click('#nav-inbox');
+  await page.locator('#live', { hasText: 'live' }).waitFor();
+  // The page fetches a job that starts to wait. Hold berthd's answer
+  // (which says "awaiting approval") until the job has been approved and
+  // has finished, and the page has seen those events; then hand it over.
+  let answered;
+  const held = new Promise((resolve) => { answered = resolve; });
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  const handed = [];
+  await page.route(/\/api\/jobs\/[^/?]+$/, (route) => {
+    const p = (async () => {
+      const response = await route.fetch();
+      answered();
+      await gate;
+      await route.fulfill({ response });
+    })();
+    handed.push(p);
+    return p;
+  });
+  const id = await submit('deploy', { service: 'stale' });
+  await held;
+  await rest(`/api/jobs/${id}/approve`, {});
+  await rest(`/api/jobs/${id}/wait?timeoutMs=15000`);
+  const last = (await rest(`/api/jobs/${id}/events`)).events.at(-1);
+  assert.equal(last.type, 'completed');
+  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, last.seq);
+  release();
+  await Promise.all(handed);
+  await page.unroute(/\/api\/jobs\/[^/?]+$/);
+  // Whatever the held answer did has happened once the page has applied
+  // one more event: it came first.
+  const marker = await submit('deploy', { service: 'marker' });
+  await page.locator(`button.item[data-job="${marker}"]`).waitFor();
+  assert.equal(await page.locator(`button.item[data-job="${id}"]`).count(), 0);
+  await rest(`/api/jobs/${marker}/decline`, {});
+  await page.locator(`button.item[data-job="${marker}"]`).waitFor({ state: 'detached' });
 });
 
 test('the session reaches no other server on the host, and logout ends it', async () => {
