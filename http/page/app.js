@@ -11,8 +11,10 @@ const TERMINAL = new Set(['completed', 'failed', 'timed_out', 'declined',
 
 const $ = (sel) => document.querySelector(sel);
 // latest: the newest event seq seen of each job whose onEvent may still
-// be waiting for its fetch.
-const state = { tools: new Map(), inbox: new Map(), latest: new Map(), current: null, cursor: null, stream: null };
+// be waiting for its fetch; loading: for each inbox list being read, the
+// jobs with events since it was asked for.
+const state = { tools: new Map(), inbox: new Map(), latest: new Map(), loading: new Set(),
+  current: null, cursor: null, stream: null };
 
 // h builds an element: h('button', {class: 'x', onclick: fn}, 'text', child).
 function h(tag, attrs, ...children) {
@@ -156,10 +158,23 @@ function setRowStatus(li, status) {
   badge.textContent = status === 'awaiting_approval' ? 'needs approval' : 'needs input';
 }
 
+// loadInbox reads the waiting jobs whole, as each stream starts. The
+// events that come while the list is out are newer than it: a job one of
+// them names is left as that event made it.
 async function loadInbox() {
-  const v = await api('/api/jobs?status=awaiting_approval,suspended&limit=1000');
-  state.inbox.clear();
-  for (const j of v.jobs) state.inbox.set(j.id, j);
+  const moved = new Set();
+  state.loading.add(moved);
+  let v;
+  try {
+    v = await api('/api/jobs?status=awaiting_approval,suspended&limit=1000');
+  } finally {
+    state.loading.delete(moved);
+  }
+  const listed = new Map(v.jobs.map((j) => [j.id, j]));
+  for (const id of [...state.inbox.keys()]) {
+    if (!listed.has(id) && !moved.has(id)) state.inbox.delete(id);
+  }
+  for (const [id, j] of listed) if (!moved.has(id)) state.inbox.set(id, j);
   renderInbox();
 }
 
@@ -200,6 +215,7 @@ async function onEvent(ev) {
   if (ev.type === 'completed') chart.ok[59]++;
   if (ev.type === 'failed' || ev.type === 'timed_out') chart.bad[59]++;
   state.latest.set(ev.jobId, ev.seq);
+  for (const moved of state.loading) moved.add(ev.jobId);
   let job = null;
   if (WAITING.has(ev.status)) {
     try { job = await api('/api/jobs/' + encodeURIComponent(ev.jobId)); } catch (e) { /* gone */ }

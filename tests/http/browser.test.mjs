@@ -230,6 +230,42 @@ test('an answer about a job that comes after its newer events does not put the j
   await page.locator(`button.item[data-job="${marker}"]`).waitFor({ state: 'detached' });
 });
 
+test('the inbox list a page reads as it opens does not undo the events that came while it was out', async () => {
+  const id = await submit('deploy', { service: 'listed' });
+  await rest(`/api/jobs/${id}/wait?timeoutMs=15000&until=awaiting_approval`);
+  // Hold the list (which names the job as waiting) until the job has been
+  // approved and has finished and the page has seen that.
+  let asked;
+  const listAsked = new Promise((resolve) => { asked = resolve; });
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  const handed = [];
+  const LIST = /\/api\/jobs\?status=/;
+  await page.route(LIST, (route) => {
+    const p = (async () => {
+      const response = await route.fetch();
+      asked();
+      await gate;
+      await route.fulfill({ response });
+    })();
+    handed.push(p);
+    return p;
+  });
+  await page.reload();
+  await listAsked;
+  await rest(`/api/jobs/${id}/approve`, {});
+  await rest(`/api/jobs/${id}/wait?timeoutMs=15000`);
+  const last = (await rest(`/api/jobs/${id}/events`)).events.at(-1);
+  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, last.seq);
+  release();
+  await Promise.all(handed);
+  await page.unroute(LIST);
+  // The list has been applied once the inbox shows the other jobs it names.
+  await page.locator('#inbox-count', { hasText: /^[1-9]/ }).waitFor();
+  assert.equal(await page.locator(`button.item[data-job="${id}"]`).count(), 0);
+  assert.equal((await rest(`/api/jobs/${id}`)).status, 'completed');
+});
+
 test('the session reaches no other server on the host, and logout ends it', async () => {
   const session = await page.evaluate(() => sessionStorage.getItem('berth.session'));
   assert.match(session, /^[0-9a-f]{64}$/);
