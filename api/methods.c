@@ -694,6 +694,7 @@ static const struct api_param p_poll[] = {
 	INT("limit", 1, 1000),
 	INT("waitMs", 0, MS_MAX),
 	{"jobId", API_P_STRING, 0, 0, 64, NULL, NULL},
+	{"types", API_P_EVENT_TYPES, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_subscribe[] = {

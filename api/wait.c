@@ -28,6 +28,7 @@ struct api_wait {
 	char job_id[40];     /* the job (WAIT_JOB), a filter or "" (EVENTS) */
 	unsigned until;      /* WAIT_JOB: statuses that end the wait */
 	int64_t since;       /* WAIT_EVENTS: events after this seq */
+	unsigned types;      /* WAIT_EVENTS: event types wanted; 0: all */
 	int limit;           /* WAIT_EVENTS: events in the answer */
 	uv_timer_t timer;    /* its time limit; closed when the wait ends */
 
@@ -79,27 +80,46 @@ static void wait_free(struct api_wait *w)
 }
 
 /* events_page returns a new {events, next} of up to limit events after
- * since (of one job when job is not empty), or NULL with *rc set. */
+ * since (of one job when job is not empty, of types when they are not 0),
+ * or NULL with *rc set. *more (may be NULL) is false when the read looked
+ * at every event there was after since: none the page could hold is in
+ * the log past its next yet. */
 static json_t *events_page(struct api *a, int64_t since, const char *job,
-			   int limit, int *rc)
+			   unsigned types, int limit, bool *more, int *rc)
 {
 	struct store_event *evs = NULL;
 	size_t n = 0;
 	json_t *arr, *page;
 	int64_t next = since;
+	bool rest = false;
 
-	*rc = store_events(a->store, since, job && *job ? job : NULL, limit,
-			   &evs, &n);
+	if (job && !*job)
+		job = NULL;
+	if (types) {
+		/* Read by type in the store, so that limit counts the
+		 * events of those types, and next passes the others by
+		 * (store_events_typed). */
+		struct store_event_query q = {since, job, types, limit,
+					      STORE_EVENTS_SCAN};
+
+		*rc = store_events_typed(a->store, &q, &evs, &n, &next, &rest);
+	} else {
+		*rc = store_events(a->store, since, job, limit, &evs, &n);
+		rest = n == (size_t)limit;
+	}
 	if (*rc < 0)
 		return NULL;
 	arr = json_array();
 	for (size_t i = 0; i < n; i++) {
 		if (arr)
 			json_array_append_new(arr, store_event_to_json(&evs[i]));
-		next = evs[i].seq;
+		if (!types)
+			next = evs[i].seq;
 		store_event_finish(&evs[i]);
 	}
 	free(evs);
+	if (more)
+		*more = rest;
 	page = arr ? json_pack("{s:o, s:I}", "events", arr, "next",
 			       (json_int_t)next)
 		   : NULL;
@@ -109,11 +129,11 @@ static json_t *events_page(struct api *a, int64_t since, const char *job,
 }
 
 static void reply_page(struct api_req *r, int64_t since, const char *job,
-		       int limit)
+		       unsigned types, int limit)
 {
 	struct api *a = r->conn->api;
 	int rc;
-	json_t *page = events_page(a, since, job, limit, &rc);
+	json_t *page = events_page(a, since, job, types, limit, NULL, &rc);
 
 	if (!page)
 		api_reply_store_error(r, rc, job);
@@ -135,7 +155,7 @@ static void wait_finish(struct api_wait *w)
 	else if (done.kind == WAIT_JOB)
 		api_job_reply(r, done.job_id);
 	else
-		reply_page(r, done.since, done.job_id, done.limit);
+		reply_page(r, done.since, done.job_id, done.types, done.limit);
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -227,21 +247,32 @@ void api_m_events_poll(struct api_req *r, json_t *params)
 	const char *job = api_params_str(params, "jobId");
 	int64_t wait_ms = api_params_int(params, "waitMs", 0);
 	json_t *page;
+	bool more;
 	int rc;
 
 	proto.since = api_params_int(params, "since", 0);
 	proto.limit = (int)api_params_int(params, "limit", 100);
+	proto.types = api_params_event_mask(json_object_get(params, "types"));
 	if (job)
 		snprintf(proto.job_id, sizeof proto.job_id, "%s", job);
-	page = events_page(a, proto.since, job, proto.limit, &rc);
+	page = events_page(a, proto.since, job, proto.types, proto.limit, &more,
+			   &rc);
 	if (!page) {
 		api_reply_store_error(r, rc, job);
 		return;
 	}
-	if (wait_ms == 0 || json_array_size(json_object_get(page, "events"))) {
+	/* An empty page read by type whose span stopped short of the end of
+	 * the log is answered at once, its next past what it looked at:
+	 * events of those types may already be there, and no new one would
+	 * wake the wait for them. */
+	if (wait_ms == 0 || json_array_size(json_object_get(page, "events")) ||
+	    more) {
 		api_reply(r, page);
 		return;
 	}
+	/* The wait reads on from the end of what this read looked at (by
+	 * type, past since; without types, since itself). */
+	proto.since = json_integer_value(json_object_get(page, "next"));
 	json_decref(page);
 	if (wait_start(r, &proto, &a->event_waits, wait_ms) < 0)
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
@@ -268,7 +299,8 @@ void api_wait_on_event(struct api *a, const struct store_event *ev)
 	for (w = a->event_waits; w; w = next) {
 		next = w->next;
 		if (ev->seq <= w->since ||
-		    (w->job_id[0] && strcmp(w->job_id, ev->job_id) != 0))
+		    (w->job_id[0] && strcmp(w->job_id, ev->job_id) != 0) ||
+		    (w->types && !(w->types & STORE_MASK(ev->type))))
 			continue;
 		wait_unlink(w);
 		w->next = fired;

@@ -1036,9 +1036,9 @@ static const char *const event_types[] = {
 	"cancelled, expired"
 
 /* type_list appends the comma-separated event types of s to types.
- * Returns CLI_OK, or CLI_USAGE after saying which name is not one: the
- * poll that prints the log without --follow sends berthd no types, so
- * the names are checked here, alike for both. */
+ * Returns CLI_OK, or CLI_USAGE after saying which name is not one and
+ * listing the thirteen, before berth connects: berthd would refuse it too
+ * (-32602 naming /types), but without saying which name it was. */
 static int type_list(json_t *types, const char *s)
 {
 	for (const char *p = s;; p++) {
@@ -1062,21 +1062,6 @@ static int type_list(json_t *types, const char *s)
 		if (*p != ',')
 			return CLI_OK;
 	}
-}
-
-/* type_wanted is true when ev is of one of types (none: of any type). */
-static bool type_wanted(const json_t *types, const json_t *ev)
-{
-	const char *type = json_string_value(json_object_get(ev, "type"));
-	size_t i;
-	json_t *t;
-
-	if (json_array_size(types) == 0)
-		return true;
-	json_array_foreach(types, i, t)
-		if (type && strcmp(json_string_value(t), type) == 0)
-			return true;
-	return false;
 }
 
 /* follow_events prints the events of berthd's events/subscribe with
@@ -1108,35 +1093,37 @@ static int follow_events(struct cli *cli, json_t *params)
 
 /* print_events prints the events of the log after since (of job, when not
  * NULL, and of types, when it has any), page after page of events/poll,
- * to the end there is now. */
+ * to the end there is now. berthd reads them by type: a page holds only
+ * those, and its next passes over the others, so a page may be empty
+ * while the log goes on; the end is where next stops moving. */
 static int print_events(struct cli *cli, int64_t since, const char *job,
-			const json_t *types)
+			json_t *types)
 {
 	for (;;) {
 		json_t *params = json_pack("{s:I, s:i}", "since",
 					   (json_int_t)since, "limit", 1000);
-		json_t *res, *events, *ev;
-		size_t i, n;
+		json_t *res, *ev;
+		json_int_t next;
+		size_t i;
 		int rc;
 
 		if (job)
 			json_object_set_new(params, "jobId", json_string(job));
+		if (json_array_size(types))
+			json_object_set(params, "types", types);
 		if ((rc = cli_call(cli, "events/poll", params, -1, &res)))
 			return rc;
-		events = json_object_get(res, "events");
-		json_array_foreach(events, i, ev) {
-			if (!type_wanted(types, ev))
-				continue;
+		json_array_foreach(json_object_get(res, "events"), i, ev) {
 			if (cli->json)
 				cli_print_json(stdout, ev, true);
 			else
 				cli_print_event(stdout, ev);
 		}
-		n = json_array_size(events);
-		since = json_integer_value(json_object_get(res, "next"));
+		next = json_integer_value(json_object_get(res, "next"));
 		json_decref(res);
-		if (n == 0)
+		if (next <= since)
 			return CLI_OK;
+		since = next;
 	}
 }
 

@@ -173,8 +173,9 @@ struct http_conn {
 	bool eof;               /* the client sent all it will send */
 	bool reading;           /* uv_read_start is in effect */
 	bool shutting_down;     /* closing once the writes are out */
-	bool long_poll;         /* the request waits (jobs/wait): a client
-				   that hangs up ends it */
+	bool long_poll;         /* the request waits (jobs/wait, events/poll
+				   with waitMs): a client that hangs up
+				   ends it */
 
 	/* The api connection of this client (api/local.h), opened at its
 	 * first API request; want_id is the id of the reply it waits for

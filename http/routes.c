@@ -14,7 +14,8 @@
  *   GET  /api/jobs/{id}           jobs/get          ?view=
  *   GET  /api/jobs/{id}/wait      jobs/wait         ?timeoutMs=&until=
  *   GET  /api/jobs/{id}/logs      jobs/logs         ?after=&limit=
- *   GET  /api/jobs/{id}/events    events/poll       ?since=&limit= (jobId={id})
+ *   GET  /api/jobs/{id}/events    events/poll       ?since=&limit=&waitMs=&types=
+ *                                                   (jobId={id})
  *   POST /api/jobs/{id}/ACTION    jobs/ACTION       resume, approve, decline,
  *                                                   cancel, retry; body: params
  *   GET  /api/events              events/subscribe  as Server-Sent Events;
@@ -108,11 +109,13 @@ static bool is_int_param(const char *name)
 }
 
 /* add_list appends the comma-separated names of v to params[name]. An
- * empty name ("a,,b", "a,", or v "") is skipped, unless keep_empty: it is
- * then appended as "", for the method's check to refuse, naming the
- * member, as it refuses any other name it does not know. */
-static void add_list(json_t *params, const char *name, const char *v,
-		     bool keep_empty)
+ * empty name ("a,,b", "a,", or v "") is appended as "", for the method's
+ * check to refuse, naming the member, as it refuses any other name it
+ * does not know: a list a client builds whose name is empty is a mistake
+ * in it (a name left out, or none at all), not a separator to pass over,
+ * and dropping it would answer for fewer names than the client wrote
+ * (or, for an empty list, for every name). */
+static void add_list(json_t *params, const char *name, const char *v)
 {
 	json_t *arr = json_object_get(params, name);
 
@@ -123,8 +126,7 @@ static void add_list(json_t *params, const char *name, const char *v,
 	for (;;) {
 		size_t n = strcspn(v, ",");
 
-		if (n || keep_empty)
-			json_array_append_new(arr, json_stringn(v, n));
+		json_array_append_new(arr, json_stringn(v, n));
 		v += n;
 		if (*v != ',')
 			break;
@@ -153,14 +155,9 @@ static json_t *query_params(char *q)
 		}
 		if (!*q) {
 			/* an empty member: ignored */
-		} else if (strcmp(q, "status") == 0 || strcmp(q, "until") == 0) {
-			add_list(params, q, v, false);
-		} else if (strcmp(q, "types") == 0) {
-			/* events/subscribe's event types: a list a client
-			 * builds, whose empty name is a mistake in it (a
-			 * type left out, or no type at all), not a
-			 * separator to pass over. */
-			add_list(params, q, v, true);
+		} else if (strcmp(q, "status") == 0 || strcmp(q, "until") == 0 ||
+			   strcmp(q, "types") == 0) {
+			add_list(params, q, v);
 		} else if (is_int_param(q) && *v &&
 			   strspn(v + (*v == '-'), "0123456789") ==
 				   strlen(v + (*v == '-')) && strlen(v) < 19) {
@@ -757,10 +754,17 @@ static void h_job(struct http_conn *c)
 		if (!params)
 			return;
 		if (action && strcmp(action, "events") == 0) {
+			json_t *wait = json_object_get(params, "waitMs");
+
 			json_object_set_new(params, "jobId", json_string(id));
 			if (!json_object_get(params, "limit"))
 				json_object_set_new(params, "limit",
 						    json_integer(1000));
+			/* A poll that may wait ends, as jobs/wait does, when
+			 * its client hangs up: by type it may wait long
+			 * past events of the other types. */
+			if (json_integer_value(wait) > 0)
+				c->long_poll = true;
 			call(c, "events/poll", params, 200);
 			return;
 		}

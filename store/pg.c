@@ -84,6 +84,8 @@ enum stmt_id {
 	S_RUNNING,
 	S_EVENTS,
 	S_EVENTS_JOB,
+	S_EVENTS_TYPED,
+	S_EVENTS_TYPED_JOB,
 	S_LAST_SEQ,
 	S_COUNT,
 	S_LOGS,
@@ -112,6 +114,23 @@ enum stmt_id {
 	" AND ($3::text IS NULL OR run_id = $3::text)"                         \
 	" AND ($4::text IS NULL OR id < $4::text)"                             \
 	" ORDER BY id DESC LIMIT $5::int"
+
+/* The read by type of the events WHERE (of one job, or ""): the first seq
+ * after $1 (an index probe) and the last committed, which bound the span
+ * of $4 seqs it looks through (store__span_top), and the events of types
+ * $3 in that span, at most $2, each row with first and last; when none
+ * is of those types, one row of first and last alone. One statement, so
+ * that both parts read one snapshot. */
+#define EVENTS_TYPED(where)                                                    \
+	"SELECT e.seq, e.job_id, e.tool, e.type, e.status, e.at, e.data,"       \
+	" e.actor, e.via, e.client, b.first, b.last FROM (SELECT (SELECT"       \
+	" min(seq) FROM events WHERE " where "seq > $1::bigint) AS first,"      \
+	" (SELECT n FROM event_seq WHERE one = 1) AS last) b LEFT JOIN LATERAL" \
+	" (SELECT seq, job_id, tool, type, status, at, data, actor, via,"       \
+	" client FROM events WHERE " where "seq > $1::bigint"                    \
+	" AND seq <= LEAST(b.first + $4::int - 1, b.last)"                     \
+	" AND ((1 << type) & $3::int) <> 0 ORDER BY seq LIMIT $2::int) e"       \
+	" ON true ORDER BY e.seq"
 
 static const char *const sql_text[S_NSTMT] = {
 	[S_JOB_BY_KEY] = "SELECT " STORE__JOB_COLS " FROM jobs"
@@ -272,6 +291,9 @@ static const char *const sql_text[S_NSTMT] = {
 			 " actor, via, client"
 			 " FROM events WHERE job_id = $3 AND seq > $1::bigint"
 			 " ORDER BY seq LIMIT $2::int",
+	/* A read by type (pg_events_typed, EVENTS_TYPED above). */
+	[S_EVENTS_TYPED] = EVENTS_TYPED(""),
+	[S_EVENTS_TYPED_JOB] = EVENTS_TYPED("job_id = $5 AND "),
 	[S_LAST_SEQ] = "SELECT n FROM event_seq WHERE one = 1",
 	[S_COUNT] = "SELECT status, count(*) FROM jobs GROUP BY status",
 	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
@@ -2693,6 +2715,47 @@ static int pg_running(void *be, struct store_job ***jobs, size_t *n)
 	return r != NULL ? read_jobs(r, jobs, n) : rc;
 }
 
+/* read_event reads row i of r, whose columns from 0 on are an event's
+ * (seq, job_id, tool, type, status, at, data, actor, via, client), into
+ * ev; *oom is set when out of memory. */
+static void read_event(const PGresult *r, int i, struct store_event *ev,
+		       bool *oom)
+{
+	ev->seq = get_int(r, i, 0);
+	snprintf(ev->job_id, sizeof(ev->job_id), "%s", PQgetvalue(r, i, 1));
+	ev->tool = get_str(r, i, 2, oom);
+	ev->type = (int)get_int(r, i, 3);
+	ev->status = (int)get_int(r, i, 4);
+	ev->at = get_int(r, i, 5);
+	ev->data = get_json(r, i, 6);
+	ev->by = get_str(r, i, 7, oom);
+	ev->via = get_str(r, i, 8, oom);
+	ev->client = get_json(r, i, 9);
+}
+
+/* read_events reads the events of r's rows (those whose seq is not NULL)
+ * into a new array and clears r. */
+static int read_events(PGresult *r, struct store_event **out, size_t *n)
+{
+	int rows = PQntuples(r);
+	size_t cnt = 0;
+	struct store_event *v = calloc((size_t)rows + 1, sizeof(*v));
+	bool oom = v == NULL;
+	for (int i = 0; !oom && i < rows; i++)
+		if (!PQgetisnull(r, i, 0))
+			read_event(r, i, &v[cnt++], &oom);
+	PQclear(r);
+	if (oom) {
+		for (size_t i = 0; v != NULL && i < cnt; i++)
+			store_event_finish(&v[i]);
+		free(v);
+		return -ENOMEM;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
 static int pg_events(void *be, int64_t after, const char *job_id, int limit,
 		     struct store_event **out, size_t *n)
 {
@@ -2705,31 +2768,36 @@ static int pg_events(void *be, int64_t after, const char *job_id, int limit,
 	PGresult *r = query(be, job_id != NULL ? S_EVENTS_JOB : S_EVENTS, &p, &rc);
 	if (r == NULL)
 		return rc;
-	int rows = PQntuples(r);
-	struct store_event *v = calloc((size_t)rows + 1, sizeof(*v));
-	bool oom = v == NULL;
-	for (int i = 0; !oom && i < rows; i++) {
-		struct store_event *ev = &v[i];
-		ev->seq = get_int(r, i, 0);
-		snprintf(ev->job_id, sizeof(ev->job_id), "%s", PQgetvalue(r, i, 1));
-		ev->tool = get_str(r, i, 2, &oom);
-		ev->type = (int)get_int(r, i, 3);
-		ev->status = (int)get_int(r, i, 4);
-		ev->at = get_int(r, i, 5);
-		ev->data = get_json(r, i, 6);
-		ev->by = get_str(r, i, 7, &oom);
-		ev->via = get_str(r, i, 8, &oom);
-		ev->client = get_json(r, i, 9);
+	return read_events(r, out, n);
+}
+
+static int pg_events_typed(void *be, const struct store_event_query *q,
+			   struct store_event **out, size_t *n, int64_t *next,
+			   bool *more)
+{
+	struct params p = {0};
+	p_int(&p, q->after);
+	p_int(&p, q->limit);
+	p_int(&p, q->types);
+	p_int(&p, q->scan);
+	if (q->job_id != NULL)
+		p_str(&p, q->job_id);
+	int rc;
+	PGresult *r = query(be, q->job_id != NULL ? S_EVENTS_TYPED_JOB
+						  : S_EVENTS_TYPED, &p, &rc);
+	if (r == NULL)
+		return rc;
+	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 10)) {
+		PQclear(r); /* no event after q->after */
+		return 0;
 	}
-	PQclear(r);
-	if (oom) {
-		for (int i = 0; v != NULL && i < rows; i++)
-			store_event_finish(&v[i]);
-		free(v);
-		return -ENOMEM;
-	}
-	*out = v;
-	*n = (size_t)rows;
+	int64_t last = get_int(r, 0, 11);
+	int64_t top = store__span_top(get_int(r, 0, 10), last, q->scan);
+	if ((rc = read_events(r, out, n)) != 0)
+		return rc;
+	bool full = *n == (size_t)q->limit;
+	*next = full ? (*out)[*n - 1].seq : top;
+	*more = full || top < last;
 	return 0;
 }
 
@@ -3181,6 +3249,7 @@ const struct store__backend store__pg = {
 	.list = pg_list,
 	.running = pg_running,
 	.events = pg_events,
+	.events_typed = pg_events_typed,
 	.last_seq = pg_last_seq,
 	.count_by_status = pg_count_by_status,
 	.logs = pg_logs,

@@ -58,6 +58,10 @@ enum stmt_id {
 	S_RUNNING,
 	S_EVENTS,
 	S_EVENTS_JOB,
+	S_EVENTS_SPAN,
+	S_EVENTS_SPAN_JOB,
+	S_EVENTS_TYPED,
+	S_EVENTS_TYPED_JOB,
 	S_LAST_SEQ,
 	S_COUNT,
 	S_LOGS,
@@ -206,6 +210,25 @@ static const char *const sql_text[S_NSTMT] = {
 			 " actor, via, client"
 			 " FROM events WHERE job_id = ?3 AND seq > ?1"
 			 " ORDER BY seq LIMIT ?2",
+	/* A read by type (sq_events_typed): the first seq after ?1 (of job
+	 * ?5) and the last one committed, then the events of types ?3 after
+	 * ?1 up to ?4, at most ?2 of them. */
+	[S_EVENTS_SPAN] = "SELECT (SELECT min(seq) FROM events WHERE seq > ?1),"
+			  " (SELECT seq FROM sqlite_sequence"
+			  " WHERE name = 'events')",
+	[S_EVENTS_SPAN_JOB] = "SELECT (SELECT min(seq) FROM events"
+			      " WHERE job_id = ?5 AND seq > ?1),"
+			      " (SELECT seq FROM sqlite_sequence"
+			      " WHERE name = 'events')",
+	[S_EVENTS_TYPED] = "SELECT seq, job_id, tool, type, status, at, data,"
+			   " actor, via, client FROM events"
+			   " WHERE seq > ?1 AND seq <= ?4"
+			   " AND ((1 << type) & ?3) != 0 ORDER BY seq LIMIT ?2",
+	[S_EVENTS_TYPED_JOB] = "SELECT seq, job_id, tool, type, status, at,"
+			       " data, actor, via, client FROM events"
+			       " WHERE job_id = ?5 AND seq > ?1 AND seq <= ?4"
+			       " AND ((1 << type) & ?3) != 0"
+			       " ORDER BY seq LIMIT ?2",
 	/* sqlite_sequence remembers the highest seq even once it was
 	 * pruned. */
 	[S_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
@@ -1465,18 +1488,12 @@ static int sq_running(void *be, struct store_job ***jobs, size_t *n)
 	return read_jobs(s, SIZE_MAX, jobs, n);
 }
 
-static int sq_events(void *be, int64_t after, const char *job_id, int limit,
-		     struct store_event **out, size_t *n)
+/* read_events steps s, a read of events' columns (seq, job_id, tool, type,
+ * status, at, data, actor, via, client), into a new array of at most
+ * limit events, and resets s. */
+static int read_events(sqlite3_stmt *s, int limit, struct store_event **out,
+		       size_t *n)
 {
-	struct conn *c = &((struct sq *)be)->r;
-	sqlite3_stmt *s = get(c, job_id != NULL ? S_EVENTS_JOB : S_EVENTS);
-	if (s == NULL)
-		return prepare_error(c);
-	sqlite3_bind_int64(s, 1, after);
-	sqlite3_bind_int(s, 2, limit);
-	if (job_id != NULL)
-		bind_str(s, 3, job_id);
-
 	struct store_event *v = limit > 0 ? calloc((size_t)limit, sizeof(*v)) : NULL;
 	size_t cnt = 0;
 	int rc = SQLITE_DONE;
@@ -1512,6 +1529,72 @@ static int sq_events(void *be, int64_t after, const char *job_id, int limit,
 	}
 	*out = v;
 	*n = cnt;
+	return 0;
+}
+
+static int sq_events(void *be, int64_t after, const char *job_id, int limit,
+		     struct store_event **out, size_t *n)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	sqlite3_stmt *s = get(c, job_id != NULL ? S_EVENTS_JOB : S_EVENTS);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, after);
+	sqlite3_bind_int(s, 2, limit);
+	if (job_id != NULL)
+		bind_str(s, 3, job_id);
+	return read_events(s, limit, out, n);
+}
+
+/*
+ * sq_events_typed reads by type in two statements: the first seq after
+ * q->after (an index probe) and the last one committed, which give the
+ * span to look through, the q->scan seqs from that first one on (never
+ * past the last committed: a seq after it may yet come); then the events
+ * of the types in that span, which holds no more than q->scan rows. So
+ * the read is bounded however rare the types are, stops as soon as its
+ * page is full, and needs no index by type (one more index would cost
+ * every append, the hottest write there is). Every seq of the span was
+ * committed before the second statement began, so it finds each of them
+ * that was not pruned since.
+ */
+static int sq_events_typed(void *be, const struct store_event_query *q,
+			   struct store_event **out, size_t *n, int64_t *next,
+			   bool *more)
+{
+	struct conn *c = &((struct sq *)be)->r;
+	bool job = q->job_id != NULL;
+	sqlite3_stmt *s = get(c, job ? S_EVENTS_SPAN_JOB : S_EVENTS_SPAN);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, q->after);
+	if (job)
+		bind_str(s, 5, q->job_id);
+	int rc = sqlite3_step(s);
+	bool none = rc != SQLITE_ROW || sqlite3_column_type(s, 0) == SQLITE_NULL;
+	int64_t first = none ? 0 : sqlite3_column_int64(s, 0);
+	int64_t last = none ? 0 : sqlite3_column_int64(s, 1);
+	done(s);
+	if (rc != SQLITE_ROW)
+		return err(rc);
+	if (none)
+		return 0; /* no event after q->after */
+	int64_t top = store__span_top(first, last, q->scan);
+
+	s = get(c, job ? S_EVENTS_TYPED_JOB : S_EVENTS_TYPED);
+	if (s == NULL)
+		return prepare_error(c);
+	sqlite3_bind_int64(s, 1, q->after);
+	sqlite3_bind_int(s, 2, q->limit);
+	sqlite3_bind_int64(s, 3, q->types);
+	sqlite3_bind_int64(s, 4, top);
+	if (job)
+		bind_str(s, 5, q->job_id);
+	if ((rc = read_events(s, q->limit, out, n)) != 0)
+		return rc;
+	bool full = *n == (size_t)q->limit;
+	*next = full ? (*out)[*n - 1].seq : top;
+	*more = full || top < last;
 	return 0;
 }
 
@@ -2011,6 +2094,7 @@ const struct store__backend store__sqlite = {
 	.list = sq_list,
 	.running = sq_running,
 	.events = sq_events,
+	.events_typed = sq_events_typed,
 	.last_seq = sq_last_seq,
 	.count_by_status = sq_count_by_status,
 	.logs = sq_logs,

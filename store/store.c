@@ -1426,6 +1426,19 @@ int store_events(struct store *st, int64_t after, const char *job_id,
 	return st->ops->events(st->be, after, job_id, limit, out, n);
 }
 
+int store_events_typed(struct store *st, const struct store_event_query *q,
+		       struct store_event **out, size_t *n, int64_t *next,
+		       bool *more)
+{
+	*out = NULL;
+	*n = 0;
+	*next = q->after;
+	*more = false;
+	if (q->types == 0 || q->limit <= 0 || q->scan <= 0)
+		return -EINVAL;
+	return st->ops->events_typed(st->be, q, out, n, next, more);
+}
+
 int64_t store_last_seq(struct store *st)
 {
 	return st->ops->last_seq(st->be);

@@ -669,6 +669,39 @@ int store_list(struct store *st, const struct store_filter *f, int limit,
 int store_events(struct store *st, int64_t after, const char *job_id,
 		 int limit, struct store_event **out, size_t *n);
 
+/* A read of the events of some types (store_events_typed). */
+struct store_event_query {
+	int64_t after;      /* the events with seq > after */
+	const char *job_id; /* of this job only, or NULL for every job */
+	unsigned types;     /* STORE_MASK of the event types wanted; not 0 */
+	int limit;          /* at most this many returned (>= 1) */
+	int scan;           /* at most this many seqs looked through (>= 1) */
+};
+
+/* STORE_EVENTS_SCAN is the span of events/poll's reads by type: looking
+ * through it costs less than reading a page of 1000 events (docs/API.md,
+ * whose figures are of this read). */
+enum { STORE_EVENTS_SCAN = 10000 };
+
+/*
+ * store_events_typed reads as store_events does, but returns only the
+ * events whose type is in q->types, oldest first, and looks through a
+ * span of at most q->scan seqs: from the first event after q->after (of
+ * the job) on, and never past the last seq committed. So types that match
+ * little cannot make one read walk the whole log, and a pruned stretch
+ * before the span costs nothing. *next receives the seq the read covered:
+ * the last event returned when it returned q->limit, else the end of the
+ * span (q->after when no event follows it). Reading on from *next, a
+ * caller misses no event of those types and looks at none twice. *more is
+ * false when the span reached the last seq committed without filling the
+ * page: no event of those types is past *next yet. The caller frees each
+ * event with store_event_finish and the array with free. The reads
+ * without types (store_events) are untouched by it.
+ */
+int store_events_typed(struct store *st, const struct store_event_query *q,
+		       struct store_event **out, size_t *n, int64_t *next,
+		       bool *more);
+
 /* store_last_seq returns the highest seq ever committed (0 when none), as
  * the read connection sees it. */
 int64_t store_last_seq(struct store *st);

@@ -152,6 +152,11 @@ struct store__backend {
 	int (*running)(void *be, struct store_job ***jobs, size_t *n);
 	int (*events)(void *be, int64_t after, const char *job_id, int limit,
 		      struct store_event **out, size_t *n);
+	/* events_typed reads as store_events_typed does; it is called with
+	 * *next at q->after and *more false. */
+	int (*events_typed)(void *be, const struct store_event_query *q,
+			    struct store_event **out, size_t *n,
+			    int64_t *next, bool *more);
 	int64_t (*last_seq)(void *be);
 	int (*count_by_status)(void *be, int64_t counts[STORE_NSTATUS]);
 	int (*logs)(void *be, const char *job_id, int64_t after, int limit,
@@ -195,6 +200,18 @@ extern const struct store__backend store__sqlite;
 #ifdef BERTH_HAVE_PQ
 extern const struct store__backend store__pg;
 #endif
+
+/* store__span_top returns the last seq of a read by type's span
+ * (store_events_typed): scan seqs from first, the first seq after its
+ * start, but none past last, the last seq committed (which first cannot
+ * be past: it was read with it). */
+static inline int64_t store__span_top(int64_t first, int64_t last, int scan)
+{
+	int64_t top = first <= INT64_MAX - scan ? first + scan - 1 : INT64_MAX;
+	if (last < first)
+		last = first;
+	return top < last ? top : last;
+}
 
 /* store__is_pg_url returns true for a postgres:// or postgresql:// URL. */
 static inline bool store__is_pg_url(const char *s)

@@ -207,6 +207,355 @@ static void subscribe__with_types__sends_only_those_types(void **state)
 	harness_stop(&h);
 }
 
+/* page_types returns the types of a page's events, each followed by a
+ * space, in buf. */
+static const char *page_types(const json_t *page, char *buf, size_t size)
+{
+	size_t i, len = 0;
+	json_t *ev;
+
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(page, "events"), i, ev) {
+		len += (size_t)snprintf(buf + len, size - len, "%s ",
+					jstr(ev, "type"));
+		assert_true(len < size);
+	}
+	return buf;
+}
+
+static json_int_t next_of(const json_t *page)
+{
+	return json_integer_value(json_object_get(page, "next"));
+}
+
+/* cancelled_job submits a noop to run in 2099 and cancels it; returns
+ * the job. */
+static json_t *cancelled_job(struct berth_client *c)
+{
+	json_t *job = call_ok(c, "jobs/submit",
+			      json_pack("{s:s, s:{}, s:s}", "tool", "noop",
+					"input", "runAt",
+					"2099-01-01T00:00:00.000Z"));
+
+	json_decref(call_ok(c, "jobs/cancel",
+			    json_pack("{s:s}", "id", jstr(job, "id"))));
+	return job;
+}
+
+/* events/poll's types are read by the store: limit counts the events of
+ * those types, and next passes over the others, so that a client looping
+ * on next reads each of them once and none of the rest. */
+static void poll__with_types__returns_only_those_and_next_passes_the_rest(void **state)
+{
+	struct harness h;
+	struct berth_client *c;
+	json_t *page, *late;
+	json_int_t end, since;
+	char buf[512];
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	/* Five jobs that run at once (created, started, completed), one
+	 * cancelled between the second and the third. */
+	for (int i = 0; i < 5; i++) {
+		json_t *j = submit(c, "noop", "{}");
+
+		json_decref(wait_for(c, jstr(j, "id"), "completed"));
+		json_decref(j);
+		if (i == 1)
+			json_decref(cancelled_job(c));
+	}
+	end = last_seq(c);
+	assert_int_equal(end, 17);
+
+	/* Only the types asked for; limit counts them alone. */
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:s, s:i}", "since", 0,
+						   "types", "completed", "limit", 3));
+	assert_string_equal(page_types(page, buf, sizeof buf),
+			    "completed completed completed ");
+	since = next_of(page);
+	assert_int_equal(since, json_integer_value(json_object_get(
+		json_array_get(json_object_get(page, "events"), 2), "seq")));
+	json_decref(page);
+	/* The page after it holds the last two; its next is the end of
+	 * the log, past the events it passed over. */
+	page = call_ok(c, "events/poll", json_pack("{s:I, s:[s], s:i}", "since",
+						   since, "types", "completed",
+						   "limit", 3));
+	assert_string_equal(page_types(page, buf, sizeof buf),
+			    "completed completed ");
+	assert_int_equal(next_of(page), end);
+	json_decref(page);
+
+	/* Several types; the whole log in one page. */
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:[s,s]}", "since", 0,
+						   "types", "cancelled",
+						   "created"));
+	/* Two jobs', the cancelled one's two, three jobs'. */
+	assert_string_equal(page_types(page, buf, sizeof buf),
+			    "created created created cancelled created created "
+			    "created ");
+	assert_int_equal(next_of(page), end);
+	json_decref(page);
+
+	/* A type the log has none of: an empty page whose next is the end
+	 * of the log, so that the next poll reads nothing of it again. */
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:s}", "since", 0,
+						   "types", "expired"));
+	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_int_equal(next_of(page), end);
+	json_decref(page);
+	page = call_ok(c, "events/poll", json_pack("{s:I, s:s}", "since", end,
+						   "types", "expired"));
+	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_int_equal(next_of(page), end);
+	json_decref(page);
+
+	/* With jobId, that job's events of those types. */
+	late = cancelled_job(c);
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:s, s:[s,s]}", "since",
+						   0, "jobId", jstr(late, "id"),
+						   "types", "cancelled",
+						   "completed"));
+	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_string_equal(jstr(json_array_get(json_object_get(page, "events"), 0),
+				 "jobId"), jstr(late, "id"));
+	json_decref(page);
+	json_decref(late);
+
+	/* Not an event type, an empty list, not a string: refused as
+	 * events/subscribe refuses them. */
+	const char *bad[] = {"[\"finished\"]", "[]", "[1]", "\"\"", "{}",
+			     "[\"completed\",\"\"]"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		json_t *params = json_pack("{s:o}", "types",
+					   json_loads(bad[i], JSON_DECODE_ANY,
+						      NULL));
+		json_t *err = call_err(c, "events/poll", params, -32602);
+		char *text = json_dumps(err, 0);
+
+		assert_non_null(strstr(text, "types must be an event type"));
+		assert_non_null(strstr(text, "\"instancePath\": \"/types\""));
+		free(text);
+		json_decref(err);
+	}
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
+/* submit_many submits n noops in batches of 1000 and waits until no job
+ * is pending or running. */
+static void submit_many(struct berth_client *c, int n)
+{
+	while (n > 0) {
+		int k = n < 1000 ? n : 1000;
+		json_t *batch = json_array(), *replies;
+		char *line;
+
+		for (int i = 0; i < k; i++)
+			json_array_append_new(batch, json_pack(
+				"{s:s, s:i, s:s, s:{s:s, s:{}}}", "jsonrpc", "2.0",
+				"id", i, "method", "jobs/submit", "params", "tool",
+				"noop", "input"));
+		line = json_dumps(batch, JSON_COMPACT);
+		json_decref(batch);
+		replies = exchange(c, line);
+		free(line);
+		assert_int_equal(json_array_size(replies), (size_t)k);
+		json_decref(replies);
+		n -= k;
+	}
+	for (;;) {
+		json_t *page = call_ok(c, "jobs/list",
+				       json_pack("{s:[s,s], s:i}", "status",
+						 "pending", "running", "limit", 1));
+		size_t left = json_array_size(json_object_get(page, "jobs"));
+
+		json_decref(page);
+		if (left == 0)
+			break;
+		usleep(20000);
+	}
+}
+
+/* A poll by type looks through a bounded span of the log, so that types
+ * that match nothing cannot make one poll read the whole of it: over a
+ * log longer than the span, each poll answers an empty page at once,
+ * waitMs or not, with next further on, and looping on next reaches the
+ * end, where a poll with waitMs waits. */
+static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time(void **state)
+{
+	struct harness h;
+	struct berth_client *c;
+	json_t *page;
+	json_int_t end, since = 0, first_next;
+	char buf[64], *line;
+	int polls = 0;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	submit_many(c, 3600); /* 10,800 events, more than a span */
+	end = last_seq(c);
+	assert_true(end >= 3 * 3600);
+
+	page = call_ok(c, "events/poll", json_pack("{s:i, s:s}", "since", 0,
+						   "types", "expired"));
+	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	first_next = next_of(page);
+	assert_true(first_next > 0 && first_next < end);
+	json_decref(page);
+
+	/* With waitMs too, for events of those types may lie past next:
+	 * the answer comes long before waitMs is up, with the same next. */
+	line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events/poll\","
+	       "\"params\":{\"since\":0,\"types\":\"expired\","
+	       "\"waitMs\":600000}}";
+	page = exchange(c, line);
+	assert_string_equal(page_types(json_object_get(page, "result"), buf,
+				       sizeof buf), "");
+	assert_int_equal(next_of(json_object_get(page, "result")), first_next);
+	json_decref(page);
+
+	for (;;) {
+		page = call_ok(c, "events/poll",
+			       json_pack("{s:I, s:s, s:i}", "since", since,
+					 "types", "expired", "limit", 1000));
+		assert_string_equal(page_types(page, buf, sizeof buf), "");
+		assert_true(next_of(page) >= since);
+		polls++;
+		if (next_of(page) == since) {
+			json_decref(page);
+			break;
+		}
+		since = next_of(page);
+		json_decref(page);
+		assert_true(polls < 100);
+	}
+	assert_int_equal(since, end);
+	assert_true(polls >= 3); /* two spans at least, then the end */
+
+	/* A type that is there once, at the very end, after the span. */
+	json_t *late = cancelled_job(c);
+	since = 0;
+	for (polls = 0;; polls++) {
+		page = call_ok(c, "events/poll",
+			       json_pack("{s:I, s:s}", "since", since,
+					 "types", "cancelled"));
+		if (json_array_size(json_object_get(page, "events")))
+			break;
+		since = next_of(page);
+		json_decref(page);
+		assert_true(polls < 100);
+	}
+	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_true(polls >= 1);
+	json_decref(page);
+	json_decref(late);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
+/* send_poll starts an events/poll with params (JSON text) on c, without
+ * reading its answer. */
+static void send_poll(struct berth_client *c, const char *params)
+{
+	char line[512];
+
+	snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":"
+		 "\"events/poll\",\"params\":%s}", params);
+	assert_int_equal(berth_client_send_line(c, line, strlen(line)), 0);
+}
+
+/* read_result reads the answer of c's request and returns its result. */
+static json_t *read_result(struct berth_client *c)
+{
+	char *line = berth_client_read_line(c, 30000);
+	json_t *msg, *res;
+
+	assert_non_null(line);
+	msg = json_loads(line, 0, NULL);
+	free(line);
+	assert_non_null(msg);
+	res = json_incref(json_object_get(msg, "result"));
+	json_decref(msg);
+	assert_non_null(res);
+	return res;
+}
+
+/* A poll by type that waits is woken by an event of those types, not by
+ * the others, which pass by; one whose time is up answers an empty page
+ * whose next is past them. */
+static void poll__with_types_and_wait_ms__wakes_only_on_those_types(void **state)
+{
+	struct harness h;
+	struct berth_client *c, *w;
+	json_t *job, *page, *ev;
+	json_int_t end;
+	char params[256], buf[128];
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	w = support_connect(&h);
+	json_decref(submit(c, "noop", "{}"));
+	end = last_seq(c);
+
+	/* Waiting from the end for a cancellation: a job that runs (three
+	 * events of other types) wakes nothing; the cancellation after it
+	 * does, and is the whole page. */
+	snprintf(params, sizeof params, "{\"since\":%lld,\"types\":[\"cancelled\"],"
+		 "\"waitMs\":120000}", (long long)end);
+	send_poll(w, params);
+	job = submit(c, "noop", "{}");
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	json_decref(job);
+	job = cancelled_job(c);
+	page = read_result(w);
+	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	ev = json_array_get(json_object_get(page, "events"), 0);
+	assert_string_equal(jstr(ev, "jobId"), jstr(job, "id"));
+	assert_int_equal(next_of(page), json_integer_value(json_object_get(ev, "seq")));
+	json_decref(page);
+	json_decref(job);
+
+	/* Of one job: another job's cancellation passes by too. */
+	job = call_ok(c, "jobs/submit",
+		      json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				"runAt", "2099-01-01T00:00:00.000Z"));
+	end = last_seq(c);
+	snprintf(params, sizeof params, "{\"since\":%lld,\"jobId\":\"%s\","
+		 "\"types\":\"cancelled\",\"waitMs\":120000}", (long long)end,
+		 jstr(job, "id"));
+	send_poll(w, params);
+	json_decref(cancelled_job(c));
+	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id",
+							jstr(job, "id"))));
+	page = read_result(w);
+	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	ev = json_array_get(json_object_get(page, "events"), 0);
+	assert_string_equal(jstr(ev, "jobId"), jstr(job, "id"));
+	json_decref(page);
+	json_decref(job);
+
+	/* Nothing of the type before the time is up: an empty page, its
+	 * next past the events that came meanwhile (a job that runs in far
+	 * less than the 8 s of the wait). */
+	end = last_seq(c);
+	snprintf(params, sizeof params, "{\"since\":%lld,\"types\":\"expired\","
+		 "\"waitMs\":8000}", (long long)end);
+	send_poll(w, params);
+	job = submit(c, "noop", "{}");
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	json_decref(job);
+	end = last_seq(c);
+	page = read_result(w);
+	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_int_equal(next_of(page), end);
+	json_decref(page);
+	berth_client_close(w);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
 /* send_wait starts a jobs/wait for id until status on c, without reading
  * its answer. */
 static void send_wait(struct berth_client *c, const char *id, const char *status)
@@ -349,6 +698,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(subscribe__turning_live_under_load__has_no_gap_or_duplicate),
 		cmocka_unit_test(subscribe__with_types__sends_only_those_types),
+		cmocka_unit_test(poll__with_types__returns_only_those_and_next_passes_the_rest),
+		cmocka_unit_test(poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time),
+		cmocka_unit_test(poll__with_types_and_wait_ms__wakes_only_on_those_types),
 		cmocka_unit_test(waits_and_subscriptions__pick_up_again_after_a_restart),
 		cmocka_unit_test(events__survive_a_crash_and_the_interrupted_run_is_logged),
 	};

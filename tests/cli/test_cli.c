@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -642,6 +643,186 @@ static void events__with_type__prints_only_those_types(void **state)
 	json_decref(job);
 }
 
+/*
+ * A relay between berth and berthd, in a child process: it listens on its
+ * own socket, takes one connection, passes the bytes both ways to
+ * berthd's, and writes what berth sent to sent_fd and what berthd
+ * answered to got_fd, so that a test sees the requests berth made and
+ * what came back. It ends when either side closes.
+ */
+struct relay {
+	char path[sizeof ((struct sockaddr_un *)0)->sun_path];
+	pid_t pid;
+	int sent_fd, got_fd;
+};
+
+/* sun_set puts path into a's sun_path, which it must fit. */
+static void sun_set(struct sockaddr_un *a, const char *path)
+{
+	assert_true(strlen(path) < sizeof a->sun_path);
+	memcpy(a->sun_path, path, strlen(path) + 1);
+}
+
+static void relay_start(struct relay *r)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sockaddr_un b = {.sun_family = AF_UNIX};
+	int lfd;
+
+	sun_set(&b, h.socket);
+	assert_true(strlen(h.dir) + sizeof "/relay.sock" <= sizeof r->path);
+	strcpy(r->path, h.dir);
+	strcat(r->path, "/relay.sock");
+	sun_set(&a, r->path);
+	unlink(r->path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	r->sent_fd = temp_fd();
+	r->got_fd = temp_fd();
+	r->pid = fork();
+	assert_true(r->pid >= 0);
+	if (r->pid == 0) {
+		int cfd = accept(lfd, NULL, NULL), dfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct pollfd p[2] = {{cfd, POLLIN, 0}, {dfd, POLLIN, 0}};
+		char buf[65536];
+
+		if (cfd < 0 || connect(dfd, (struct sockaddr *)&b, sizeof b) != 0)
+			_exit(1);
+		for (;;) {
+			if (poll(p, 2, 60000) <= 0)
+				_exit(1);
+			for (int i = 0; i < 2; i++) {
+				ssize_t n;
+
+				if (!p[i].revents)
+					continue;
+				n = read(p[i].fd, buf, sizeof buf);
+				if (n <= 0)
+					_exit(0);
+				if (write(i ? r->got_fd : r->sent_fd, buf, (size_t)n) != n ||
+				    write(i ? cfd : dfd, buf, (size_t)n) != n)
+					_exit(1);
+			}
+		}
+	}
+	close(lfd);
+}
+
+/* relay_end waits for the relay to end and returns what berth sent and
+ * what berthd answered (malloc'd). */
+static void relay_end(struct relay *r, char **sent, char **got)
+{
+	int status;
+
+	assert_int_equal(waitpid(r->pid, &status, 0), r->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	*sent = slurp(r->sent_fd);
+	*got = slurp(r->got_fd);
+	close(r->sent_fd);
+	close(r->got_fd);
+	unlink(r->path);
+}
+
+/* polls_of checks each line of sent that is an events/poll: its params'
+ * types are exactly types (JSON text). Returns how many there were. */
+static int polls_of(const char *sent, const char *types)
+{
+	json_t *want = json_loads(types, 0, NULL);
+	int polls = 0;
+
+	assert_non_null(want);
+	for (const char *line = sent; *line;) {
+		const char *nl = strchr(line, '\n');
+		json_t *m = json_loadb(line, nl ? (size_t)(nl - line) : strlen(line),
+				       0, NULL);
+
+		assert_non_null(m);
+		if (strcmp(jstr(m, "method"), "events/poll") == 0) {
+			assert_true(json_equal(json_object_get(json_object_get(
+					m, "params"), "types"), want));
+			polls++;
+		}
+		json_decref(m);
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	json_decref(want);
+	return polls;
+}
+
+/* berthd_sent_types returns the types of the events in berthd's answers
+ * of got, each followed by a space, in buf. */
+static const char *berthd_sent_types(const char *got, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (const char *line = got; *line;) {
+		const char *nl = strchr(line, '\n');
+		json_t *m = json_loadb(line, nl ? (size_t)(nl - line) : strlen(line),
+				       0, NULL), *ev;
+		size_t i;
+
+		assert_non_null(m);
+		json_array_foreach(json_object_get(json_object_get(m, "result"),
+						   "events"), i, ev) {
+			len += (size_t)snprintf(buf + len, size - len, "%s ",
+						jstr(ev, "type"));
+			assert_true(len < size);
+		}
+		json_decref(m);
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	return buf;
+}
+
+/* events --type without --follow asks berthd for those types: its
+ * events/poll requests carry them, and berthd's answers hold nothing
+ * else, rather than every event for berth to filter. */
+static void events__with_type__asks_berthd_for_those_types_alone(void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "api-approve", "{\"action\":\"p\"}");
+	const char *id = jstr(job, "id");
+	char *out, *sent, *got, buf[4096];
+	struct relay r;
+
+	json_decref(berth_json(NULL, "approve", id));
+	json_decref(berth_json(NULL, "wait", id, "--until", "completed"));
+
+	relay_start(&r);
+	assert_int_equal(berth(NULL, &out, NULL, "--socket", r.path, "--json",
+			       "events", "--job", id, "--type",
+			       "approval_requested", "--type", "completed",
+			       NULL), 0);
+	relay_end(&r, &sent, &got);
+	assert_string_equal(types_of(out, buf, sizeof buf),
+			    "approval_requested completed ");
+	assert_true(polls_of(sent, "[\"approval_requested\",\"completed\"]") >= 1);
+	assert_string_equal(berthd_sent_types(got, buf, sizeof buf),
+			    "approval_requested completed ");
+	free(out);
+	free(sent);
+	free(got);
+
+	/* The whole log, from a seq on: the same. */
+	relay_start(&r);
+	assert_int_equal(berth(NULL, &out, NULL, "--socket", r.path, "--json",
+			       "events", "--since", "1", "--type", "approved",
+			       NULL), 0);
+	relay_end(&r, &sent, &got);
+	assert_non_null(strstr(types_of(out, buf, sizeof buf), "approved "));
+	assert_null(strstr(buf, "created"));
+	assert_true(polls_of(sent, "[\"approved\"]") >= 1);
+	for (const char *t = berthd_sent_types(got, buf, sizeof buf); *t;
+	     t += strlen("approved "))
+		assert_int_equal(strncmp(t, "approved ", 9), 0);
+	free(out);
+	free(sent);
+	free(got);
+	json_decref(job);
+}
+
 static void wait_on_a_terminal__draws_a_progress_bar(void **state)
 {
 	json_t *job = berth_json(NULL, "submit", "sleep", "{\"ms\":2000}");
@@ -1047,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(pause_and_logs__work),
 		cmocka_unit_test(events__prints_the_log_and_follows_it),
 		cmocka_unit_test(events__with_type__prints_only_those_types),
+		cmocka_unit_test(events__with_type__asks_berthd_for_those_types_alone),
 		cmocka_unit_test(wait_on_a_terminal__draws_a_progress_bar),
 		cmocka_unit_test(exit_status__of_a_wait__says_how_the_job_ended),
 		cmocka_unit_test(tools_name__shows_one_tool_readably),

@@ -278,6 +278,147 @@ static void rest__errors__carry_the_socket_codes_and_fitting_statuses(void **sta
 	resp_free(&r);
 }
 
+static long long last_seq(void);
+static bool wait_closed(int fd, int timeout_ms, char *got, size_t size);
+
+/* events_types returns the types of a page's events, each followed by a
+ * space, in buf. */
+static const char *events_types(json_t *page, char *buf, size_t size)
+{
+	size_t i, len = 0;
+	json_t *ev;
+
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(page, "events"), i, ev) {
+		len += (size_t)snprintf(buf + len, size - len, "%s ",
+					jstr(ev, "type"));
+		assert_true(len < size);
+	}
+	return buf;
+}
+
+/* refused_naming asserts that GET path is 400 with the socket's -32602
+ * whose first error names the member at pointer. */
+static void refused_naming(const char *path, const char *pointer)
+{
+	json_t *v = req(400, "GET", path, BEARER, NULL);
+	json_t *e = json_object_get(v, "error");
+
+	assert_int_equal(json_integer_value(json_object_get(e, "code")), -32602);
+	assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(
+				e, "data"), "errors"), 0), "instancePath"),
+			    pointer);
+	json_decref(v);
+}
+
+/* A job's events take ?types= as the stream does: events/poll's types,
+ * read by type in the store (limit counts them), waitMs waiting for one
+ * of them alone. */
+static void rest__job_events_with_types__poll_only_those_types(void **state)
+{
+	char *id = submit("deploy", "{\"service\":\"poll-types\"}"), *late;
+	char path[256], rq[512], buf[256];
+	long long last;
+	json_t *v, *page;
+	int fd;
+
+	snprintf(path, sizeof path, "/api/jobs/%s/approve", id);
+	json_decref(req(200, "POST", path, BEARER JSON_CT, ""));
+	json_decref(wait_until(id, "completed"));
+	last = last_seq();
+
+	/* created, approval_requested, approved, started, completed */
+	snprintf(path, sizeof path, "/api/jobs/%s/events?types=approved,completed",
+		 id);
+	v = req(200, "GET", path, BEARER, NULL);
+	assert_string_equal(events_types(v, buf, sizeof buf),
+			    "approved completed ");
+	json_decref(v);
+	snprintf(path, sizeof path,
+		 "/api/jobs/%s/events?types=completed&types=created&limit=1", id);
+	v = req(200, "GET", path, BEARER, NULL);
+	assert_string_equal(events_types(v, buf, sizeof buf), "created ");
+	assert_int_equal(json_integer_value(json_object_get(v, "next")),
+			 json_integer_value(json_object_get(json_array_get(
+				 json_object_get(v, "events"), 0), "seq")));
+	json_decref(v);
+	/* None of the type: an empty page whose next is past the job's
+	 * events. */
+	snprintf(path, sizeof path, "/api/jobs/%s/events?types=expired", id);
+	v = req(200, "GET", path, BEARER, NULL);
+	assert_string_equal(events_types(v, buf, sizeof buf), "");
+	assert_true(json_integer_value(json_object_get(v, "next")) >= last);
+	json_decref(v);
+
+	/* waitMs waits for those types: the approval and the start of a
+	 * second job pass by, its completion ends the wait. */
+	late = submit("deploy", "{\"service\":\"poll-types-2\"}");
+	fd = http_connect(gw.port);
+	assert_true(fd >= 0);
+	snprintf(rq, sizeof rq, "GET /api/jobs/%s/events?since=%lld&types=completed"
+		 "&waitMs=120000 HTTP/1.1\r\nHost: x\r\n" BEARER
+		 "Connection: close\r\n\r\n", late, last_seq());
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	snprintf(path, sizeof path, "/api/jobs/%s/approve", late);
+	json_decref(req(200, "POST", path, BEARER JSON_CT, ""));
+	{
+		char got[16384], *body;
+
+		assert_true(wait_closed(fd, 30000, got, sizeof got));
+		assert_non_null(strstr(got, "HTTP/1.1 200 "));
+		body = strstr(got, "\r\n\r\n");
+		assert_non_null(body);
+		page = json_loads(body + 4, 0, NULL);
+		assert_non_null(page);
+	}
+	close(fd);
+	assert_string_equal(events_types(page, buf, sizeof buf), "completed ");
+	assert_string_equal(jstr(json_array_get(json_object_get(page, "events"), 0),
+				 "jobId"), late);
+	json_decref(page);
+
+	/* Names as the stream takes them, and refused alike. */
+	snprintf(path, sizeof path, "/api/jobs/%s/events?types=completed,,failed",
+		 id);
+	refused_naming(path, "/types");
+	snprintf(path, sizeof path, "/api/jobs/%s/events?types=finished", id);
+	refused_naming(path, "/types");
+	free(late);
+	free(id);
+}
+
+/* A list of statuses with an empty name (a status left out of the list,
+ * or none at all) is refused 400 with the socket's -32602 naming the
+ * parameter, as an unknown name is and as types is: answering for fewer
+ * statuses than the client wrote, or for every one, would hide its
+ * mistake. */
+static void rest__status_lists_with_an_empty_name__are_refused_naming_them(void **state)
+{
+	static const char *const bad[] = {
+		"status=completed,,failed", "status=", "status=completed,",
+		"status=,completed", "status=completed&status=",
+	};
+	char *id = submit("noop", "{}");
+	char path[256];
+	json_t *v;
+
+	json_decref(wait_until(id, "completed"));
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(path, sizeof path, "/api/jobs?%s", bad[i]);
+		refused_naming(path, "/status");
+	}
+	snprintf(path, sizeof path, "/api/jobs/%s/wait?until=completed,,failed", id);
+	refused_naming(path, "/until");
+	snprintf(path, sizeof path, "/api/jobs/%s/wait?until=", id);
+	refused_naming(path, "/until");
+	/* Lists without one are as they were. */
+	v = req(200, "GET", "/api/jobs?status=completed,failed&limit=1", BEARER,
+		NULL);
+	assert_int_equal(json_array_size(json_object_get(v, "jobs")), 1);
+	json_decref(v);
+	free(id);
+}
+
 /* ---- auth --------------------------------------------------------------- */
 
 static void auth__without_credentials__is_refused(void **state)
@@ -1190,6 +1331,50 @@ static void conn__a_body_is_not_read_before_the_auth_check(void **state)
 	close(fd);
 }
 
+/* A client that hangs up while its GET /api/jobs/{id}/events waits (with
+ * waitMs, by type or not) ends the wait and its connection at once, as one
+ * of /api/jobs/{id}/wait does, rather than holding both until waitMs is
+ * up. */
+static void conn__a_client_that_hangs_up__ends_its_event_wait(void **state)
+{
+	char *id = submit("noop", "{}");
+	char rq[512];
+	int fds[16], base, now = 0;
+	pid_t pid = gw_pid();
+
+	json_decref(wait_until(id, "completed"));
+	base = count_fds(pid);
+	for (int i = 0; i < 16; i++) {
+		fds[i] = http_connect(gw.port);
+		assert_true(fds[i] >= 0);
+		snprintf(rq, sizeof rq, "GET /api/jobs/%s/events?since=%lld%s"
+			 "&waitMs=600000 HTTP/1.1\r\nHost: x\r\n" BEARER "\r\n",
+			 id, last_seq(), i % 2 ? "&types=expired" : "");
+		assert_int_equal(write(fds[i], rq, strlen(rq)), (ssize_t)strlen(rq));
+	}
+	/* All sixteen wait, each holding its connection... */
+	for (int tries = 0; tries < 300; tries++) {
+		if ((now = count_fds(pid)) >= base + 16)
+			break;
+		usleep(100000);
+	}
+	assert_true(now >= base + 16);
+	for (int i = 0; i < 16; i++) {
+		struct pollfd p = {fds[i], POLLIN, 0};
+
+		assert_int_equal(poll(&p, 1, 0), 0); /* no answer yet */
+		close(fds[i]);
+	}
+	/* ...until their clients hang up. */
+	for (int tries = 0; tries < 300; tries++) {
+		if ((now = count_fds(pid)) <= base)
+			break;
+		usleep(100000);
+	}
+	assert_true(now <= base);
+	free(id);
+}
+
 /* Two Content-Length headers that disagree leave the body's end in doubt
  * (the way requests are smuggled past proxies): 400. Two that agree are
  * one. */
@@ -1565,6 +1750,8 @@ int main(void)
 		cmocka_unit_test(rest__info_and_tools__answer_like_the_socket),
 		cmocka_unit_test(rest__approve_decline_resume_cancel__reach_their_status),
 		cmocka_unit_test(rest__errors__carry_the_socket_codes_and_fitting_statuses),
+		cmocka_unit_test(rest__job_events_with_types__poll_only_those_types),
+		cmocka_unit_test(rest__status_lists_with_an_empty_name__are_refused_naming_them),
 		cmocka_unit_test(auth__without_credentials__is_refused),
 		cmocka_unit_test(auth__login_url__opens_one_session_and_sets_no_cookie),
 		cmocka_unit_test(auth__the_login_url__is_a_page_whatever_its_token),
@@ -1574,6 +1761,7 @@ int main(void)
 		cmocka_unit_test(conn__pipelined_requests__are_answered_in_order),
 		cmocka_unit_test(conn__a_body_is_not_read_before_the_auth_check),
 		cmocka_unit_test(conn__two_content_lengths_that_disagree__get_400),
+		cmocka_unit_test(conn__a_client_that_hangs_up__ends_its_event_wait),
 		cmocka_unit_test(conn__a_head_must_arrive_within_its_deadline),
 		cmocka_unit_test(conn__a_head_sent_a_byte_at_a_time__costs_linear_cpu),
 		cmocka_unit_test(conn__dripping_strangers__never_lock_out_the_token),

@@ -12,7 +12,9 @@
 #   5. a tool limited to one run at a time runs forty queued jobs one
 #      after the other with nothing else to wake the nodes: each run's end
 #      claims the next, although the claim its freed slot asked for may
-#      have been taken ahead of the run's final commit and counted it.
+#      have been taken ahead of the run's final commit and counted it;
+#   6. berth events --type completed reads the completed events alone on
+#      the nodes still running, as many as the database holds.
 set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -127,6 +129,16 @@ for i in $(seq 40); do berth $other --json submit one-at-a-time '{}' >/dev/null;
 berth $other unpause one-at-a-time >/dev/null
 left=$(poll_q 0 300 "SELECT count(*) FROM jobs WHERE tool = 'one-at-a-time' AND status <> 4")
 check "forty jobs of a tool limited to one run at a time all completed" "$left" 0
+
+# 6. events by type: each node still running reads the completed events
+# of the whole cluster's log, and those alone (events/poll's types, read
+# by type in PostgreSQL), as the database holds them.
+want=$(q "SELECT count(*) FROM events WHERE type = 8")
+for n in a b c; do
+	[ "$n" = "$victim" ] && continue
+	got=$(berth $n --json events --type completed | jq -r .type | sort | uniq -c | awk '{print $2 ":" $1}')
+	check "node $n reads the $want completed events alone" "$got" "completed:$want"
+done
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail

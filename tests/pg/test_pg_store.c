@@ -326,6 +326,84 @@ static void lifecycle__on_postgres__matches_the_store_contract(void **state)
 	assert_int_equal(counts[STORE_COMPLETED], 1);
 }
 
+/* typed reads the events of types after `after` (of job, when not NULL)
+ * on node 0 with limit and scan, asserts that it returns the seqs of want
+ * (ended by 0), next and more, and frees them. */
+static void typed(struct fx *f, const char *job, unsigned types, int64_t after,
+		  int limit, int scan, const int64_t *want, int64_t next,
+		  bool more)
+{
+	struct store_event_query q = {after, job, types, limit, scan};
+	struct store_event *ev;
+	size_t n, k = 0;
+	int64_t got_next;
+	bool got_more;
+
+	assert_int_equal(store_events_typed(f->n[0].st, &q, &ev, &n, &got_next,
+					    &got_more), 0);
+	while (want[k])
+		k++;
+	assert_int_equal(n, k);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(ev[i].seq, want[i]);
+		assert_true(types & STORE_MASK(ev[i].type));
+		assert_non_null(ev[i].tool);
+		store_event_finish(&ev[i]);
+	}
+	free(ev);
+	assert_int_equal(got_next, next);
+	assert_int_equal(got_more, more);
+}
+
+/* A read by type on PostgreSQL, as on SQLite (tests/store): only those
+ * types, counted against its limit, at most scan seqs looked through from
+ * the first event after its start, never past the last committed, and a
+ * next that passes over the others it looked at. */
+static void events_typed__on_postgres__returns_only_those_types_and_next_passes_the_rest(void **state)
+{
+	struct fx *f = *state;
+	const unsigned cancelled = STORE_MASK(STORE_EV_CANCELLED);
+	char id[6][40];
+
+	/* seqs 1-5: five jobs created; 6, 7: the first and the third
+	 * cancelled; 8: a sixth created. */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(create(f, 0, "echo", NULL, id[i]), 0);
+	assert_int_equal(move(f, 0, id[0], STORE_MASK(STORE_PENDING),
+			      STORE_CANCELLED, STORE_EV_CANCELLED), 0);
+	assert_int_equal(move(f, 0, id[2], STORE_MASK(STORE_PENDING),
+			      STORE_CANCELLED, STORE_EV_CANCELLED), 0);
+	assert_int_equal(create(f, 0, "echo", NULL, id[5]), 0);
+
+	typed(f, NULL, cancelled, 0, 10, 100, (int64_t[]){6, 7, 0}, 8, false);
+	typed(f, NULL, cancelled, 0, 1, 100, (int64_t[]){6, 0}, 6, true);
+	typed(f, NULL, cancelled, 6, 1, 100, (int64_t[]){7, 0}, 7, true);
+	typed(f, NULL, cancelled, 7, 1, 100, (int64_t[]){0}, 8, false);
+	typed(f, NULL, cancelled, 8, 1, 100, (int64_t[]){0}, 8, false);
+	typed(f, NULL, cancelled, 0, 10, 3, (int64_t[]){0}, 3, true);
+	typed(f, NULL, cancelled, 3, 10, 3, (int64_t[]){6, 0}, 6, true);
+	typed(f, NULL, cancelled, 6, 10, 3, (int64_t[]){7, 0}, 8, false);
+	typed(f, NULL, cancelled | STORE_MASK(STORE_EV_CREATED), 0, 100, 100,
+	      (int64_t[]){1, 2, 3, 4, 5, 6, 7, 8, 0}, 8, false);
+	typed(f, id[2], cancelled, 0, 10, 100, (int64_t[]){7, 0}, 8, false);
+	typed(f, id[2], cancelled, 0, 10, 1, (int64_t[]){0}, 3, true);
+	typed(f, id[1], cancelled, 0, 10, 100, (int64_t[]){0}, 8, false);
+
+	/* Pruned: 2, 4, 5 and 8 are left, and a span of two starts at the
+	 * first event left after its start. */
+	struct waiter w = {.req = {.op = STORE_OP_PRUNE}};
+	w.req.u.prune.before = store_now() + 1000;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.count, 2);
+	store_req_finish(&w.req);
+	typed(f, NULL, STORE_MASK(STORE_EV_CREATED), 0, 10, 2,
+	      (int64_t[]){2, 0}, 3, true);
+	typed(f, NULL, STORE_MASK(STORE_EV_CREATED), 3, 10, 2,
+	      (int64_t[]){4, 5, 0}, 5, true);
+	typed(f, NULL, cancelled, 5, 10, 2, (int64_t[]){0}, 8, false);
+	typed(f, NULL, cancelled, 8, 10, 2, (int64_t[]){0}, 8, false);
+}
+
 /* Listing by a prefix of ids reads a range of the primary key and keeps
  * the rows that begin with the prefix, on PostgreSQL as on SQLite; the
  * ends that carry past 'f' and a prefix of 'f's (no end) included. */
@@ -1451,6 +1529,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lifecycle__on_postgres__matches_the_store_contract,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(list__by_id_prefix__reads_the_range_of_ids_that_begin_so,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(events_typed__on_postgres__returns_only_those_types_and_next_passes_the_rest,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(approvals__on_postgres__are_written_over_the_list_they_were_judged_on,
 						setup_one, teardown),

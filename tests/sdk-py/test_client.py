@@ -378,6 +378,79 @@ class Events(Daemon):
         self.assertIsNone(await self.c.ping())
 
 
+    async def _head(self) -> int:
+        """_head returns the seq of the newest event: polls without types
+        until next stops moving."""
+        since = 0
+        while True:
+            page = await self.c.poll_events(since=since, limit=1000)
+            if page["next"] == since:
+                return since
+            since = page["next"]
+
+    async def test_poll_events__types__only_those_and_next_passes_the_rest(self):
+        since = await self._head()
+        note = await self.c.submit("write-note", {
+            "path": os.path.join(self.dir.path, "note-poll"), "text": "x"})
+        await self.c.cancel(note["id"])
+        done = await self.c.submit("noop", {"p": 1})
+        await self.c.wait(done["id"], timeout=support.DEADLINE)
+        asked = ["cancelled", "completed"]
+        mine = {note["id"], done["id"]}
+
+        def of_mine(page: berth.EventPage) -> list:
+            return [(e["jobId"], e["type"]) for e in page["events"]
+                    if e["jobId"] in mine]
+
+        # Only those types (another test's late job may add its own); any
+        # iterable of names.
+        page = await self.c.poll_events(since=since, types=iter(asked))
+        for e in page["events"]:
+            self.assertIn(e["type"], asked)
+        self.assertEqual(of_mine(page), [(note["id"], "cancelled"),
+                                         (done["id"], "completed")])
+        # next passes over the others: reading on from it finds none of
+        # these events again, and the end is where next stops moving.
+        at = page["next"]
+        for _ in range(100):
+            more = await self.c.poll_events(since=at, types=asked)
+            self.assertEqual(of_mine(more), [])
+            if more["next"] == at:
+                break
+            at = more["next"]
+        self.assertEqual(at, await self._head())
+
+        # limit counts the events of those types; one name as a str.
+        one = await self.c.poll_events(since=since, job_id=done["id"],
+                                       types="completed", limit=1)
+        self.assertEqual(of_mine(one), [(done["id"], "completed")])
+        self.assertEqual(one["next"], one["events"][0]["seq"])
+
+        # wait waits for those types: the approval and the start of a
+        # write-note pass by, its completion ends the wait.
+        later = await self.c.submit("write-note", {
+            "path": os.path.join(self.dir.path, "note-poll-2"), "text": "y"})
+        head = await self._head()
+        waiting = asyncio.ensure_future(self.c.poll_events(
+            since=head, job_id=later["id"], types=["completed"], wait=120))
+        await self.c.approve(later["id"])
+        woke = await asyncio.wait_for(waiting, support.DEADLINE)
+        self.assertEqual([(e["jobId"], e["type"]) for e in woke["events"]],
+                         [(later["id"], "completed")])
+
+        # What berthd does not take is its InvalidParams naming /types.
+        for types in ([], ["finished"], "progress", ["completed", ""], [5]):
+            with self.subTest(types=types):
+                with self.assertRaises(berth.InvalidParams) as cm:
+                    await self.c.poll_events(types=types)
+                self.assertEqual(cm.exception.errors[0]["instancePath"],
+                                 "/types")
+        with self.assertRaisesRegex(TypeError, "types must be a str or an "
+                                    "iterable of str, not 5"):
+            await self.c.poll_events(types=5)  # type: ignore[arg-type]
+        self.assertIsNone(await self.c.ping())
+
+
 class Restarts(unittest.IsolatedAsyncioTestCase):
     """A berthd of its own per test, killed and started again."""
 

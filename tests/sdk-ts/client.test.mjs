@@ -205,6 +205,58 @@ describe('the client against a real berthd', () => {
     }
     assert.equal((await c.ping()), undefined, 'the client is still usable');
   });
+
+  test('poll__with_types__reads_only_those_types__and_next_passes_the_rest', async () => {
+    const since = await c.headSeq();
+    const w = await c.submit('write-note', { path: `${d.dir}/note-p`, text: 'x' });
+    await c.cancel(w.id);
+    const n = await c.submit('noop', { p: 1 });
+    await c.wait(n.id, { timeoutMs: 60000 });
+    const asked = ['cancelled', 'completed'];
+    const mine = (page) => page.events.filter((e) => e.jobId === w.id || e.jobId === n.id).map((e) => [e.jobId, e.type]);
+
+    // Only those types (another test's late job may add its own).
+    const page = await c.poll({ since, types: asked });
+    for (const e of page.events) assert.ok(asked.includes(e.type), `${e.type} was not asked for`);
+    assert.deepEqual(mine(page), [[w.id, 'cancelled'], [n.id, 'completed']]);
+    // next passes over the others: reading on from it finds none of
+    // these events again, and the end is where next stops moving.
+    let at = page.next;
+    for (let polls = 0; ; polls++) {
+      assert.ok(polls < 100);
+      const more = await c.poll({ since: at, types: asked });
+      assert.deepEqual(mine(more), []);
+      if (more.next === at) break;
+      at = more.next;
+    }
+    assert.equal(at, await c.headSeq());
+
+    // limit counts the events of those types; one type as a string.
+    const one = await c.poll({ since, jobId: n.id, types: 'completed', limit: 1 });
+    assert.deepEqual(mine(one), [[n.id, 'completed']]);
+    assert.equal(one.next, one.events[0].seq);
+    const started = await c.poll({ since, jobId: n.id, types: ['started'] });
+    assert.deepEqual(mine(started), [[n.id, 'started']]);
+
+    // waitMs waits for those types: the approval and the start of a
+    // write-note pass by, its completion ends the wait.
+    const x = await c.submit('write-note', { path: `${d.dir}/note-q`, text: 'y' });
+    const head = await c.headSeq();
+    const waiting = c.poll({ since: head, jobId: x.id, types: ['completed'], waitMs: 120000 });
+    await c.approve(x.id);
+    const woke = await waiting;
+    assert.deepEqual(woke.events.map((e) => [e.jobId, e.type]), [[x.id, 'completed']]);
+
+    // What berthd does not take is its InvalidParams naming /types.
+    for (const types of [[], ['finished'], 'progress', ['completed', ''], 5]) {
+      await assert.rejects(c.poll({ types }), (e) => {
+        assert.ok(e instanceof BerthError, `${JSON.stringify(types)}: ${e}`);
+        assert.equal(e.code, ErrorCode.InvalidParams);
+        assert.equal(e.errors[0].instancePath, '/types');
+        return true;
+      });
+    }
+  });
 });
 
 describe('the client across a restart of berthd', () => {

@@ -154,10 +154,10 @@ describe('the package', () => {
     typecheckStrict('example', 'tools.ts');
   });
 
-  test('events_types__take_the_event_type_names_and_nothing_else_in_strict_mode', () => {
+  test('events_and_poll_types__take_the_event_type_names_and_nothing_else_in_strict_mode', () => {
     mkdirSync('typecheck', { recursive: true });
     writeFileSync('typecheck/events.ts', [
-      "import type { Client, EventType } from '@berth/sdk';",
+      "import type { Client, EventType, PollOptions } from '@berth/sdk';",
       'export function streams(c: Client) {',
       "  const ends: readonly EventType[] = ['completed', 'failed', 'timed_out', 'declined', 'cancelled', 'expired'];",
       '  c.events({ since: 0, types: ends });',
@@ -167,6 +167,16 @@ describe('the package', () => {
       "  c.events({ types: ['finished'] });",
       "  // @ts-expect-error: progress is not an event type either",
       "  c.events({ types: 'progress' });",
+      '}',
+      'export async function polls(c: Client): Promise<number> {',
+      "  const opts: PollOptions = { since: 0, types: ['failed', 'timed_out'], limit: 10 };",
+      '  const page = await c.poll(opts);',
+      "  await c.poll({ since: page.next, jobId: 'x', types: 'completed', waitMs: 1000 });",
+      "  // @ts-expect-error: not an event type",
+      "  await c.poll({ types: ['finished'] });",
+      "  // @ts-expect-error: progress is not an event type either",
+      "  await c.poll({ types: 'progress' });",
+      '  return page.next;',
       '}',
       '',
     ].join('\n'));

@@ -1198,6 +1198,107 @@ static void prune__deletes_old_terminal_jobs_with_their_events_and_logs_only(voi
 	assert_int_equal(fx_count(f, "SELECT count(*) FROM events WHERE job_id NOT IN (SELECT id FROM jobs)"), 0);
 }
 
+/* typed reads q with types, after, limit and scan (job_id NULL), asserts
+ * that it returns the events of seqs want (n of them, ended by 0), *next
+ * and *more as given, and frees them. */
+static void typed(struct fx *f, const char *job, unsigned types, int64_t after,
+		  int limit, int scan, const int64_t *want, int64_t next,
+		  bool more)
+{
+	struct store_event_query q = {after, job, types, limit, scan};
+	struct store_event *ev;
+	size_t n, k = 0;
+	int64_t got_next;
+	bool got_more;
+
+	assert_int_equal(store_events_typed(f->st, &q, &ev, &n, &got_next,
+					    &got_more), 0);
+	while (want[k])
+		k++;
+	assert_int_equal(n, k);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(ev[i].seq, want[i]);
+		assert_true(types & STORE_MASK(ev[i].type));
+	}
+	assert_int_equal(got_next, next);
+	assert_int_equal(got_more, more);
+	free_events(ev, n);
+}
+
+/* A read by type returns only those types, counts them against its limit,
+ * looks through at most scan seqs from the first event after its start
+ * (so a pruned stretch before it costs nothing), never past the last
+ * committed, and its next passes over the others it looked at: the end
+ * of that span unless the page is full. */
+static void events_typed__returns_only_those_types_and_next_passes_the_rest(void **state)
+{
+	struct fx *f = *state;
+	const unsigned cancelled = STORE_MASK(STORE_EV_CANCELLED);
+	char id[6][40];
+
+	/* seqs 1-5: five jobs created; 6, 7: the first and the third
+	 * cancelled; 8: a sixth created. */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, i, id[i]), 0);
+	assert_int_equal(fx_move(f, id[0], STORE_MASK(STORE_PENDING),
+				 STORE_CANCELLED, STORE_EV_CANCELLED, NULL), 0);
+	assert_int_equal(fx_move(f, id[2], STORE_MASK(STORE_PENDING),
+				 STORE_CANCELLED, STORE_EV_CANCELLED, NULL), 0);
+	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 5, id[5]), 0);
+
+	/* The whole log: the two, next at the end of the log. */
+	typed(f, NULL, cancelled, 0, 10, 100, (int64_t[]){6, 7, 0}, 8, false);
+	/* limit counts the events of those types: a full page ends at its
+	 * last, and more may follow. */
+	typed(f, NULL, cancelled, 0, 1, 100, (int64_t[]){6, 0}, 6, true);
+	typed(f, NULL, cancelled, 6, 1, 100, (int64_t[]){7, 0}, 7, true);
+	typed(f, NULL, cancelled, 7, 1, 100, (int64_t[]){0}, 8, false);
+	typed(f, NULL, cancelled, 8, 1, 100, (int64_t[]){0}, 8, false);
+	/* A span of three: nothing of the type in 1-3, then 6 in 4-6, then
+	 * 7 and the end. */
+	typed(f, NULL, cancelled, 0, 10, 3, (int64_t[]){0}, 3, true);
+	typed(f, NULL, cancelled, 3, 10, 3, (int64_t[]){6, 0}, 6, true);
+	typed(f, NULL, cancelled, 6, 10, 3, (int64_t[]){7, 0}, 8, false);
+	/* Several types; one job's events, whose span starts at its first
+	 * event after the start and whose next is the span's end all the
+	 * same. */
+	typed(f, NULL, cancelled | STORE_MASK(STORE_EV_CREATED), 0, 100, 100,
+	      (int64_t[]){1, 2, 3, 4, 5, 6, 7, 8, 0}, 8, false);
+	typed(f, id[2], cancelled, 0, 10, 100, (int64_t[]){7, 0}, 8, false);
+	typed(f, id[2], cancelled, 0, 10, 1, (int64_t[]){0}, 3, true);
+	typed(f, id[1], cancelled, 0, 10, 100, (int64_t[]){0}, 8, false);
+
+	/* Pruning the two cancelled jobs leaves 2, 4, 5 and 8: a span of
+	 * two starts at the first event left after its start. */
+	struct store_req req = {.op = STORE_OP_PRUNE};
+	req.u.prune.before = store_now() + 1000;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.count, 2);
+	typed(f, NULL, STORE_MASK(STORE_EV_CREATED), 0, 10, 2,
+	      (int64_t[]){2, 0}, 3, true);
+	typed(f, NULL, STORE_MASK(STORE_EV_CREATED), 3, 10, 2,
+	      (int64_t[]){4, 5, 0}, 5, true);
+	typed(f, NULL, cancelled, 5, 10, 2, (int64_t[]){0}, 8, false);
+	typed(f, NULL, cancelled, 8, 10, 2, (int64_t[]){0}, 8, false);
+
+	/* No types, no limit or no scan is no read. */
+	struct store_event_query q = {0, NULL, 0, 10, 10};
+	struct store_event *ev;
+	size_t n;
+	int64_t next;
+	bool more;
+	assert_int_equal(store_events_typed(f->st, &q, &ev, &n, &next, &more),
+			 -EINVAL);
+	q.types = cancelled;
+	q.limit = 0;
+	assert_int_equal(store_events_typed(f->st, &q, &ev, &n, &next, &more),
+			 -EINVAL);
+	q.limit = 10;
+	q.scan = 0;
+	assert_int_equal(store_events_typed(f->st, &q, &ev, &n, &next, &more),
+			 -EINVAL);
+}
+
 /* ---- listeners ---------------------------------------------------------- */
 
 struct heard {
@@ -1354,6 +1455,7 @@ int main(void)
 		T(list__by_id_prefix__reads_the_range_of_ids_that_begin_so),
 		T(event_seq__grows_by_one_across_reopen_and_is_never_reused_after_pruning),
 		T(prune__deletes_old_terminal_jobs_with_their_events_and_logs_only),
+		T(events_typed__returns_only_those_types_and_next_passes_the_rest),
 		T(listeners__see_each_event_in_seq_order_before_the_done_callback),
 		T(recover__requeues_running_jobs_or_fails_those_that_may_not_rerun),
 		T(requeue_running__puts_jobs_back_without_using_a_retry),

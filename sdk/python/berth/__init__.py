@@ -24,9 +24,9 @@ from .errors import (BerthError, Conflict, ConnectionClosed, InternalError,
                      InvalidParams, InvalidRequest, MethodNotFound, NotFound,
                      Overloaded, ParseError, RegistrationError,
                      StorageFailure, Unauthorized)
-from .types import (TERMINAL, Approval, Event, Job, JobError, JobPage,
-                    LogLine, LogPage, Progress, ProgressEvent, ServerInfo,
-                    Stage, Status, Tool as ToolInfo)
+from .types import (TERMINAL, Approval, Event, EventPage, Job, JobError,
+                    JobPage, LogLine, LogPage, Progress, ProgressEvent,
+                    ServerInfo, Stage, Status, Tool as ToolInfo)
 from .client import Client, EventStream, connect
 from .context import (CallInfo, Context, JobLogHandler, Suspend,
                       SyncContext, ToolError, TransformContext)
@@ -47,6 +47,6 @@ __all__ = [
     "Overloaded", "StorageFailure", "ConnectionClosed", "RegistrationError",
     # the protocol's objects
     "Job", "JobPage", "JobError", "Approval", "Progress", "ToolInfo",
-    "Event", "ProgressEvent", "LogLine", "LogPage", "ServerInfo", "Status",
-    "Stage", "TERMINAL",
+    "Event", "EventPage", "ProgressEvent", "LogLine", "LogPage",
+    "ServerInfo", "Status", "Stage", "TERMINAL",
 ]

@@ -25,8 +25,8 @@ import random
 from typing import Any, AsyncIterator, Iterable, Iterator, Literal
 
 from .errors import ConnectionClosed
-from .types import (TERMINAL, Event, Job, JobPage, LogLine, LogPage,
-                    ProgressEvent, ServerInfo, Tool)
+from .types import (TERMINAL, Event, EventPage, Job, JobPage, LogLine,
+                    LogPage, ProgressEvent, ServerInfo, Tool)
 from .wire import (MAX_LINE, Address, Connection, open_connection,
                    resolve_address)
 
@@ -404,13 +404,26 @@ class Client:
     async def poll_events(self, *, since: int | None = None,
                           limit: int | None = None,
                           wait: Duration | None = None,
-                          job_id: str | None = None) -> dict[str, Any]:
-        """``events/poll``: ``{"events": [...], "next": SEQ}``."""
+                          job_id: str | None = None,
+                          types: str | Iterable[str] | None = None
+                          ) -> EventPage:
+        """One page of ``events/poll``: ``{"events": [...], "next": SEQ}``,
+        waiting up to ``wait`` seconds for an event newer than ``since``.
+        Poll on from ``next`` until it equals ``since``.
+
+        ``types`` (an event type, or an iterable of them: berth.types's
+        EventType) makes berthd read only events of those types: ``limit``
+        counts them alone, ``next`` passes over the others (a page may be
+        empty while the log goes on: berthd looks through at most 10,000
+        seqs a poll), and ``wait`` waits for one of them. berthd refuses an
+        empty list or an unknown name (InvalidParams naming ``/types``);
+        what is neither a str nor an iterable is a TypeError."""
         p: dict[str, Any] = {}
         _put(p, "since", since)
         _put(p, "limit", limit)
         _put(p, "waitMs", ms(wait, "wait"))
         _put(p, "jobId", job_id)
+        _put(p, "types", _names(types, "types"))
         return await self.call("events/poll", p)
 
     def events(self, *, since: int | None = None, job_id: str | None = None,

@@ -12,7 +12,8 @@ from typing import Any, Literal, TypedDict
 __all__ = [
     "Status", "TERMINAL", "EventType", "Stage",
     "Approval", "JobError", "Progress", "Job", "JobPage",
-    "Tool", "Event", "ProgressEvent", "LogLine", "LogPage", "ServerInfo",
+    "Tool", "Event", "EventPage", "ProgressEvent", "LogLine", "LogPage",
+    "ServerInfo",
 ]
 
 Status = Literal["pending", "awaiting_approval", "running", "suspended",
@@ -120,6 +121,16 @@ class Event(TypedDict, total=False):
     status: Status
     at: str
     data: Any
+
+
+class EventPage(TypedDict):
+    """A page of ``events/poll``. ``next`` is where the next poll starts:
+    the seq of the last event returned, else the poll's ``since``; with
+    ``types``, the end of what berthd looked through, which may be past
+    ``since`` on an empty page. The log has been read to its end when
+    ``next`` equals ``since``."""
+    events: list[Event]
+    next: int
 
 
 class ProgressEvent(TypedDict, total=False):

@@ -47,6 +47,24 @@ export interface WaitOptions extends CallOptions {
     /** Statuses to wait for. Default: any but pending and running. A terminal job returns at once. */
     until?: JobStatus[];
 }
+export interface PollOptions extends CallOptions {
+    /** Events with seq > since. Default 0: from the start of the log. */
+    since?: number;
+    /** Events in the page, 1 to 1000 (berthd's default 100); with `types`, events of those types. */
+    limit?: number;
+    /** Wait up to this long for an event (of those types) newer than since. Default: answer at once. */
+    waitMs?: number;
+    jobId?: string;
+    /**
+     * Only events of these types: berthd reads them by type, so that `limit`
+     * counts them alone, and the page's `next` passes over the others. A page
+     * may then be empty while the log goes on (berthd looks through at most
+     * 10,000 seqs a poll, docs/API.md): poll on from `next` until `next`
+     * equals `since`. One type or a non-empty list; berthd refuses anything
+     * else (InvalidParams naming `/types`). Default: every type.
+     */
+    types?: EventType | readonly EventType[];
+}
 export interface EventsOptions {
     /** Replay events with seq > since first. Default: only events from now on. */
     since?: number;
@@ -169,13 +187,13 @@ export declare class Client {
     }): Promise<LogPage>;
     pause(tool: string, opts?: CallOptions): Promise<void>;
     unpause(tool: string, opts?: CallOptions): Promise<void>;
-    /** events/poll: one page of the event log after `since`, waiting up to waitMs for one. */
-    poll(opts?: CallOptions & {
-        since?: number;
-        limit?: number;
-        waitMs?: number;
-        jobId?: string;
-    }): Promise<EventPage>;
+    /**
+     * events/poll: one page of the event log after `since`, waiting up to
+     * waitMs for one. Go on from the page's `next`: `poll({since: 0, types:
+     * ['failed', 'timed_out']})`, then `poll({since: page.next, types})`,
+     * to the end of the log, where `next` equals `since`.
+     */
+    poll(opts?: PollOptions): Promise<EventPage>;
     /**
      * events streams the event log: `for await (const e of client.events({since}))`.
      * It subscribes at once, replays from `since`, then goes live, and across

@@ -327,10 +327,18 @@ export class Client {
     unpause(tool, opts = {}) {
         return this.request('tools/unpause', { name: tool }, { ...opts, retry: true }).then(() => undefined);
     }
-    /** events/poll: one page of the event log after `since`, waiting up to waitMs for one. */
+    /**
+     * events/poll: one page of the event log after `since`, waiting up to
+     * waitMs for one. Go on from the page's `next`: `poll({since: 0, types:
+     * ['failed', 'timed_out']})`, then `poll({since: page.next, types})`,
+     * to the end of the log, where `next` equals `since`.
+     */
     poll(opts = {}) {
-        const { signal, ...rest } = opts;
-        return this.request('events/poll', dropUndefined(rest), { signal, retry: true });
+        const { signal, types, ...rest } = opts;
+        // A list is copied, so that a poll sent again after a reconnect asks
+        // for what it asked for first.
+        const params = { ...rest, types: Array.isArray(types) ? [...types] : types };
+        return this.request('events/poll', dropUndefined(params), { signal, retry: true });
     }
     events(opts = {}) {
         return new EventStream(this, opts);

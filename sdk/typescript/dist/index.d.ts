@@ -1,7 +1,7 @@
 export { serve, Worker } from './worker.js';
 export type { ServeOptions, Logger, RunJob, Outcome, BerthRunContext, ExecuteContext } from './worker.js';
 export { connect, Client } from './client.js';
-export type { ConnectOptions, ReconnectOptions, CallOptions, SubmitOptions, ListParams, WaitOptions, EventsOptions, JobList, } from './client.js';
+export type { ConnectOptions, ReconnectOptions, CallOptions, SubmitOptions, ListParams, WaitOptions, PollOptions, EventsOptions, JobList, } from './client.js';
 export { BerthError, ErrorCode, NonRetryableError } from './errors.js';
 export type { ErrorCodeValue, SchemaError } from './errors.js';
 export { toolDefinition } from './definition.js';

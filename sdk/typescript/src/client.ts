@@ -90,6 +90,25 @@ export interface WaitOptions extends CallOptions {
   until?: JobStatus[];
 }
 
+export interface PollOptions extends CallOptions {
+  /** Events with seq > since. Default 0: from the start of the log. */
+  since?: number;
+  /** Events in the page, 1 to 1000 (berthd's default 100); with `types`, events of those types. */
+  limit?: number;
+  /** Wait up to this long for an event (of those types) newer than since. Default: answer at once. */
+  waitMs?: number;
+  jobId?: string;
+  /**
+   * Only events of these types: berthd reads them by type, so that `limit`
+   * counts them alone, and the page's `next` passes over the others. A page
+   * may then be empty while the log goes on (berthd looks through at most
+   * 10,000 seqs a poll, docs/API.md): poll on from `next` until `next`
+   * equals `since`. One type or a non-empty list; berthd refuses anything
+   * else (InvalidParams naming `/types`). Default: every type.
+   */
+  types?: EventType | readonly EventType[];
+}
+
 export interface EventsOptions {
   /** Replay events with seq > since first. Default: only events from now on. */
   since?: number;
@@ -435,10 +454,18 @@ export class Client {
     return this.request('tools/unpause', { name: tool }, { ...opts, retry: true }).then(() => undefined);
   }
 
-  /** events/poll: one page of the event log after `since`, waiting up to waitMs for one. */
-  poll(opts: CallOptions & { since?: number; limit?: number; waitMs?: number; jobId?: string } = {}): Promise<EventPage> {
-    const { signal, ...rest } = opts;
-    return this.request('events/poll', dropUndefined(rest), { signal, retry: true });
+  /**
+   * events/poll: one page of the event log after `since`, waiting up to
+   * waitMs for one. Go on from the page's `next`: `poll({since: 0, types:
+   * ['failed', 'timed_out']})`, then `poll({since: page.next, types})`,
+   * to the end of the log, where `next` equals `since`.
+   */
+  poll(opts: PollOptions = {}): Promise<EventPage> {
+    const { signal, types, ...rest } = opts;
+    // A list is copied, so that a poll sent again after a reconnect asks
+    // for what it asked for first.
+    const params = { ...rest, types: Array.isArray(types) ? [...types] : types };
+    return this.request('events/poll', dropUndefined(params), { signal, retry: true });
   }
 
   /**

@@ -12,6 +12,7 @@ export type {
   SubmitOptions,
   ListParams,
   WaitOptions,
+  PollOptions,
   EventsOptions,
   JobList,
 } from './client.js';

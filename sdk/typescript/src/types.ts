@@ -188,6 +188,12 @@ export interface JobPage<I = unknown, O = unknown> {
 
 export interface EventPage {
   events: Event[];
+  /**
+   * Where the next poll starts: the seq of the last event returned, else
+   * the poll's since; with types, the end of what berthd looked through,
+   * which may be past since on an empty page. The log has been read to its
+   * end when next equals since.
+   */
   next: number;
 }
 
