@@ -27,23 +27,24 @@
 #include <errno.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 /* on_main_thread returns whether the caller runs on the process's first
- * thread, whose id is the process id. */
-static int on_main_thread(const char *what)
+ * thread, whose id is the process id; when not, it says so on stderr,
+ * naming what, and sets errno to EINVAL. */
+static bool on_main_thread(const char *what)
 {
 	if (gettid() == getpid())
-		return 1;
+		return true;
 	fprintf(stderr, "harness: %s on thread %d, not the main thread: its "
 		"child would get SIGKILL when that thread ends "
 		"(PR_SET_PDEATHSIG follows the thread that forks)\n",
 		what, (int)gettid());
 	errno = EINVAL;
-	return 0;
+	return false;
 }
 
 /*
