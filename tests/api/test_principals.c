@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tests/api/support.h"
+#include "tests/harness/child.h"
 
 #define T_AGENT "agent-0123456789abcdef0123456789abcdef"
 #define T_ALICE "alice-0123456789abcdef0123456789abcdef"
@@ -70,7 +71,8 @@ static void write_file(const char *path, const char *text, mode_t mode)
 
 /* run captures the stdout and stderr of argv (at most size bytes each)
  * and returns its exit status. uid > 0 runs it as that user (and group)
- * through setpriv, with no supplementary groups. */
+ * through setpriv, with no supplementary groups, and asks again for the
+ * SIGKILL at the test's death that the change of user clears (child.h). */
 static int run(const char *const *argv, uid_t uid, char *out, char *err,
 	       size_t size)
 {
@@ -88,13 +90,14 @@ static int run(const char *const *argv, uid_t uid, char *out, char *err,
 		av[n++] = reuid;
 		av[n++] = regid;
 		av[n++] = "--clear-groups";
+		av[n++] = "--pdeathsig=KILL";
 	}
 	for (size_t i = 0; argv[i] && n < 39; i++)
 		av[n++] = argv[i];
 	av[n] = NULL;
 	assert_int_equal(pipe(po), 0);
 	assert_int_equal(pipe(pe), 0);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(po[1], 1);

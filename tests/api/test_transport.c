@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/api/support.h"
+#include "tests/harness/child.h"
 
 /* The nobody user, for the peer check. */
 #define OTHER_UID 65534
@@ -42,7 +43,7 @@ static int run_berthd(const char *const *args, char *err, size_t size)
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(pfd[1], 2);
@@ -302,10 +303,11 @@ static void a_stale_socket__is_replaced(void **state)
 }
 
 /* connect_as connects to path as uid and calls ping; returns 0 when ping
- * answered, 10 when the answer was -32010, or another code. */
+ * answered, 10 when the answer was -32010, or another code. (setuid
+ * clears harness_fork's request; the call's 10 s bound the child.) */
 static int connect_as(const char *path, uid_t uid)
 {
-	pid_t pid = fork();
+	pid_t pid = harness_fork();
 	int status;
 
 	assert_true(pid >= 0);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tests/api/support.h"
+#include "tests/harness/child.h"
 
 static struct harness h;
 /* The TCP test's berthd; the group's teardown stops it when the test
@@ -91,7 +92,7 @@ static int berth(const char *input, char **out, char **err, ...)
 		assert_int_equal(write(in_fd, input, strlen(input)),
 				 (ssize_t)strlen(input));
 	lseek(in_fd, 0, SEEK_SET);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(in_fd, 0);
@@ -519,7 +520,7 @@ static char *follow(const char *id, const char *const *args)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
 	assert_int_equal(pipe(fds), 0);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(fds[1], 1);
@@ -829,7 +830,7 @@ static void wait_on_a_terminal__draws_a_progress_bar(void **state)
 	char buf[65536];
 	size_t len = 0;
 	int master, status;
-	pid_t pid = forkpty(&master, NULL, NULL, NULL);
+	pid_t pid = harness_forkpty(&master);
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -1114,7 +1115,7 @@ static char *mcp_ping(const char *where)
 	assert_non_null(buf);
 	assert_int_equal(pipe(in), 0);
 	assert_int_equal(pipe(out), 0);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(in[0], 0);

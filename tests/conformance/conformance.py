@@ -22,6 +22,14 @@ import sys
 import tempfile
 import time
 
+# Every berthd this test starts dies with it, even when it dies before its
+# cleanup (tests/harness/child.py), imported without writing a
+# __pycache__ into the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "harness"))
+from child import die_with_this_process  # noqa: E402
+
 BERTHD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("BERTHD")
 EXAMPLES = (sys.argv[2] if len(sys.argv) > 2
             else os.environ.get("BERTH_EXAMPLES"))
@@ -344,7 +352,8 @@ class Daemon:
              EXAMPLES, "--tools", self.tools, "--workers", "4", "--quiet",
              "--listen", "127.0.0.1:%d" % self.port,
              "--token-file", self.token_file],
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log,
+            preexec_fn=die_with_this_process())
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -1888,7 +1897,7 @@ def test_daemon(d):
     p = subprocess.run([BERTHD, "--db", d.db, "--socket", other_sock,
                         "--tools", EXAMPLES, "--quiet"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=30)
+                       timeout=30, preexec_fn=die_with_this_process())
     check(p.returncode != 0 and p.stderr.strip(),
           "a second berthd on the same database refuses, with a message",
           [p.returncode, p.stderr.decode(errors="replace")[-300:]])
@@ -1897,7 +1906,7 @@ def test_daemon(d):
     p = subprocess.run([BERTHD, "--db", other_db, "--socket", d.sock,
                         "--tools", EXAMPLES, "--quiet"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=30)
+                       timeout=30, preexec_fn=die_with_this_process())
     check(p.returncode != 0 and p.stderr.strip(),
           "a live socket is refused, with a message",
           [p.returncode, p.stderr.decode(errors="replace")[-300:]])
@@ -1909,7 +1918,8 @@ def test_daemon(d):
     env = dict(os.environ, XDG_RUNTIME_DIR=xdg)
     q = subprocess.Popen([BERTHD, "--db", os.path.join(d.tmp, "x.db"),
                           "--tools", EXAMPLES, "--quiet"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         preexec_fn=die_with_this_process())
     path = os.path.join(xdg, "berth", "berth.sock")
     for _ in range(300):
         if os.path.exists(path):

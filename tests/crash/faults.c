@@ -35,6 +35,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "tests/harness/child.h"
 #include "tests/harness/harness.h"
 #include "tests/http/client.h"
 
@@ -586,18 +587,42 @@ static void locked_database__answers_storage_error__and_recovers(void **state)
 }
 
 /* second_start runs a second berthd on db and returns its exit status
- * (-1 when it did not exit); its log is DIR/second.log. */
+ * (-1 when it did not exit by itself within 60 s, and was killed); its
+ * log is DIR/second.log. It is forked by harness_fork rather than run by
+ * system() through timeout(1), which leads a process group of its own: a
+ * second berthd that served instead of refusing outlived a dead test by
+ * up to a minute, out of reach of meson's kill of the test's group. */
 static int second_start(const struct harness *h, const char *db)
 {
-	char sock[400], cmd[2048];
-	int status;
+	const char *berthd = getenv("BERTHD");
+	char sock[400], log[400];
+	int status = 0;
+	pid_t pid;
 
+	assert_non_null(berthd);
 	snprintf(sock, sizeof sock, "%s/second.sock", h->dir);
-	snprintf(cmd, sizeof cmd,
-		 "timeout 60 %s --db %s --socket %s --quiet >%s/second.log 2>&1",
-		 getenv("BERTHD"), db, sock, h->dir);
-	status = system(cmd);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	snprintf(log, sizeof log, "%s/second.log", h->dir);
+	pid = harness_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(berthd, berthd, "--db", db, "--socket", sock, "--quiet",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int waited = 0; waited < 60000; waited += 10) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }
 
 /* second_log_has tells whether the second berthd's log holds s. */

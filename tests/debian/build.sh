@@ -48,13 +48,23 @@ finish() {
 	[ $failed -eq 0 ]
 	exit $?
 }
+activator=
 cleanup() {
+	# berthd (the activator execs it) first: it keeps files of the
+	# chroot open.
+	[ -n "$activator" ] && kill "$activator" 2>/dev/null && wait "$activator"
 	mountpoint -q "$root/proc" 2>/dev/null && umount "$root/proc"
 	# Never delete through a mount that would not go away.
 	mountpoint -q "$root/proc" 2>/dev/null || rm -rf "$root"
 	rm -rf "$scratch/src"
 }
 trap cleanup EXIT
+# sh runs the EXIT trap on exit, not when a signal ends it: Ctrl-C, a
+# closed terminal or a kill become exits, so that berthd stops and the
+# chroot is unmounted then too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ "$(id -u)" != 0 ]; then
 	echo "tests/debian/build.sh: run it as root (it installs packages and makes a chroot)" >&2
@@ -172,6 +182,7 @@ check "berthd serves its database in /var/lib/berth" 'grep -q "/var/lib/berth/be
 kill $activator 2>/dev/null
 wait $activator
 status=$?
+activator=
 check "berthd stops cleanly on SIGTERM (exit 0)" '[ $status -eq 0 ]'
 [ $failed -eq 0 ] || { cat "$scratch/job.json" "$scratch/info.txt" "$scratch/berthd.log"; }
 

@@ -2,6 +2,7 @@
  * harness.c: a real berthd for integration tests (harness.h).
  */
 #include "tests/harness/harness.h"
+#include "tests/harness/child.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,7 +51,9 @@ static void print_log(const struct harness *h)
 }
 
 /* spawn starts berthd with h's paths and args and waits until its socket
- * accepts. Returns 0 or -1 after printing why. */
+ * accepts. berthd gets SIGKILL when the test process dies (child.h), so a
+ * test that fails before it stops berthd leaves none behind. Returns 0 or
+ * -1 after printing why. */
 static int spawn(struct harness *h)
 {
 	const char *berthd = getenv("BERTHD");
@@ -76,9 +79,9 @@ static int spawn(struct harness *h)
 		argv[n++] = h->args[i];
 	argv[n] = NULL;
 
-	pid = fork();
+	pid = harness_fork();
 	if (pid < 0) {
-		perror("harness: fork");
+		perror("harness: cannot start berthd");
 		return -1;
 	}
 	if (pid == 0) {

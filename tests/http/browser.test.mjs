@@ -5,15 +5,18 @@
 // status without a reload; the session reaches no other server on the
 // host, a used login URL shows a page that says so, and logout ends the
 // session. Screenshots of the inbox (desktop and phone) and of a job's
-// detail go to $SCREENSHOTS.
+// detail go to $SCREENSHOTS. berthd dies with the test process, even when
+// it dies before after() (child.mjs, which run-browser.sh copies from
+// tests/harness).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+
+import { spawnTied } from './child.mjs';
 
 const BERTHD = process.env.BERTHD;
 const TOOLS = process.env.BERTH_HTTP_TOOLS;
@@ -41,7 +44,7 @@ const submit = async (tool, input) => (await rest('/api/jobs', { tool, input }))
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'berth-browser-'));
   writeFileSync(join(dir, 'token'), 'secret\n');
-  daemon = spawn(BERTHD, ['--db', join(dir, 'db'), '--socket', join(dir, 'sock'),
+  daemon = spawnTied(BERTHD, ['--db', join(dir, 'db'), '--socket', join(dir, 'sock'),
     '--tools', TOOLS, '--http', '127.0.0.1:0', '--token-file', join(dir, 'token'), '--quiet'],
   { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise((resolve, reject) => {

@@ -31,7 +31,8 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 mkdir -p "$work" "$shots"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs \
+	"$src/../harness/child.mjs" "$work/"
 if ! cmp -s "$src/package-lock.json" "$work/.installed-lock.json" ||
    [ ! -d "$work/node_modules/playwright-core" ]; then
 	echo "http-browser: npm ci in $work"

@@ -27,6 +27,16 @@ dest=$work/dest
 failed=0
 passed=0
 
+pid=
+# cleanup stops the example daemon (started below) while it runs: at the
+# exit, and at the signals that end sh without its EXIT trap (meson's
+# timeout sends SIGTERM), which become exits.
+cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid"; }
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 ok() { passed=$((passed + 1)); echo "ok: $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL: $1"; }
 check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
@@ -155,6 +165,7 @@ check "the example runs a job to completion" \
 kill -TERM $pid 2>/dev/null
 wait $pid
 status=$?
+pid=
 check "the example stops cleanly on SIGTERM (exit 0)" '[ $status = 0 ]'
 if [ $failed -ne 0 ]; then
 	echo "---- the example's log ----"

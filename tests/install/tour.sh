@@ -18,6 +18,12 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+# sh runs the EXIT trap on exit, not when a signal ends it: meson's
+# timeout (SIGTERM), Ctrl-C and a closed terminal become exits, so that
+# berthd is stopped then too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 failed=0
 passed=0
 

@@ -5,7 +5,9 @@
 // BERTH_EXAMPLES to examples/tools, BERTH_MCP_TOOLS to tests/mcp/tools and
 // BERTH_MCP_SCALAR_TOOLS to tests/mcp/tools-scalar. Each Daemon runs a
 // daemon on a database and socket of its own in a temporary directory, so
-// tests never share state with a user's daemon.
+// tests never share state with a user's daemon. Each daemon dies with the
+// test process, even when it dies before its after() hooks (child.mjs,
+// which run.sh copies from tests/harness).
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
@@ -17,6 +19,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { spawnTied } from './child.mjs';
 
 function need(name) {
   const v = process.env[name];
@@ -59,7 +63,7 @@ export class Daemon {
 
   async start() {
     const fd = openSync(this.log, 'a');
-    const proc = spawn(this.binary, [
+    const proc = spawnTied(this.binary, [
       '--db', this.db,
       '--socket', this.socket,
       ...this.tools.flatMap((dir) => ['--tools', dir]),

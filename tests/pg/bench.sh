@@ -22,6 +22,12 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# sh runs the EXIT trap on exit, not when a signal ends it: Ctrl-C, a
+# closed terminal or a kill become exits, so that the nodes and the
+# server (in a session of its own, which a Ctrl-C misses) stop then too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # run NAME DB NODES: starts NODES berthd on DB, loads each, prints a row.
 run() {

@@ -28,6 +28,12 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+# sh runs the EXIT trap on exit, not when a signal ends it: meson's
+# timeout (SIGTERM), Ctrl-C and a closed terminal become exits, so that
+# the nodes are stopped then too.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 db=$(echo "$BERTH_TEST_DB" | sed 's|/[^/]*$|/cluster|')
 psql "$BERTH_TEST_DB" -qc "DROP DATABASE IF EXISTS cluster WITH (FORCE)" -c "CREATE DATABASE cluster" >/dev/null 2>&1
 q() { psql "$db" -tAc "$1"; }

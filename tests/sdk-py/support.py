@@ -26,6 +26,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SDK = os.path.join(ROOT, "sdk", "python")
 if SDK not in sys.path:
     sys.path.insert(0, SDK)
+# die_with_this_process: every process these tests start dies with the
+# test process, even when it dies before tearDown (tests/harness/child.py).
+HARNESS = os.path.join(ROOT, "tests", "harness")
+if HARNESS not in sys.path:
+    sys.path.insert(0, HARNESS)
+from child import die_with_this_process  # noqa: E402
 
 #: How long any wait in these tests may take before it fails: far above
 #: what anything needs on an idle machine.
@@ -106,7 +112,9 @@ class Berthd:
         for t in self.tools:
             argv += ["--tools", t]
         with open(self.logpath, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(
+                argv, stdout=log, stderr=log,
+                preexec_fn=die_with_this_process())
         deadline = time.monotonic() + DEADLINE
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -55,7 +55,9 @@ class WorkerProc:
 
     def start(self) -> "WorkerProc":
         with open(self.logpath, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(
+                self.argv, stdout=log, stderr=log,
+                preexec_fn=support.die_with_this_process())
         return self
 
     @property

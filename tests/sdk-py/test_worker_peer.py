@@ -702,7 +702,8 @@ class Signals(PeerTest):
         proc = await asyncio.create_subprocess_exec(
             sys.executable, os.path.join(support.HERE, "worker_app.py"),
             "--marks", marks, "--socket", self.peer.path,
-            stderr=asyncio.subprocess.DEVNULL)
+            stderr=asyncio.subprocess.DEVNULL,
+            preexec_fn=support.die_with_this_process())
         self.addCleanup(lambda: proc.returncode is None and proc.kill())
         c = await self.peer.accept()
         await c.register()

@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "tests/harness/child.h"
 #include "tests/store/fixture.h"
 
 /* The user a test becomes to meet permissions root would bypass. */
@@ -119,7 +120,7 @@ static void open__creates_its_files_0600__whatever_the_umask(void **state)
  * its message held the word expect, else 1. */
 static int open_as_nobody(const char *path, int want, const char *expect)
 {
-	pid_t pid = fork();
+	pid_t pid = harness_fork();
 	int status;
 
 	assert_true(pid >= 0);

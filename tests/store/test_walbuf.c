@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store/walbuf.h"
+#include "tests/harness/child.h"
 
 /* ---- "count": SQLite's default VFS, counting a WAL's writes ------------ */
 
@@ -340,7 +341,7 @@ static void walbuf__every_commit_survives_kill_9(void **state)
 	struct db *d = *state;
 	int p[2];
 	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
+	pid_t pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		/* No cmocka here: a failed assertion would jump into the

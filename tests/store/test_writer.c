@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "store/store_int.h"
+#include "tests/harness/child.h"
 #include "tests/store/fixture.h"
 
 struct many {
@@ -288,7 +289,7 @@ static void crash__sigkill_while_committing__keeps_every_acknowledged_job(void *
 	struct fx *f = *state;
 	int p[2];
 	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
+	pid_t pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);

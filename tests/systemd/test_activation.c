@@ -30,6 +30,8 @@
 
 #include <cmocka.h>
 
+#include "tests/harness/child.h"
+
 /* Generous: the machine may be loaded, and berthd runs under ASan. */
 #define READ_TIMEOUT_MS 60000
 #define STOP_TIMEOUT_MS 30000
@@ -252,7 +254,7 @@ static void start(struct fixture *f, const int *fds, int n, const char *names,
 	pid_t pid;
 
 	assert_non_null(berthd);
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		const char *argv[32];

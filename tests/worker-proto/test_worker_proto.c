@@ -27,6 +27,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "tests/harness/child.h"
 #include "tests/harness/harness.h"
 
 #ifndef WORKER_PY
@@ -171,7 +172,7 @@ static int spawn_worker(struct fixture *f, bool tcp, bool wait,
 	for (size_t k = 0; args && args[k] && n < 31; k++)
 		argv[n++] = args[k];
 	argv[n] = NULL;
-	pid = fork();
+	pid = harness_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		int fd = open(f->outs[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
