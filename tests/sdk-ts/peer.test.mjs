@@ -686,6 +686,22 @@ describe('close() while the connection changes', () => {
     worker = null;
   });
 
+  test('a_registered_listener_that_throws__stops_the_worker_and_closes_the_connection_it_registered', async () => {
+    await start();
+    worker.on('registered', () => { throw new Error('a listener failed on purpose'); });
+    let closed = false;
+    worker.once('closed', () => { closed = true; });
+    peer.last.destroy();
+    await until(() => closed, 'the worker to stop');
+    // A registration that nothing serves any more would be pushed runs.
+    await until(() => peer.conns.every((s) => s.destroyed), 'the second connection to close');
+    assert.equal(peer.messages('worker/register').length, 2);
+    assert.ok(lines.some((l) => /the worker stopped: a listener failed on purpose/.test(l)), lines.join('\n'));
+    assert.equal(worker.registered, false);
+    await worker.close();
+    worker = null;
+  });
+
   test('close_with_a_timeoutMs_that_is_not_a_duration__rejects_naming_it', async () => {
     await start();
     await assert.rejects(worker.close({ timeoutMs: -1 }), (e) => e instanceof RangeError && /timeoutMs/.test(e.message) && /-1/.test(e.message));

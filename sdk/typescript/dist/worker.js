@@ -166,9 +166,19 @@ export class Worker extends EventEmitter {
         const registered = new Promise((resolve, reject) => { first = { resolve, reject }; });
         this.first = first;
         this.loop(first).catch((e) => {
-            // Only a listener that throws gets here; the worker cannot go on.
+            // Only a listener that throws gets here; the worker cannot go on,
+            // and the connection it registered must not stay open to be pushed
+            // runs that nothing would drain: berthd takes its runs back.
             this.log('error', `the worker stopped: ${errMessage(e)}`);
             first.reject(e);
+            this.stopping.abort();
+            const conn = this.conn;
+            this.conn = null;
+            if (conn) {
+                const why = closedError(`berth: the worker stopped: ${errMessage(e)}`);
+                conn.close(why.message);
+                this.abortRuns(conn, why);
+            }
             this.finish();
         });
         await registered;
