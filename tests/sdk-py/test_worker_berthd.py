@@ -328,6 +328,41 @@ class Crashes(WorkerTest):
         self.assertEqual(done["output"]["attempt"], 2)
         self.assertGreaterEqual(done["output"]["resumedFrom"], 3)
 
+    async def test_kill_9_of_berthd_while_draining__the_worker_leaves(self):
+        w = self.worker()
+        await self.connected(tool="py-slow")
+        job = await self.c.submit("py-slow", {})
+        await self.mark("started", job["id"], "1")
+        w.proc.send_signal(signal.SIGTERM)  # serve() drains
+
+        async def serving() -> int:
+            for t in await self.c.tools():
+                if t["name"] == "py-slow":
+                    return t.get("workers", {}).get("connected", 0)
+            return 0
+
+        async def drained() -> bool:
+            return await serving() == 0
+        # berthd counts a draining connection out of its tool's workers.
+        await support.until(drained, "berthd to take the drain")
+        await self.c.close()
+        self.d.kill()
+        self.d.start()
+        self.c = await berth.connect(self.d.socket)
+        # The drop aborts the run, and the closing worker exits instead of
+        # registering again.
+        rc = await asyncio.get_running_loop().run_in_executor(
+            None, w.proc.wait, support.DEADLINE)
+        self.assertEqual(rc, 0, w.log())
+        await self.mark("aborted", job["id"], "disconnected")
+        self.assertEqual(await serving(), 0)
+        back = await self.c.get(job["id"])
+        self.assertEqual((back["status"], back["attempt"]), ("pending", 2))
+        # The job waited for the next worker, which takes it.
+        self.worker()
+        await self.mark("started", job["id"], "2")
+        await self.c.cancel(job["id"])
+
     async def test_berthd_restarted_without_workers__tools_wait_for_one(self):
         w = self.worker()
         await self.connected()

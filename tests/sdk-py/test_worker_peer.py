@@ -693,6 +693,93 @@ class Drain(PeerTest):
                           if m.get("method") == "worker/drain"])
 
 
+class CloseWhileConnecting(PeerTest):
+    """close() while the connection changes under it: once close() has
+    begun, the worker registers on no new connection, drains the
+    registration it finds under way, and returns."""
+
+    async def test_close__connection_drops_while_draining__never_connects_again(
+            self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+
+        @berth.tool(id="stubborn")
+        def stubborn(input, ctx):
+            # A thread: nothing interrupts it, so its run outlives the drop.
+            gate.wait(support.DEADLINE)
+            return "late"
+
+        c = await self.serve([stubborn])
+        c.request("run", {"job": job("DD", "stubborn")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        c.writer.transport.abort()  # berthd restarts, the network fails
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(len(self.peer.all), 1, "the closing worker "
+                         "connected again")
+        self.assertFalse(self.worker.registered.is_set())
+
+    async def test_close__while_authenticating__registers_nothing(self):
+        await self.peer.stop()
+        self.peer = await support.Peer(tcp=True).start()
+        self.worker = berth.Worker([echo], url="tcp://127.0.0.1:%d"
+                                   % self.peer.port, token="s3cret")
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        auth = await c.next()
+        self.assertEqual(auth["method"], "server/auth")
+        closing = asyncio.ensure_future(self.worker.close())
+        # berthd takes the token as close() begins.
+        c.reply(auth["id"], {})
+        await c.closed()
+        self.assertFalse([m for m in c.held
+                          if m.get("method") == "worker/register"],
+                         "the closing worker registered")
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(len(self.peer.all), 1)
+
+    async def test_close__while_registering__drains_it_and_answers_its_run(
+            self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        reg = await c.expect("worker/register")
+        closing = asyncio.ensure_future(self.worker.close())
+        await asyncio.sleep(0)
+        # berthd registered the worker and pushed it a waiting job in one
+        # write: a run that close() must answer, not close the
+        # connection on.
+        c.send({"jsonrpc": "2.0", "id": reg["id"],
+                "result": {"worker": "W-1", "tools": ["echo"],
+                           "heartbeatMs": 10000}},
+               c.req("berth-r", "run", {"job": job("R", "echo", {"a": 1})}))
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        self.assertEqual((await c.answer("berth-r"))["result"],
+                         {"output": {"echo": {"a": 1}, "job": "R",
+                                     "attempt": 1}})
+        await c.closed()
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(len(self.peer.all), 1)
+
+    async def test_close__registration_never_answered__returns_at_timeout(
+            self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        await c.expect("worker/register")
+        await asyncio.wait_for(self.worker.close(timeout=0.2),
+                               support.DEADLINE)
+        await c.closed()
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(len(self.peer.all), 1)
+
+
 class Signals(PeerTest):
     """serve() in a real process (worker_app.py), stopped by signals."""
 

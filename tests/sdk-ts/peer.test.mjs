@@ -48,6 +48,15 @@ class Peer {
     return new Promise((resolve) => this.server.listen(this.path, resolve));
   }
 
+  // stopListening closes the listening socket (its path goes with it), so
+  // that the worker's next connection attempt fails; the connections made
+  // stay (server.close's callback would wait for them). listen() opens it
+  // again.
+  stopListening() {
+    this.server.close();
+    this.server = net.createServer((s) => this.accept(s));
+  }
+
   accept(s) {
     this.conns.push(s);
     let buf = '';
@@ -121,8 +130,9 @@ class Peer {
 
   // request sends berthd's request (run, input, transform, ping) and
   // resolves with the whole answer message; it rejects when the
-  // connection closes first.
-  request(method, params, conn = this.last) {
+  // connection closes first. `before`, text of other lines, goes out in
+  // the same write, ahead of the request (the worker reads both at once).
+  request(method, params, conn = this.last, before = '') {
     const id = `berth-${this.nextId++}`;
     return new Promise((resolve, reject) => {
       if (conn.destroyed) {
@@ -130,7 +140,7 @@ class Peer {
         return;
       }
       this.pending.set(id, { conn, method, resolve, reject });
-      this.send(conn, JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+      this.send(conn, before + JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
     });
   }
 
@@ -506,6 +516,197 @@ describe('serve() under load', () => {
     const r = await answer;
     assert.equal(r.result.output.aborted, true);
     assert.match(r.result.output.reason, /was cancelled/);
+  });
+});
+
+// close() drains one connection; these tests change the connection under
+// it: a drop while it waits for a run, a close while the worker connects or
+// registers again, and a second close with other options.
+describe('close() while the connection changes', () => {
+  let peer;
+  let worker;
+  let lines;
+  let aborts;
+  let release;
+  let released;
+
+  // peer-stubborn runs until the test releases it, aborted or not: an
+  // execute that ignores its abortSignal, which keeps a run going across a
+  // drop for as long as the test needs.
+  const stubborn = {
+    id: 'peer-stubborn',
+    description: 'Runs until the test releases it, whatever its abortSignal says.',
+    inputSchema: { type: 'object' },
+    execute: async (_input, context) => {
+      const signal = context.abortSignal;
+      signal.addEventListener('abort', () => aborts.push(String(signal.reason?.message)), { once: true });
+      await released;
+      return { released: true };
+    },
+  };
+
+  // start serves the tools with a short backoff, so that a worker that
+  // connects again does it within a few milliseconds of a drop.
+  async function start() {
+    const line = (m) => lines.push(m);
+    worker = await serve({
+      socket: peer.path, tools: [stubborn, blockTool, echoTool], concurrency: 4, name: 'peer-close',
+      reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+      logger: { debug: line, info: line, warn: line, error: line },
+    });
+  }
+
+  beforeEach(async () => {
+    peer = new Peer();
+    await peer.listen();
+    lines = [];
+    aborts = [];
+    released = new Promise((resolve) => { release = resolve; });
+  });
+  afterEach(async () => {
+    release();
+    await worker?.close({ force: true, timeoutMs: 1000 });
+    await peer.close();
+  });
+
+  test('a_drop_while_close_waits_for_a_run__never_connects_or_registers_again__and_close_resolves', async () => {
+    await start();
+    const disconnected = [];
+    worker.on('disconnected', (e) => disconnected.push(e));
+    const lost = peer.request('run', { job: job('peer-stubborn') });
+    await until(() => worker.running === 1, 'the run to start');
+    let closed = false;
+    const closing = worker.close().then(() => { closed = true; });
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    // berthd restarts, or the network fails, while close() waits.
+    peer.last.destroy();
+    await assert.rejects(lost, /closed before it answered run/);
+    // A worker that connects again does it 10 ms after the drop, long
+    // before close() gives up on the execute that ignores its abort.
+    await until(() => closed || peer.messages('worker/register').length > 1, 'close() to resolve', 60000);
+    assert.equal(peer.messages('worker/register').length, 1, 'the closing worker registered again');
+    assert.equal(peer.conns.length, 1, 'the closing worker connected again');
+    await closing;
+    assert.equal(aborts.length, 1, 'the drop aborted the run');
+    assert.match(aborts[0], /berthd closed the connection/);
+    assert.equal(disconnected.length, 1);
+    assert.equal(worker.registered, false);
+    assert.ok(lines.some((l) => /not connecting again/.test(l)), lines.join('\n'));
+    // Its job is berthd's again (onInterrupt); the execute, once it
+    // returns, has nowhere to answer.
+    assert.equal(worker.running, 1);
+    release();
+    await until(() => worker.running === 0, 'the execute to return');
+    assert.equal(peer.conns.length, 1);
+    worker = null;
+  });
+
+  test('close_while_connecting_again_after_a_drop__never_registers_again', async () => {
+    await start();
+    const lost = peer.request('run', { job: job('peer-stubborn') });
+    await until(() => worker.running === 1, 'the run to start');
+    peer.stopListening();
+    peer.last.destroy();
+    await assert.rejects(lost, /closed before it answered run/);
+    await until(() => lines.some((l) => /cannot connect/.test(l)), 'an attempt to connect again to fail');
+    let closed = false;
+    const closing = worker.close().then(() => { closed = true; });
+    // berthd is back: a worker still trying would register within 50 ms.
+    await peer.listen();
+    await until(() => closed || peer.messages('worker/register').length > 1, 'close() to resolve', 60000);
+    assert.equal(peer.messages('worker/register').length, 1, 'the closing worker registered again');
+    assert.equal(peer.conns.length, 1, 'the closing worker connected again');
+    await closing;
+    worker = null;
+  });
+
+  test('close_while_berthd_registers_the_worker_again__drains_that_registration_and_answers_the_run_it_pushed', async () => {
+    await start();
+    let held = null;
+    peer.answers['worker/register'] = (_params, m) => { held = m; };
+    peer.last.destroy();
+    await until(() => held, 'the worker to register again');
+    const closing = worker.close();
+    // berthd registered it meanwhile and pushed it a waiting job, in one
+    // write: a run that close() must answer, not close the connection on.
+    const registered = JSON.stringify({ jsonrpc: '2.0', id: held.id, result: { worker: 'W-2', tools: [], heartbeatMs: 10000 } }) + '\n';
+    const r = await peer.request('run', { job: job('sdk-echo', { input: { text: 'taken', secret: 'x' } }) }, peer.last, registered);
+    assert.equal(r.result.output.text, 'taken');
+    await closing;
+    assert.equal(peer.messages('worker/register').length, 2);
+    assert.equal(peer.messages('worker/drain').length, 1, 'the registration that close() found under way was drained');
+    assert.equal(peer.conns.length, 2);
+    assert.equal(worker.registered, false);
+    worker = null;
+  });
+
+  test('close_while_berthd_never_answers_the_registration__gives_up_on_it_and_resolves', async () => {
+    await start();
+    peer.answers['worker/register'] = () => undefined;
+    peer.last.destroy();
+    await until(() => peer.messages('worker/register').length === 2, 'the worker to register again');
+    await worker.close();
+    assert.equal(worker.registered, false);
+    assert.equal(peer.messages('worker/drain').length, 0);
+    await until(() => peer.last.destroyed || peer.last.readableEnded, 'the connection to close');
+    worker = null;
+  });
+
+  test('a_second_close_with_force__aborts_the_run_the_first_close_waits_for', async () => {
+    await start();
+    const answer = peer.request('run', { job: job('sdk-block') });
+    await until(() => worker.running === 1, 'the run to start');
+    const first = worker.close();
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    const second = worker.close({ force: true });
+    const r = await answer;
+    assert.equal(r.result.error.code, 'aborted');
+    assert.match(r.result.error.message, /the worker is closing/);
+    await Promise.all([first, second]);
+    assert.equal(peer.messages('worker/drain').length, 1, 'one drain for both');
+    assert.equal(peer.messages('worker/register').length, 1);
+    worker = null;
+  });
+
+  test('a_second_close_with_timeoutMs__bounds_the_wait_of_the_first', async () => {
+    await start();
+    const lost = peer.request('run', { job: job('peer-stubborn') });
+    await until(() => worker.running === 1, 'the run to start');
+    // The run still going at the bound is aborted and its connection
+    // closed under it: berthd applies the tool's onInterrupt.
+    const cut = assert.rejects(lost, /closed before it answered run/);
+    const first = worker.close();
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    await worker.close({ timeoutMs: 0 });
+    await first;
+    await cut;
+    assert.equal(aborts.length, 1);
+    assert.match(aborts[0], /the worker is closing/);
+    assert.equal(worker.registered, false);
+    worker = null;
+  });
+
+  test('a_registered_listener_that_throws__stops_the_worker_and_closes_the_connection_it_registered', async () => {
+    await start();
+    worker.on('registered', () => { throw new Error('a listener failed on purpose'); });
+    let closed = false;
+    worker.once('closed', () => { closed = true; });
+    peer.last.destroy();
+    await until(() => closed, 'the worker to stop');
+    // A registration that nothing serves any more would be pushed runs.
+    await until(() => peer.conns.every((s) => s.destroyed), 'the second connection to close');
+    assert.equal(peer.messages('worker/register').length, 2);
+    assert.ok(lines.some((l) => /the worker stopped: a listener failed on purpose/.test(l)), lines.join('\n'));
+    assert.equal(worker.registered, false);
+    await worker.close();
+    worker = null;
+  });
+
+  test('close_with_a_timeoutMs_that_is_not_a_duration__rejects_naming_it', async () => {
+    await start();
+    await assert.rejects(worker.close({ timeoutMs: -1 }), (e) => e instanceof RangeError && /timeoutMs/.test(e.message) && /-1/.test(e.message));
+    await assert.rejects(worker.close({ timeoutMs: 'soon' }), (e) => e instanceof RangeError && /soon/.test(e.message));
+    assert.equal(worker.registered, true, 'a refused close() does not begin closing');
   });
 });
 

@@ -323,6 +323,65 @@ describe('workers and crashes', { skip }, () => {
     }
   });
 
+  test('kill_9_of_berthd_while_a_worker_drains__it_never_registers_again__and_its_job_waits_for_the_next_worker', async () => {
+    const d = new Daemon();
+    await d.start();
+    let c = await connect({ socket: d.socket });
+    // sdk-stubborn runs until the test lets it return, whatever its
+    // abortSignal says, so that its run outlives the drop of berthd.
+    let release;
+    const released = new Promise((resolve) => { release = resolve; });
+    let executes = 0;
+    const stubborn = createTool({
+      id: 'sdk-stubborn',
+      description: 'Runs until the test lets it return, aborted or not',
+      inputSchema: z.object({}),
+      outputSchema: z.object({ done: z.boolean() }),
+      background: { maxRetries: 2, onInterrupt: 'retry' },
+      execute: async () => {
+        executes++;
+        await released;
+        return { done: true };
+      },
+    });
+    const workersOf = async () => (await c.tools()).find((t) => t.name === 'sdk-stubborn').workers.connected;
+    const w = await serve({ socket: d.socket, tools: [stubborn], reconnect: { initialDelayMs: 20, maxDelayMs: 200 }, ...quiet });
+    let w2;
+    try {
+      const j = await c.submit('sdk-stubborn', {});
+      await until(() => w.running === 1, 'the job to run');
+      let closed = false;
+      const closing = w.close().then(() => { closed = true; });
+      // berthd counts a draining worker out of its tool's workers.
+      await until(async () => (await workersOf()) === 0, 'berthd to take the drain');
+      c.close();
+      await d.kill9();
+      await d.start();
+      c = await connect({ socket: d.socket });
+      // berthd put the job back at start (onInterrupt "retry"): a worker
+      // that registered again would be pushed it at once.
+      await until(async () => closed || (await workersOf()) > 0, 'close() to resolve', 60000);
+      assert.equal(await workersOf(), 0, 'the closing worker registered again');
+      await closing;
+      assert.equal(executes, 1, 'the closing worker ran the job again');
+      const back = await c.get(j.id);
+      assert.equal(back.status, 'pending');
+      assert.equal(back.attempt, 2);
+      // The job was not lost: the next worker runs it.
+      release();
+      w2 = await serve({ socket: d.socket, tools: [stubborn], ...quiet });
+      const done = await c.wait(j.id, { timeoutMs: 60000 });
+      assert.equal(done.status, 'completed', JSON.stringify(done.error));
+      assert.equal(executes, 2);
+    } finally {
+      release();
+      await w.close({ force: true, timeoutMs: 5000 });
+      if (w2) await w2.close();
+      c.close();
+      await d.cleanup();
+    }
+  });
+
   test('a_sigterm_of_berthd__puts_running_jobs_back_without_a_retry__and_the_worker_registers_again', async () => {
     // Running jobs may finish for the shutdown grace (docs/WORKERS.md); a
     // short one stops this one, which takes 2 s at least, half way.

@@ -10,7 +10,10 @@ worker connects again with backoff (100 ms doubling to 5 s) and registers
 again, for as long as it runs. ``close()`` drains: it asks berthd for no new
 run (``worker/drain``), lets the running ones finish and closes (BullMQ's
 ``Worker.close()``); ``serve()`` does that on SIGTERM or Ctrl-C, and stops
-at once on a second one.
+at once on a second one. Once ``close()`` has begun the worker registers
+on no new connection: a connection attempt under way is given up, and a
+``worker/register`` under way is answered and drained like the registered
+connection (berthd may have pushed it runs).
 
 Abort (cancel, timeout, shutdown) reaches an async ``execute`` as asyncio's
 own cancellation: ``CancelledError`` at its next ``await``, which it may
@@ -434,6 +437,10 @@ class Worker:
         self._definitions = [t.definition() for t in self.tools.values()]
         self._session: _Session | None = None
         self._closing = False
+        #: run()'s attempt to connect and register, while it is under way.
+        self._opening: asyncio.Task | None = None
+        #: Its connection while its worker/register is unanswered.
+        self._registering: Connection | None = None
         self._running = False
         self._task: asyncio.Task | None = None
         self._wake: asyncio.Future | None = None
@@ -479,8 +486,21 @@ class Worker:
         down_since = None
         try:
             while not self._closing:
+                # A task of its own, so that close() can give up a
+                # connection attempt without cancelling run().
+                opening = self._opening = self._loop.create_task(
+                    self._open_session())
                 try:
-                    session = await self._open_session()
+                    await asyncio.wait([opening])
+                except asyncio.CancelledError:
+                    opening.cancel()
+                    raise
+                finally:
+                    self._opening = None
+                if opening.cancelled():
+                    break  # close() gave up the connection attempt
+                try:
+                    session = opening.result()
                 except (OSError, ConnectionClosed, BerthError) as e:
                     if self._closing:
                         break
@@ -495,11 +515,16 @@ class Worker:
                                   self._loop.time() - down_since, e)
                     await self._sleep(next(delays))
                     continue
+                if session is None:
+                    break  # close() began before worker/register was sent
                 delays = None
                 if self._closing:
-                    await session.conn.close()
+                    # Registered while close() waited for the answer:
+                    # close() drains this connection and closes it.
+                    log.debug("berth: registered as worker %s while "
+                              "closing; draining it", session.worker_id)
+                    await session.conn.wait_closed()
                     break
-                self._session = session
                 log.info("berth: serving %d tools (%s) to berthd at %s as "
                          "worker %s", len(self.tools),
                          ", ".join(self.tools), self.address,
@@ -533,7 +558,10 @@ class Worker:
         finally:
             self._wake = None
 
-    async def _open_session(self) -> _Session:
+    async def _open_session(self) -> _Session | None:
+        """_open_session connects, authenticates and registers, and
+        returns the registered session, now self._session; None when
+        close() began before worker/register could be sent."""
         conn = await open_connection(self.address, max_line=self._max_line)
         session = _Session(self, conn)
         params = {"tools": self._definitions,
@@ -542,6 +570,10 @@ class Worker:
         try:
             if self._token is not None:
                 await conn.request("server/auth", {"token": self._token})
+            if self._closing:
+                conn.abort()
+                return None
+            self._registering = conn
             result = await conn.request("worker/register", params)
         except BerthError as e:
             conn.abort()
@@ -549,7 +581,10 @@ class Worker:
         except BaseException:
             conn.abort()
             raise
+        finally:
+            self._registering = None
         session.registered(result)
+        self._session = session
         return session
 
     def _refusal(self, e: BerthError) -> BaseException:
@@ -576,10 +611,15 @@ class Worker:
         (``worker/drain``), the runs under way finish and are answered,
         then the connection closes and run() returns. After ``timeout``
         seconds the runs still going are aborted (their jobs then follow
-        their tool's onInterrupt)."""
+        their tool's onInterrupt). From the start of close() the worker
+        registers on no new connection: a connection attempt under way is
+        given up, a registration under way is answered (10 s at most, and
+        ``timeout``) and drained, and a connection that drops meanwhile
+        leaves its runs to berthd."""
         self._closing = True
         if self._wake is not None and not self._wake.done():
             self._wake.set_result(None)
+        await self._stop_opening(timeout)
         session = self._session
         if session is not None and not session.conn.closed:
             # A second close (a second Ctrl-C, with timeout=0) joins the
@@ -621,6 +661,29 @@ class Worker:
             await asyncio.wait([self._task])
             if not self._task.cancelled() and self._task.exception():
                 raise self._task.exception()  # type: ignore[misc]
+
+    async def _stop_opening(self, timeout: float | None) -> None:
+        """_stop_opening ends run()'s connection attempt under way, if
+        any, for close(): before worker/register it is given up; after, it
+        is waited for (DRAIN_ANSWER at most, and timeout), since berthd may
+        have registered the worker and pushed it runs, which close() then
+        drains rather than leaves to the lease."""
+        opening = self._opening
+        if opening is None or opening.done():
+            return
+        conn = self._registering
+        if conn is None:
+            opening.cancel()
+        else:
+            wait = DRAIN_ANSWER if timeout is None else min(DRAIN_ANSWER,
+                                                            timeout)
+            await asyncio.wait([opening], timeout=wait)
+            if not opening.done():
+                log.warning("berth: berthd did not answer worker/register "
+                            "within %g s of close(); closing", wait)
+                conn.abort(ConnectionClosed(
+                    "berthd did not answer worker/register before close()"))
+        await asyncio.wait([opening])
 
     def _drained(self, session: _Session) -> None:
         if self._drain_done is not None and not self._drain_done.done():

@@ -58,12 +58,19 @@ export declare class Connection {
     private flushQueued;
     /** When the last byte came from berthd (Date.now()). */
     lastReceived: number;
+    private answersOwed;
     constructor(socket: net.Socket, address: Address, opts?: ConnectionOptions);
     get closed(): boolean;
     /** Why the connection closed, once it has. */
     get reason(): BerthError | null;
     /** The number of requests sent and not answered yet. */
     get inFlight(): number;
+    /**
+     * The number of berthd's requests whose handler has not answered yet
+     * (a worker's runs, input and transform questions); an answer counts once
+     * written, or dropped with the connection.
+     */
+    get owed(): number;
     /**
      * request sends one request and resolves with its result, or rejects with
      * a BerthError (berthd's error, or ConnectionClosed), or with the signal's

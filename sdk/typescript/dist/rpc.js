@@ -96,6 +96,7 @@ export class Connection {
     flushQueued = false;
     /** When the last byte came from berthd (Date.now()). */
     lastReceived = Date.now();
+    answersOwed = 0;
     constructor(socket, address, opts = {}) {
         this.socket = socket;
         this.address = address;
@@ -114,6 +115,14 @@ export class Connection {
     /** The number of requests sent and not answered yet. */
     get inFlight() {
         return this.pending.size;
+    }
+    /**
+     * The number of berthd's requests whose handler has not answered yet
+     * (a worker's runs, input and transform questions); an answer counts once
+     * written, or dropped with the connection.
+     */
+    get owed() {
+        return this.answersOwed;
     }
     /**
      * request sends one request and resolves with its result, or rejects with
@@ -298,7 +307,9 @@ export class Connection {
     }
     answer(id, method, params) {
         const handler = this.opts.onRequest;
+        this.answersOwed++;
         const reply = (body) => {
+            this.answersOwed--;
             this.write(id, method, body);
             this.opts.onAnswered?.(method);
         };

@@ -174,7 +174,12 @@ export declare class Worker extends EventEmitter {
     private readonly runs;
     private closing;
     private readonly stopping;
-    private runsIdle;
+    private force;
+    private deadline;
+    private started;
+    private finished;
+    private readonly done;
+    private resolveDone;
     private readonly onSignal;
     constructor(options: ServeOptions);
     /** The ids of the tools served. */
@@ -184,20 +189,33 @@ export declare class Worker extends EventEmitter {
     /** True while registered with berthd. */
     get registered(): boolean;
     private loop;
+    private register;
     private heartbeat;
     private abortRuns;
     /**
      * close stops taking jobs (worker/drain), waits for the running ones to
-     * answer, and closes the connection, like BullMQ's Worker.close(). With
-     * `force` the running executes are aborted first (their jobs are then
-     * ended by their answers, or by berthd when the connection closes).
-     * `timeoutMs` bounds the wait; what still runs then is aborted.
+     * answer, and closes the connection, like BullMQ's Worker.close(). Once
+     * it has begun, the worker never connects or registers again: when the
+     * connection drops meanwhile, its runs are aborted and left to berthd
+     * (their tool's onInterrupt), and close() waits for their executes to
+     * return for 5 s at most. With `force` the running executes are aborted
+     * first, and waited for 5 s at most (their jobs are then ended by their
+     * answers, or by berthd when the connection closes). `timeoutMs` bounds
+     * the whole close; what still runs then is aborted, and the connection
+     * closed under it. A second call joins the first: its `force` and
+     * `timeoutMs` apply to the close under way. It resolves once the worker
+     * has closed (`closed`), and rejects only a timeoutMs that is not a
+     * number of milliseconds.
      */
     close(opts?: {
         force?: boolean;
         timeoutMs?: number;
     }): Promise<void>;
-    private finished;
+    private drain;
+    private settle;
+    private closeWait;
+    private wakers;
+    private poke;
     private first;
     private finish;
     [Symbol.asyncDispose](): Promise<void>;

@@ -130,6 +130,7 @@ export class Connection {
   private flushQueued = false;
   /** When the last byte came from berthd (Date.now()). */
   lastReceived = Date.now();
+  private answersOwed = 0;
 
   constructor(socket: net.Socket, address: Address, opts: ConnectionOptions = {}) {
     this.socket = socket;
@@ -152,6 +153,15 @@ export class Connection {
   /** The number of requests sent and not answered yet. */
   get inFlight(): number {
     return this.pending.size;
+  }
+
+  /**
+   * The number of berthd's requests whose handler has not answered yet
+   * (a worker's runs, input and transform questions); an answer counts once
+   * written, or dropped with the connection.
+   */
+  get owed(): number {
+    return this.answersOwed;
   }
 
   /**
@@ -323,7 +333,9 @@ export class Connection {
 
   private answer(id: unknown, method: string, params: unknown): void {
     const handler = this.opts.onRequest;
+    this.answersOwed++;
     const reply = (body: Record<string, unknown>) => {
+      this.answersOwed--;
       this.write(id, method, body);
       this.opts.onAnswered?.(method);
     };

@@ -8,13 +8,15 @@
 // execute it started is aborted, berthd ends those jobs by their tool's
 // onInterrupt policy, and an answer for them could not be delivered anyway.
 // The worker then connects again (100 ms doubling to 5 s) and registers
-// again.
+// again, unless close() has begun: a closing worker never connects or
+// registers again, since a registration it did not drain would be pushed
+// runs that the close then cut off.
 
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 
-import { BerthError, ErrorCode } from './errors.js';
+import { BerthError, ErrorCode, closedError } from './errors.js';
 import type { ReconnectOptions } from './client.js';
 import { requestContextClass, type RequestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets, type Definition, type ToolLike } from './definition.js';
@@ -149,6 +151,24 @@ const STAGE_PHASE: Record<ViewStage, string> = {
 // keeps 100 of them, docs/WORKERS.md).
 const ANSWER_LOGS = 100;
 
+// How long close() waits for berthd to answer worker/drain, or a
+// worker/register that was under way when it began. berthd answers both at
+// once; one that does not is not waited for (the runs still are).
+const CLOSE_ANSWER_MS = 5000;
+
+// How long close() waits for executes that were aborted (by force, or by a
+// dropped connection) to return: berthd's default --kill-grace, the time it
+// gives an aborted run. An execute that ignores its abortSignal longer
+// cannot hold close() up; its job is berthd's to end or put back.
+const ABORT_GRACE_MS = 5000;
+
+// now is the clock of close()'s deadlines: monotonic, so that a change of
+// the wall clock neither ends a wait early nor makes it last.
+const now = (): number => performance.now();
+
+// The longest delay setTimeout takes; a longer one fires at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A log line carried by an answer to input or transform. */
 interface LogLine {
   level: string;
@@ -228,9 +248,19 @@ export class Worker extends EventEmitter {
   private RequestContextCtor: RequestContextClass | null = null;
   private conn: Connection | null = null;
   private readonly runs = new Map<string, Run>();
+  // The promise close() returns, once it has begun.
   private closing: Promise<void> | null = null;
+  // Aborted when close() begins: it stops the backoff and a connection
+  // attempt, and ends the serving of the connection (which is drained).
   private readonly stopping = new AbortController();
-  private runsIdle: (() => void) | null = null;
+  // Set by close({force}): every run is aborted, those to come included.
+  private force = false;
+  // When close() stops waiting (now()), from timeoutMs or force.
+  private deadline = Infinity;
+  private started = false;
+  private finished = false;
+  private readonly done: Promise<void>;
+  private resolveDone!: () => void;
   private readonly onSignal = () => { void this.close(); };
 
   constructor(options: ServeOptions) {
@@ -247,6 +277,7 @@ export class Worker extends EventEmitter {
     this.toolList = Array.isArray(tools) ? tools : tools && typeof tools === 'object' ? Object.values(tools) : [];
     if (this.toolList.length === 0) throw new TypeError('berth: serve() needs at least one tool');
     if (this.toolList.length > 1000) throw new RangeError('berth: a worker serves at most 1000 tools');
+    this.done = new Promise<void>((resolve) => { this.resolveDone = resolve; });
   }
 
   /** The ids of the tools served. */
@@ -266,6 +297,8 @@ export class Worker extends EventEmitter {
 
   /** @internal: builds the definitions and connects; resolves on the first registration. */
   async start(): Promise<void> {
+    if (this.started) throw new Error('berth: the worker was started already');
+    this.started = true;
     for (const tool of this.toolList) {
       const def = await toolDefinition(tool);
       if (this.served.has(def.id)) throw new TypeError(`berth: two tools have the id ${def.id}`);
@@ -273,14 +306,28 @@ export class Worker extends EventEmitter {
     }
     this.RequestContextCtor = await requestContextClass();
     if (this.options.signal?.aborted) throw this.options.signal.reason;
+    if (this.stopping.signal.aborted) {
+      this.finish();
+      throw new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools');
+    }
     this.options.signal?.addEventListener('abort', this.onSignal, { once: true });
     let first!: { resolve: () => void; reject: (e: unknown) => void };
     const registered = new Promise<void>((resolve, reject) => { first = { resolve, reject }; });
     this.first = first;
     this.loop(first).catch((e: unknown) => {
-      // Only a listener that throws gets here; the worker cannot go on.
+      // Only a listener that throws gets here; the worker cannot go on,
+      // and the connection it registered must not stay open to be pushed
+      // runs that nothing would drain: berthd takes its runs back.
       this.log('error', `the worker stopped: ${errMessage(e)}`);
       first.reject(e);
+      this.stopping.abort();
+      const conn = this.conn;
+      this.conn = null;
+      if (conn) {
+        const why = closedError(`berth: the worker stopped: ${errMessage(e)}`);
+        conn.close(why.message);
+        this.abortRuns(conn, why);
+      }
       this.finish();
     });
     await registered;
@@ -289,10 +336,16 @@ export class Worker extends EventEmitter {
   // loop connects, registers and serves until close(); after a drop it
   // connects again with backoff. A refusal of the first registration ends
   // it (serve() rejects); a refusal later is logged and tried again, since
-  // a conflicting worker may leave.
+  // a conflicting worker may leave. Once close() has begun it starts no
+  // connection and no registration: it drains the connection it has (or
+  // the one whose registration was under way), and stops.
   private async loop(first: { resolve: () => void; reject: (e: unknown) => void }): Promise<void> {
     let everRegistered = false;
     const stop = this.stopping.signal;
+    const closeBegun = new Promise<null>((resolve) => {
+      if (stop.aborted) resolve(null);
+      else stop.addEventListener('abort', () => resolve(null), { once: true });
+    });
     const r = this.options.reconnect ?? {};
     for (let attempt = 0; !stop.aborted; attempt++) {
       if (attempt > 0) {
@@ -313,34 +366,36 @@ export class Worker extends EventEmitter {
           signal: stop,
           onRequest: (method, params) => this.onRequest(conn, method, params),
           onNotification: (method, params) => this.onNotification(conn, method, params),
-          // close() waits until the last run's answer is on the wire.
-          onAnswered: (method) => { if (method === 'run' && this.runs.size === 0) this.runsIdle?.(); },
-          onClose: (why) => onClose(why),
+          // close() waits until berthd's last request is answered on the wire.
+          onAnswered: () => this.poke(),
+          onClose: (why) => {
+            onClose(why);
+            this.poke();
+          },
         });
       } catch (e) {
         if (stop.aborted) break;
         if (e instanceof BerthError && e.code === ErrorCode.Unauthorized && !everRegistered) {
           first.reject(e);
-          return this.finish();
+          break;
         }
         this.log('debug', `cannot connect to ${describeAddress(this.address)}: ${(e as Error).message}`);
         continue;
       }
+      if (stop.aborted) {
+        conn.close('berth: the worker is closing');
+        break;
+      }
       let result: { worker?: string; tools?: string[]; heartbeatMs?: number };
       try {
-        result = await conn.request('worker/register', {
-          tools: [...this.served.values()].map((s) => s.def),
-          concurrency: this.concurrency,
-          name: this.name,
-          sdk: { name: SDK_NAME, version: SDK_VERSION },
-        }, stop);
+        result = await this.register(conn, closeBegun);
       } catch (e) {
         conn.close();
         if (stop.aborted) break;
         const refusal = registrationError(e, this.address);
         if (refusal && !everRegistered) {
           first.reject(refusal);
-          return this.finish();
+          break;
         }
         if (refusal) this.report(refusal);
         continue;
@@ -349,20 +404,56 @@ export class Worker extends EventEmitter {
       attempt = 0;
       this.conn = conn;
       this.id = result.worker;
-      this.log('info', `registered ${this.tools.join(', ')} with berthd at ${describeAddress(this.address)} as ${result.worker}`);
-      first.resolve();
-      this.emit('registered', result);
+      if (stop.aborted) {
+        // close() began while berthd registered it: berthd may have pushed
+        // runs already, which the drain answers.
+        this.log('debug', `registered as ${result.worker} while closing; draining that registration`);
+      } else {
+        this.log('info', `registered ${this.tools.join(', ')} with berthd at ${describeAddress(this.address)} as ${result.worker}`);
+        first.resolve();
+        this.emit('registered', result);
+      }
       const heartbeat = this.heartbeat(conn, result.heartbeatMs ?? 10000);
-      const why = await dropped;
+      const why = (await Promise.race([dropped, closeBegun])) ?? (await this.drain(conn));
       clearInterval(heartbeat);
       if (this.conn === conn) this.conn = null;
+      if (why === null) break;
       this.abortRuns(conn, why);
-      if (!stop.aborted) {
-        this.log('warn', `${why.message}; connecting again`);
+      if (stop.aborted) {
+        this.log('warn', `${why.message}; not connecting again, as the worker is closing: berthd ends or re-queues the jobs it ran here (onInterrupt)`);
         this.emit('disconnected', why);
+        break;
       }
+      this.log('warn', `${why.message}; connecting again`);
+      this.emit('disconnected', why);
     }
+    await this.settle();
     this.finish();
+  }
+
+  // register sends worker/register on conn and resolves with berthd's
+  // answer. A close() that begins meanwhile waits for the answer a short
+  // while (CLOSE_ANSWER_MS, within its deadline) rather than cutting the
+  // connection: berthd may have registered the worker and pushed it runs,
+  // which the cut would leave to the lease; the drain answers them instead.
+  private async register(conn: Connection, closeBegun: Promise<null>): Promise<{ worker?: string; tools?: string[]; heartbeatMs?: number }> {
+    let settled = false;
+    const answer = conn.request<{ worker?: string; tools?: string[]; heartbeatMs?: number }>('worker/register', {
+      tools: [...this.served.values()].map((s) => s.def),
+      concurrency: this.concurrency,
+      name: this.name,
+      sdk: { name: SDK_NAME, version: SDK_VERSION },
+    });
+    const mark = () => {
+      settled = true;
+      this.poke();
+    };
+    answer.then(mark, mark);
+    if ((await Promise.race([answer.then(() => true), closeBegun])) === null &&
+        !(await this.closeWait(() => settled, now() + CLOSE_ANSWER_MS))) {
+      throw closedError(`berth: berthd did not answer worker/register within ${CLOSE_ANSWER_MS} ms of close()`);
+    }
+    return answer;
   }
 
   // heartbeat pings berthd when it has been silent for a heartbeat, and
@@ -391,41 +482,106 @@ export class Worker extends EventEmitter {
 
   /**
    * close stops taking jobs (worker/drain), waits for the running ones to
-   * answer, and closes the connection, like BullMQ's Worker.close(). With
-   * `force` the running executes are aborted first (their jobs are then
-   * ended by their answers, or by berthd when the connection closes).
-   * `timeoutMs` bounds the wait; what still runs then is aborted.
+   * answer, and closes the connection, like BullMQ's Worker.close(). Once
+   * it has begun, the worker never connects or registers again: when the
+   * connection drops meanwhile, its runs are aborted and left to berthd
+   * (their tool's onInterrupt), and close() waits for their executes to
+   * return for 5 s at most. With `force` the running executes are aborted
+   * first, and waited for 5 s at most (their jobs are then ended by their
+   * answers, or by berthd when the connection closes). `timeoutMs` bounds
+   * the whole close; what still runs then is aborted, and the connection
+   * closed under it. A second call joins the first: its `force` and
+   * `timeoutMs` apply to the close under way. It resolves once the worker
+   * has closed (`closed`), and rejects only a timeoutMs that is not a
+   * number of milliseconds.
    */
   close(opts: { force?: boolean; timeoutMs?: number } = {}): Promise<void> {
-    if (this.closing) return this.closing;
-    this.closing = (async () => {
+    const { force = false, timeoutMs } = opts ?? {};
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
+      return Promise.reject(new RangeError(`berth: close()'s timeoutMs must be a number of milliseconds, 0 or more, not ${String(timeoutMs)}`));
+    }
+    if (timeoutMs !== undefined) this.deadline = Math.min(this.deadline, now() + timeoutMs);
+    if (force) {
+      this.force = true;
+      this.deadline = Math.min(this.deadline, now() + ABORT_GRACE_MS);
+      for (const run of this.runs.values()) run.abort.abort(abortReason('closing', 'the worker is closing'));
+    }
+    if (this.closing === null) {
+      this.closing = this.done;
       this.options.signal?.removeEventListener('abort', this.onSignal);
-      const conn = this.conn;
-      if (conn && !conn.closed) {
-        await withTimeout(conn.request('worker/drain', {}), 5000).catch((e) => {
-          this.log('debug', `worker/drain: ${(e as Error).message}`);
-        });
-      }
-      if (opts.force) for (const run of this.runs.values()) run.abort.abort(abortReason('closing', 'the worker is closing'));
-      if (this.runs.size > 0) {
-        const idle = new Promise<void>((resolve) => { this.runsIdle = resolve; });
-        if (opts.timeoutMs !== undefined) {
-          await Promise.race([idle, sleep(opts.timeoutMs)]);
-          for (const run of this.runs.values()) run.abort.abort(abortReason('closing', 'the worker is closing'));
-        } else {
-          await idle;
-        }
-      }
       this.stopping.abort();
-      const c = this.conn;
-      this.conn = null;
-      if (c && !c.closed) await c.closeGracefully();
-      await new Promise<void>((resolve) => (this.finished ? resolve() : this.once('closed', () => resolve())));
-    })();
+      if (!this.started) this.finish();
+    }
+    this.poke();
     return this.closing;
   }
 
-  private finished = false;
+  // drain ends the serving of a registered connection as BullMQ's close()
+  // does: worker/drain first (berthd pushes no run once it has answered,
+  // and the runs it pushed before arrive ahead of the answer), then the
+  // answers to every request berthd sent, then a graceful close. The
+  // close's deadline bounds the waits: the runs still going then are
+  // aborted and the connection closed under them, which berthd takes as
+  // their interruption. It returns why the connection dropped under it, or
+  // null once it closed the connection itself.
+  private async drain(conn: Connection): Promise<BerthError | null> {
+    let answered = false;
+    conn.request('worker/drain', {}).then(
+      () => {},
+      (e: unknown) => this.log('debug', `worker/drain: ${errMessage(e)}`),
+    ).finally(() => {
+      answered = true;
+      this.poke();
+    });
+    await this.closeWait(() => answered || conn.closed, now() + CLOSE_ANSWER_MS);
+    const idle = await this.closeWait(() => conn.closed || conn.owed === 0);
+    if (conn.closed) return conn.reason ?? closedError('berth: the connection to berthd closed');
+    if (!idle) {
+      const left = [...this.runs.values()].filter((run) => run.conn === conn);
+      for (const run of left) run.abort.abort(abortReason('closing', 'the worker is closing'));
+      if (left.length > 0) {
+        this.log('warn', `closing with ${describeJobs(left.map((run) => run.job.id))} still running: aborted, and left to berthd (onInterrupt)`);
+      }
+    }
+    await conn.closeGracefully();
+    return null;
+  }
+
+  // settle waits, once the loop has stopped, for the executes still
+  // running (aborted by a drop or by the deadline) to return, for
+  // ABORT_GRACE_MS at most within the deadline: close() resolves after
+  // those that honour their abortSignal, and without those that do not.
+  private async settle(): Promise<void> {
+    if (this.runs.size === 0 || await this.closeWait(() => this.runs.size === 0, now() + ABORT_GRACE_MS)) return;
+    this.log('warn', `closed while the execute of ${describeJobs([...this.runs.keys()])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
+  }
+
+  // closeWait waits while the worker closes until done() holds, looking
+  // again whenever poke() is called (a run answered, a connection closed,
+  // an answer came, close() moved the deadline). It gives up at `limit` or
+  // at the close's deadline, whichever is first, and says whether done()
+  // held.
+  private async closeWait(done: () => boolean, limit = Infinity): Promise<boolean> {
+    for (;;) {
+      if (done()) return true;
+      const left = Math.min(limit, this.deadline) - now();
+      if (left <= 0) return false;
+      const woke = new Promise<void>((resolve) => this.wakers.push(resolve));
+      // A timer may fire a little early: the loop reads the clock again.
+      const timer = left === Infinity ? null : setTimeout(() => this.poke(), Math.min(Math.ceil(left), MAX_TIMER_MS));
+      await woke;
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  private wakers: Array<() => void> = [];
+
+  private poke(): void {
+    if (this.wakers.length === 0) return;
+    const wakers = this.wakers;
+    this.wakers = [];
+    for (const wake of wakers) wake();
+  }
 
   // The first registration's promise, settled by the first of: berthd
   // accepting the tools, refusing them, or close() before either.
@@ -437,6 +593,8 @@ export class Worker extends EventEmitter {
     this.first?.reject(new BerthError(ErrorCode.ConnectionClosed, 'berth: the worker was closed before berthd accepted its tools'));
     this.stopping.abort();
     this.options.signal?.removeEventListener('abort', this.onSignal);
+    this.closing ??= this.done;
+    this.resolveDone();
     this.emit('closed');
   }
 
@@ -497,6 +655,8 @@ export class Worker extends EventEmitter {
     }
     const run: Run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve() };
     this.runs.set(job.id, run);
+    // A run pushed before berthd took the drain of a close({force}).
+    if (this.force) run.abort.abort(abortReason('closing', 'the worker is closing'));
     this.emit('active', job);
     try {
       const [outcome, text] = await this.execute(run, served, p.pending ?? {});
@@ -838,6 +998,12 @@ function registrationError(e: unknown, address: Address): BerthError | null {
   return new BerthError(e.code, `berth: berthd refused the tools: ${e.message}`, e.data);
 }
 
+// describeJobs names jobs in a log line: "job A", or "3 jobs (A, B, C)".
+function describeJobs(ids: string[]): string {
+  if (ids.length === 1) return `job ${ids[0]}`;
+  return `${ids.length} jobs (${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', ...' : ''})`;
+}
+
 function abortReason(reason: string, message: string): Error {
   const e = new Error(`berth: ${message}`);
   e.name = 'AbortError';
@@ -950,13 +1116,6 @@ function dropUndefined<T extends Record<string, unknown>>(o: T): T {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
   return out as T;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new BerthError(ErrorCode.RequestTimeout, `no answer within ${ms} ms`)), ms);
-    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
-  });
 }
 
 // defaultLogger writes the worker's registrations, drops and errors to
