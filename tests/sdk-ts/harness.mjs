@@ -4,14 +4,17 @@
 // BERTH_EXAMPLES to examples/tools. Run by hand, BERTHD falls back to the
 // build-test or build folder of the repository the SDK is in. Each Daemon
 // runs berthd on a database and socket of its own in a temporary directory.
+// berthd and the worker processes die with the test process, even when it
+// dies before its after() hooks (child.mjs, which run.sh copies from
+// tests/harness).
 
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawnTied } from './child.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = process.env.BERTH_SDK_DIR ? path.resolve(process.env.BERTH_SDK_DIR, '..', '..') : path.resolve(here, '..', '..');
@@ -77,7 +80,7 @@ export class Daemon {
       args.push('--listen', `127.0.0.1:${this.port}`, '--token-file', tokenFile);
     }
     const fd = openSync(this.log, 'a');
-    const proc = spawn(BERTHD, args, { stdio: ['ignore', fd, fd] });
+    const proc = spawnTied(BERTHD, args, { stdio: ['ignore', fd, fd] });
     closeSync(fd);
     this.proc = proc;
     this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
@@ -144,7 +147,7 @@ export async function until(fn, what, timeoutMs = 30000) {
 export class WorkerProcess {
   constructor(env) {
     this.out = '';
-    this.proc = spawn(process.execPath, [path.join(here, 'worker-main.mjs')], {
+    this.proc = spawnTied(process.execPath, [path.join(here, 'worker-main.mjs')], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import { BerthError, ErrorCode, serve } from '@berth/sdk';
 import { allTools, calls, echoTool, askTool, blockTool, approveTool, flakyTool } from './tools.fixture.mjs';
 import { until } from './harness.mjs';
+import { spawnTied } from './child.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-peer-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -765,10 +766,9 @@ describe('serve() refused by berthd', () => {
 
 describe('examples/mastra/tools.ts', () => {
   test('the_example__registers_its_three_tools_and_runs_a_job__then_closes_on_SIGTERM', async () => {
-    const { spawn } = await import('node:child_process');
     const peer = new Peer();
     await peer.listen();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+    const child = spawnTied(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
       env: { ...process.env, BERTH_SOCKET: peer.path },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

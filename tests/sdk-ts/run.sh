@@ -24,7 +24,8 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 mkdir -p "$work"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs \
+	"$src/../harness/child.mjs" "$work/"
 if ! cmp -s "$src/package-lock.json" "$work/.installed-lock.json" ||
    [ ! -d "$work/node_modules/@mastra/core" ]; then
 	echo "sdk-ts: npm ci in $work"

@@ -4,7 +4,8 @@
 // are skipped, saying so; with BERTH_REQUIRE_WORKERS=1 that is a failure.
 
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { spawnTied } from './child.mjs';
 import { after, before, describe, test } from './bounded.mjs';
 import { promisify } from 'node:util';
 
@@ -416,7 +417,7 @@ describe('examples/mastra served to berthd, driven with the berth command', { sk
   test('the_example_tools__are_listed_submitted_approved_suspended_and_resumed_across_a_kill_9_of_the_worker', async () => {
     const d = new Daemon();
     await d.start();
-    const run = () => spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+    const run = () => spawnTied(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
       env: { ...process.env, BERTH_SOCKET: d.socket }, stdio: 'ignore',
     });
     let child = run();
@@ -454,7 +455,7 @@ describe('examples/mastra served to berthd, driven with the berth command', { sk
     const port = await freePort();
     const d = new Daemon({ args: ['--http', `127.0.0.1:${port}`, '--http-open'] });
     await d.start();
-    const run = () => spawn(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
+    const run = () => spawnTied(process.execPath, ['--import', 'tsx', 'example/tools.ts'], {
       env: { ...process.env, BERTH_SOCKET: d.socket }, stdio: 'ignore',
     });
     const http = async (method, url, body) => {

@@ -628,7 +628,8 @@ static void run__reports_progress_logs_and_a_durable_checkpoint__then_its_outcom
 	assert_string_equal(jstr(json_object_get(job, "modelOutput"), "value"),
 			    "echo of hi");
 	json_decref(job);
-	assert_true(job_log_has(f, id, "a warning"));
+	wait_until(job_log_has(f, id, "a warning"),
+		   "the job's log to have a warning");
 	free(id);
 }
 
@@ -696,7 +697,8 @@ static void run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_doc
 	assert_string_equal(jstr(json_object_get(job, "error"), "code"),
 			    "invalid_answer");
 	json_decref(job);
-	assert_true(job_log_has(f, id, "the worker's answer to run"));
+	wait_until(job_log_has(f, id, "the worker's answer to run"),
+		   "the job's log to have the worker's answer to run");
 	free(id);
 	id = submit(f, json_pack("{s:s, s:{s:b}, s:i}", "tool", "wp-echo",
 				 "input", "rpcError", 1, "maxRetries", 0));
@@ -707,7 +709,8 @@ static void run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_doc
 	assert_null(strstr(jstr(json_object_get(job, "error"), "message"),
 			   "s-rpc"));
 	json_decref(job);
-	assert_true(job_log_has(f, id, "internal trouble s-rpc"));
+	wait_until(job_log_has(f, id, "internal trouble s-rpc"),
+		   "the job's log to have internal trouble s-rpc");
 	free(id);
 }
 
@@ -763,7 +766,9 @@ static void a_worker_that_ignores_abort__has_its_run_given_up_at_the_kill_grace_
 	assert_string_equal(jstr(job, "status"), "cancelled");
 	json_decref(job);
 	assert_true(log_has(f, "did not answer within the kill grace"));
-	assert_true(job_log_has(f, id, "its answer is dropped"));
+	/* berthd logs the warning before the job's log line is committed. */
+	wait_until(job_log_has(f, id, "its answer is dropped"),
+		   "the dropped answer in the job's log");
 	free(id);
 	free(next);
 }
@@ -1166,7 +1171,8 @@ static void views__pending_while_no_worker_answers__then_filled_by_the_run(
 				 json_object_get(job, "output"), "amount")),
 			 5);
 	json_decref(job);
-	assert_true(job_log_has(f, id, "onInputAvailable ran late"));
+	wait_until(job_log_has(f, id, "onInputAvailable ran late"),
+		   "the job's log to have onInputAvailable ran late");
 	job = get(f, id, "transcript");
 	assert_string_equal(jstr(json_object_get(job, "output"), "said"),
 			    "done");
