@@ -207,22 +207,6 @@ static void subscribe__with_types__sends_only_those_types(void **state)
 	harness_stop(&h);
 }
 
-/* page_types returns the types of a page's events, each followed by a
- * space, in buf. */
-static const char *page_types(const json_t *page, char *buf, size_t size)
-{
-	size_t i, len = 0;
-	json_t *ev;
-
-	buf[0] = '\0';
-	json_array_foreach(json_object_get(page, "events"), i, ev) {
-		len += (size_t)snprintf(buf + len, size - len, "%s ",
-					jstr(ev, "type"));
-		assert_true(len < size);
-	}
-	return buf;
-}
-
 static json_int_t next_of(const json_t *page)
 {
 	return json_integer_value(json_object_get(page, "next"));
@@ -271,7 +255,7 @@ static void poll__with_types__returns_only_those_and_next_passes_the_rest(void *
 	/* Only the types asked for; limit counts them alone. */
 	page = call_ok(c, "events/poll", json_pack("{s:i, s:s, s:i}", "since", 0,
 						   "types", "completed", "limit", 3));
-	assert_string_equal(page_types(page, buf, sizeof buf),
+	assert_string_equal(harness_event_types(page, buf, sizeof buf),
 			    "completed completed completed ");
 	since = next_of(page);
 	assert_int_equal(since, json_integer_value(json_object_get(
@@ -282,7 +266,7 @@ static void poll__with_types__returns_only_those_and_next_passes_the_rest(void *
 	page = call_ok(c, "events/poll", json_pack("{s:I, s:[s], s:i}", "since",
 						   since, "types", "completed",
 						   "limit", 3));
-	assert_string_equal(page_types(page, buf, sizeof buf),
+	assert_string_equal(harness_event_types(page, buf, sizeof buf),
 			    "completed completed ");
 	assert_int_equal(next_of(page), end);
 	json_decref(page);
@@ -292,7 +276,7 @@ static void poll__with_types__returns_only_those_and_next_passes_the_rest(void *
 						   "types", "cancelled",
 						   "created"));
 	/* Two jobs', the cancelled one's two, three jobs'. */
-	assert_string_equal(page_types(page, buf, sizeof buf),
+	assert_string_equal(harness_event_types(page, buf, sizeof buf),
 			    "created created created cancelled created created "
 			    "created ");
 	assert_int_equal(next_of(page), end);
@@ -302,12 +286,12 @@ static void poll__with_types__returns_only_those_and_next_passes_the_rest(void *
 	 * of the log, so that the next poll reads nothing of it again. */
 	page = call_ok(c, "events/poll", json_pack("{s:i, s:s}", "since", 0,
 						   "types", "expired"));
-	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "");
 	assert_int_equal(next_of(page), end);
 	json_decref(page);
 	page = call_ok(c, "events/poll", json_pack("{s:I, s:s}", "since", end,
 						   "types", "expired"));
-	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "");
 	assert_int_equal(next_of(page), end);
 	json_decref(page);
 
@@ -317,7 +301,7 @@ static void poll__with_types__returns_only_those_and_next_passes_the_rest(void *
 						   0, "jobId", jstr(late, "id"),
 						   "types", "cancelled",
 						   "completed"));
-	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "cancelled ");
 	assert_string_equal(jstr(json_array_get(json_object_get(page, "events"), 0),
 				 "jobId"), jstr(late, "id"));
 	json_decref(page);
@@ -400,7 +384,7 @@ static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time
 
 	page = call_ok(c, "events/poll", json_pack("{s:i, s:s}", "since", 0,
 						   "types", "expired"));
-	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "");
 	first_next = next_of(page);
 	assert_true(first_next > 0 && first_next < end);
 	json_decref(page);
@@ -411,7 +395,7 @@ static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time
 	       "\"params\":{\"since\":0,\"types\":\"expired\","
 	       "\"waitMs\":600000}}";
 	page = exchange(c, line);
-	assert_string_equal(page_types(json_object_get(page, "result"), buf,
+	assert_string_equal(harness_event_types(json_object_get(page, "result"), buf,
 				       sizeof buf), "");
 	assert_int_equal(next_of(json_object_get(page, "result")), first_next);
 	json_decref(page);
@@ -420,7 +404,7 @@ static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time
 		page = call_ok(c, "events/poll",
 			       json_pack("{s:I, s:s, s:i}", "since", since,
 					 "types", "expired", "limit", 1000));
-		assert_string_equal(page_types(page, buf, sizeof buf), "");
+		assert_string_equal(harness_event_types(page, buf, sizeof buf), "");
 		assert_true(next_of(page) >= since);
 		polls++;
 		if (next_of(page) == since) {
@@ -447,7 +431,7 @@ static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time
 		json_decref(page);
 		assert_true(polls < 100);
 	}
-	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "cancelled ");
 	assert_true(polls >= 1);
 	json_decref(page);
 	json_decref(late);
@@ -510,7 +494,7 @@ static void poll__with_types_and_wait_ms__wakes_only_on_those_types(void **state
 	json_decref(job);
 	job = cancelled_job(c);
 	page = read_result(w);
-	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "cancelled ");
 	ev = json_array_get(json_object_get(page, "events"), 0);
 	assert_string_equal(jstr(ev, "jobId"), jstr(job, "id"));
 	assert_int_equal(next_of(page), json_integer_value(json_object_get(ev, "seq")));
@@ -530,7 +514,7 @@ static void poll__with_types_and_wait_ms__wakes_only_on_those_types(void **state
 	json_decref(call_ok(c, "jobs/cancel", json_pack("{s:s}", "id",
 							jstr(job, "id"))));
 	page = read_result(w);
-	assert_string_equal(page_types(page, buf, sizeof buf), "cancelled ");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "cancelled ");
 	ev = json_array_get(json_object_get(page, "events"), 0);
 	assert_string_equal(jstr(ev, "jobId"), jstr(job, "id"));
 	json_decref(page);
@@ -548,7 +532,7 @@ static void poll__with_types_and_wait_ms__wakes_only_on_those_types(void **state
 	json_decref(job);
 	end = last_seq(c);
 	page = read_result(w);
-	assert_string_equal(page_types(page, buf, sizeof buf), "");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "");
 	assert_int_equal(next_of(page), end);
 	json_decref(page);
 	berth_client_close(w);

@@ -257,3 +257,19 @@ int harness_free_port(void)
 	close(fd);
 	return port;
 }
+
+const char *harness_event_types(const json_t *page, char *buf, size_t size)
+{
+	size_t i, len = 0;
+	json_t *ev;
+
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(page, "events"), i, ev) {
+		const char *type = json_string_value(json_object_get(ev, "type"));
+
+		len += (size_t)snprintf(buf + len, size - len, "%s ",
+					type ? type : "(none)");
+		assert_true(len < size);
+	}
+	return buf;
+}

@@ -47,5 +47,9 @@ struct berth_client *harness_connect(struct harness *h);
  * error is not NULL, in which case *error receives the error object. */
 json_t *harness_call(struct berth_client *c, const char *method,
 		     json_t *params, json_t **error);
+/* harness_event_types writes the types of an events page's events (an
+ * events/poll result), each followed by a space, into buf and returns it;
+ * it fails the cmocka test when they do not fit in size. */
+const char *harness_event_types(const json_t *page, char *buf, size_t size);
 
 #endif

@@ -283,22 +283,6 @@ static void rest__errors__carry_the_socket_codes_and_fitting_statuses(void **sta
 static long long last_seq(void);
 static bool wait_closed(int fd, int timeout_ms, char *got, size_t size);
 
-/* events_types returns the types of a page's events, each followed by a
- * space, in buf. */
-static const char *events_types(json_t *page, char *buf, size_t size)
-{
-	size_t i, len = 0;
-	json_t *ev;
-
-	buf[0] = '\0';
-	json_array_foreach(json_object_get(page, "events"), i, ev) {
-		len += (size_t)snprintf(buf + len, size - len, "%s ",
-					jstr(ev, "type"));
-		assert_true(len < size);
-	}
-	return buf;
-}
-
 /* refused_naming asserts that GET path is 400 with the socket's -32602
  * whose first error names the member at pointer. */
 static void refused_naming(const char *path, const char *pointer)
@@ -333,13 +317,13 @@ static void rest__job_events_with_types__poll_only_those_types(void **state)
 	snprintf(path, sizeof path, "/api/jobs/%s/events?types=approved,completed",
 		 id);
 	v = req(200, "GET", path, BEARER, NULL);
-	assert_string_equal(events_types(v, buf, sizeof buf),
+	assert_string_equal(harness_event_types(v, buf, sizeof buf),
 			    "approved completed ");
 	json_decref(v);
 	snprintf(path, sizeof path,
 		 "/api/jobs/%s/events?types=completed&types=created&limit=1", id);
 	v = req(200, "GET", path, BEARER, NULL);
-	assert_string_equal(events_types(v, buf, sizeof buf), "created ");
+	assert_string_equal(harness_event_types(v, buf, sizeof buf), "created ");
 	assert_int_equal(json_integer_value(json_object_get(v, "next")),
 			 json_integer_value(json_object_get(json_array_get(
 				 json_object_get(v, "events"), 0), "seq")));
@@ -348,7 +332,7 @@ static void rest__job_events_with_types__poll_only_those_types(void **state)
 	 * events. */
 	snprintf(path, sizeof path, "/api/jobs/%s/events?types=expired", id);
 	v = req(200, "GET", path, BEARER, NULL);
-	assert_string_equal(events_types(v, buf, sizeof buf), "");
+	assert_string_equal(harness_event_types(v, buf, sizeof buf), "");
 	assert_true(json_integer_value(json_object_get(v, "next")) >= last);
 	json_decref(v);
 
@@ -374,7 +358,7 @@ static void rest__job_events_with_types__poll_only_those_types(void **state)
 		assert_non_null(page);
 	}
 	close(fd);
-	assert_string_equal(events_types(page, buf, sizeof buf), "completed ");
+	assert_string_equal(harness_event_types(page, buf, sizeof buf), "completed ");
 	assert_string_equal(jstr(json_array_get(json_object_get(page, "events"), 0),
 				 "jobId"), late);
 	json_decref(page);
