@@ -528,6 +528,8 @@ static void close_all(struct api *a)
 		uv_close((uv_handle_t *)&a->accept_later, on_listener_close);
 	if (!uv_is_closing((uv_handle_t *)&a->turn))
 		uv_close((uv_handle_t *)&a->turn, on_listener_close);
+	if (!uv_is_closing((uv_handle_t *)&a->replay_later))
+		uv_close((uv_handle_t *)&a->replay_later, on_listener_close);
 	/* Closed connections write nothing more; this drops their refs. */
 	api_conn_flush_all(a);
 	if (!uv_is_closing((uv_handle_t *)&a->flush))
@@ -620,7 +622,9 @@ int api_start(uv_loop_t *loop, struct worker *w, struct store *st,
 	a->accept_later.data = a;
 	uv_check_init(loop, &a->turn);
 	a->turn.data = a;
-	a->handles += 2;
+	uv_idle_init(loop, &a->replay_later);
+	a->replay_later.data = a;
+	a->handles += 3;
 	uv_check_start(&a->turn, on_turn);
 	uv_unref((uv_handle_t *)&a->turn);
 	api_conn_start(a);

@@ -73,6 +73,8 @@ struct api {
 	struct api_wait *event_waits;
 	struct api_sub *subs;
 	uint64_t next_sub_id;
+	uv_idle_t replay_later; /* goes on with the replays that gave up
+				   their turn (sub.c) */
 
 	uint64_t started_ns;   /* uv_hrtime at api_start */
 	char readbuf[API_READ_CHUNK];

@@ -20,6 +20,13 @@
 
 /* Events read from the store per replay step. */
 #define REPLAY_CHUNK 256
+/* Replay steps per turn of the loop. A replay whose client reads fast, or
+ * whose types pass over most of the log and so send nothing, would
+ * otherwise read the whole log in one turn while every other connection
+ * waits; it goes on in the next turn instead (replay_later). A step is a
+ * read of at most REPLAY_CHUNK events, or by type of at most
+ * STORE_EVENTS_SCAN seqs: a few milliseconds at most. */
+#define REPLAY_STEPS_PER_TURN 1
 /* Subscriptions one connection may hold. */
 #define MAX_SUBS_PER_CONN 256
 
@@ -34,6 +41,7 @@ struct api_sub {
 	unsigned types;  /* STORE_MASK of the event types it wants; 0: all */
 	bool progress;   /* also live events/progress */
 	bool replaying;
+	bool yielded;     /* its replay waits for its next turn */
 	int64_t last_seq; /* the last seq sent (or skipped as not wanted) */
 
 	struct api_sub *next, **pprev;           /* in api->subs */
@@ -115,24 +123,60 @@ static bool wants(const struct api_sub *s, const struct store_event *ev)
 	return s->types == 0 || (s->types & STORE_MASK(ev->type)) != 0;
 }
 
+/* replay_read reads the next step of s's replay into *evs: the events
+ * after its last seq (of its job), or, when it asks for some types, those
+ * of them within the next STORE_EVENTS_SCAN seqs (store_events_typed),
+ * whose *next passes over the others. *caught_up is set when no event it
+ * could want lies past what was read. Returns 0 or a negative errno. */
+static int replay_read(struct api_sub *s, struct store_event **evs, size_t *n,
+		       int64_t *next, bool *caught_up)
+{
+	struct store *st = s->conn->api->store;
+	const char *job = s->job_id[0] ? s->job_id : NULL;
+	bool more;
+	int rc;
+
+	if (s->types) {
+		struct store_event_query q = {s->last_seq, job, s->types,
+					      REPLAY_CHUNK, STORE_EVENTS_SCAN};
+
+		rc = store_events_typed(st, &q, evs, n, next, &more);
+		*caught_up = !more;
+		return rc;
+	}
+	rc = store_events(st, s->last_seq, job, REPLAY_CHUNK, evs, n);
+	*next = *n ? (*evs)[*n - 1].seq : s->last_seq;
+	*caught_up = *n < REPLAY_CHUNK;
+	return rc;
+}
+
+static void on_replay_later(uv_idle_t *h);
+
 /* sub_replay sends s the logged events it has not had yet, until it has
- * caught up (it is then live) or its client's queue is full. */
+ * caught up (it is then live), its client's queue is full (api_sub_resume
+ * goes on once it has drained) or its turn is over (on_replay_later goes
+ * on in the next one). */
 static void sub_replay(struct api_sub *s)
 {
 	struct api_conn *c = s->conn;
-	struct store *st = c->api->store;
 
-	while (s->replaying && api_conn_live(c)) {
+	for (int step = 0; s->replaying && api_conn_live(c); step++) {
 		struct store_event *evs = NULL;
 		size_t n = 0;
+		int64_t next;
+		bool caught_up;
 		int rc;
 
 		if (api_conn_pending_bytes(c) >= API_REPLAY_HIGH_WATER) {
 			c->replay_blocked = true;
 			return;
 		}
-		rc = store_events(st, s->last_seq, s->job_id[0] ? s->job_id : NULL,
-				  REPLAY_CHUNK, &evs, &n);
+		if (step == REPLAY_STEPS_PER_TURN) {
+			s->yielded = true;
+			uv_idle_start(&c->api->replay_later, on_replay_later);
+			return;
+		}
+		rc = replay_read(s, &evs, &n, &next, &caught_up);
 		if (rc < 0) {
 			/* Going live here would leave a gap, so the client
 			 * is cut off; it resumes with since. */
@@ -145,18 +189,36 @@ static void sub_replay(struct api_sub *s)
 		for (size_t i = 0; i < n; i++) {
 			struct event_text t = {0};
 
-			/* An event it does not want is passed over, so that
-			 * the next read starts after it. */
 			if (wants(s, &evs[i]))
 				send_event(s, &evs[i], &t);
-			else
-				s->last_seq = evs[i].seq;
 			free(t.head);
 			store_event_finish(&evs[i]);
 		}
 		free(evs);
-		if (n < REPLAY_CHUNK)
+		/* The next read starts after what this one looked at, the
+		 * events it passed over included. */
+		if (next > s->last_seq)
+			s->last_seq = next;
+		if (caught_up)
 			s->replaying = false;
+	}
+}
+
+/* on_replay_later goes on with the replays that gave up their turn. */
+static void on_replay_later(uv_idle_t *h)
+{
+	struct api *a = h->data;
+
+	uv_idle_stop(h);
+	/* A replay may close its connection, but a connection lets go of
+	 * its subscriptions only in its close callback: the list does not
+	 * change under this walk. */
+	for (struct api_sub *s = a->subs; s; s = s->next) {
+		if (!s->yielded)
+			continue;
+		s->yielded = false;
+		if (s->replaying && !s->conn->replay_blocked)
+			sub_replay(s);
 	}
 }
 

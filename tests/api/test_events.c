@@ -439,6 +439,64 @@ static void poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time
 	harness_cleanup(&h);
 }
 
+/* A replay by type reads a long log a step a turn of the loop, so that
+ * the other clients are served between its steps. Before, one whose types
+ * matched little read the whole log in one turn, sending nothing, while
+ * every other connection waited; its answer and the event it found went
+ * out together at the end. Here the answer comes after the first step,
+ * and a ping on another connection is answered while the replay still
+ * reads: the one event it wants, at the end of the log, has not come
+ * yet. A test process held up for the rest of the replay would see it
+ * come, so that case is tried again, up to three times. */
+static void subscribe__with_types__replays_a_long_log_a_step_a_turn(void **state)
+{
+	static const char sub[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":"
+		"\"events/subscribe\",\"params\":{\"since\":0,"
+		"\"types\":\"cancelled\"}}";
+	struct harness h;
+	struct berth_client *c;
+	json_t *late;
+	int round;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	submit_many(c, 20000); /* 60,000 events, six spans */
+	late = cancelled_job(c);
+	for (round = 0; round < 3; round++) {
+		struct berth_client *a = support_connect(&h);
+		json_t *note;
+		char *line;
+		bool still_reading;
+
+		assert_int_equal(berth_client_send_line(a, sub, strlen(sub)), 0);
+		line = berth_client_read_line(a, 30000);
+		assert_non_null(line);
+		assert_non_null(strstr(line, "\"subscription\""));
+		free(line);
+		json_decref(call_ok(c, "ping", json_object()));
+		note = berth_client_next_notification(a, 0);
+		still_reading = note == NULL;
+		json_decref(note);
+		if (still_reading) {
+			/* It goes on to the end and finds the one. */
+			note = berth_client_next_notification(a, 30000);
+			assert_non_null(note);
+			assert_string_equal(jstr(json_object_get(note, "params"),
+						 "jobId"),
+					    jstr(late, "id"));
+			json_decref(note);
+		}
+		berth_client_close(a);
+		if (still_reading)
+			break;
+	}
+	assert_true(round < 3);
+	json_decref(late);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
 /* send_poll starts an events/poll with params (JSON text) on c, without
  * reading its answer. */
 static void send_poll(struct berth_client *c, const char *params)
@@ -682,6 +740,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(subscribe__turning_live_under_load__has_no_gap_or_duplicate),
 		cmocka_unit_test(subscribe__with_types__sends_only_those_types),
+		cmocka_unit_test(subscribe__with_types__replays_a_long_log_a_step_a_turn),
 		cmocka_unit_test(poll__with_types__returns_only_those_and_next_passes_the_rest),
 		cmocka_unit_test(poll__with_types_matching_nothing__walks_a_long_log_a_span_at_a_time),
 		cmocka_unit_test(poll__with_types_and_wait_ms__wakes_only_on_those_types),
