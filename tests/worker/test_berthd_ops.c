@@ -973,6 +973,13 @@ static void sighup__as_the_socket_appears__does_not_kill_berthd(void **state)
 				sleep_ms(100);
 			}
 			if (waitpid(pid, &status, WNOHANG) == pid) {
+				print_message("berthd %d of 50 ended: %s %d\n",
+					      i + 1,
+					      WIFSIGNALED(status) ? "signal"
+								  : "exit",
+					      WIFSIGNALED(status)
+						      ? WTERMSIG(status)
+						      : WEXITSTATUS(status));
 				died++;
 				pid = 0;
 				break;
