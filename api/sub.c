@@ -117,7 +117,8 @@ static int send_event(struct api_sub *s, const struct store_event *ev,
 }
 
 /* wants is true when ev is of a type s asked for (its job was checked
- * before, by the read or the caller). */
+ * before, by the caller): for the live events, which the replay's reads
+ * filter in the store. */
 static bool wants(const struct api_sub *s, const struct store_event *ev)
 {
 	return s->types == 0 || (s->types & STORE_MASK(ev->type)) != 0;
@@ -191,11 +192,12 @@ static void sub_replay(struct api_sub *s)
 			api_conn_close(c);
 			return;
 		}
+		/* Every event read is one it wants: the read filtered by
+		 * its types. */
 		for (size_t i = 0; i < n; i++) {
 			struct event_text t = {0};
 
-			if (wants(s, &evs[i]))
-				send_event(s, &evs[i], &t);
+			send_event(s, &evs[i], &t);
 			free(t.head);
 			store_event_finish(&evs[i]);
 		}
