@@ -41,6 +41,50 @@ async function rest(path, body) {
 
 const submit = async (tool, input) => (await rest('/api/jobs', { tool, input })).id;
 
+// applied waits until the page has applied the event seq (#live's
+// data-seq is the newest it has).
+const applied = (seq) => page.waitForFunction(
+  (s) => Number(document.querySelector('#live').dataset.seq) >= s, seq);
+
+// approvedToTheEnd approves job id, waits for it to finish and for the
+// page to apply its last event, and returns that event.
+async function approvedToTheEnd(id) {
+  await rest(`/api/jobs/${id}/approve`, {});
+  await rest(`/api/jobs/${id}/wait?timeoutMs=15000`);
+  const last = (await rest(`/api/jobs/${id}/events`)).events.at(-1);
+  await applied(last.seq);
+  return last;
+}
+
+// holdAnswers holds berthd's answers to the page's requests whose URL
+// matches pattern: each is fetched from berthd at once but handed to the
+// page only at release(), which resolves once all are handed and the
+// route is gone. fetched resolves once the first answer is held.
+async function holdAnswers(pattern) {
+  let heldOne, open;
+  const fetched = new Promise((resolve) => { heldOne = resolve; });
+  const gate = new Promise((resolve) => { open = resolve; });
+  const handed = [];
+  await page.route(pattern, (route) => {
+    const p = (async () => {
+      const response = await route.fetch();
+      heldOne();
+      await gate;
+      await route.fulfill({ response });
+    })();
+    handed.push(p);
+    return p;
+  });
+  return {
+    fetched,
+    release: async () => {
+      open();
+      await Promise.all(handed);
+      await page.unroute(pattern);
+    },
+  };
+}
+
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'berth-browser-'));
   writeFileSync(join(dir, 'token'), 'secret\n');
@@ -119,7 +163,7 @@ test('the inbox: approve, decline and resume through the page, live', async () =
   await page.locator(`button.item[data-job="${late}"]`).waitFor();
   await rest(`/api/jobs/${late}/wait?timeoutMs=15000&until=awaiting_approval`);
   const lateSeq = (await rest(`/api/jobs/${late}/events`)).events.at(-1).seq;
-  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, lateSeq);
+  await applied(lateSeq);
   assert.equal(await page.evaluate(() => document.activeElement.dataset.job), approveMe);
 
   // Approve, with the keyboard only.
@@ -199,31 +243,11 @@ test('an answer about a job that comes after its newer events does not put the j
   // The page fetches a job that starts to wait. Hold berthd's answer
   // (which says "awaiting approval") until the job has been approved and
   // has finished, and the page has seen those events; then hand it over.
-  let answered;
-  const held = new Promise((resolve) => { answered = resolve; });
-  let release;
-  const gate = new Promise((resolve) => { release = resolve; });
-  const handed = [];
-  await page.route(/\/api\/jobs\/[^/?]+$/, (route) => {
-    const p = (async () => {
-      const response = await route.fetch();
-      answered();
-      await gate;
-      await route.fulfill({ response });
-    })();
-    handed.push(p);
-    return p;
-  });
+  const hold = await holdAnswers(/\/api\/jobs\/[^/?]+$/);
   const id = await submit('deploy', { service: 'stale' });
-  await held;
-  await rest(`/api/jobs/${id}/approve`, {});
-  await rest(`/api/jobs/${id}/wait?timeoutMs=15000`);
-  const last = (await rest(`/api/jobs/${id}/events`)).events.at(-1);
-  assert.equal(last.type, 'completed');
-  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, last.seq);
-  release();
-  await Promise.all(handed);
-  await page.unroute(/\/api\/jobs\/[^/?]+$/);
+  await hold.fetched;
+  assert.equal((await approvedToTheEnd(id)).type, 'completed');
+  await hold.release();
   // Whatever the held answer did has happened once the page has applied
   // one more event: it came first.
   const marker = await submit('deploy', { service: 'marker' });
@@ -238,31 +262,11 @@ test('the inbox list a page reads as it opens does not undo the events that came
   await rest(`/api/jobs/${id}/wait?timeoutMs=15000&until=awaiting_approval`);
   // Hold the list (which names the job as waiting) until the job has been
   // approved and has finished and the page has seen that.
-  let asked;
-  const listAsked = new Promise((resolve) => { asked = resolve; });
-  let release;
-  const gate = new Promise((resolve) => { release = resolve; });
-  const handed = [];
-  const LIST = /\/api\/jobs\?status=/;
-  await page.route(LIST, (route) => {
-    const p = (async () => {
-      const response = await route.fetch();
-      asked();
-      await gate;
-      await route.fulfill({ response });
-    })();
-    handed.push(p);
-    return p;
-  });
+  const hold = await holdAnswers(/\/api\/jobs\?status=/);
   await page.reload();
-  await listAsked;
-  await rest(`/api/jobs/${id}/approve`, {});
-  await rest(`/api/jobs/${id}/wait?timeoutMs=15000`);
-  const last = (await rest(`/api/jobs/${id}/events`)).events.at(-1);
-  await page.waitForFunction((seq) => Number(document.querySelector('#live').dataset.seq) >= seq, last.seq);
-  release();
-  await Promise.all(handed);
-  await page.unroute(LIST);
+  await hold.fetched;
+  await approvedToTheEnd(id);
+  await hold.release();
   // The list has been applied once the inbox shows the other jobs it names.
   await page.locator('#inbox-count', { hasText: /^[1-9]/ }).waitFor();
   assert.equal(await page.locator(`button.item[data-job="${id}"]`).count(), 0);
