@@ -191,8 +191,11 @@ static const char *const sql_text[S_NSTMT] = {
 			 " WHERE" PRUNABLE ")",
 	[S_PRUNE] = "DELETE FROM jobs WHERE" PRUNABLE,
 	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
-	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = ?6 AND"
-			  LIST_REST,
+	/* jobs_status holds no completed job (migration 0006): the
+	 * "status <> 4" lets the planner use it, and sq_list asks for
+	 * completed jobs through S_LIST_ALL. */
+	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = ?6"
+			  " AND status <> 4 AND" LIST_REST,
 	[S_LIST_TOOL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE tool = ?2 AND"
 			LIST_REST, /* by id: jobs has no index by tool */
 	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = ?3 AND"
@@ -203,7 +206,7 @@ static const char *const sql_text[S_NSTMT] = {
 			  " AND id < ?7 AND substr(id, 1, length(?6)) = ?6 AND"
 			  LIST_REST,
 	[S_RUNNING] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = 2"
-		      " ORDER BY id",
+		      " AND status <> 4 ORDER BY id", /* jobs_status, as above */
 	[S_EVENTS] = "SELECT seq, job_id, tool, type, status, at, data, actor,"
 		     " via, client FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
 	[S_EVENTS_JOB] = "SELECT seq, job_id, tool, type, status, at, data,"
@@ -232,7 +235,11 @@ static const char *const sql_text[S_NSTMT] = {
 	/* sqlite_sequence remembers the highest seq even once it was
 	 * pruned. */
 	[S_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
-	[S_COUNT] = "SELECT status, count(*) FROM jobs GROUP BY status",
+	/* The jobs of each status but completed, from jobs_status, and all
+	 * jobs (a count of the primary key's pages, not of its rows), in one
+	 * statement: one snapshot, so completed = all - the others. */
+	[S_COUNT] = "SELECT status, count(*) FROM jobs WHERE status <> 4"
+		    " GROUP BY status UNION ALL SELECT -1, count(*) FROM jobs",
 	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
 		   " WHERE job_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
 	[S_TOOL_PAUSED] = "SELECT paused FROM tools WHERE name = ?1",
@@ -1443,14 +1450,16 @@ static int sq_list(void *be, const struct store_filter *f, int limit,
 
 	/* Lead with the index that narrows the most: a prefix of ids, a
 	 * run, one status; the other filters are checked on the rows it
-	 * yields. */
+	 * yields. Completed jobs have no index by status: most jobs are,
+	 * so the primary key, newest first, fills a page soonest. */
 	if (prefix != NULL && strlen(prefix) < sizeof(end))
 		id = S_LIST_PREFIX;
 	else if (prefix != NULL)
 		return 0; /* longer than any id: no job matches */
 	else if (run_id != NULL)
 		id = S_LIST_RUN;
-	else if (mask != 0 && (mask & (mask - 1)) == 0)
+	else if (mask != 0 && (mask & (mask - 1)) == 0 &&
+		 mask != STORE_MASK(STORE_COMPLETED))
 		id = S_LIST_STATUS;
 	else if (tool != NULL)
 		id = S_LIST_TOOL;
@@ -1628,13 +1637,20 @@ static int sq_count_by_status(void *be, int64_t counts[STORE_NSTATUS])
 	if (s == NULL)
 		return prepare_error(c);
 	memset(counts, 0, sizeof(int64_t) * STORE_NSTATUS);
+	int64_t all = 0, others = 0;
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int st = sqlite3_column_int(s, 0);
-		if (st >= 0 && st < STORE_NSTATUS)
-			counts[st] = sqlite3_column_int64(s, 1);
+		int64_t v = sqlite3_column_int64(s, 1);
+		if (st == -1) {
+			all = v;
+		} else if (st >= 0 && st < STORE_NSTATUS) {
+			counts[st] = v;
+			others += v;
+		}
 	}
 	done(s);
+	counts[STORE_COMPLETED] = all - others;
 	return rc == SQLITE_DONE ? 0 : err(rc);
 }
 

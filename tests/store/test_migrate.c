@@ -80,6 +80,19 @@ static void open__fresh_database__applies_every_migration(void **state)
 	/* 0005: the prune walks the primary key; no index by finished_at
 	 * is written by each job's last commit. */
 	assert_false(table_exists(f->path, "jobs_finished"));
+	/* 0006: jobs_status leaves completed jobs out. */
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master"
+					    " WHERE name = 'jobs_status'",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_non_null(strstr((const char *)sqlite3_column_text(s, 0),
+			       "WHERE status <> 4"));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
 }
 
 static void open__again__keeps_the_version_and_the_data(void **state)

@@ -1037,6 +1037,71 @@ static void list__pages_through_every_match_once_newest_first(void **state)
 	}
 }
 
+/* lists reads every page of the jobs matching mask, newest first, into
+ * ids; returns their count. */
+static int lists(struct fx *f, unsigned mask, char ids[][40])
+{
+	struct store_filter flt = {.status_mask = mask};
+	char *cursor = NULL;
+	int seen = 0;
+	do {
+		struct store_job **jobs;
+		size_t n;
+		char *next;
+		assert_int_equal(store_list(f->st, &flt, 3, cursor, &jobs, &n, &next), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(mask & STORE_MASK(jobs[i]->status));
+			memcpy(ids[seen++], jobs[i]->id, 40);
+			store_job_free(jobs[i]);
+		}
+		free(jobs);
+		free(cursor);
+		cursor = next;
+	} while (cursor != NULL);
+	return seen;
+}
+
+/* jobs_status holds no completed job (migration 0006): a job that
+ * completes leaves it, completed jobs are listed through the primary key
+ * and counted as all jobs less the others, and every status reads as
+ * before. */
+static void list_and_count__find_completed_jobs_outside_the_status_index(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 12 };
+	char ids[N][40], got[N][40];
+	for (int i = 0; i < N; i++)
+		assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, i, ids[i]), 0);
+	assert_int_equal(claim(f, 10, NULL, 0, NULL), 10);
+	/* ids[0..5] completed, [6..8] failed, [9] running, [10, 11] pending. */
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(fx_move(f, ids[i], STORE_MASK(STORE_RUNNING),
+					 i < 6 ? STORE_COMPLETED : STORE_FAILED,
+					 i < 6 ? STORE_EV_COMPLETED : STORE_EV_FAILED, NULL),
+				 0);
+
+	int64_t counts[STORE_NSTATUS];
+	assert_int_equal(store_count_by_status(f->st, counts), 0);
+	assert_int_equal(counts[STORE_COMPLETED], 6);
+	assert_int_equal(counts[STORE_FAILED], 3);
+	assert_int_equal(counts[STORE_RUNNING], 1);
+	assert_int_equal(counts[STORE_PENDING], 2);
+	assert_int_equal(counts[STORE_CANCELLED], 0);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs INDEXED BY jobs_status"
+				     " WHERE status <> 4"),
+			 6);
+
+	assert_int_equal(lists(f, STORE_MASK(STORE_COMPLETED), got), 6);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(got[i], ids[5 - i]);
+	assert_int_equal(lists(f, STORE_MASK(STORE_FAILED), got), 3);
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(got[i], ids[8 - i]);
+	assert_int_equal(lists(f, STORE_MASK(STORE_PENDING), got), 2);
+	assert_int_equal(lists(f, STORE_MASK(STORE_RUNNING), got), 1);
+	assert_string_equal(got[0], ids[9]);
+}
+
 static void list__with_a_cursor_it_did_not_make__is_invalid(void **state)
 {
 	struct fx *f = *state;
@@ -1451,6 +1516,7 @@ int main(void)
 		T(log__of_a_missing_job__is_not_found_and_writes_nothing),
 		T(expire__moves_overdue_suspended_and_awaiting_jobs_to_expired),
 		T(list__pages_through_every_match_once_newest_first),
+		T(list_and_count__find_completed_jobs_outside_the_status_index),
 		T(list__with_a_cursor_it_did_not_make__is_invalid),
 		T(list__by_id_prefix__reads_the_range_of_ids_that_begin_so),
 		T(event_seq__grows_by_one_across_reopen_and_is_never_reused_after_pruning),

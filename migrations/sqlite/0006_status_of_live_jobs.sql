@@ -1,0 +1,24 @@
+-- 0006_status_of_live_jobs: jobs_status no longer holds completed jobs.
+--
+-- Most jobs end completed, and most of a database's rows are completed
+-- jobs; yet the scheduler, the recovery scan and the listings that need an
+-- index by status ask for live jobs (pending, running, waiting) and for
+-- the failed, cancelled and expired ones an operator looks into. Every
+-- job written completed (a job run at its submission is inserted once, in
+-- its final state) paid an entry in jobs_status, and its commit more WAL
+-- pages for it: without the entry, callgrind of berthd's writer under the
+-- e2e no-op load counts 62,400-63,200 instructions a job instead of
+-- 67,600, and 7.8-8.0 WAL frames a commit instead of 9.9
+-- (docs/BENCHMARKS.md, "After run 13").
+--
+-- What reads completed jobs by status now walks the primary key, newest
+-- first: a listing of completed jobs stops once its page is full, and the
+-- count of completed jobs is all jobs less the others (store/sqlite.c,
+-- S_LIST_STATUS and S_COUNT). A job that completes later (one that ran on
+-- a thread, a worker, a child process) loses its entry on its final
+-- transition, as it lost the old one before.
+--
+-- The index is built anew: one read of the jobs table, about a second for
+-- a million jobs.
+DROP INDEX jobs_status;
+CREATE INDEX jobs_status ON jobs (status, id) WHERE status <> 4;
