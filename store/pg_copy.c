@@ -192,9 +192,8 @@ int store_copy(const char *from, const char *to, char **errmsg)
 		}
 	}
 	/* seq goes on from the highest ever given out, even a pruned one. */
-	int64_t last = scalar(db, "SELECT max(coalesce((SELECT seq FROM sqlite_sequence"
-				  " WHERE name = 'events'), 0),"
-				  " coalesce((SELECT max(seq) FROM events), 0))");
+	int64_t last = scalar(db, "SELECT max(n, coalesce((SELECT max(seq) FROM events), 0))"
+				  " FROM event_seq_floor");
 	char sql[128];
 	snprintf(sql, sizeof(sql), "UPDATE event_seq SET n = %lld", (long long)last);
 	if ((rc = exec_ok(pg, sql, errmsg)) != 0)

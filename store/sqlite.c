@@ -47,6 +47,7 @@ enum stmt_id {
 	S_EXPIRE_SCAN,
 	S_EXPIRE_ONE,
 	S_TOOL_PAUSE,
+	S_PRUNE_FLOOR,
 	S_PRUNE_EVENTS,
 	S_PRUNE_LOGS,
 	S_PRUNE,
@@ -63,6 +64,7 @@ enum stmt_id {
 	S_EVENTS_TYPED,
 	S_EVENTS_TYPED_JOB,
 	S_LAST_SEQ,
+	S_SEQ_FLOOR,
 	S_COUNT,
 	S_LOGS,
 	S_TOOL_PAUSED,
@@ -90,6 +92,11 @@ enum stmt_id {
  * cutoff was made before it, so only the primary key below ?2 is walked
  * (migration 0005); the '+' keeps the planner off jobs_status, whose range
  * would be every terminal job. */
+/* The last seq ever given out, of a statement on event_seq_floor: the
+ * largest in events, or the floor a prune left when it deleted that one
+ * (migration 0007). */
+#define LAST_SEQ "max(n, coalesce((SELECT max(seq) FROM events), 0))"
+
 #define PRUNABLE " id < ?2 AND +status >= 4 AND +finished_at < ?1"
 
 /* OR FAIL: a statement that changes one row, or whose failure fails the
@@ -184,6 +191,8 @@ static const char *const sql_text[S_NSTMT] = {
 			 " RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES (?1, ?2)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+	/* The seqs about to be pruned stay given out (migration 0007). */
+	[S_PRUNE_FLOOR] = "UPDATE event_seq_floor SET n = " LAST_SEQ,
 	/* A pruned job's events and log lines go first, then the job. */
 	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
 			   " WHERE" PRUNABLE ")",
@@ -217,12 +226,10 @@ static const char *const sql_text[S_NSTMT] = {
 	 * ?5) and the last one committed, then the events of types ?3 after
 	 * ?1 up to ?4, at most ?2 of them. */
 	[S_EVENTS_SPAN] = "SELECT (SELECT min(seq) FROM events WHERE seq > ?1),"
-			  " (SELECT seq FROM sqlite_sequence"
-			  " WHERE name = 'events')",
+			  " (SELECT " LAST_SEQ " FROM event_seq_floor)",
 	[S_EVENTS_SPAN_JOB] = "SELECT (SELECT min(seq) FROM events"
 			      " WHERE job_id = ?5 AND seq > ?1),"
-			      " (SELECT seq FROM sqlite_sequence"
-			      " WHERE name = 'events')",
+			      " (SELECT " LAST_SEQ " FROM event_seq_floor)",
 	[S_EVENTS_TYPED] = "SELECT seq, job_id, tool, type, status, at, data,"
 			   " actor, via, client FROM events"
 			   " WHERE seq > ?1 AND seq <= ?4"
@@ -232,9 +239,10 @@ static const char *const sql_text[S_NSTMT] = {
 			       " WHERE job_id = ?5 AND seq > ?1 AND seq <= ?4"
 			       " AND ((1 << type) & ?3) != 0"
 			       " ORDER BY seq LIMIT ?2",
-	/* sqlite_sequence remembers the highest seq even once it was
-	 * pruned. */
-	[S_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+	[S_LAST_SEQ] = "SELECT " LAST_SEQ " FROM event_seq_floor",
+	/* The floor, and the largest seq in events (see next_seq). */
+	[S_SEQ_FLOOR] = "SELECT n, coalesce((SELECT max(seq) FROM events), 0)"
+			" FROM event_seq_floor",
 	/* The jobs of each status but completed, from jobs_status, and all
 	 * jobs (a count of the primary key's pages, not of its rows), in one
 	 * statement: one snapshot, so completed = all - the others. */
@@ -291,6 +299,10 @@ struct conn {
 	struct pending_event *pend;
 	size_t npend, cap_pend;
 	struct store__batch *batch;
+	/* The seq the next event must follow when SQLite's own choice (the
+	 * largest seq in events, plus one) would give out a pruned one
+	 * again; 0 when it would not, -1 when not known (see next_seq). */
+	int64_t seq_floor;
 	/* The creations not yet inserted (see flush_jobs), and the
 	 * transition each absorbed (or NULL). */
 	sqlite3_stmt *job_stmt[JOB_SIZES];
@@ -541,18 +553,44 @@ static sqlite3_stmt *ev_stmt(struct conn *c, int k)
 {
 	return multi_row(c, &c->ev_stmt[k],
 			 "INSERT OR FAIL INTO events (job_id, tool, type,"
-			 " status, at, data, actor, via, client) VALUES ",
-			 "(?, ?, ?, ?, ?, ?, ?, ?, ?),", (size_t)1 << k);
+			 " status, at, data, actor, via, client, seq) VALUES ",
+			 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?),", (size_t)1 << k);
+}
+
+/*
+ * next_seq learns c->seq_floor where it is not known (-1): after opening,
+ * a prune or a rollback. Without AUTOINCREMENT (migration 0007) SQLite
+ * gives a new event the largest seq in events plus one, which is a seq
+ * given out before when a prune deleted the newest events: then the floor
+ * the prune left is larger, and the next event takes the seq after it.
+ * Returns 0 or a storage error.
+ */
+static int next_seq(struct conn *c)
+{
+	if (c->seq_floor >= 0)
+		return 0;
+	sqlite3_stmt *s = get(c, S_SEQ_FLOOR);
+	if (s == NULL)
+		return prepare_error(c);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		int64_t floor = sqlite3_column_int64(s, 0);
+		int64_t top = sqlite3_column_int64(s, 1);
+		c->seq_floor = floor > top ? floor : 0;
+	}
+	done(s);
+	return rc == SQLITE_ROW ? 0 : err(rc == SQLITE_DONE ? SQLITE_CORRUPT : rc);
 }
 
 /*
  * flush_events inserts the pending events of the transaction, in the
  * order they were appended, as few multi-row INSERTs, and gives each its
  * seq. One statement of n rows costs far less than n statements: each
- * statement also reads and rewrites the AUTOINCREMENT counter and opens
- * and closes a statement journal. The rows of one INSERT take consecutive
- * seqs (the writer holds the database's write lock), so the last rowid
- * names them all; AUTOINCREMENT still never reuses a seq. It runs before
+ * statement opens and closes a statement journal. SQLite picks the seqs
+ * (a given seq costs a search of the table a row), but for the first
+ * event after a prune of the newest ones (next_seq). The rows of one
+ * INSERT take consecutive seqs (the writer holds the database's write
+ * lock), so the last rowid names them all. It runs before
  * anything that could read or delete events (every request but creations,
  * transitions and claims) and before the commit. Returns 0 or a storage
  * error, which fails the whole transaction.
@@ -560,6 +598,9 @@ static sqlite3_stmt *ev_stmt(struct conn *c, int k)
 static int flush_events(struct conn *c)
 {
 	size_t i = 0;
+	int rc = c->npend > 0 ? next_seq(c) : 0;
+	if (rc != 0)
+		return rc;
 	while (i < c->npend) {
 		int k = rows_k(c->npend - i, EV_SIZES);
 		sqlite3_stmt *s = ev_stmt(c, k);
@@ -568,7 +609,7 @@ static int flush_events(struct conn *c)
 		size_t rows = (size_t)1 << k;
 		for (size_t r = 0; r < rows; r++) {
 			const struct store_event *ev = &c->batch->events[c->pend[i + r].ev];
-			int p = (int)r * 9;
+			int p = (int)r * 10;
 			sqlite3_bind_text(s, p + 1, ev->job_id, -1, SQLITE_STATIC);
 			sqlite3_bind_text(s, p + 2, ev->tool, -1, SQLITE_STATIC);
 			sqlite3_bind_int(s, p + 3, ev->type);
@@ -578,8 +619,14 @@ static int flush_events(struct conn *c)
 			bind_str(s, p + 7, ev->by);
 			bind_str(s, p + 8, ev->via);
 			bind_str(s, p + 9, c->pend[i + r].client);
+			if (c->seq_floor > 0) {
+				sqlite3_bind_int64(s, p + 10, c->seq_floor + 1);
+				c->seq_floor = 0;
+			} else {
+				sqlite3_bind_null(s, p + 10);
+			}
 		}
-		int rc = sqlite3_step(s);
+		rc = sqlite3_step(s);
 		rewind_stmt(s);
 		if (rc != SQLITE_DONE)
 			return err(rc);
@@ -1234,7 +1281,8 @@ static int do_pause(struct conn *c, struct store__wreq *w)
 
 static int do_prune(struct conn *c, struct store__wreq *w)
 {
-	static const enum stmt_id steps[] = {S_PRUNE_EVENTS, S_PRUNE_LOGS, S_PRUNE};
+	static const enum stmt_id steps[] = {S_PRUNE_FLOOR, S_PRUNE_EVENTS,
+					     S_PRUNE_LOGS, S_PRUNE};
 	char floor[14];
 	int rc = 0;
 	store__uuid7_floor(w->req->u.prune.before, floor);
@@ -1242,10 +1290,13 @@ static int do_prune(struct conn *c, struct store__wreq *w)
 		sqlite3_stmt *s = get(c, steps[i]);
 		if (s == NULL)
 			return prepare_error(c);
-		sqlite3_bind_int64(s, 1, w->req->u.prune.before);
-		sqlite3_bind_text(s, 2, floor, -1, SQLITE_TRANSIENT);
+		if (steps[i] != S_PRUNE_FLOOR) {
+			sqlite3_bind_int64(s, 1, w->req->u.prune.before);
+			sqlite3_bind_text(s, 2, floor, -1, SQLITE_TRANSIENT);
+		}
 		rc = run(s);
 	}
+	c->seq_floor = -1; /* the newest events may be gone */
 	/* The last statement's changes: the jobs deleted. */
 	w->req->count = rc == 0 ? sqlite3_changes64(c->db) : 0;
 	w->rc = 0;
@@ -1383,6 +1434,7 @@ static void sq_rollback(void *be)
 	struct sq *q = be;
 	q->w.npend = 0;
 	q->w.njobs = 0;
+	q->w.seq_floor = -1; /* a prune, or a use of the floor, undone */
 	/* SQLite may have rolled back already (after SQLITE_FULL, IOERR,
 	 * NOMEM); a ROLLBACK outside a transaction would be an error. */
 	if (!sqlite3_get_autocommit(q->w.db))
@@ -1978,6 +2030,7 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 		free(q);
 		return -ENOMEM;
 	}
+	q->w.seq_floor = -1;
 
 	/* The lock comes first: no second daemon may even migrate. It also
 	 * creates a new database file, mode 0600, and fails for a database

@@ -196,6 +196,61 @@ static void migrate__list_with_a_gap__is_refused(void **state)
 	assert_false(table_exists(f->path, "a"));
 }
 
+/* A database of migration 0006 whose newest events were pruned (its
+ * AUTOINCREMENT counter at 9, its events at 1..5) is copied into events
+ * without AUTOINCREMENT by 0007 with every event kept, and its next event
+ * takes seq 10, not 6: a seq once given out never comes back. */
+static void open__a_database_with_autoincrement__keeps_its_pruned_seqs_given_out(void **state)
+{
+	struct fx *f = *state;
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(sqlite3_exec(db, migrations_sqlite[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+		"PRAGMA user_version = 6;"
+		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k"
+		" WHERE i < 9)"
+		" INSERT INTO events (job_id, tool, type, status, at, data, actor)"
+		" SELECT 'j' || i, 't', 0, 0, 1795561025123 + i, '{\"i\":' || i || '}',"
+		" 'ann' FROM k;"
+		"DELETE FROM events WHERE seq > 5;", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
+	assert_false(table_exists(f->path, "events_0007"));
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_sequence"
+				     " WHERE name = 'events'"), 0);
+	assert_int_equal(store_last_seq(f->st), 9);
+
+	struct store_event *ev = NULL;
+	size_t n = 0;
+	assert_int_equal(store_events(f->st, 0, NULL, 10, &ev, &n), 0);
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < n; i++) {
+		char job[24];
+		snprintf(job, sizeof(job), "j%zu", i + 1);
+		assert_int_equal(ev[i].seq, (int64_t)i + 1);
+		assert_string_equal(ev[i].job_id, job);
+		assert_int_equal(ev[i].at, 1795561025123 + (int64_t)i + 1);
+		store_event_finish(&ev[i]);
+	}
+	free(ev);
+
+	char id[40];
+	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 1, id), 0);
+	assert_int_equal(store_events(f->st, 5, NULL, 10, &ev, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].seq, 10);
+	assert_string_equal(ev[0].job_id, id);
+	store_event_finish(&ev[0]);
+	free(ev);
+	assert_int_equal(store_last_seq(f->st), 10);
+}
+
 /* A database of schema 2 (before principals) is migrated by
  * 0003_principals, and its jobs and events read as submitted, decided and
  * caused by "unknown": nothing that was there is lost, and nothing is
@@ -276,6 +331,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(migrate__applies_only_the_pending_ones_in_order,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(migrate__list_with_a_gap__is_refused,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__a_database_with_autoincrement__keeps_its_pruned_seqs_given_out,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(open__a_database_before_principals__reads_its_deciders_as_unknown,
 						fx_setup_closed, fx_teardown),

@@ -1222,6 +1222,37 @@ static void event_seq__grows_by_one_across_reopen_and_is_never_reused_after_prun
 	free_events(ev, n);
 }
 
+/* A prune that deletes the newest events, then events written without a
+ * reopen: the first takes the seq after the pruned ones (the floor the
+ * prune left, migration 0007), the next ones follow it. */
+static void event_seq__after_a_prune_of_the_newest_events__goes_on_past_them(void **state)
+{
+	struct fx *f = *state;
+	char a[40], b[40], c[40];
+	bring(f, STORE_RUNNING, a);
+	assert_int_equal(fx_move(f, a, STORE_MASK(STORE_RUNNING), STORE_COMPLETED,
+				 STORE_EV_COMPLETED, NULL), 0);
+	struct store_req req = {.op = STORE_OP_PRUNE};
+	req.u.prune.before = store_now() + 1000;
+	assert_int_equal(fx_run(f, &req), 0);
+	assert_int_equal(req.count, 1);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM events"), 0);
+	assert_int_equal(store_last_seq(f->st), 3);
+
+	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 1, b), 0);
+	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 2, c), 0);
+	struct store_event *ev;
+	size_t n;
+	assert_int_equal(store_events(f->st, 0, NULL, 10, &ev, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ev[0].seq, 4);
+	assert_string_equal(ev[0].job_id, b);
+	assert_int_equal(ev[1].seq, 5);
+	assert_string_equal(ev[1].job_id, c);
+	free_events(ev, n);
+	assert_int_equal(store_last_seq(f->st), 5);
+}
+
 static void prune__deletes_old_terminal_jobs_with_their_events_and_logs_only(void **state)
 {
 	struct fx *f = *state;
@@ -1520,6 +1551,7 @@ int main(void)
 		T(list__with_a_cursor_it_did_not_make__is_invalid),
 		T(list__by_id_prefix__reads_the_range_of_ids_that_begin_so),
 		T(event_seq__grows_by_one_across_reopen_and_is_never_reused_after_pruning),
+		T(event_seq__after_a_prune_of_the_newest_events__goes_on_past_them),
 		T(prune__deletes_old_terminal_jobs_with_their_events_and_logs_only),
 		T(events_typed__returns_only_those_types_and_next_passes_the_rest),
 		T(listeners__see_each_event_in_seq_order_before_the_done_callback),
