@@ -1412,6 +1412,22 @@ def test_more_params(d):
     check(r.get("result") == {}, "unknown members are ignored", r)
     j = submit(c, "noop", {}, _meta={"progressToken": 1}, somethingNew=5)
     check(j.get("status") == "pending", "submit ignores unknown members", j)
+    # An integer param written with a zero fraction is an integer, as
+    # JSON Schema counts it (a Python client's seconds * 1000 is 5000.0);
+    # a fraction is still refused.
+    j = submit(c, "noop", {}, timeoutMs=5000.0, priority=2.0,
+               delayMs=600000.0)
+    check(j.get("timeoutMs") == 5000 and is_int(j.get("timeoutMs"))
+          and j.get("priority") == 2,
+          "integer params written as 5000.0 are integers", j)
+    if j.get("id"):
+        c.call("jobs/cancel", {"id": j["id"]})
+    res = c.call("events/poll", {"since": 0, "limit": 2.0}) or {}
+    check(len(res.get("events", [])) == 2, "events/poll limit 2.0", res)
+    err = c.error("jobs/submit", {"tool": "noop", "input": {},
+                                  "timeoutMs": 5000.5}, -32602,
+                  "timeoutMs 5000.5")
+    check_schema_error(err, "/timeoutMs", "timeoutMs with a fraction")
     # A cursor the server did not give out is -32602, for both lists.
     err = c.error("tools/list", {"cursor": "not-a-cursor-we-gave"}, -32602,
                   "tools/list with a cursor never given out")
