@@ -1175,6 +1175,19 @@ def test_lifecycle(d):
     w = wait(c, e.get("id"), until=["expired"], timeout_ms=10000)
     check(w.get("status") == "expired", "suspended past its ttl -> expired",
           w)
+    # ttl bounds a wait for a person, never a job's time pending
+    # (docs/API.md): a job of a paused tool outlives its ttl.
+    c.call("tools/pause", {"name": "noop"})
+    e = submit(c, "noop", {"ttl": 1}, ttlMs=300)
+    check("expiresAt" not in e, "no expiresAt while a job waits for no one",
+          e)
+    w = c.call("jobs/wait", {"id": e.get("id"), "until": ["expired"],
+                             "timeoutMs": 1200}) or {}
+    check(w.get("status") == "pending", "a pending job past its ttl stays "
+          "pending", w)
+    c.call("tools/unpause", {"name": "noop"})
+    w = wait(c, e.get("id"))
+    check(w.get("status") == "completed", "... and runs once unpaused", w)
     c.close()
 
 
