@@ -58,12 +58,36 @@ static bool one_or_some(const json_t *v, bool (*ok)(const json_t *))
 	return true;
 }
 
+/* int_value stores in *out the integer v holds and returns true: a JSON
+ * integer, or a number with a zero fraction such as 5000.0, which JSON
+ * Schema counts as an integer too (draft 2020-12, "type") and which a
+ * client computing a duration in floating point sends. A fraction, a
+ * value outside 64 bits or anything else is false. */
+static bool int_value(const json_t *v, int64_t *out)
+{
+	double d;
+
+	if (json_is_integer(v)) {
+		*out = (int64_t)json_integer_value(v);
+		return true;
+	}
+	if (!json_is_real(v))
+		return false;
+	d = json_real_value(v);
+	/* -2^63 is exact as a double and 2^63 the first value past the
+	 * range; the cast is defined only inside it (so NaN fails first). */
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+		return false;
+	*out = (int64_t)d;
+	return (double)*out == d;
+}
+
 /* check_one checks the present value v of member p. */
 static void check_one(const struct api_param *p, const json_t *v,
 		      json_t *errors)
 {
 	char detail[96];
-	int64_t t;
+	int64_t t, n;
 
 	switch (p->type) {
 	case API_P_ANY:
@@ -85,16 +109,14 @@ static void check_one(const struct api_param *p, const json_t *v,
 		break;
 	}
 	case API_P_INT:
-		if (!json_is_integer(v)) {
+		if (!int_value(v, &n)) {
 			add_error(errors, p->name, "type",
 				  "%s must be an integer", p->name);
-		} else if (json_integer_value(v) < p->min ||
-			   json_integer_value(v) > p->max) {
+		} else if (n < p->min || n > p->max) {
 			snprintf(detail, sizeof detail, "%lld to %lld",
 				 (long long)p->min, (long long)p->max);
 			add_error(errors, p->name,
-				  json_integer_value(v) < p->min ? "minimum"
-								 : "maximum",
+				  n < p->min ? "minimum" : "maximum",
 				  "%s must be from %s", p->name, detail);
 		}
 		break;
@@ -258,9 +280,9 @@ const char *api_params_str(const json_t *params, const char *name)
 
 int64_t api_params_int(const json_t *params, const char *name, int64_t def)
 {
-	json_t *v = json_object_get(params, name);
+	int64_t n;
 
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : def;
+	return int_value(json_object_get(params, name), &n) ? n : def;
 }
 
 bool api_params_bool(const json_t *params, const char *name, bool def)

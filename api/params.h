@@ -57,7 +57,9 @@ unsigned api_params_status_mask(const json_t *v);
  * API_P_EVENT_TYPES value that passed the check (0 for NULL). */
 unsigned api_params_event_mask(const json_t *v);
 
-/* Typed reads of checked params, with a default for absent members. */
+/* Typed reads of checked params, with a default for absent members;
+ * api_params_int reads an integer written with a zero fraction (5000.0)
+ * as the check does. */
 const char *api_params_str(const json_t *params, const char *name);
 int64_t api_params_int(const json_t *params, const char *name, int64_t def);
 bool api_params_bool(const json_t *params, const char *name, bool def);

@@ -432,12 +432,40 @@ def test_framing(d):
     c.send_raw(b'{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r\n')
     r = c.reply_to("crlf", 10)
     check(r is not None and r.get("result") == {}, "\\r\\n is tolerated", r)
-    # Ids echoed: string, number, zero, negative, float.
-    for rid in ("abc", 7, 0, -3, "", 12345678901):
+    # Ids echoed: string, number, zero, negative, float, null, and the
+    # ends of 64 bits (docs/API.md).
+    for rid in ("abc", 7, 0, -3, "", 12345678901, 1.5,
+                2 ** 63 - 1, -2 ** 63, 2 ** 53 + 1):
         r = c.request("ping", rid=rid)
         check(r.get("id") == rid and type(r.get("id")) is type(rid)
               and r.get("jsonrpc") == "2.0",
               "id %r echoed as it was" % (rid,), r)
+    c.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
+    m = c.read_msg(10)
+    check(m and "id" in m and m["id"] is None and m.get("result") == {},
+          "id null is a request, answered with id null", m)
+    # An integer past 64 bits is a parse error (docs/API.md: JSON lets a
+    # parser limit its numbers), answered, and the connection goes on.
+    c.send_raw(b'{"jsonrpc":"2.0","id":100000000000000000000,'
+               b'"method":"ping"}\n')
+    m = c.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32700 and m["id"] is None,
+          "an integer past 64 bits -> -32700 with id null", m)
+    # Empty and blank lines are skipped, unanswered (docs/API.md).
+    c.send_raw(b"\n  \t\r\n\r\n")
+    r = c.request("ping", rid="after-blank")
+    check(r.get("result") == {} and not c.held,
+          "blank lines get no answer", c.held)
+    c.held = []
+    # The last line may end without its newline when the client closes
+    # its sending side; its answer still comes.
+    e = d.client()
+    e.send_raw(b'{"jsonrpc":"2.0","id":"eof","method":"ping"}')
+    e.s.shutdown(socket.SHUT_WR)
+    r = e.reply_to("eof", 10)
+    check(r is not None and r.get("result") == {},
+          "a last line without newline at EOF is answered", r)
+    e.close()
     # A reply has exactly jsonrpc, id and result or error.
     r = c.request("ping")
     check(set(r) == {"jsonrpc", "id", "result"}, "reply members", r)
@@ -772,6 +800,11 @@ def test_submit(d):
     # Different keys: different jobs.
     f = submit(c, "noop", {}, idempotencyKey=k + "-other")
     check(f.get("id") != a.get("id"), "other key -> other job", f)
+    # A key belongs to its tool (docs/API.md): the same key with another
+    # tool is another job.
+    g = submit(c, "sleep", {"ms": 1}, idempotencyKey=k)
+    check(g.get("id") not in (None, a.get("id")) and g.get("tool") == "sleep",
+          "the same key with another tool -> another job", g)
     # Ids are UUIDv7 and time-ordered.
     ids = [submit(c, "noop", {"n": i}).get("id", "") for i in range(5)]
     check(ids == sorted(ids), "ids are time-ordered", ids)
@@ -831,6 +864,9 @@ def test_list(d):
         check_job(x, "listed job")
     check("nextCursor" not in (res or {}), "no nextCursor on the last page",
           res)
+    check([x.get("id") for x in jobs] == sorted(made, reverse=True),
+          "jobs/list lists newest first (docs/API.md)",
+          [x.get("id") for x in jobs])
     # Paging with a cursor.
     seen = []
     cursor = None
@@ -1139,6 +1175,19 @@ def test_lifecycle(d):
     w = wait(c, e.get("id"), until=["expired"], timeout_ms=10000)
     check(w.get("status") == "expired", "suspended past its ttl -> expired",
           w)
+    # ttl bounds a wait for a person, never a job's time pending
+    # (docs/API.md): a job of a paused tool outlives its ttl.
+    c.call("tools/pause", {"name": "noop"})
+    e = submit(c, "noop", {"ttl": 1}, ttlMs=300)
+    check("expiresAt" not in e, "no expiresAt while a job waits for no one",
+          e)
+    w = c.call("jobs/wait", {"id": e.get("id"), "until": ["expired"],
+                             "timeoutMs": 1200}) or {}
+    check(w.get("status") == "pending", "a pending job past its ttl stays "
+          "pending", w)
+    c.call("tools/unpause", {"name": "noop"})
+    w = wait(c, e.get("id"))
+    check(w.get("status") == "completed", "... and runs once unpaused", w)
     c.close()
 
 
@@ -1412,6 +1461,29 @@ def test_more_params(d):
     check(r.get("result") == {}, "unknown members are ignored", r)
     j = submit(c, "noop", {}, _meta={"progressToken": 1}, somethingNew=5)
     check(j.get("status") == "pending", "submit ignores unknown members", j)
+    # An integer param written with a zero fraction is an integer, as
+    # JSON Schema counts it (a Python client's seconds * 1000 is 5000.0);
+    # a fraction is still refused.
+    j = submit(c, "noop", {}, timeoutMs=5000.0, priority=2.0,
+               delayMs=600000.0)
+    check(j.get("timeoutMs") == 5000 and is_int(j.get("timeoutMs"))
+          and j.get("priority") == 2,
+          "integer params written as 5000.0 are integers", j)
+    if j.get("id"):
+        c.call("jobs/cancel", {"id": j["id"]})
+    res = c.call("events/poll", {"since": 0, "limit": 2.0}) or {}
+    check(len(res.get("events", [])) == 2, "events/poll limit 2.0", res)
+    # Without limit a poll answers at most 100 events (docs/API.md).
+    res = c.call("events/poll", {"since": 0}) or {}
+    most = c.call("events/poll", {"since": 0, "limit": 1000}) or {}
+    check(len(res.get("events", [])) == min(100, len(most.get("events", [])))
+          and len(most.get("events", [])) > 100,
+          "events/poll answers 100 events without limit",
+          [len(res.get("events", [])), len(most.get("events", []))])
+    err = c.error("jobs/submit", {"tool": "noop", "input": {},
+                                  "timeoutMs": 5000.5}, -32602,
+                  "timeoutMs 5000.5")
+    check_schema_error(err, "/timeoutMs", "timeoutMs with a fraction")
     # A cursor the server did not give out is -32602, for both lists.
     err = c.error("tools/list", {"cursor": "not-a-cursor-we-gave"}, -32602,
                   "tools/list with a cursor never given out")
@@ -1488,6 +1560,22 @@ def test_more_params(d):
           "TCP: a wrong token -> -32010", r)
     t.send({"jsonrpc": "2.0", "method": "ping"})
     r = t.request("server/auth", {"token": d.token})
+    # Before login a line may hold 64 KiB: a longer one is answered
+    # -32600 {limit: 65536} and its connection closed (docs/API.md).
+    s = d.tcp_client()
+    s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"server/auth","params":'
+               b'{"token":"' + b"a" * 70000 + b'"}}\n')
+    m = s.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32600
+          and m["error"].get("data", {}).get("limit") == 65536
+          and m.get("id") is None,
+          "TCP: a line over 64 KiB before login -> -32600 {limit: 65536}", m)
+    try:
+        m = s.read_msg(10)
+        check(False, "TCP: ... and the connection is closed", m)
+    except (EOFError, OSError):
+        pass
+    s.close()
     check(r.get("result") == {}, "TCP: server/auth -> {}", r)
     check(not t.held, "TCP: a notification before auth gets no answer",
           t.held)
