@@ -346,7 +346,9 @@ enum { EV_SIZES = 7, EV_ROWS_MAX = 1 << (EV_SIZES - 1) };
 enum {
 	P_JOBS = S_NSTMT,         /* + k: the insert of 1 << k jobs */
 	P_EVENTS = P_JOBS + JOB_SIZES, /* + k: of 1 << k events */
-	P_NSTMT = P_EVENTS + EV_SIZES
+	P_EVENTS_QUIET = P_EVENTS + EV_SIZES, /* + k: the same, notifying
+					       * no node (peers_seen) */
+	P_NSTMT = P_EVENTS_QUIET + EV_SIZES
 };
 
 struct conn {
@@ -410,6 +412,11 @@ struct pg {
 	 * are of batches this node delivers itself (pg_notified). Written
 	 * by the writer thread, read by the loop thread. */
 	_Atomic int writer_pid;
+	/* When the listener last heard another node (store_now(); 0:
+	 * never): the writer notifies the nodes only while there are
+	 * others to hear it (peers_seen). Written by the loop thread, read
+	 * by the writer thread. */
+	_Atomic int64_t peer_seen;
 
 	/* The writer's current transaction. texts[i] is the data text and
 	 * clients[i] the MCP client's of batch->events[i] (borrowed from
@@ -430,7 +437,7 @@ struct pg {
 	struct sent *sent;
 	size_t nsent, cap_sent;
 	/* The SQL of the multi-row statements, built once. */
-	char *multi_sql[JOB_SIZES + EV_SIZES];
+	char *multi_sql[JOB_SIZES + 2 * EV_SIZES];
 	struct mparams *mp;
 	/* Where drain leaves the result of PK_KEEP (exec_piped). */
 	PGresult **kept;
@@ -1321,14 +1328,15 @@ static const char *const job_types[C_NCOLS + 3] = {
 	[C_NCOLS] = "text", [C_NCOLS + 1] = "bigint", [C_NCOLS + 2] = "boolean",
 };
 
-/* multi_sql returns the SQL of multi-row statement id (P_JOBS + k or
- * P_EVENTS + k), built once from constants, or NULL when out of memory. */
+/* multi_sql returns the SQL of multi-row statement id (P_JOBS + k,
+ * P_EVENTS + k or P_EVENTS_QUIET + k), built once from constants, or NULL
+ * when out of memory. */
 static const char *multi_sql(struct pg *q, int id)
 {
 	char **slot = &q->multi_sql[id - P_JOBS];
 	struct store__buf b = {0};
-	bool jobs = id < P_EVENTS;
-	int rows = 1 << (jobs ? id - P_JOBS : id - P_EVENTS);
+	bool jobs = id < P_EVENTS, quiet = id >= P_EVENTS_QUIET;
+	int rows = 1 << (jobs ? id - P_JOBS : (id - P_EVENTS) % EV_SIZES);
 	int cols = jobs ? C_NCOLS + 3 : 9, n = 0;
 	char t[64];
 
@@ -1396,7 +1404,10 @@ static const char *multi_sql(struct pg *q, int id)
 				   " ON CONFLICT DO NOTHING RETURNING id";
 		store__buf_add(&b, tail, strlen(tail));
 	} else {
-		const char *tail = ") AS v (o, j, t, y, st, a, d, b, w, c)"
+		const char *tail = quiet ? ") AS v (o, j, t, y, st, a, d, b,"
+					   " w, c) WHERE v.j IS NOT NULL)"
+					   " SELECT n FROM s"
+				 : ") AS v (o, j, t, y, st, a, d, b, w, c)"
 				   " WHERE v.j IS NOT NULL)"
 				   " SELECT n, pg_notify('berth_events', n::text)"
 				   " FROM s";
@@ -1811,18 +1822,43 @@ static int read_pend(struct pg *q, size_t i, PGresult *r)
 	}
 }
 
+/* How long a node counts as there after the listener last heard it. Each
+ * node says hello on every tick (at most 1 s apart, pg_tick), so a node
+ * that stopped saying it stopped. */
+#define PEER_FRESH_MS 5000
+
+/*
+ * peers_seen is true while another node may be listening. A notification
+ * costs the server a queue entry, a signal to every listening backend,
+ * and those backends' reads, and with one node its only listener is the
+ * node's own, which skips it: on one node that was 7 % of the server's
+ * CPU (docs/POSTGRES.md). So the writer notifies only while the listener
+ * has heard another node within PEER_FRESH_MS; a node that starts says
+ * hello at once (listen_setup), and a node that hears one after a quiet
+ * spell answers it (pg_notified), so both notify from then on. What a
+ * node commits before it hears a newcomer reaches the newcomer at the
+ * newcomer's next tick or the node's next notification, whichever comes
+ * first (catch_up reads every event after the last one delivered).
+ */
+static bool peers_seen(struct pg *q)
+{
+	int64_t seen = atomic_load(&q->peer_seen);
+	return seen > 0 && store_now() - seen < PEER_FRESH_MS;
+}
+
 /* send_events sends the events of the transaction, in the order they
  * were appended, as few multi-row INSERTs, each taking its seqs from the
- * counter and notifying the nodes (PK_EVENTS). */
+ * counter and notifying the nodes while there are others (PK_EVENTS). */
 static int send_events(struct pg *q)
 {
 	const struct store__batch *b = q->batch;
+	int base = peers_seen(q) ? P_EVENTS : P_EVENTS_QUIET;
 	size_t i = 0;
 	while (i < b->nevents) {
 		int k = rows_k(b->nevents - i, EV_SIZES);
 		size_t size = (size_t)1 << k;
 		size_t rows = size < b->nevents - i ? size : b->nevents - i;
-		const char *sql = multi_sql(q, P_EVENTS + k);
+		const char *sql = multi_sql(q, base + k);
 		if (sql == NULL)
 			return -ENOMEM;
 		q->mp->n = 0;
@@ -1840,7 +1876,7 @@ static int send_events(struct pg *q)
 		}
 		mp_pad(q->mp, size - rows, 9);
 		mp_int(q->mp, (int64_t)rows);
-		int rc = send_stmt(q, P_EVENTS + k, sql, q->mp->n, q->mp->v,
+		int rc = send_stmt(q, base + k, sql, q->mp->n, q->mp->v,
 				   PK_EVENTS, NULL, i, rows);
 		if (rc != 0)
 			return rc;
@@ -2961,8 +2997,12 @@ static int pg_next_expiry(void *be, int64_t *at)
  * ended, which the server does after the connection is gone. */
 #define NODE_LOCK_WAIT_MS 5000
 
-/* listen_setup takes the node's lock, waiting up to wait_ms for it, and
- * listens, on q->l. */
+/* A node's hello to the others (peers_seen): a notification whose
+ * payload is no seq. */
+#define HELLO "NOTIFY berth_events, 'hello'"
+
+/* listen_setup takes the node's lock, waiting up to wait_ms for it,
+ * listens, and says hello, on q->l. */
 static int listen_setup(struct pg *q, int64_t wait_ms, char **errmsg)
 {
 	struct params p = {0};
@@ -2992,7 +3032,8 @@ static int listen_setup(struct pg *q, int64_t wait_ms, char **errmsg)
 			q->node);
 		return -EBUSY;
 	}
-	if ((rc = simple(q->l.pg, "LISTEN berth_events")) != 0) {
+	if ((rc = simple(q->l.pg, "LISTEN berth_events")) != 0 ||
+	    (rc = simple(q->l.pg, HELLO)) != 0) {
 		store__set_msg(errmsg, "cannot LISTEN on PostgreSQL");
 		return rc;
 	}
@@ -3005,21 +3046,50 @@ static int pg_watch_fd(void *be)
 	return PQstatus(q->l.pg) == CONNECTION_OK ? PQsocket(q->l.pg) : -1;
 }
 
+/*
+ * hear reads the notifications libpq holds for the listener. Returns 1
+ * when there are events to read (catch_up), else 0; *answer is set when
+ * another node was heard after a quiet spell (peers_seen): it may have
+ * started before this one listened, and is to hear this one's hello now
+ * rather than at this node's next tick.
+ */
+static int hear(struct pg *q, bool *answer)
+{
+	/* This node's writer's own notifications are of batches the store
+	 * delivers itself: reading the events again would be a round trip
+	 * on the loop thread per commit for nothing. The reaper's (on the
+	 * reader's connection) are of events it delivers through them. Any
+	 * other backend's are another node's: its hello or its events. */
+	int own = atomic_load(&q->writer_pid);
+	int self = PQbackendPID(q->l.pg), reader = PQbackendPID(q->r.pg);
+	int any = 0;
+	PGnotify *n;
+	while ((n = PQnotifies(q->l.pg)) != NULL) {
+		bool hello = strcmp(n->extra, "hello") == 0;
+		if (n->be_pid != own && n->be_pid != self && !hello)
+			any = 1;
+		if (n->be_pid != own && n->be_pid != self && n->be_pid != reader) {
+			*answer = *answer || !peers_seen(q);
+			atomic_store(&q->peer_seen, store_now());
+		}
+		PQfreemem(n);
+	}
+	return any;
+}
+
 static int pg_notified(void *be)
 {
 	struct pg *q = be;
-	int any = 0;
+	bool answer = false;
 	if (!PQconsumeInput(q->l.pg))
 		return -EIO;
-	/* This node's writer's own notifications are of batches the store
-	 * delivers itself: reading the events again would be a round trip
-	 * on the loop thread per commit for nothing. */
-	int own = atomic_load(&q->writer_pid);
-	PGnotify *n;
-	while ((n = PQnotifies(q->l.pg)) != NULL) {
-		if (n->be_pid != own)
-			any = 1;
-		PQfreemem(n);
+	int any = hear(q, &answer);
+	if (answer) {
+		if (simple(q->l.pg, HELLO) != 0)
+			return -EIO;
+		/* What came with the hello's reply is in libpq now: its
+		 * socket will not say so again. */
+		any |= hear(q, &answer);
 	}
 	return any;
 }
@@ -3131,6 +3201,12 @@ static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 		if (PQstatus(q->l.pg) == CONNECTION_OK)
 			listen_setup(q, 0, &msg);
 		free(msg);
+	} else if (simple(q->l.pg, HELLO) == 0) {
+		/* The hello that keeps this node heard (peers_seen); what
+		 * came in with its reply is read here, and its events by
+		 * the catch-up that follows every tick. */
+		bool answer = false;
+		hear(q, &answer);
 	}
 	if (now - q->last_renew >= q->lease_ms / 3) {
 		struct params p = {0};
