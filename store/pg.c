@@ -108,6 +108,8 @@ enum stmt_id {
 
 /* The residual filters of a listing: $1 status mask (0: any), $2 tool,
  * $3 run id, $4 the id to list before (NULL: the newest), $5 the limit. */
+#define PRUNABLE " id < $2::text AND status >= 4 AND finished_at < $1::bigint"
+
 #define LIST_REST                                                              \
 	" ($1::int = 0 OR ((1 << status) & $1::int) <> 0)"                     \
 	" AND ($2::text IS NULL OR tool = $2::text)"                           \
@@ -264,14 +266,21 @@ static const char *const sql_text[S_NSTMT] = {
 		     " AND status IN (1, 3) RETURNING " STORE__JOB_COLS,
 	[S_TOOL_PAUSE] = "INSERT INTO tools (name, paused) VALUES ($1, $2::int)"
 			 " ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+	/* The jobs a prune deletes: terminal, finished before $1. $2 is the
+	 * least id made at $1 (store__uuid7_floor): a job that finished
+	 * before the cutoff was created before it, so the primary key up to
+	 * $2 holds them all (migration 0005). */
 	[S_PRUNE_EVENTS] = "DELETE FROM events WHERE job_id IN (SELECT id FROM jobs"
-			   " WHERE status >= 4 AND finished_at < $1::bigint)",
+			   " WHERE" PRUNABLE ")",
 	[S_PRUNE_LOGS] = "DELETE FROM job_logs WHERE job_id IN (SELECT id FROM jobs"
-			 " WHERE status >= 4 AND finished_at < $1::bigint)",
-	[S_PRUNE] = "DELETE FROM jobs WHERE status >= 4 AND finished_at < $1::bigint",
+			 " WHERE" PRUNABLE ")",
+	[S_PRUNE] = "DELETE FROM jobs WHERE" PRUNABLE,
 	[S_LIST_ALL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE" LIST_REST,
-	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = $6::int AND"
-			  LIST_REST,
+	/* jobs_status holds no completed job (migration 0005): the
+	 * "status <> 4" lets the planner use it, and pg_list asks for
+	 * completed jobs through S_LIST_ALL. */
+	[S_LIST_STATUS] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE status = $6::int"
+			  " AND status <> 4 AND" LIST_REST,
 	[S_LIST_TOOL] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE tool = $2::text AND"
 			LIST_REST,
 	[S_LIST_RUN] = "SELECT " STORE__JOB_COLS " FROM jobs WHERE run_id = $3::text AND"
@@ -295,6 +304,8 @@ static const char *const sql_text[S_NSTMT] = {
 	[S_EVENTS_TYPED] = EVENTS_TYPED(""),
 	[S_EVENTS_TYPED_JOB] = EVENTS_TYPED("job_id = $5 AND "),
 	[S_LAST_SEQ] = "SELECT n FROM event_seq WHERE one = 1",
+	/* One read of the table (PostgreSQL counts rows, not pages, so a
+	 * count of all jobs would be a second one). */
 	[S_COUNT] = "SELECT status, count(*) FROM jobs GROUP BY status",
 	[S_LOGS] = "SELECT n, at, level, message, data FROM job_logs"
 		   " WHERE job_id = $1 AND n > $2::bigint ORDER BY n LIMIT $3::int",
@@ -2425,10 +2436,13 @@ static int do_prune(struct pg *q, struct store__wreq *w)
 {
 	static const enum stmt_id steps[] = {S_PRUNE_EVENTS, S_PRUNE_LOGS, S_PRUNE};
 	int64_t changed = 0;
+	char floor[14];
 	int rc = 0;
+	store__uuid7_floor(w->req->u.prune.before, floor);
 	for (size_t i = 0; rc == 0 && i < sizeof(steps) / sizeof(steps[0]); i++) {
 		struct params p = {0};
 		p_int(&p, w->req->u.prune.before);
+		p_str(&p, floor);
 		rc = cmd(&q->w, steps[i], &p, &changed);
 	}
 	w->req->count = rc == 0 ? changed : 0;
@@ -2715,14 +2729,18 @@ static int pg_list(void *be, const struct store_filter *f, int limit,
 		*n = 0;
 		return 0;
 	}
+	/* Lead with the index that narrows the most: a prefix of ids, a
+	 * run, one status but completed (migration 0005); the other filters
+	 * are checked on the rows it yields. */
 	if (prefix != NULL)
 		id = S_LIST_PREFIX;
 	else if (run_id != NULL)
 		id = S_LIST_RUN;
+	else if (mask != 0 && (mask & (mask - 1)) == 0 &&
+		 mask != STORE_MASK(STORE_COMPLETED))
+		id = S_LIST_STATUS;
 	else if (tool != NULL)
 		id = S_LIST_TOOL;
-	else if (mask != 0 && (mask & (mask - 1)) == 0)
-		id = S_LIST_STATUS;
 	struct params p = {0};
 	p_int(&p, mask);
 	p_str(&p, tool);

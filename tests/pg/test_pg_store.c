@@ -458,6 +458,86 @@ static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **stat
 	}
 }
 
+/* lists reads every page of node 0's jobs that match flt, newest first,
+ * into ids; returns their count. */
+static int lists(struct fx *f, const struct store_filter *flt, char ids[][40])
+{
+	char *cursor = NULL;
+	int seen = 0;
+	do {
+		struct store_job **jobs;
+		size_t n;
+		char *next;
+		assert_int_equal(store_list(f->n[0].st, flt, 2, cursor, &jobs, &n, &next), 0);
+		for (size_t i = 0; i < n; i++) {
+			if (flt->status_mask)
+				assert_true(flt->status_mask & STORE_MASK(jobs[i]->status));
+			if (flt->tool)
+				assert_string_equal(jobs[i]->tool, flt->tool);
+			snprintf(ids[seen++], 40, "%s", jobs[i]->id);
+			store_job_free(jobs[i]);
+		}
+		free(jobs);
+		free(cursor);
+		cursor = next;
+	} while (cursor != NULL);
+	return seen;
+}
+
+/* No index holds completed jobs by status, nor jobs by tool, nor
+ * terminal jobs by the time they finished (migration 0005): completed
+ * jobs and a tool's are listed through the primary key, completed ones
+ * counted as all jobs less the others, and the prune finds the old
+ * terminal jobs by id. */
+static void list_count_and_prune__without_indexes_of_completed_jobs(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 8 };
+	char ids[N][40], got[N][40];
+	for (int i = 0; i < N; i++)
+		assert_int_equal(create(f, 0, i % 2 ? "odd" : "even", NULL, ids[i]), 0);
+	assert_int_equal(claim(f, 0, 7, NULL, 0, NULL), 7);
+	/* ids[0..3] completed, [4, 5] failed, [6] running, [7] pending. */
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(move(f, 0, ids[i], STORE_MASK(STORE_RUNNING),
+				      i < 4 ? STORE_COMPLETED : STORE_FAILED,
+				      i < 4 ? STORE_EV_COMPLETED : STORE_EV_FAILED),
+				 0);
+	int64_t counts[STORE_NSTATUS];
+	assert_int_equal(store_count_by_status(f->n[0].st, counts), 0);
+	assert_int_equal(counts[STORE_COMPLETED], 4);
+	assert_int_equal(counts[STORE_FAILED], 2);
+	assert_int_equal(counts[STORE_RUNNING], 1);
+	assert_int_equal(counts[STORE_PENDING], 1);
+
+	struct store_filter done = {.status_mask = STORE_MASK(STORE_COMPLETED)};
+	assert_int_equal(lists(f, &done, got), 4);
+	for (int i = 0; i < 4; i++)
+		assert_string_equal(got[i], ids[3 - i]);
+	struct store_filter failed = {.status_mask = STORE_MASK(STORE_FAILED)};
+	assert_int_equal(lists(f, &failed, got), 2);
+	assert_string_equal(got[0], ids[5]);
+	struct store_filter odd = {.tool = "odd"};
+	assert_int_equal(lists(f, &odd, got), 4);
+	assert_string_equal(got[0], ids[7]);
+	assert_string_equal(got[3], ids[1]);
+	struct store_filter odd_done = {.tool = "odd",
+					.status_mask = STORE_MASK(STORE_COMPLETED)};
+	assert_int_equal(lists(f, &odd_done, got), 2);
+	assert_string_equal(got[0], ids[3]);
+
+	struct waiter w = {.req = {.op = STORE_OP_PRUNE}};
+	w.req.u.prune.before = store_now() + 1000;
+	assert_int_equal(run_req(f, f->n[0].st, &w), 0);
+	assert_int_equal(w.req.count, 6);
+	store_req_finish(&w.req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), 2);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM events WHERE job_id"
+					" NOT IN (SELECT id FROM jobs)"), 0);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM pg_indexes WHERE"
+					" indexname IN ('jobs_tool', 'jobs_finished')"), 0);
+}
+
 /* approval_requested carries approval_event_data when it is given, on
  * PostgreSQL as on SQLite; created keeps event_data. */
 static void create__awaiting_approval__approval_requested_carries_its_own_data(void **state)
@@ -1648,6 +1728,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(batch__a_statement_that_fails__fails_its_batch_and_the_next_run,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(batch__megabytes_each_way__keep_the_pipeline_moving,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(list_count_and_prune__without_indexes_of_completed_jobs,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(batch__creations_of_any_count__are_stored_once_and_heard_by_one_notification,
 						setup_one, teardown),
