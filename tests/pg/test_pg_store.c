@@ -538,6 +538,51 @@ static void list_count_and_prune__without_indexes_of_completed_jobs(void **state
 					" indexname IN ('jobs_tool', 'jobs_finished')"), 0);
 }
 
+/* refused runs sql on url and returns the SQLSTATE of its error ("" when
+ * it succeeded). */
+static void refused(const char *url, const char *sql, char state[6])
+{
+	PGconn *pg = PQconnectdb(url);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	PGresult *r = PQexec(pg, sql);
+	const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	snprintf(state, 6, "%s", s != NULL ? s : "");
+	PQclear(r);
+	PQfinish(pg);
+}
+
+/* The ranges of statuses, decisions and event types are held by domains
+ * (migration 0006), which PostgreSQL plans once per server process rather
+ * than once per statement as it does CHECK constraints: a value out of
+ * range is still refused (23514, check_violation), in every table. */
+static void schema__refuses_statuses_and_types_out_of_range(void **state)
+{
+	struct fx *f = *state;
+	char id[40], st[6];
+	assert_int_equal(create(f, 0, "echo", NULL, id), 0);
+	static const char *const bad[] = {
+		"UPDATE jobs SET status = 10",
+		"UPDATE jobs SET status = -1",
+		"UPDATE jobs SET decision = 3",
+		"INSERT INTO events (seq, job_id, tool, type, status, at)"
+		" VALUES (1000, 'j', 't', 13, 0, 0)",
+		"INSERT INTO events (seq, job_id, tool, type, status, at)"
+		" VALUES (1000, 'j', 't', 0, 10, 0)",
+		"INSERT INTO event_seq (one, n) VALUES (2, 0)",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		refused(f->url, bad[i], st);
+		if (strcmp(st, "23514") != 0)
+			fail_msg("%s: SQLSTATE '%s', not 23514", bad[i], st);
+	}
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM pg_constraint"
+					" WHERE contype = 'c' AND conrelid IN"
+					" ('jobs'::regclass, 'events'::regclass,"
+					" 'event_seq'::regclass)"),
+			 0);
+	assert_int_equal(status_of(f, 0, id), STORE_PENDING);
+}
+
 /* approval_requested carries approval_event_data when it is given, on
  * PostgreSQL as on SQLite; created keeps event_data. */
 static void create__awaiting_approval__approval_requested_carries_its_own_data(void **state)
@@ -1730,6 +1775,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(batch__megabytes_each_way__keep_the_pipeline_moving,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(list_count_and_prune__without_indexes_of_completed_jobs,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(schema__refuses_statuses_and_types_out_of_range,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(batch__creations_of_any_count__are_stored_once_and_heard_by_one_notification,
 						setup_one, teardown),
