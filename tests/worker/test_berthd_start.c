@@ -66,7 +66,7 @@ static void write_file(const char *path, const char *text, mode_t mode)
 	FILE *fp = fopen(path, "w");
 
 	assert_non_null(fp);
-	assert_int_equal(fputs(text, fp) >= 0, 1);
+	assert_true(fputs(text, fp) >= 0);
 	assert_int_equal(fclose(fp), 0);
 	assert_int_equal(chmod(path, mode), 0);
 }
