@@ -102,6 +102,7 @@ struct options {
 	int64_t lease_ms;
 	int64_t shutdown_grace_ms;
 	int64_t kill_grace_ms;
+	int64_t start_timeout_ms;
 	int64_t heartbeat_ms;
 	const char *migrate_from;
 	bool quiet;
@@ -140,6 +141,9 @@ static const char usage_text[] =
 	"  --default-timeout DURATION\n"
 	"                         timeout of a job whose tool and submit name none\n"
 	"                         (default 5m)\n"
+	"  --start-timeout DURATION\n"
+	"                         how long an external tool's process may take to\n"
+	"                         start before its try fails (default 1m)\n"
 	"  --retention DURATION   keep finished jobs and their events this long\n"
 	"                         (default 7d)\n"
 	"  --node NAME            this node's name among the berthd nodes sharing a\n"
@@ -186,6 +190,13 @@ static const char usage_more[] =
 	"process's job takes neither: its connection's concurrency is its room\n"
 	"(docs/WORKERS.md).\n"
 	"\n"
+	"Timeouts: a job's timeout (its tool's, its submission's, else\n"
+	"--default-timeout) is the time its tool gets to run, from when it starts:\n"
+	"an external tool's process once it has exec'd, a C tool's execute once it\n"
+	"has a thread, a worker process's run once it was sent. An external tool's\n"
+	"wait to start (behind other starts, or in an exec the kernel holds up) is\n"
+	"bounded by --start-timeout instead.\n"
+	"\n"
 	"A service manager may pass the sockets instead (systemd's socket\n"
 	"activation, LISTEN_FDS): those named socket, listen and http stand for\n"
 	"the three options' own; see berthd(8).\n";
@@ -224,6 +235,7 @@ enum {
 	OPT_LEASE_MS,
 	OPT_SHUTDOWN_GRACE,
 	OPT_KILL_GRACE,
+	OPT_START_TIMEOUT,
 	OPT_HEARTBEAT,
 	OPT_MIGRATE_FROM,
 	OPT_HTTP,
@@ -249,6 +261,7 @@ static const struct option long_options[] = {
 	{"lease-ms", required_argument, NULL, OPT_LEASE_MS},
 	{"shutdown-grace", required_argument, NULL, OPT_SHUTDOWN_GRACE},
 	{"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
+	{"start-timeout", required_argument, NULL, OPT_START_TIMEOUT},
 	{"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
 	{"migrate-from", required_argument, NULL, OPT_MIGRATE_FROM},
 	{"http", required_argument, NULL, OPT_HTTP},
@@ -400,6 +413,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_KILL_GRACE:
 			if (parse_duration("kill-grace", optarg, 1,
 					   &o->kill_grace_ms))
+				return 2;
+			break;
+		case OPT_START_TIMEOUT:
+			if (parse_duration("start-timeout", optarg, 1,
+					   &o->start_timeout_ms))
 				return 2;
 			break;
 		case OPT_HEARTBEAT:
@@ -680,6 +698,7 @@ static int start(struct daemon *d, const struct options *o,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
 		.kill_grace_ms = o->kill_grace_ms,
+		.start_timeout_ms = o->start_timeout_ms,
 		.heartbeat_ms = o->heartbeat_ms,
 		/* The worker reads 0 as its default and a negative grace as
 		 * none. */

@@ -28,6 +28,12 @@
 #define WORKER__WORKERS 4
 #define WORKER__TIMEOUT_MS 300000
 #define WORKER__KILL_GRACE_MS 5000
+/* How long an external tool's process may take to start (run.c,
+ * worker__run_arm_start). A start takes a millisecond or so, and a backlog
+ * of them on a loaded machine up to seconds (docs/BENCHMARKS.md); an exec
+ * that has not returned after a minute waits for something that may never
+ * come (a hung filesystem), and its job must not wait with it. */
+#define WORKER__START_TIMEOUT_MS 60000
 /* An external tool's process has exited, and its stdout or stderr is still
  * open, held by a process it left behind: after this long, its group is
  * SIGKILLed and the pipes are no longer read (proc.c). */
@@ -789,9 +795,17 @@ void worker__run_give_up(struct worker__run *r);
  * after an interruption or no retry is left (the caller fails the job). */
 bool worker__interrupt_retry(const struct worker__run *r,
 			     struct worker__op *op);
-/* worker__run_arm_timeout starts r's timeout: at its start, or, for a run
- * that waited for a thread, when its execution begins (exec.c). */
+/* worker__run_arm_timeout starts r's timeout when its tool starts: a C
+ * tool's execution (at once, or when a thread takes a run that waited for
+ * one, exec.c), an external tool's process once it exec'd (proc.c), a
+ * worker process's run once it was sent (remote.c). Nothing for a run
+ * that is no longer active or was told to abort. */
 void worker__run_arm_timeout(struct worker__run *r);
+/* worker__run_arm_start bounds the wait for r's process to start (its
+ * start timeout, worker_config.start_timeout_ms), until
+ * worker__run_arm_timeout replaces it: past it, the try fails with
+ * "start_timeout". */
+void worker__run_arm_start(struct worker__run *r);
 /* worker__run_exec_ended: the executor (thread or process) is gone. */
 void worker__run_exec_ended(struct worker__run *r);
 /* Messages of a running tool, on the loop thread. */
@@ -869,6 +883,10 @@ void worker__idle_kick(struct worker *w);
  * the process's (a start that fails later fails the run), or a negative
  * errno with *errmsg (malloc'd, or NULL) when nothing was started. */
 int worker__proc_start(struct worker__run *r, char **errmsg);
+/* worker__proc_exec_begun tells whether p's start is under way on a thread
+ * of the spawner (its exec not returned yet), rather than waiting for
+ * one. */
+bool worker__proc_exec_begun(const struct worker__proc *p);
 
 /* ---- remote.c --------------------------------------------------------- */
 
@@ -1015,6 +1033,9 @@ struct worker__spawn_req {
 	/* Set by the loop, read by the spawner's thread: the start is no
 	 * longer wanted; one not begun is not made (rc -ECANCELED). */
 	atomic_bool cancel;
+	/* Set by the spawner's thread, read by the loop: a thread took the
+	 * request, and its start is under way. */
+	atomic_bool begun;
 	/* The outcome: worker__spawn_start's return (or the pipes'), pid,
 	 * pidfd and step, the boot clock around the start
 	 * (worker__boot_ticks), and the parent's ends of the pipes

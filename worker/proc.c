@@ -22,8 +22,10 @@
  * reaches the shell script and everything it started (SIGTERM to the
  * group, SIGKILL after the kill grace); it dies with berthd; it has
  * nothing open above 2. Its exit is learnt through a pidfd, polled on the
- * loop. A cancel, a timeout or a shutdown while it is being started keeps
- * it from starting, or stops it as soon as it has (spawned).
+ * loop. The run's timeout starts once the process has (spawned); until
+ * then its start timeout bounds the wait (run.c). A cancel, a shutdown or
+ * the start timeout while it is being started keeps it from starting, or
+ * stops it as soon as it has.
  */
 #include <errno.h>
 #include <signal.h>
@@ -775,6 +777,7 @@ int worker__proc_start(struct worker__run *r, char **errmsg)
 	p->req.done = spawned;
 	p->req.data = p;
 	atomic_init(&p->req.cancel, false);
+	atomic_init(&p->req.begun, false);
 	p->spawning = true;
 	worker__spawner_submit(w->spawner, &p->req);
 	return 0;
@@ -813,6 +816,11 @@ static int watch(struct worker__proc *p, int fds[3])
 	return 0;
 }
 
+bool worker__proc_exec_begun(const struct worker__proc *p)
+{
+	return p->spawning && atomic_load(&p->req.begun);
+}
+
 /* spawned: the spawner has started p's process, or failed to. */
 static void spawned(struct worker__spawn_req *req)
 {
@@ -824,9 +832,9 @@ static void spawned(struct worker__spawn_req *req)
 	free_env(p->env);
 	p->env = NULL;
 	if (rc) {
-		/* Nothing runs. Unless a cancel, a timeout or a shutdown
-		 * decided the run meanwhile (a start it no longer wanted),
-		 * it fails with the reason. */
+		/* Nothing runs. Unless a cancel, the start timeout or a
+		 * shutdown decided the run meanwhile (a start it no longer
+		 * wanted), it fails with the reason. */
 		if (rc != -ECANCELED || !atomic_load(&r->aborted)) {
 			char *why = worker__errmsg(
 				"%s: %s (%s)", r->tool->cmd->argv[0],
@@ -845,6 +853,10 @@ static void spawned(struct worker__spawn_req *req)
 	p->start_min = req->start_min;
 	p->start_max = req->start_max;
 	p->spawned = true;
+	/* The tool runs from here, and its timeout counts from here: the
+	 * wait for its start (a backlog of starts, an exec the kernel held
+	 * up) was the start timeout's (worker__run_arm_start). */
+	worker__run_arm_timeout(r);
 	/* Recorded, so that a berthd restarted after a crash can kill what
 	 * the process started (orphans.c). The record may commit after the
 	 * tool began: the leader is SIGKILLed with berthd in any case. */
@@ -869,7 +881,7 @@ static void spawned(struct worker__spawn_req *req)
 		close_all(p);
 		return;
 	}
-	/* A cancel, a timeout or a shutdown came while it was being
+	/* A cancel, the start timeout or a shutdown came while it was being
 	 * started: what worker__proc_kill would have done then. */
 	if (atomic_load(&r->aborted)) {
 		if (r->w && r->w->now)

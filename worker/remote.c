@@ -1376,6 +1376,10 @@ int worker__remote_start(struct worker__run *r)
 	rem->runs = r;
 	rem->inflight++;
 	r->exec_started = true;
+	/* Its timeout runs from now, as the deadline the worker was sent
+	 * says, and not from its claim: a run started by its creation
+	 * waited for that commit first. */
+	worker__run_arm_timeout(r);
 	uv_timer_init(w->loop, &r->grace);
 	r->grace.data = r;
 	r->grace_open = true;

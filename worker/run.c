@@ -578,12 +578,78 @@ static void timeout_cb(uv_timer_t *h)
 		 true, true);
 }
 
+/*
+ * A job's timeout is the time its tool gets to run (createTool's
+ * background.timeoutMs, as its users read it), so it starts when the tool
+ * does, whatever the tool waited for before: a thread for a C tool, the
+ * creation's commit for a run started by it, a spawner's thread and the
+ * kernel's exec for a process. A run that has ended, or was told to abort,
+ * gets none: its job's fate is decided, and its timer may hold the final
+ * transition's retry by then.
+ */
 void worker__run_arm_timeout(struct worker__run *r)
 {
-	int64_t ms = r->job->timeout_ms > 0 ? r->job->timeout_ms
-					    : r->w->cfg.default_timeout_ms;
+	int64_t ms;
 
+	if (!r->w || r->state != WORKER__RUN_ACTIVE ||
+	    r->abort_reason != WORKER__ABORT_NONE)
+		return;
+	ms = r->job->timeout_ms > 0 ? r->job->timeout_ms
+				    : r->w->cfg.default_timeout_ms;
 	uv_timer_start(&r->timer, timeout_cb, (uint64_t)ms, 0);
+}
+
+/*
+ * start_timeout_cb: r's process has not started within the start timeout.
+ * Nothing bounds the wait otherwise: a start waits for the starts queued
+ * ahead of it, and an exec the kernel holds up (a hung filesystem) holds
+ * its thread of the spawner for as long, which no signal can shorten. The
+ * try fails with "start_timeout", retried while tries are left (the tool
+ * never ran, and the next try may start at once; one that always hangs
+ * ends the job once its tries are spent). The start is no longer wanted:
+ * one not begun is not made, and a process that starts later is stopped
+ * at once (proc.c, spawned); until then it keeps its slot.
+ */
+static void start_timeout_cb(uv_timer_t *h)
+{
+	struct worker__run *r = h->data;
+	long long ms = (long long)r->w->cfg.start_timeout_ms;
+	const char *program = r->tool->cmd->argv[0];
+	json_t *error;
+
+	/* A cancel or a shutdown decided the run already; the start it no
+	 * longer wants is being given up. */
+	if (r->state != WORKER__RUN_ACTIVE ||
+	    r->abort_reason != WORKER__ABORT_NONE)
+		return;
+	if (r->proc && worker__proc_exec_begun(r->proc))
+		error = error_json(
+			"start_timeout",
+			json_pack("{s:I, s:s, s:s}", "startTimeoutMs",
+				  (json_int_t)ms, "stage", "exec", "program",
+				  program),
+			"tool %s did not start within %lld ms: the exec of %s "
+			"had not returned (the kernel held it up: a slow or "
+			"hung filesystem?)",
+			r->job->tool, ms, program);
+	else
+		error = error_json(
+			"start_timeout",
+			json_pack("{s:I, s:s, s:s}", "startTimeoutMs",
+				  (json_int_t)ms, "stage", "queue", "program",
+				  program),
+			"tool %s did not start within %lld ms: it was still "
+			"waiting behind the starts of other processes, which "
+			"were slow (berthd makes %d at a time)",
+			r->job->tool, ms, WORKER__SPAWN_THREADS);
+	worker__run_abort(r, WORKER__ABORT_TIMEOUT);
+	run_fail(r, error, true, false);
+}
+
+void worker__run_arm_start(struct worker__run *r)
+{
+	uv_timer_start(&r->timer, start_timeout_cb,
+		       (uint64_t)r->w->cfg.start_timeout_ms, 0);
 }
 
 /* ---- outcomes --------------------------------------------------------- */
@@ -944,7 +1010,8 @@ static void run_start(struct worker *w, struct store_job *job, bool held)
 		fail_start(r, "out of memory");
 		return;
 	}
-	worker__run_arm_timeout(r);
+	/* Its timeout starts with its tool (run_exec), not here: a held run
+	 * waits for its creation's commit first. */
 	if (held) {
 		r->held = true;
 		return;
@@ -975,8 +1042,13 @@ static void run_exec(struct worker__run *r)
 		}
 	} else if (r->tool->c) {
 		r->c = r->tool->c;
+		/* At once; a run that has to wait for a thread stops it until
+		 * one takes it (exec.c). */
+		worker__run_arm_timeout(r);
 		rc = worker__exec_start(r);
 	} else {
+		/* Until its process has started (proc.c, spawned). */
+		worker__run_arm_start(r);
 		rc = worker__proc_start(r, &why);
 	}
 	if (rc) {

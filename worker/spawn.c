@@ -476,6 +476,7 @@ static void *spawner_main(void *arg)
 		sp->todo = req->next;
 		if (sp->todo == NULL)
 			sp->todo_tail = &sp->todo;
+		atomic_store(&req->begun, true);
 		pthread_mutex_unlock(&sp->mu);
 
 		req->pid = -1;

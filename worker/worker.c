@@ -467,6 +467,8 @@ struct worker *worker_create(uv_loop_t *loop, struct store *st,
 		w->cfg.default_timeout_ms = WORKER__TIMEOUT_MS;
 	if (w->cfg.kill_grace_ms <= 0)
 		w->cfg.kill_grace_ms = WORKER__KILL_GRACE_MS;
+	if (w->cfg.start_timeout_ms <= 0)
+		w->cfg.start_timeout_ms = WORKER__START_TIMEOUT_MS;
 	if (w->cfg.shutdown_grace_ms == 0)
 		w->cfg.shutdown_grace_ms = WORKER__SHUTDOWN_GRACE_MS;
 	if (w->cfg.max_output_bytes <= 0)

@@ -86,6 +86,11 @@ struct worker_config {
 	int threads;
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
+	/* How long an external tool's process may take to start, from when
+	 * its run asks for it to its exec, before the try fails with
+	 * "start_timeout" (a job's timeout counts from the start); 0:
+	 * 60000. */
+	int64_t start_timeout_ms;
 	int64_t shutdown_grace_ms;   /* how long running jobs may go on at
 				      * shutdown; 0: 10000; < 0: none */
 	int64_t max_output_bytes;    /* external tool stdout; 0: 64 MiB */

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "tests/harness/child.h"
 #include "tests/harness/harness.h"
@@ -736,6 +737,66 @@ static void cancel_and_timeout__reach_the_worker_as_abort(void **state)
 	json_decref(job);
 	mark(f, "abort", id, "timed_out");
 	mark(f, "aborted", id, NULL);
+	free(id);
+}
+
+/*
+ * A job submitted while its worker has room starts by its creation's
+ * commit and is pushed once that is durable; its timeout runs from the
+ * push (the deadline the worker is sent), not from the submission. The
+ * commit is held up for real: this process holds SQLite's write lock,
+ * which berthd's writer waits for (up to its busy timeout, 5 s), longer
+ * than the job's timeout. The run needs a quarter of its timeout.
+ */
+static void timeout__of_a_run_pushed_once_its_creation_commits__counts_from_the_push(
+	void **state)
+{
+	static const char submission[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"jobs/submit\","
+		"\"params\":{\"tool\":\"wp-echo\",\"input\":{\"sleep\":0.5},"
+		"\"timeoutMs\":2000,\"maxRetries\":0}}";
+	struct fixture *f = *state;
+	struct berth_client *c2;
+	json_t *answer, *job;
+	sqlite3 *db;
+	char *line, *id;
+
+	worker(f, NULL);
+	connected(f, "wp-echo", 1);
+	c2 = harness_connect(&f->h);
+	assert_non_null(c2);
+	assert_int_equal(sqlite3_open(f->h.db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_busy_timeout(db, 10000), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(berth_client_send_line(c2, submission,
+					       strlen(submission)),
+			 0);
+	sleep_ms(3500);
+	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	line = berth_client_read_line(c2, DEADLINE_MS);
+	assert_non_null(line);
+	answer = json_loads(line, 0, NULL);
+	free(line);
+	assert_non_null(answer);
+	id = strdup(jstr(json_object_get(answer, "result"), "id"));
+	if (!*id)
+		fail_msg("the submission failed: %s",
+			 jstr(json_object_get(answer, "error"), "message"));
+	json_decref(answer);
+	berth_client_close(c2);
+	job = call(f, "jobs/wait",
+		   json_pack("{s:s, s:i}", "id", id, "timeoutMs", DEADLINE_MS));
+	if (strcmp(jstr(job, "status"), "completed") != 0) {
+		char *s = json_dumps(job, JSON_COMPACT);
+
+		print_error("job %s did not complete: %s\n", id, s);
+		free(s);
+	}
+	assert_string_equal(jstr(job, "status"), "completed");
+	json_decref(job);
 	free(id);
 }
 
@@ -1526,6 +1587,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			cancel_and_timeout__reach_the_worker_as_abort, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			timeout__of_a_run_pushed_once_its_creation_commits__counts_from_the_push,
+			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_worker_that_ignores_abort__has_its_run_given_up_at_the_kill_grace_and_its_late_answer_dropped,
 			setup, teardown),

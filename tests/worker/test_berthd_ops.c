@@ -334,7 +334,8 @@ static void options__take_durations_with_the_units_of_the_cli(void **state)
 {
 	static const char *const args[] = {
 		"--default-timeout", "1.5s", "--retention", "7d",
-		"--lease-ms", "20s", "--shutdown-grace", "2s", NULL,
+		"--lease-ms", "20s", "--shutdown-grace", "2s",
+		"--start-timeout", "90s", NULL,
 	};
 	struct fixture *f = *state;
 	json_t *job;
@@ -357,6 +358,9 @@ static void options__take_durations_with_the_units_of_the_cli(void **state)
 	assert_non_null(strstr(err, "at least 100 ms"));
 	free(err);
 	assert_int_equal(run_berthd(&err, "--shutdown-grace", "-1s", NULL), 2);
+	free(err);
+	assert_int_equal(run_berthd(&err, "--start-timeout", "0", NULL), 2);
+	assert_non_null(strstr(err, "--start-timeout takes a duration"));
 	free(err);
 	assert_int_equal(run_berthd(&err, "--help", NULL), 0);
 	free(err);
