@@ -87,16 +87,16 @@ enum stmt_id {
 	" AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR run_id = ?3)"        \
 	" ORDER BY id DESC LIMIT ?5"
 
-/* The jobs a prune deletes: terminal, finished before ?1. ?2 is the least
- * id made at ?1 (store__uuid7_floor): a job that finished before the
- * cutoff was made before it, so only the primary key below ?2 is walked
- * (migration 0005); the '+' keeps the planner off jobs_status, whose range
- * would be every terminal job. */
 /* The last seq ever given out, of a statement on event_seq_floor: the
  * largest in events, or the floor a prune left when it deleted that one
  * (migration 0007). */
 #define LAST_SEQ "max(n, coalesce((SELECT max(seq) FROM events), 0))"
 
+/* The jobs a prune deletes: terminal, finished before ?1. ?2 is the least
+ * id made at ?1 (store__uuid7_floor): a job that finished before the
+ * cutoff was made before it, so only the primary key below ?2 is walked
+ * (migration 0005); the '+' keeps the planner off jobs_status, whose range
+ * would be every terminal job. */
 #define PRUNABLE " id < ?2 AND +status >= 4 AND +finished_at < ?1"
 
 /* OR FAIL: a statement that changes one row, or whose failure fails the
