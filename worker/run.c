@@ -12,6 +12,7 @@
  * to finish on its own.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -615,6 +616,8 @@ static void start_timeout_cb(uv_timer_t *h)
 	struct worker__run *r = h->data;
 	long long ms = (long long)r->w->cfg.start_timeout_ms;
 	const char *program = r->tool->cmd->argv[0];
+	bool exec;
+	char why[PATH_MAX + 160];
 	json_t *error;
 
 	/* A cancel or a shutdown decided the run already; the start it no
@@ -622,26 +625,22 @@ static void start_timeout_cb(uv_timer_t *h)
 	if (r->state != WORKER__RUN_ACTIVE ||
 	    r->abort_reason != WORKER__ABORT_NONE)
 		return;
-	if (r->proc && worker__proc_exec_begun(r->proc))
-		error = error_json(
-			"start_timeout",
-			json_pack("{s:I, s:s, s:s}", "startTimeoutMs",
-				  (json_int_t)ms, "stage", "exec", "program",
-				  program),
-			"tool %s did not start within %lld ms: the exec of %s "
-			"had not returned (the kernel held it up: a slow or "
-			"hung filesystem?)",
-			r->job->tool, ms, program);
+	exec = r->proc && worker__proc_exec_begun(r->proc);
+	if (exec)
+		snprintf(why, sizeof why, "the exec of %s had not returned (the "
+			 "kernel held it up: a slow or hung filesystem?)",
+			 program);
 	else
-		error = error_json(
-			"start_timeout",
-			json_pack("{s:I, s:s, s:s}", "startTimeoutMs",
-				  (json_int_t)ms, "stage", "queue", "program",
-				  program),
-			"tool %s did not start within %lld ms: it was still "
-			"waiting behind the starts of other processes, which "
-			"were slow (berthd makes %d at a time)",
-			r->job->tool, ms, WORKER__SPAWN_THREADS);
+		snprintf(why, sizeof why, "it was still waiting behind the "
+			 "starts of other processes, which were slow (berthd "
+			 "makes %d at a time)", WORKER__SPAWN_THREADS);
+	error = error_json("start_timeout",
+			   json_pack("{s:I, s:s, s:s}", "startTimeoutMs",
+				     (json_int_t)ms, "stage",
+				     exec ? "exec" : "queue", "program",
+				     program),
+			   "tool %s did not start within %lld ms: %s",
+			   r->job->tool, ms, why);
 	worker__run_abort(r, WORKER__ABORT_TIMEOUT);
 	run_fail(r, error, true, false);
 }
