@@ -389,6 +389,45 @@ class Crashes(WorkerTest):
         self.assertEqual((await self.done(approval))["status"], "completed")
 
 
+class Close(WorkerTest):
+
+    async def test_second_sigterm__what_aborted_runs_return_completes_the_rest_follow_on_interrupt(
+            self):
+        w = self.worker()
+        await self.connected(tool="py-tidy")
+        tidy = await self.c.submit("py-tidy", {})
+        fail = await self.c.submit("py-interrupt-fail", {})
+        retry = await self.c.submit("py-slow", {})
+        for job in (tidy, fail, retry):
+            await self.mark("started", job["id"], "1")
+        w.proc.send_signal(signal.SIGTERM)  # serve() drains
+
+        async def drained() -> bool:
+            for t in await self.c.tools():
+                if t["name"] == "py-tidy":
+                    return t.get("workers", {}).get("connected", 0) == 0
+            return False
+        await support.until(drained, "berthd to take the drain")
+        w.proc.send_signal(signal.SIGTERM)  # close(timeout=0)
+        rc = await asyncio.get_running_loop().run_in_executor(
+            None, w.proc.wait, support.DEADLINE)
+        self.assertEqual(rc, 0, w.log())
+        # py-tidy returned what it had within the abort grace: its outcome.
+        done = await self.done(tidy)
+        self.assertEqual(done["status"], "completed", done)
+        self.assertEqual(done["output"], {"partial": True,
+                                          "reason": "closing"})
+        # The others stopped by the abort and were left unanswered: berthd
+        # applied their onInterrupt, as when a worker goes away.
+        failed = await self.done(fail)
+        self.assertEqual(failed["status"], "failed", failed)
+        self.assertEqual(failed["error"]["code"], "interrupted")
+        back = await self.c.wait(retry["id"], until="pending",
+                                 timeout=support.DEADLINE)
+        self.assertEqual((back["status"], back["attempt"]), ("pending", 2))
+        await self.c.cancel(retry["id"])
+
+
 class Sharing(WorkerTest):
 
     async def test_two_workers__share_a_tool(self):

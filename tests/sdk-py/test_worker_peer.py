@@ -13,10 +13,13 @@ import os
 import signal
 import sys
 import threading
+import time
 import unittest
+from unittest import mock
 
 import support
 import berth
+import berth.worker as worker_module
 from berth import ToolError
 
 try:
@@ -33,6 +36,16 @@ def job(jid: str, tool: str, input: object = None, **more: object) -> dict:
          "input": {} if input is None else input}
     j.update(more)
     return j
+
+
+#: A heartbeat that never comes within a test (see PeerTest.serve).
+HOUR_MS = 3600 * 1000
+
+
+def answers(c: support.PeerConn, rid: str) -> list:
+    """answers lists the answers to berthd's request rid among what c
+    holds (read and not taken)."""
+    return [m for m in c.held if "method" not in m and m.get("id") == rid]
 
 
 @berth.tool(id="echo", input_schema={"type": "object"})
@@ -57,14 +70,19 @@ class PeerTest(unittest.IsolatedAsyncioTestCase):
         await self.peer.stop()
         self.dir.cleanup()
 
-    async def serve(self, tools, **kw) -> support.PeerConn:
+    async def serve(self, tools, heartbeat_ms: int = 10000,
+                    **kw) -> support.PeerConn:
         """serve starts a Worker for tools and returns its registered
-        connection."""
+        connection. A test of a wait that must end by itself gives an hour's
+        heartbeat_ms, so that the worker's heartbeat, which drops a silent
+        connection after two, cannot end it instead."""
         kw.setdefault("concurrency", 4)
         self.worker = berth.Worker(tools, socket=self.peer.path, **kw)
         self.task = asyncio.ensure_future(self.worker.run())
         c = await self.peer.accept()
-        self.register = await c.register()
+        self.register = await c.register({
+            "worker": "W-1", "tools": [t.id for t in tools],
+            "heartbeatMs": heartbeat_ms})
         await support.until(self.worker.registered.is_set, "registered")
         return c
 
@@ -652,45 +670,231 @@ class Drain(PeerTest):
         await asyncio.wait_for(closing, support.DEADLINE)
         await asyncio.wait_for(self.task, support.DEADLINE)
 
-    async def test_close__timeout__aborts_the_runs_left(self):
+    async def test_close_timeout__a_run_that_stops_by_its_abort__is_left_to_berthd_unanswered(
+            self):
         @berth.tool(id="stuck")
         async def stuck(input, ctx):
             await asyncio.sleep(3600)
 
-        c = await self.serve([stuck])
+        c = await self.serve([stuck], heartbeat_ms=HOUR_MS)
         rid = c.request("run", {"job": job("T", "stuck")})
         await support.until(lambda: self.worker.running_jobs, "the run")
         closing = asyncio.ensure_future(self.worker.close(timeout=0.2))
         drain = await c.expect("worker/drain")
         c.reply(drain["id"], {})
-        out = (await c.answer(rid))["result"]
-        self.assertEqual(out["error"], {"message": "execute was aborted "
-                                        "(shutdown)", "code": "aborted"})
+        # No `aborted` error, which berthd would retry whatever the tool's
+        # onInterrupt says: the connection closes under the run, and
+        # berthd applies onInterrupt.
+        await c.closed()
+        self.assertEqual(answers(c, rid), [])
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close_timeout__a_run_that_returns_what_it_has_within_the_grace__is_answered(
+            self):
+        @berth.tool(id="tidy")
+        async def tidy(input, ctx):
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                # Its cleanup takes longer than the second the worker
+                # used to give, and less than the abort grace.
+                await asyncio.sleep(2)
+                return {"partial": True, "reason": ctx.abort_reason}
+
+        c = await self.serve([tidy])
+        rid = c.request("run", {"job": job("P", "tidy")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close(timeout=0.1))
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"partial": True, "reason": "closing"}})
+        await c.closed()
         await asyncio.wait_for(closing, support.DEADLINE)
 
+    async def test_close_timeout__a_sync_execute_that_returns_when_cancelled__is_answered(
+            self):
+        def careful(input, ctx):
+            if ctx.wait_cancelled(support.DEADLINE):
+                time.sleep(0.3)  # its cleanup
+                return {"stopped": ctx.abort_reason}
+            return "never aborted"
 
-    async def test_close_twice__the_second_stops_the_first_too(self):
+        c = await self.serve([berth.Tool("careful", careful)])
+        rid = c.request("run", {"job": job("S", "careful")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close(timeout=0.1))
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"stopped": "closing"}})
+        await c.closed()
+        await asyncio.wait_for(closing, support.DEADLINE)
+
+    async def test_close__a_run_berthd_aborts_that_goes_on__is_waited_for_the_grace_only(
+            self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+
+        def deaf(input, ctx):
+            gate.wait(support.DEADLINE)  # a call that nothing interrupts
+            return "late"
+
+        c = await self.serve([berth.Tool("deaf", deaf)], heartbeat_ms=HOUR_MS)
+        rid = c.request("run", {"job": job("B", "deaf")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        # berthd cancels the job: it gives the run its kill grace, then
+        # gives it up; so does the closing worker.
+        c.notify("abort", {"jobId": "B", "reason": "cancelled"})
+        await c.closed()
+        await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(answers(c, rid), [])
+
+    async def test_close_timeout__a_run_pushed_after_it__is_not_started_and_left_to_berthd(
+            self):
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        started = []
+
+        def deaf(input, ctx):
+            gate.wait(support.DEADLINE)
+            return "late"
+
+        @berth.tool(id="note")
+        async def note(input, ctx):
+            started.append(ctx.job_id)
+            return "ran"
+
+        c = await self.serve([berth.Tool("deaf", deaf), note],
+                             heartbeat_ms=HOUR_MS)
+        c.request("run", {"job": job("D1", "deaf")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close(timeout=0))
+        # berthd has not taken the drain yet, and pushes one more run,
+        # while the aborted run keeps the connection open for its grace.
+        await c.expect("worker/drain")
+        rid = c.request("run", {"job": job("N1", "note")})
+        await c.closed()
+        await asyncio.wait_for(closing, support.DEADLINE)
+        self.assertEqual(started, [], "a run after close()'s timeout ran")
+        self.assertEqual(answers(c, rid), [])
+
+    async def test_close_twice_at_once__both_return_once_run_has_returned(
+            self):
+        gate = asyncio.Event()
+
+        @berth.tool(id="gated")
+        async def gated(input, ctx):
+            await gate.wait()
+            return "finished"
+
+        c = await self.serve([gated], heartbeat_ms=HOUR_MS)
+        rid = c.request("run", {"job": job("G2", "gated")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        first = asyncio.ensure_future(self.worker.close())
+        second = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        self.assertFalse(first.done() or second.done())
+        gate.set()
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": "finished"})
+        await c.closed()
+        await asyncio.wait_for(first, support.DEADLINE)
+        self.assertTrue(self.task.done(), "close() returned before run()")
+        await asyncio.wait_for(second, support.DEADLINE)
+        # One drain, not two.
+        self.assertFalse([m for m in c.held
+                          if m.get("method") == "worker/drain"])
+
+    async def test_close_twice__the_second_timeout_stops_the_first_too(self):
         @berth.tool(id="stuck")
         async def stuck(input, ctx):
             await asyncio.sleep(3600)
 
-        c = await self.serve([stuck])
+        c = await self.serve([stuck], heartbeat_ms=HOUR_MS)
         rid = c.request("run", {"job": job("T2", "stuck")})
         await support.until(lambda: self.worker.running_jobs, "the run")
         first = asyncio.ensure_future(self.worker.close())
         drain = await c.expect("worker/drain")
         c.reply(drain["id"], {})
-        await support.until(lambda: self.worker._drain_done is not None,
-                            "the first close to wait for the run")
         second = asyncio.ensure_future(self.worker.close(timeout=0))
-        out = (await c.answer(rid))["result"]
-        self.assertEqual(out["error"]["code"], "aborted")
+        await c.closed()
+        self.assertEqual(answers(c, rid), [])
         await asyncio.wait_for(second, support.DEADLINE)
         await asyncio.wait_for(first, support.DEADLINE)
         await asyncio.wait_for(self.task, support.DEADLINE)
-        # One drain, not two.
         self.assertFalse([m for m in c.held
                           if m.get("method") == "worker/drain"])
+
+    async def test_close__a_cancelled_caller__does_not_stop_the_close(self):
+        gate = asyncio.Event()
+
+        @berth.tool(id="gated")
+        async def gated(input, ctx):
+            await gate.wait()
+            return "finished"
+
+        c = await self.serve([gated], heartbeat_ms=HOUR_MS)
+        rid = c.request("run", {"job": job("G3", "gated")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        closing.cancel()  # say, a timeout of the caller's own
+        gate.set()
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": "finished"})
+        await c.closed()
+        await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close__timeout_that_is_not_seconds__raises_and_closes_nothing(
+            self):
+        c = await self.serve([echo])
+        for bad in (-1, "soon", float("nan"), True):
+            with self.assertRaises(ValueError) as cm:
+                await self.worker.close(timeout=bad)
+            self.assertIn(repr(bad), str(cm.exception))
+        self.assertTrue(self.worker.registered.is_set())
+        self.assertEqual((await self.run_job(c, job("E", "echo")))["output"],
+                         {"echo": {}, "job": "E", "attempt": 1})
+        self.assertFalse([m for m in c.held
+                          if m.get("method") == "worker/drain"])
+
+    async def test_close_timeout__bounds_the_wait_for_berthds_answer_to_worker_drain(
+            self):
+        c = await self.serve([echo], heartbeat_ms=HOUR_MS)
+        with mock.patch.object(worker_module, "DRAIN_ANSWER", 3600.0):
+            closing = asyncio.ensure_future(self.worker.close(timeout=0.2))
+            await c.expect("worker/drain")  # and never answered
+            await c.closed()
+            await asyncio.wait_for(closing, support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close__berthd_that_stops_reading__has_the_connection_dropped(
+            self):
+        answered = []
+
+        @berth.tool(id="big")
+        async def big(input, ctx):
+            answered.append(ctx.job_id)
+            return "x" * (8 << 20)
+
+        c = await self.serve([big], heartbeat_ms=HOUR_MS)
+        # berthd stops reading: the answer fills the socket, then the
+        # worker's buffer, and the last lines can never leave.
+        c.writer.transport.pause_reading()
+        c.request("run", {"job": job("BIG", "big")})
+        await support.until(lambda: answered and
+                            not self.worker.running_jobs, "the answer")
+        await asyncio.wait_for(self.worker.close(timeout=0.5),
+                               support.DEADLINE)
+        await asyncio.wait_for(self.task, support.DEADLINE)
 
 
 class CloseWhileConnecting(PeerTest):
@@ -780,6 +984,100 @@ class CloseWhileConnecting(PeerTest):
         self.assertEqual(len(self.peer.all), 1)
 
 
+class CloseAndRun(PeerTest):
+    """close() and the run() it ends: close() returns once run() has
+    returned, however run() was started, and whoever calls it."""
+
+    async def test_close__run_started_outside_async_with__returns_once_run_has_returned(
+            self):
+        returned = threading.Event()
+
+        def slow_to_stop(input, ctx):
+            ctx.wait_cancelled(support.DEADLINE)
+            time.sleep(0.5)  # it stops, though not at once
+            returned.set()
+            return "stopped"
+
+        c = await self.serve([berth.Tool("slow-stop", slow_to_stop)],
+                             heartbeat_ms=HOUR_MS)
+        c.request("run", {"job": job("R", "slow-stop")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = asyncio.ensure_future(self.worker.close())
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        c.writer.transport.abort()  # the connection drops while it drains
+        await asyncio.wait_for(closing, support.DEADLINE)
+        self.assertTrue(returned.is_set(),
+                        "close() returned before the aborted execute did")
+        self.assertTrue(self.task.done(), "close() returned before run()")
+        self.assertEqual(len(self.peer.all), 1)
+
+    async def test_close_before_run__run_returns_at_once_without_connecting(
+            self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        await asyncio.wait_for(self.worker.close(), support.DEADLINE)
+        await asyncio.wait_for(self.worker.run(), support.DEADLINE)
+        self.assertEqual(self.peer.all, [])
+
+    async def test_close_inside_execute_without_await__answers_the_run_then_closes(
+            self):
+        @berth.tool(id="last")
+        async def last(input, ctx):
+            self.worker.close()  # begins the close; the run goes on
+            return "bye"
+
+        c = await self.serve([last], heartbeat_ms=HOUR_MS)
+        rid = c.request("run", {"job": job("L1", "last")})
+        self.assertEqual((await c.answer(rid))["result"], {"output": "bye"})
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+        await c.closed()
+        await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close_awaited_inside_execute__waits_for_its_own_run_until_the_timeout(
+            self):
+        @berth.tool(id="selfish")
+        async def selfish(input, ctx):
+            await self.worker.close(timeout=0.2)
+            return "never answered"
+
+        c = await self.serve([selfish], heartbeat_ms=HOUR_MS)
+        with self.assertLogs("berth.worker", logging.WARNING) as cm:
+            rid = c.request("run", {"job": job("W1", "selfish")})
+            drain = await c.expect("worker/drain")
+            c.reply(drain["id"], {})
+            await c.closed()
+            await asyncio.wait_for(self.task, support.DEADLINE)
+        self.assertEqual(answers(c, rid), [])
+        self.assertTrue([m for m in cm.output if "waits for that run" in m],
+                        cm.output)
+
+    async def test_close_while_berthd_refuses_the_registration__returns_and_run_raises(
+            self):
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        self.task = asyncio.ensure_future(self.worker.run())
+        c = await self.peer.accept()
+        reg = await c.expect("worker/register")
+        closing = asyncio.ensure_future(self.worker.close())
+        c.reply_error(reg["id"], -32602, "invalid params", {"errors": [
+            {"instancePath": "/tools/0/inputSchema", "keyword": "type",
+             "message": "must be an object"}]})
+        self.assertIsNone(await asyncio.wait_for(closing, support.DEADLINE))
+        with self.assertRaises(berth.RegistrationError):
+            await asyncio.wait_for(self.task, support.DEADLINE)
+
+    async def test_close_while_berthd_cannot_be_reached__ends_run_without_an_error(
+            self):
+        await self.peer.stop()  # nothing listens: every attempt fails
+        self.worker = berth.Worker([echo], socket=self.peer.path)
+        with self.assertLogs("berth.worker", logging.WARNING) as cm:
+            self.task = asyncio.ensure_future(self.worker.run())
+            await support.until(lambda: cm.records, "a failed attempt")
+            await asyncio.wait_for(self.worker.close(), support.DEADLINE)
+        self.assertIsNone(await asyncio.wait_for(self.task,
+                                                 support.DEADLINE))
+
+
 class Signals(PeerTest):
     """serve() in a real process (worker_app.py), stopped by signals."""
 
@@ -818,9 +1116,11 @@ class Signals(PeerTest):
         drain = await c.expect("worker/drain")
         c.reply(drain["id"], {})
         proc.send_signal(signal.SIGTERM)
-        out = (await c.answer(rid))["result"]
-        self.assertEqual(out["error"], {"message": "execute was aborted "
-                                        "(shutdown)", "code": "aborted"})
+        # The run stops by its abort: it is left to berthd (onInterrupt).
+        await c.closed()
+        self.assertEqual(answers(c, rid), [])
+        await support.until(lambda: os.path.exists(
+            os.path.join(marks, "aborted-S2-closing")), "the abort")
         self.assertEqual(await asyncio.wait_for(proc.wait(),
                                                 support.DEADLINE), 0)
 

@@ -86,6 +86,17 @@ async def slow(input, ctx):
             "pid": os.getpid()}
 
 
+@berth.tool(id="py-tidy", input_schema=OBJECT)
+async def tidy(input, ctx):
+    mark("started", ctx.job_id, str(ctx.attempt))
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        # It cleans up for longer than a second, and returns what it has.
+        await asyncio.sleep(1.5)
+        return {"partial": True, "reason": ctx.abort_reason}
+
+
 def sync_slow(input, ctx):
     mark("started", ctx.job_id, str(ctx.attempt))
     if ctx.wait_cancelled(input.get("seconds", 3600)):
@@ -166,7 +177,7 @@ async def count(input, ctx):
             "attempt": ctx.attempt}
 
 
-TOOLS = [echo, approve, approve_fn, ask, slow,
+TOOLS = [echo, approve, approve_fn, ask, slow, tidy,
          berth.Tool("py-sync-slow", sync_slow, input_schema=OBJECT),
          interrupt_fail, flaky, hooks, transform, count]
 

@@ -546,12 +546,50 @@ describe('close() while the connection changes', () => {
     },
   };
 
+  // peer-tidy stops at its abort and returns what it has after a cleanup
+  // of a second: within the abort grace, and more than the nothing the
+  // worker used to give after close()'s timeoutMs.
+  const tidy = {
+    id: 'peer-tidy',
+    description: 'Returns what it has a second after its abort.',
+    inputSchema: { type: 'object' },
+    execute: async (_input, context) => {
+      const signal = context.abortSignal;
+      if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      return { partial: true, reason: signal.reason?.reason };
+    },
+  };
+
+  // peer-last begins the close of its own worker without awaiting it, as
+  // a tool that makes its worker leave does, and returns.
+  const last = {
+    id: 'peer-last',
+    description: 'Closes its worker, then returns.',
+    inputSchema: { type: 'object' },
+    execute: async () => {
+      void worker.close();
+      return { bye: true };
+    },
+  };
+
+  // peer-selfish awaits the close of its own worker, which waits for it.
+  const selfish = {
+    id: 'peer-selfish',
+    description: 'Awaits the close of its own worker.',
+    inputSchema: { type: 'object' },
+    execute: async () => {
+      await worker.close({ timeoutMs: 100 });
+      return { never: true };
+    },
+  };
+
   // start serves the tools with a short backoff, so that a worker that
   // connects again does it within a few milliseconds of a drop.
   async function start() {
     const line = (m) => lines.push(m);
     worker = await serve({
-      socket: peer.path, tools: [stubborn, blockTool, echoTool], concurrency: 4, name: 'peer-close',
+      socket: peer.path, tools: [stubborn, blockTool, echoTool, tidy, last, selfish], concurrency: 4, name: 'peer-close',
       reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
       logger: { debug: line, info: line, warn: line, error: line },
     });
@@ -660,10 +698,11 @@ describe('close() while the connection changes', () => {
     const first = worker.close();
     await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
     const second = worker.close({ force: true });
-    const r = await answer;
-    assert.equal(r.result.error.code, 'aborted');
-    assert.match(r.result.error.message, /the worker is closing/);
+    // sdk-block stops by its abort: no answer, and berthd applies its
+    // onInterrupt once the connection closes.
+    await assert.rejects(answer, /closed before it answered run/);
     await Promise.all([first, second]);
+    assert.equal(worker.running, 0);
     assert.equal(peer.messages('worker/drain').length, 1, 'one drain for both');
     assert.equal(peer.messages('worker/register').length, 1);
     worker = null;
@@ -684,6 +723,89 @@ describe('close() while the connection changes', () => {
     assert.equal(aborts.length, 1);
     assert.match(aborts[0], /the worker is closing/);
     assert.equal(worker.registered, false);
+    worker = null;
+  });
+
+  test('after_timeoutMs__a_run_that_returns_what_it_has_within_the_abort_grace__is_answered', async () => {
+    await start();
+    const answer = peer.request('run', { job: job('peer-tidy') });
+    await until(() => worker.running === 1, 'the run to start');
+    const closing = worker.close({ timeoutMs: 50 });
+    const r = await answer;
+    assert.deepEqual(r.result.output, { partial: true, reason: 'closing' });
+    await closing;
+    assert.equal(worker.registered, false);
+    worker = null;
+  });
+
+  test('a_run_that_stops_by_the_abort_of_close__is_left_to_berthd_unanswered', async () => {
+    await start();
+    const lost = peer.request('run', { job: job('sdk-block') });
+    await until(() => worker.running === 1, 'the run to start');
+    // An `aborted` error would be retried by berthd whatever the tool's
+    // onInterrupt says; the connection closes under the run instead.
+    const cut = assert.rejects(lost, /closed before it answered run/);
+    await worker.close({ force: true });
+    await cut;
+    assert.equal(worker.running, 0);
+    worker = null;
+  });
+
+  test('a_run_berthd_aborts_while_close_waits__is_waited_for_the_abort_grace_at_most', async () => {
+    await start();
+    const j = job('peer-stubborn');
+    const lost = peer.request('run', { job: j });
+    const cut = assert.rejects(lost, /closed before it answered run/);
+    await until(() => worker.running === 1, 'the run to start');
+    let closed = false;
+    const closing = worker.close().then(() => { closed = true; });
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    // berthd cancels the job: it gives the run its kill grace, then gives
+    // it up; so does the closing worker.
+    peer.notify('abort', { jobId: j.id, reason: 'cancelled' });
+    await until(() => closed, 'close() to resolve', 60000);
+    await cut;
+    assert.equal(aborts.length, 1);
+    assert.match(aborts[0], /was cancelled/);
+    await closing;
+    worker = null;
+  });
+
+  test('a_run_pushed_after_the_deadline_of_close__is_not_executed_and_left_to_berthd', async () => {
+    await start();
+    peer.request('run', { job: job('peer-stubborn') }).catch(() => {});
+    await until(() => worker.running === 1, 'the run to start');
+    // berthd has not taken the drain yet, and pushes one more run, while
+    // the aborted run keeps the connection open for its grace.
+    peer.answers['worker/drain'] = () => undefined;
+    const closing = worker.close({ force: true });
+    await until(() => peer.messages('worker/drain').length === 1, 'worker/drain');
+    const before = calls.echo;
+    const late = peer.request('run', { job: job('sdk-echo', { input: { text: 'late', secret: 'x' } }) });
+    await assert.rejects(late, /closed before it answered run/);
+    assert.equal(calls.echo, before, 'a run pushed after the deadline was executed');
+    await closing;
+    worker = null;
+  });
+
+  test('close_called_inside_execute_without_await__answers_the_run_then_closes', async () => {
+    await start();
+    const r = await peer.request('run', { job: job('peer-last') });
+    assert.deepEqual(r.result.output, { bye: true });
+    await worker.close();
+    assert.equal(worker.registered, false);
+    assert.equal(peer.messages('worker/drain').length, 1);
+    assert.equal(peer.messages('worker/register').length, 1);
+    worker = null;
+  });
+
+  test('close_awaited_inside_execute__waits_for_its_own_run_until_its_timeoutMs__then_leaves_it_to_berthd', async () => {
+    await start();
+    const lost = peer.request('run', { job: job('peer-selfish') });
+    await assert.rejects(lost, /closed before it answered run/);
+    await worker.close();
+    assert.equal(worker.registered, false);
+    await until(() => worker.running === 0, 'the execute to return once the worker closed');
     worker = null;
   });
 

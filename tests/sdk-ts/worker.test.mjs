@@ -383,6 +383,58 @@ describe('workers and crashes', { skip }, () => {
     }
   });
 
+  test('close_with_timeoutMs__completes_a_job_whose_run_returns_what_it_has__and_leaves_one_that_stops_to_onInterrupt', async () => {
+    const d = new Daemon();
+    await d.start();
+    const c = await connect({ socket: d.socket });
+    const aborted = (signal) => new Promise((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', resolve, { once: true });
+    });
+    // sdk-tidy cleans up for a second after its abort, and returns what it
+    // has; sdk-stops stops by its abort, and must not be run twice.
+    const tidy = createTool({
+      id: 'sdk-tidy',
+      description: 'Returns what it has a second after its abort',
+      inputSchema: z.object({}),
+      outputSchema: z.object({ partial: z.boolean() }),
+      execute: async (_input, ctx) => {
+        await aborted(ctx.abortSignal);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        return { partial: true };
+      },
+    });
+    const stops = createTool({
+      id: 'sdk-stops',
+      description: 'Stops at its abort; never run again after an interruption',
+      inputSchema: z.object({}),
+      background: { maxRetries: 2, onInterrupt: 'fail' },
+      execute: async (_input, ctx) => {
+        await aborted(ctx.abortSignal);
+        throw ctx.abortSignal.reason;
+      },
+    });
+    const w = await serve({ socket: d.socket, tools: [tidy, stops], ...quiet });
+    try {
+      const a = await c.submit('sdk-tidy', {});
+      const b = await c.submit('sdk-stops', {});
+      await until(() => w.running === 2, 'both jobs to run');
+      await w.close({ timeoutMs: 100 });
+      const done = await c.wait(a.id, { timeoutMs: 60000 });
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      assert.deepEqual(done.output, { partial: true });
+      // An `aborted` error would have been retried (retries are left);
+      // unanswered, the job follows its onInterrupt.
+      const failed = await c.wait(b.id, { timeoutMs: 60000 });
+      assert.equal(failed.status, 'failed', JSON.stringify(failed));
+      assert.equal(failed.error.code, 'interrupted');
+    } finally {
+      await w.close({ force: true });
+      c.close();
+      await d.cleanup();
+    }
+  });
+
   test('a_sigterm_of_berthd__puts_running_jobs_back_without_a_retry__and_the_worker_registers_again', async () => {
     // Running jobs may finish for the shutdown grace (docs/WORKERS.md); a
     // short one stops this one, which takes 2 s at least, half way.

@@ -255,8 +255,9 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        """True once berthd aborted the run (cancel, timeout, shutdown) or
-        the connection to it was lost."""
+        """True once berthd aborted the run (cancel, timeout, shutdown),
+        the connection to it was lost, or the worker's close() aborted it
+        at its timeout (``abort_reason`` says which)."""
         return self.abort_reason is not None
 
     @property

@@ -9,11 +9,14 @@ connection is the lease on those jobs: when it drops, every running
 worker connects again with backoff (100 ms doubling to 5 s) and registers
 again, for as long as it runs. ``close()`` drains: it asks berthd for no new
 run (``worker/drain``), lets the running ones finish and closes (BullMQ's
-``Worker.close()``); ``serve()`` does that on SIGTERM or Ctrl-C, and stops
-at once on a second one. Once ``close()`` has begun the worker registers
+``Worker.close()``); ``serve()`` does that on SIGTERM or Ctrl-C, and aborts
+the runs on a second one. Once ``close()`` has begun the worker registers
 on no new connection: a connection attempt under way is given up, and a
 ``worker/register`` under way is answered and drained like the registered
-connection (berthd may have pushed it runs).
+connection (berthd may have pushed it runs). A run that close() aborts
+(at its timeout) answers what it returns within the abort grace; one that
+stops by the abort is left unanswered, to its tool's ``onInterrupt``
+(docs/WORKERS.md, "Shutdown").
 
 Abort (cancel, timeout, shutdown) reaches an async ``execute`` as asyncio's
 own cancellation: ``CancelledError`` at its next ``await``, which it may
@@ -25,18 +28,20 @@ kill grace if the function goes on.
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import concurrent.futures
 import contextvars
 import functools
 import inspect
 import logging
+import math
 import os
 import signal
 import socket as socket_module
 import sys
 import threading
 import traceback
-from typing import Any, Iterable
+from typing import Any, Callable, Generator, Iterable
 
 from . import __version__
 from .client import backoff_delays
@@ -55,8 +60,22 @@ log = logging.getLogger("berth.worker")
 #: The heartbeat berthd names in its answer to worker/register, until it
 #: has answered.
 HEARTBEAT = 10.0
-#: How long close() waits for berthd to answer worker/drain.
-DRAIN_ANSWER = 10.0
+#: How long close() waits for berthd to answer worker/drain, or a
+#: worker/register under way when it began. berthd answers both at once;
+#: one that does not is not waited for (the runs still are).
+DRAIN_ANSWER = 5.0
+#: How long a run that was aborted has to answer: berthd's default
+#: --kill-grace, the time berthd gives a run it aborts. close() gives it to
+#: the runs it aborts at its timeout, and waits no longer for a run that
+#: berthd aborted, or that a dropped connection did: berthd has given the
+#: run up by then, or will not take its answer.
+ABORT_GRACE = 5.0
+#: How long the last lines may take to leave once close() closes the
+#: connection; then it is dropped (a berthd that stopped reading).
+FLUSH_GRACE = 1.0
+#: The reason of close()'s own aborts (berthd's are cancelled, timed_out and
+#: shutdown; a lost connection's is disconnected).
+CLOSING = "closing"
 #: The log lines an answer to input or transform carries at most (berthd
 #: keeps 100, docs/WORKERS.md).
 ANSWER_LOGS = 100
@@ -91,6 +110,15 @@ def _aborted(reason: str | None) -> dict[str, Any]:
                       % (reason or "cancelled"), "code": "aborted"}}
 
 
+def _describe_jobs(ids: list[str]) -> str:
+    """_describe_jobs names jobs in a log line: "job A", or "3 jobs (A, B,
+    C)"."""
+    if len(ids) == 1:
+        return "job %s" % ids[0]
+    return "%d jobs (%s%s)" % (len(ids), ", ".join(ids[:10]),
+                               ", ..." if len(ids) > 10 else "")
+
+
 def _input_of(tool: Tool, job: dict) -> Any:
     """The input as the tool's hooks take it: a model instance when the
     input schema is a pydantic model (the raw input if the model refuses
@@ -116,7 +144,7 @@ class _Run:
     """One run berthd pushed: its request id, job and task."""
 
     __slots__ = ("session", "rid", "job", "job_id", "tool", "pending", "ctx",
-                 "task", "phase", "answered")
+                 "task", "phase", "answered", "aborted_at", "stopped")
 
     def __init__(self, session: "_Session", rid: Any, job: dict, tool: Tool,
                  pending: Any):
@@ -132,6 +160,11 @@ class _Run:
         self.task: asyncio.Task | None = None
         self.phase = _BEFORE
         self.answered = False
+        #: When the run was first aborted (the loop's time), or None.
+        self.aborted_at: float | None = None
+        #: True when the run ended by its abort: the outcome is the SDK's
+        #: ``aborted``, not one the tool returned or raised.
+        self.stopped = False
 
     @property
     def live(self) -> bool:
@@ -158,6 +191,11 @@ class _Run:
         self.session._run_done(self, task)
 
     def abort(self, reason: str) -> None:
+        """abort aborts the run with reason; the first abort's reason is
+        the one the run sees, and starts its abort grace."""
+        worker = self.session.worker
+        if self.aborted_at is None:
+            self.aborted_at = worker._loop.time()
         self.ctx._abort(reason)
         # Only an async execute is cancelled: what runs before it checks
         # ctx.cancelled, what runs after it keeps the outcome it has, and
@@ -165,6 +203,13 @@ class _Run:
         if self.phase == _EXECUTE and self.tool.execute.is_async and \
                 self.task is not None:
             self.task.cancel(reason)
+        worker._poke()
+
+    def given_up(self, now: float) -> bool:
+        """given_up says whether the run was aborted longer than the abort
+        grace ago: close() waits for it no longer."""
+        return self.aborted_at is not None and \
+            now - self.aborted_at >= ABORT_GRACE
 
 
 class _Session:
@@ -177,7 +222,6 @@ class _Session:
         self.calls: set[asyncio.Task] = set()  # input and transform
         self.worker_id: str | None = None
         self.heartbeat = HEARTBEAT
-        self.draining = False
         self._progress: dict[str, dict] = {}
         self._progress_handle: asyncio.Handle | None = None
         self._hb_handle: asyncio.TimerHandle | None = None
@@ -241,13 +285,22 @@ class _Session:
             return
         run = _Run(self, rid, job, tool, params.get("pending"))
         self.runs[run.job_id] = run
+        self.worker._live.add(run)
+        if self.worker._closing and \
+                self.worker._loop.time() >= self.worker._deadline:
+            # Pushed before berthd took the drain, after close()'s
+            # timeout: it does not start, and is left to berthd.
+            run.abort(CLOSING)
         run.task = self.worker._loop.create_task(self.worker._run_job(run))
         run.task.add_done_callback(run.done)
 
     def _run_done(self, run: _Run, task: asyncio.Task) -> None:
         if self.runs.get(run.job_id) is run:
             del self.runs[run.job_id]
+        self.worker._live.discard(run)
+        self.worker._poke()
         if task.cancelled():
+            run.stopped = True
             outcome = _aborted(run.ctx.abort_reason)
         elif task.exception() is not None:
             e = task.exception()
@@ -262,12 +315,19 @@ class _Session:
                       "outcome is dropped", run.job_id)
             return
         p = self._progress.pop(run.job_id, None)
+        if run.stopped and run.ctx.abort_reason == CLOSING:
+            # Stopped by close()'s own abort: not answered, so that berthd
+            # ends the job by its tool's onInterrupt once the connection
+            # closes, as for any run a worker leaves. An `aborted` error
+            # would be retried by its retryable, whatever onInterrupt says.
+            run.answered = True
+            log.debug("berth: job %s stopped at close()'s abort; left to "
+                      "berthd (onInterrupt)", run.job_id)
+            return
         if p is not None:
             self._notify("worker/progress", p)
         run.answered = True
         self._answer(run, outcome)
-        if self.draining and not self.runs and not self.calls:
-            self.worker._drained(self)
 
     def _answer(self, run: _Run, outcome: dict) -> None:
         """_answer sends the outcome, or, when it cannot be sent (not
@@ -302,6 +362,7 @@ class _Session:
 
     def _call_done(self, rid: Any, task: asyncio.Task) -> None:
         self.calls.discard(task)
+        self.worker._poke()
         if self.conn.closed:
             return
         if task.cancelled():
@@ -321,8 +382,15 @@ class _Session:
             except (TypeError, ValueError, BerthError) as e:
                 self.conn.respond_error(rid, -32603, "the worker could not "
                                         "send its answer: %s" % e)
-        if self.draining and not self.runs and not self.calls:
-            self.worker._drained(self)
+
+    def quiet(self) -> bool:
+        """quiet says whether a draining connection has nothing left to
+        wait for: every request of berthd's is answered, but runs aborted
+        longer than the abort grace ago, which berthd has given up too."""
+        if self.calls:
+            return False
+        now = self.worker._loop.time()
+        return all(run.given_up(now) for run in self.runs.values())
 
     # -- progress and heartbeats ------------------------------------------------
 
@@ -393,6 +461,41 @@ class _Session:
             run.abort("disconnected")
         for task in list(self.calls):
             task.cancel()
+        self.worker._poke()
+
+
+class _Closing(collections.abc.Coroutine):
+    """_Closing is what close() returns: the close has begun already, so
+    that a caller that does not await it (a tool's execute that makes its
+    worker leave) closes the worker all the same. Awaiting it waits for
+    the end of the close. It is a coroutine, so that create_task() and
+    wait_for() take it as they take one, and it makes its inner coroutine
+    only when awaited: left alone, it leaves no "never awaited"
+    warning."""
+
+    __slots__ = ("_worker", "_coro")
+
+    def __init__(self, worker: "Worker"):
+        self._worker = worker
+        self._coro: Any = None
+
+    def _inner(self) -> Any:
+        if self._coro is None:
+            self._coro = self._worker._wait_closed()
+        return self._coro
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._inner().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._inner().send(value)
+
+    def throw(self, *exc: Any) -> Any:
+        return self._inner().throw(*exc)
+
+    def close(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
 
 
 class Worker:
@@ -437,6 +540,15 @@ class Worker:
         self._definitions = [t.definition() for t in self.tools.values()]
         self._session: _Session | None = None
         self._closing = False
+        #: When close() stops waiting for the runs and aborts those left
+        #: (the loop's time): the earliest of its calls' timeouts.
+        self._deadline = math.inf
+        #: The close under way, one for every close() call.
+        self._closer: asyncio.Task | None = None
+        #: What _close_wait waits on; _poke wakes them.
+        self._wakers: list[asyncio.Future] = []
+        #: Every run whose task has not ended, of any connection.
+        self._live: set[_Run] = set()
         #: run()'s attempt to connect and register, while it is under way.
         self._opening: asyncio.Task | None = None
         #: Its connection while its worker/register is unanswered.
@@ -444,7 +556,6 @@ class Worker:
         self._running = False
         self._task: asyncio.Task | None = None
         self._wake: asyncio.Future | None = None
-        self._drain_done: asyncio.Future | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore
         #: Set while the worker is registered with berthd.
@@ -469,14 +580,26 @@ class Worker:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        """The end of ``async with``: close(), then what run() raised
+        (a RegistrationError), which close() itself never raises."""
         await self.close()
+        task = self._task
+        if task is not None:
+            await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
 
     async def run(self) -> None:
         """run serves until close(): connects, registers, runs jobs, and
-        connects again whenever the connection drops. Raises
+        connects again whenever the connection drops. Once the connection
+        is gone for good, it waits for the executes still going to return
+        from their abort (the abort grace at most), and returns. After
+        close() it returns at once, without connecting. Raises
         RegistrationError when berthd refuses the tools for good."""
         if self._running:
             raise RuntimeError("the worker is already running")
+        if self._closing:
+            return  # close() came first: a closed worker never connects
         self._running = True
         self._loop = asyncio.get_running_loop()
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -490,6 +613,7 @@ class Worker:
                 # connection attempt without cancelling run().
                 opening = self._opening = self._loop.create_task(
                     self._open_session())
+                opening.add_done_callback(lambda _: self._poke())
                 try:
                     await asyncio.wait([opening])
                 except asyncio.CancelledError:
@@ -538,6 +662,7 @@ class Worker:
                     log.warning("berth: lost the connection to berthd at %s "
                                 "(%s); reconnecting", self.address,
                                 reason or "closed by berthd")
+            await self._settle()
         finally:
             self._closing = True
             self.registered.clear()
@@ -546,8 +671,7 @@ class Worker:
                 last.conn.abort()
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._running = False
-            if self._drain_done is not None and not self._drain_done.done():
-                self._drain_done.set_result(None)
+            self._poke()
 
     async def _sleep(self, delay: float) -> None:
         self._wake = self._loop.create_future()
@@ -557,6 +681,24 @@ class Worker:
             pass
         finally:
             self._wake = None
+
+    async def _settle(self) -> None:
+        """_settle waits, once run()'s last connection is gone, for the
+        executes still going (aborted by the drop or by close()) to
+        return, each for the abort grace at most: run() and close() return
+        after those that honour their abort, and without those that do
+        not."""
+        for run in list(self._live):
+            if run.aborted_at is None:  # its connection is gone
+                run.abort("disconnected")
+        await self._close_wait(lambda: all(
+            run.given_up(self._loop.time()) for run in self._live),
+            bounded=False)
+        if self._live:
+            log.warning("berth: closed while the execute of %s had not "
+                        "returned from its abort: berthd ends or re-queues "
+                        "the jobs (onInterrupt)",
+                        _describe_jobs([r.job_id for r in self._live]))
 
     async def _open_session(self) -> _Session | None:
         """_open_session connects, authenticates and registers, and
@@ -606,88 +748,194 @@ class Worker:
             log.error("berth: berthd refused the tools: %s", e.message)
         return e
 
-    async def close(self, timeout: float | None = None) -> None:
-        """close drains and stops: berthd pushes no new run
-        (``worker/drain``), the runs under way finish and are answered,
-        then the connection closes and run() returns. After ``timeout``
-        seconds the runs still going are aborted (their jobs then follow
-        their tool's onInterrupt). From the start of close() the worker
-        registers on no new connection: a connection attempt under way is
-        given up, a registration under way is answered (10 s at most, and
-        ``timeout``) and drained, and a connection that drops meanwhile
-        leaves its runs to berthd."""
+    def close(self, timeout: float | None = None) -> "_Closing":
+        """close begins to drain and stop the worker, at once, and returns
+        an awaitable that is done once run() has returned.
+
+        berthd pushes no new run (``worker/drain``, whose answer is waited
+        for 5 s at most); the runs and berthd's questions under way are
+        answered as they end; then the connection closes and run()
+        returns. ``timeout`` (seconds; None waits as long as the runs take)
+        bounds those waits: then the runs still going are aborted (reason
+        ``closing``), and each has the abort grace, 5 s, to return: what it
+        returns is answered, while a run that stops by the abort itself
+        (``CancelledError``), or does not stop in time, is left unanswered
+        to berthd, which ends or re-queues its job by its tool's
+        ``onInterrupt`` once the connection closes. A run berthd aborts
+        meanwhile is waited for the abort grace at most. From the start of
+        close() the worker registers on no new connection: a connection
+        attempt under way is given up, a registration under way is waited
+        for (5 s at most, and ``timeout``) and drained, and a connection
+        that drops meanwhile leaves its runs to berthd (close() waits for
+        their executes the abort grace at most).
+
+        Every call joins the close under way, the earliest timeout wins,
+        and cancelling a caller's await does not stop the close. A tool's
+        execute may call it to make its worker leave, without awaiting it:
+        the close waits for that run as for any other. Raises ValueError
+        for a timeout that is not a number of seconds, 0 or more (and
+        begins nothing); never what run() raises."""
+        if timeout is not None and (
+                isinstance(timeout, bool) or
+                not isinstance(timeout, (int, float)) or not timeout >= 0):
+            raise ValueError("close()'s timeout must be a number of seconds, "
+                             "0 or more (or None), not %r" % (timeout,))
+        loop = asyncio.get_running_loop()
+        if timeout is not None:
+            self._deadline = min(self._deadline, loop.time() + timeout)
         self._closing = True
         if self._wake is not None and not self._wake.done():
             self._wake.set_result(None)
-        await self._stop_opening(timeout)
-        session = self._session
-        if session is not None and not session.conn.closed:
-            # A second close (a second Ctrl-C, with timeout=0) joins the
-            # first: one drain, one future for the end of the runs.
-            if not session.draining:
-                session.draining = True
-                try:
-                    await asyncio.wait_for(
-                        session.conn.request("worker/drain", {}),
-                        DRAIN_ANSWER)
-                except (BerthError, ConnectionClosed,
-                        asyncio.TimeoutError) as e:
-                    log.debug("berth: worker/drain: %s", e)
-            if session.runs or session.calls:
-                if self._drain_done is None or self._drain_done.done():
-                    self._drain_done = self._loop.create_future()
-                    log.info("berth: finishing %d runs before closing",
-                             len(session.runs))
-                try:
-                    await asyncio.wait_for(asyncio.shield(self._drain_done),
-                                           timeout)
-                except asyncio.TimeoutError:
-                    runs = list(session.runs.values())
-                    log.warning("berth: aborting %d runs that did not "
-                                "finish in time", len(runs))
-                    for run in runs:
-                        run.abort("shutdown")
-                    for task in list(session.calls):
-                        task.cancel()
-                    # Let the aborted async runs answer what they have; a
-                    # thread cannot be interrupted, so it is not waited
-                    # for.
-                    tasks = [r.task for r in runs if r.task is not None and
-                             r.tool.execute.is_async]
-                    if tasks:
-                        await asyncio.wait(tasks, timeout=1.0)
-            await session.conn.close()
-        if self._task is not None:
-            await asyncio.wait([self._task])
-            if not self._task.cancelled() and self._task.exception():
-                raise self._task.exception()  # type: ignore[misc]
+        if self._closer is None:
+            self._closer = loop.create_task(self._close())
+        self._poke()
+        return _Closing(self)
 
-    async def _stop_opening(self, timeout: float | None) -> None:
+    async def _wait_closed(self) -> None:
+        """_wait_closed is what awaiting close() does."""
+        run = current_run.get()
+        if run is not None and run.session.worker is self and \
+                not run.answered:
+            log.warning("berth: job %s awaits close() in its own run: the "
+                        "close waits for that run to answer, so this await "
+                        "ends only at close()'s timeout or berthd's abort "
+                        "of the run; call worker.close() without awaiting "
+                        "it", run.job_id)
+        assert self._closer is not None
+        await asyncio.shield(self._closer)
+
+    async def _close(self) -> None:
+        """_close is the close under way: it ends run()'s connection attempt,
+        drains the registered connection and waits for run() to return."""
+        try:
+            await self._stop_opening()
+            session = self._session
+            if session is not None and not session.conn.closed:
+                await self._drain(session)
+            # run() returns once its connection is gone, after the executes
+            # that were aborted have returned (the abort grace at most).
+            await self._close_wait(lambda: not self._running, bounded=False)
+        except Exception:
+            log.exception("berth: close() failed; the worker stops")
+            session = self._session
+            if session is not None:
+                session.conn.abort()
+
+    async def _stop_opening(self) -> None:
         """_stop_opening ends run()'s connection attempt under way, if
         any, for close(): before worker/register it is given up; after, it
-        is waited for (DRAIN_ANSWER at most, and timeout), since berthd may
-        have registered the worker and pushed it runs, which close() then
-        drains rather than leaves to the lease."""
+        is waited for (DRAIN_ANSWER at most, and close()'s timeout), since
+        berthd may have registered the worker and pushed it runs, which
+        close() then drains rather than leaves to the lease."""
         opening = self._opening
         if opening is None or opening.done():
             return
         conn = self._registering
         if conn is None:
             opening.cancel()
-        else:
-            wait = DRAIN_ANSWER if timeout is None else min(DRAIN_ANSWER,
-                                                            timeout)
-            await asyncio.wait([opening], timeout=wait)
-            if not opening.done():
-                log.warning("berth: berthd did not answer worker/register "
-                            "within %g s of close(); closing", wait)
-                conn.abort(ConnectionClosed(
-                    "berthd did not answer worker/register before close()"))
+        elif not await self._close_wait(
+                opening.done, self._loop.time() + DRAIN_ANSWER):
+            log.warning("berth: berthd did not answer worker/register "
+                        "within %g s of close(); closing", DRAIN_ANSWER)
+            conn.abort(ConnectionClosed(
+                "berthd did not answer worker/register before close()"))
         await asyncio.wait([opening])
 
-    def _drained(self, session: _Session) -> None:
-        if self._drain_done is not None and not self._drain_done.done():
-            self._drain_done.set_result(None)
+    async def _drain(self, session: _Session) -> None:
+        """_drain ends the serving of a registered connection as BullMQ's
+        close() does: worker/drain first (berthd pushes no run once it has
+        answered, and the runs it pushed before arrive ahead of the
+        answer), then the answers to every request of berthd's, then a
+        clean close. At close()'s deadline the runs still going are
+        aborted and have the abort grace to answer; then the connection is
+        closed under what is left, which berthd takes as its
+        interruption."""
+        conn = session.conn
+        try:
+            _, answer = conn.start_request("worker/drain", {})
+        except ConnectionClosed:
+            return
+        answer.add_done_callback(self._drain_answered)
+        await self._close_wait(lambda: answer.done() or conn.closed,
+                               self._loop.time() + DRAIN_ANSWER)
+        if not await self._close_wait(lambda: conn.closed or session.quiet()):
+            runs = list(session.runs.values())
+            if runs:
+                log.warning("berth: aborting %s at close()'s timeout; each "
+                            "has %g s to answer", _describe_jobs(
+                                [r.job_id for r in runs]), ABORT_GRACE)
+            for run in runs:
+                run.abort(CLOSING)
+            for task in list(session.calls):
+                task.cancel()
+            await self._close_wait(lambda: conn.closed or session.quiet(),
+                                   self._loop.time() + ABORT_GRACE,
+                                   bounded=False)
+        if conn.closed:
+            return
+        if session.runs:
+            log.warning("berth: closing with %s still running: aborted, and "
+                        "left to berthd (onInterrupt)", _describe_jobs(
+                            list(session.runs)))
+        try:
+            await asyncio.wait_for(conn.close(), FLUSH_GRACE)
+        except asyncio.TimeoutError:
+            log.warning("berth: berthd did not take the worker's last "
+                        "lines within %g s; dropping the connection",
+                        FLUSH_GRACE)
+            conn.abort(ConnectionClosed("berthd did not read the worker's "
+                                        "last lines"))
+
+    def _drain_answered(self, answer: asyncio.Future) -> None:
+        if not answer.cancelled() and answer.exception() is not None:
+            log.debug("berth: worker/drain: %s", answer.exception())
+        self._poke()
+
+    async def _close_wait(self, done: Callable[[], bool],
+                          limit: float = math.inf,
+                          bounded: bool = True) -> bool:
+        """_close_wait waits while the worker closes until done() holds,
+        looking again whenever _poke() is called (a run or a question of
+        berthd's ended, a run was aborted, the connection closed, an answer
+        came, a close() moved the deadline) and when an aborted run's grace
+        ends. It gives up at limit (the loop's time), and when bounded at
+        close()'s deadline too, whichever is first, and says whether
+        done() held."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if done():
+                return True
+            now = loop.time()
+            end = min(limit, self._deadline) if bounded else limit
+            if end <= now:
+                return False
+            wake = min(end, self._grace_end(now))
+            waker = loop.create_future()
+            self._wakers.append(waker)
+            try:
+                # A timer may fire a little early: the loop looks again.
+                await asyncio.wait([waker], timeout=None if wake == math.inf
+                                   else wake - now)
+            finally:
+                if not waker.done():
+                    waker.cancel()
+                    self._wakers.remove(waker)
+
+    def _grace_end(self, now: float) -> float:
+        """_grace_end is when the next abort grace of a live run ends."""
+        ends = [run.aborted_at + ABORT_GRACE for run in self._live
+                if run.aborted_at is not None and
+                run.aborted_at + ABORT_GRACE > now]
+        return min(ends) if ends else math.inf
+
+    def _poke(self) -> None:
+        """_poke wakes _close_wait to look again."""
+        if not self._wakers:
+            return
+        wakers, self._wakers = self._wakers, []
+        for waker in wakers:
+            if not waker.done():
+                waker.set_result(None)
 
     # -- running a job ------------------------------------------------------------
 
@@ -778,6 +1026,11 @@ class Worker:
         outcome (the answer to ``run``)."""
         tool, job, ctx = run.tool, run.job, run.ctx
         current_run.set(run)  # in this task's own context only
+        if ctx.cancelled:
+            # Aborted before it began (with the run, or after close()'s
+            # timeout): nothing of the tool's runs.
+            run.stopped = True
+            return _aborted(ctx.abort_reason)
         views: dict[str, dict] = {}
         info = None
         try:
@@ -797,6 +1050,7 @@ class Worker:
                                     job, stage, _stage_payload(job, stage)),
                                 run)
             if ctx.cancelled:
+                run.stopped = True
                 return _aborted(ctx.abort_reason)
             value = job.get("input")
             model = tool.models.get("inputSchema")
@@ -832,6 +1086,7 @@ class Worker:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            run.stopped = True
             return _aborted(ctx.abort_reason)
         except Exception as e:
             err = _error_of(e)
@@ -955,8 +1210,9 @@ async def serve(tools: Iterable[Tool], *, socket: str | None = None,
                 handle_signals: bool = True, **kw: Any) -> None:
     """serve runs a :class:`Worker` for tools until it is closed: on
     SIGTERM or SIGINT (when ``handle_signals`` and on the main thread) it
-    drains and returns; a second signal aborts the runs and returns at
-    once. Raises RegistrationError when berthd refuses the tools."""
+    drains and returns; a second signal is ``close(timeout=0)``: it aborts
+    the runs, which have the abort grace to answer, and returns. Raises
+    RegistrationError when berthd refuses the tools."""
     worker = Worker(tools, socket=socket, url=url, token=token,
                     concurrency=concurrency, name=name, **kw)
     loop = asyncio.get_running_loop()
@@ -965,10 +1221,12 @@ async def serve(tools: Iterable[Tool], *, socket: str | None = None,
 
     def on_signal(signum: int) -> None:
         if not closing:
-            log.info("berth: %s: draining (again to stop at once)",
+            log.info("berth: %s: draining (again to abort the runs)",
                      signal.Signals(signum).name)
             closing.append(loop.create_task(worker.close()))
         else:
+            log.info("berth: %s: aborting the runs",
+                     signal.Signals(signum).name)
             closing.append(loop.create_task(worker.close(timeout=0)))
 
     if handle_signals and threading.current_thread() is \

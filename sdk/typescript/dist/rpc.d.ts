@@ -68,7 +68,7 @@ export declare class Connection {
     /**
      * The number of berthd's requests whose handler has not answered yet
      * (a worker's runs, input and transform questions); an answer counts once
-     * written, or dropped with the connection.
+     * written, or dropped with the connection, or withheld (NO_ANSWER).
      */
     get owed(): number;
     /**

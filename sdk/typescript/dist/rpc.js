@@ -74,6 +74,14 @@ export class RawJson {
     }
 }
 /**
+ * NO_ANSWER, returned by a request handler, answers nothing: the request
+ * counts as answered (owed), and berthd decides its fate when the
+ * connection closes. A worker's run that stopped at its own close()'s abort
+ * returns it, so that berthd applies the tool's onInterrupt.
+ * @internal
+ */
+export const NO_ANSWER = Symbol('berth.noAnswer');
+/**
  * Connection is one socket to berthd. Its requests are answered in any
  * order; when the socket closes, every unanswered request is rejected with
  * ErrorCode.ConnectionClosed. It never reconnects: its owner does.
@@ -119,7 +127,7 @@ export class Connection {
     /**
      * The number of berthd's requests whose handler has not answered yet
      * (a worker's runs, input and transform questions); an answer counts once
-     * written, or dropped with the connection.
+     * written, or dropped with the connection, or withheld (NO_ANSWER).
      */
     get owed() {
         return this.answersOwed;
@@ -317,7 +325,14 @@ export class Connection {
             reply({ error: { code: ErrorCode.MethodNotFound, message: `method not found: ${method}` } });
             return;
         }
-        handler(method, params).then((result) => reply({ result: result === undefined ? {} : result }), (err) => {
+        handler(method, params).then((result) => {
+            if (result !== NO_ANSWER) {
+                reply({ result: result === undefined ? {} : result });
+                return;
+            }
+            this.answersOwed--;
+            this.opts.onAnswered?.(method);
+        }, (err) => {
             const e = err;
             const error = {
                 code: typeof e?.code === 'number' ? e.code : ErrorCode.InternalError,

@@ -174,7 +174,6 @@ export declare class Worker extends EventEmitter {
     private readonly runs;
     private closing;
     private readonly stopping;
-    private force;
     private deadline;
     private started;
     private finished;
@@ -192,28 +191,39 @@ export declare class Worker extends EventEmitter {
     private register;
     private heartbeat;
     private abortRuns;
+    private abortRun;
     /**
-     * close stops taking jobs (worker/drain), waits for the running ones to
-     * answer, and closes the connection, like BullMQ's Worker.close(). Once
-     * it has begun, the worker never connects or registers again: when the
-     * connection drops meanwhile, its runs are aborted and left to berthd
-     * (their tool's onInterrupt), and close() waits for their executes to
-     * return for 5 s at most. With `force` the running executes are aborted
-     * first, and waited for 5 s at most (their jobs are then ended by their
-     * answers, or by berthd when the connection closes). `timeoutMs` bounds
-     * the whole close; what still runs then is aborted, and the connection
-     * closed under it. A second call joins the first: its `force` and
-     * `timeoutMs` apply to the close under way. It resolves once the worker
-     * has closed (`closed`), and rejects only a timeoutMs that is not a
-     * number of milliseconds.
+     * close stops taking jobs (worker/drain, whose answer is waited for 5 s
+     * at most), waits for the running ones to answer, and closes the
+     * connection, like BullMQ's Worker.close(). `timeoutMs` bounds that wait:
+     * then the runs still going are aborted (reason `closing`), and each has
+     * the abort grace, 5 s, to return: what it returns is answered, while a
+     * run that stops by the abort itself (it throws the abortSignal's reason,
+     * or an AbortError), or does not stop in time, is left unanswered to
+     * berthd, which ends or re-queues its job by its tool's onInterrupt once
+     * the connection closes. `force` is `timeoutMs: 0`. A run berthd aborts
+     * meanwhile is waited for the abort grace at most. Once close() has
+     * begun, the worker never connects or registers again: a connection
+     * attempt is abandoned, a registration under way is waited for (5 s at
+     * most) and drained, and when the connection drops, its runs are aborted
+     * and left to berthd, and close() waits for their executes the abort
+     * grace at most. A second call joins the first: its `force` and
+     * `timeoutMs` apply to the close under way. A tool's execute may call it
+     * to make its worker leave, without awaiting it: the close waits for that
+     * run as for any other. It resolves once the worker has closed
+     * (`closed`), and rejects only a timeoutMs that is not a number of
+     * milliseconds.
      */
     close(opts?: {
         force?: boolean;
         timeoutMs?: number;
     }): Promise<void>;
     private drain;
+    private runsOf;
+    private quiet;
     private settle;
     private closeWait;
+    private graceEnd;
     private wakers;
     private poke;
     private first;

@@ -10,14 +10,17 @@
 // The worker then connects again (100 ms doubling to 5 s) and registers
 // again, unless close() has begun: a closing worker never connects or
 // registers again, since a registration it did not drain would be pushed
-// runs that the close then cut off.
+// runs that the close then cut off. A run that close() aborts (at its
+// timeoutMs, or with force) answers what it returns within the abort
+// grace; one that stops by the abort is left unanswered, to its tool's
+// onInterrupt (docs/WORKERS.md, "Shutdown").
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { BerthError, ErrorCode, closedError } from './errors.js';
 import { requestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets } from './definition.js';
-import { RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
+import { NO_ANSWER, RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
 import { SDK_NAME, SDK_VERSION } from './version.js';
 const STAGE_PHASE = {
     input: 'input-available',
@@ -34,11 +37,17 @@ const ANSWER_LOGS = 100;
 // worker/register that was under way when it began. berthd answers both at
 // once; one that does not is not waited for (the runs still are).
 const CLOSE_ANSWER_MS = 5000;
-// How long close() waits for executes that were aborted (by force, or by a
-// dropped connection) to return: berthd's default --kill-grace, the time it
-// gives an aborted run. An execute that ignores its abortSignal longer
-// cannot hold close() up; its job is berthd's to end or put back.
+// How long a run that was aborted has to answer: berthd's default
+// --kill-grace, the time berthd gives a run it aborts. close() gives it to
+// the runs it aborts at its deadline, and waits no longer for a run that
+// berthd aborted, or that a dropped connection did: berthd has given the
+// run up by then, or will not take its answer. An execute that ignores its
+// abortSignal longer cannot hold close() up; its job is berthd's to end or
+// put back.
 const ABORT_GRACE_MS = 5000;
+// The reason of close()'s own aborts (berthd's are cancelled, timed_out and
+// shutdown; a dropped connection's is disconnected).
+const CLOSING = 'closing';
 // now is the clock of close()'s deadlines: monotonic, so that a change of
 // the wall clock neither ends a wait early nor makes it last.
 const now = () => performance.now();
@@ -51,6 +60,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 class RunAbort {
     controller = null;
+    /** When the run was first aborted (now()); its abort grace starts then. */
+    abortedAt;
     get signal() {
         return (this.controller ??= new AbortController()).signal;
     }
@@ -61,7 +72,16 @@ class RunAbort {
     get reason() {
         return this.controller?.signal.reason;
     }
+    /** True when the first abort was close()'s own. */
+    get byClose() {
+        return this.reason?.reason === CLOSING;
+    }
+    /** givenUp says whether the run was aborted longer than the abort grace before t. */
+    givenUp(t) {
+        return this.abortedAt !== undefined && t - this.abortedAt >= ABORT_GRACE_MS;
+    }
     abort(reason) {
+        this.abortedAt ??= now();
         (this.controller ??= new AbortController()).abort(reason);
     }
 }
@@ -102,9 +122,8 @@ export class Worker extends EventEmitter {
     // Aborted when close() begins: it stops the backoff and a connection
     // attempt, and ends the serving of the connection (which is drained).
     stopping = new AbortController();
-    // Set by close({force}): every run is aborted, those to come included.
-    force = false;
-    // When close() stops waiting (now()), from timeoutMs or force.
+    // When close() stops waiting for the runs and aborts those left (now()),
+    // from timeoutMs or force; each then has the abort grace to answer.
     deadline = Infinity;
     started = false;
     finished = false;
@@ -336,37 +355,47 @@ export class Worker extends EventEmitter {
     abortRuns(conn, why) {
         for (const run of this.runs.values()) {
             if (run.conn === conn)
-                run.abort.abort(abortReason('disconnected', why.message));
+                this.abortRun(run, abortReason('disconnected', why.message));
         }
     }
+    // abortRun aborts a run; the first abort's reason is the one its execute
+    // sees, and starts its abort grace, which close() waits on.
+    abortRun(run, reason) {
+        run.abort.abort(reason);
+        this.poke();
+    }
     /**
-     * close stops taking jobs (worker/drain), waits for the running ones to
-     * answer, and closes the connection, like BullMQ's Worker.close(). Once
-     * it has begun, the worker never connects or registers again: when the
-     * connection drops meanwhile, its runs are aborted and left to berthd
-     * (their tool's onInterrupt), and close() waits for their executes to
-     * return for 5 s at most. With `force` the running executes are aborted
-     * first, and waited for 5 s at most (their jobs are then ended by their
-     * answers, or by berthd when the connection closes). `timeoutMs` bounds
-     * the whole close; what still runs then is aborted, and the connection
-     * closed under it. A second call joins the first: its `force` and
-     * `timeoutMs` apply to the close under way. It resolves once the worker
-     * has closed (`closed`), and rejects only a timeoutMs that is not a
-     * number of milliseconds.
+     * close stops taking jobs (worker/drain, whose answer is waited for 5 s
+     * at most), waits for the running ones to answer, and closes the
+     * connection, like BullMQ's Worker.close(). `timeoutMs` bounds that wait:
+     * then the runs still going are aborted (reason `closing`), and each has
+     * the abort grace, 5 s, to return: what it returns is answered, while a
+     * run that stops by the abort itself (it throws the abortSignal's reason,
+     * or an AbortError), or does not stop in time, is left unanswered to
+     * berthd, which ends or re-queues its job by its tool's onInterrupt once
+     * the connection closes. `force` is `timeoutMs: 0`. A run berthd aborts
+     * meanwhile is waited for the abort grace at most. Once close() has
+     * begun, the worker never connects or registers again: a connection
+     * attempt is abandoned, a registration under way is waited for (5 s at
+     * most) and drained, and when the connection drops, its runs are aborted
+     * and left to berthd, and close() waits for their executes the abort
+     * grace at most. A second call joins the first: its `force` and
+     * `timeoutMs` apply to the close under way. A tool's execute may call it
+     * to make its worker leave, without awaiting it: the close waits for that
+     * run as for any other. It resolves once the worker has closed
+     * (`closed`), and rejects only a timeoutMs that is not a number of
+     * milliseconds.
      */
     close(opts = {}) {
         const { force = false, timeoutMs } = opts ?? {};
         if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
             return Promise.reject(new RangeError(`berth: close()'s timeoutMs must be a number of milliseconds, 0 or more, not ${String(timeoutMs)}`));
         }
+        const t = now();
         if (timeoutMs !== undefined)
-            this.deadline = Math.min(this.deadline, now() + timeoutMs);
-        if (force) {
-            this.force = true;
-            this.deadline = Math.min(this.deadline, now() + ABORT_GRACE_MS);
-            for (const run of this.runs.values())
-                run.abort.abort(abortReason('closing', 'the worker is closing'));
-        }
+            this.deadline = Math.min(this.deadline, t + timeoutMs);
+        if (force)
+            this.deadline = Math.min(this.deadline, t);
         if (this.closing === null) {
             this.closing = this.done;
             this.options.signal?.removeEventListener('abort', this.onSignal);
@@ -380,11 +409,11 @@ export class Worker extends EventEmitter {
     // drain ends the serving of a registered connection as BullMQ's close()
     // does: worker/drain first (berthd pushes no run once it has answered,
     // and the runs it pushed before arrive ahead of the answer), then the
-    // answers to every request berthd sent, then a graceful close. The
-    // close's deadline bounds the waits: the runs still going then are
-    // aborted and the connection closed under them, which berthd takes as
-    // their interruption. It returns why the connection dropped under it, or
-    // null once it closed the connection itself.
+    // answers to every request berthd sent, then a graceful close. At the
+    // close's deadline the runs still going are aborted and have the abort
+    // grace to answer; then the connection is closed under what is left,
+    // which berthd takes as its interruption. It returns why the connection
+    // dropped under it, or null once it closed the connection itself.
     async drain(conn) {
         let answered = false;
         conn.request('worker/drain', {}).then(() => { }, (e) => this.log('debug', `worker/drain: ${errMessage(e)}`)).finally(() => {
@@ -392,48 +421,91 @@ export class Worker extends EventEmitter {
             this.poke();
         });
         await this.closeWait(() => answered || conn.closed, now() + CLOSE_ANSWER_MS);
-        const idle = await this.closeWait(() => conn.closed || conn.owed === 0);
+        if (!(await this.closeWait(() => conn.closed || this.quiet(conn))) && !conn.closed) {
+            const left = this.runsOf(conn);
+            if (left.length > 0) {
+                this.log('warn', `aborting ${describeJobs(left.map((run) => run.job.id))} at close()'s deadline; each has ${ABORT_GRACE_MS} ms to answer`);
+            }
+            for (const run of left)
+                this.abortRun(run, abortReason(CLOSING, 'the worker is closing'));
+            await this.closeWait(() => conn.closed || this.quiet(conn), now() + ABORT_GRACE_MS, false);
+        }
         if (conn.closed)
             return conn.reason ?? closedError('berth: the connection to berthd closed');
-        if (!idle) {
-            const left = [...this.runs.values()].filter((run) => run.conn === conn);
-            for (const run of left)
-                run.abort.abort(abortReason('closing', 'the worker is closing'));
-            if (left.length > 0) {
-                this.log('warn', `closing with ${describeJobs(left.map((run) => run.job.id))} still running: aborted, and left to berthd (onInterrupt)`);
-            }
+        const left = this.runsOf(conn);
+        if (left.length > 0) {
+            this.log('warn', `closing with ${describeJobs(left.map((run) => run.job.id))} still running: aborted, and left to berthd (onInterrupt)`);
         }
         await conn.closeGracefully();
         return null;
     }
+    runsOf(conn) {
+        return [...this.runs.values()].filter((run) => run.conn === conn);
+    }
+    // quiet says whether a draining connection has nothing left to wait for:
+    // every request of berthd's is answered, but runs aborted longer than the
+    // abort grace ago, which berthd has given up too.
+    quiet(conn) {
+        if (conn.owed === 0)
+            return true;
+        const t = now();
+        let givenUp = 0;
+        for (const run of this.runs.values()) {
+            if (run.conn !== conn)
+                continue;
+            if (!run.abort.givenUp(t))
+                return false;
+            givenUp++;
+        }
+        return conn.owed === givenUp;
+    }
     // settle waits, once the loop has stopped, for the executes still
-    // running (aborted by a drop or by the deadline) to return, for
-    // ABORT_GRACE_MS at most within the deadline: close() resolves after
-    // those that honour their abortSignal, and without those that do not.
+    // running (aborted by a drop or by the deadline) to return, each for the
+    // abort grace at most: close() resolves after those that honour their
+    // abortSignal, and without those that do not.
     async settle() {
-        if (this.runs.size === 0 || await this.closeWait(() => this.runs.size === 0, now() + ABORT_GRACE_MS))
+        for (const run of this.runs.values()) {
+            // Its connection is gone.
+            if (!run.abort.aborted)
+                this.abortRun(run, abortReason('disconnected', 'the connection to berthd is gone'));
+        }
+        await this.closeWait(() => { const t = now(); return [...this.runs.values()].every((run) => run.abort.givenUp(t)); }, Infinity, false);
+        if (this.runs.size === 0)
             return;
         this.log('warn', `closed while the execute of ${describeJobs([...this.runs.keys()])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
     }
     // closeWait waits while the worker closes until done() holds, looking
-    // again whenever poke() is called (a run answered, a connection closed,
-    // an answer came, close() moved the deadline). It gives up at `limit` or
-    // at the close's deadline, whichever is first, and says whether done()
-    // held.
-    async closeWait(done, limit = Infinity) {
+    // again whenever poke() is called (a run answered or was aborted, a
+    // connection closed, an answer came, close() moved the deadline) and when
+    // an aborted run's grace ends. It gives up at `limit`, and when `bounded`
+    // at the close's deadline too, whichever is first, and says whether
+    // done() held.
+    async closeWait(done, limit = Infinity, bounded = true) {
         for (;;) {
             if (done())
                 return true;
-            const left = Math.min(limit, this.deadline) - now();
-            if (left <= 0)
+            const t = now();
+            const end = bounded ? Math.min(limit, this.deadline) : limit;
+            if (end <= t)
                 return false;
+            const wake = Math.min(end, this.graceEnd(t));
             const woke = new Promise((resolve) => this.wakers.push(resolve));
             // A timer may fire a little early: the loop reads the clock again.
-            const timer = left === Infinity ? null : setTimeout(() => this.poke(), Math.min(Math.ceil(left), MAX_TIMER_MS));
+            const timer = wake === Infinity ? null : setTimeout(() => this.poke(), Math.min(Math.ceil(wake - t), MAX_TIMER_MS));
             await woke;
             if (timer)
                 clearTimeout(timer);
         }
+    }
+    // graceEnd is when the next abort grace of a run ends, after t.
+    graceEnd(t) {
+        let end = Infinity;
+        for (const run of this.runs.values()) {
+            const at = run.abort.abortedAt;
+            if (at !== undefined && at + ABORT_GRACE_MS > t)
+                end = Math.min(end, at + ABORT_GRACE_MS);
+        }
+        return end;
     }
     wakers = [];
     poke() {
@@ -484,7 +556,7 @@ export class Worker extends EventEmitter {
         if (!run || run.conn !== conn)
             return;
         const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
-        run.abort.abort(abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
+        this.abortRun(run, abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
     }
     servedTool(name) {
         const s = typeof name === 'string' ? this.served.get(name) : undefined;
@@ -511,17 +583,26 @@ export class Worker extends EventEmitter {
         if (!served) {
             return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
         }
-        const run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve() };
+        const run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve(), stopped: false };
         this.runs.set(job.id, run);
-        // A run pushed before berthd took the drain of a close({force}).
-        if (this.force)
-            run.abort.abort(abortReason('closing', 'the worker is closing'));
+        // Pushed before berthd took the drain, after close()'s deadline: it
+        // does not start, and is left to berthd.
+        if (this.deadline !== Infinity && now() >= this.deadline)
+            this.abortRun(run, abortReason(CLOSING, 'the worker is closing'));
         this.emit('active', job);
         try {
             const [outcome, text] = await this.execute(run, served, p.pending ?? {});
             // A checkpoint sent before the outcome must be durable before it
             // (an aborted run's checkpoints have stopped waiting already).
             await run.checkpoints;
+            if (run.stopped && run.abort.byClose) {
+                // Stopped by close()'s own abort: not answered, so that berthd ends
+                // the job by its tool's onInterrupt once the connection closes, as
+                // for any run a worker leaves. An `aborted` error would be retried
+                // by its retryable, whatever onInterrupt says.
+                this.log('debug', `job ${job.id} stopped at close()'s abort; left to berthd (onInterrupt)`);
+                return NO_ANSWER;
+            }
             if ('output' in outcome)
                 this.emit('completed', job, outcome.output);
             else if ('suspend' in outcome)
@@ -533,6 +614,7 @@ export class Worker extends EventEmitter {
         finally {
             if (this.runs.get(job.id) === run)
                 this.runs.delete(job.id);
+            this.poke();
         }
     }
     // execute runs the job's execute and the functions of its stage, and
@@ -542,6 +624,14 @@ export class Worker extends EventEmitter {
         const job = run.job;
         const views = {};
         const sink = (level, message, data) => this.jobLog(run, level, message, data);
+        // Aborted before it began (with the run, or after close()'s deadline):
+        // nothing of the tool's runs.
+        const notBegun = () => {
+            run.stopped = true;
+            return jsonOutcome({ error: jobError(run.abort.reason, true) }, sink);
+        };
+        if (run.abort.aborted)
+            return notBegun();
         if (pending.onInputAvailable && typeof tool.onInputAvailable === 'function') {
             await callHook(tool.onInputAvailable, 'onInputAvailable', { input: job.input, toolCallId: job.toolCallId ?? job.id, messages: [], abortSignal: run.abort.signal }, sink);
         }
@@ -554,6 +644,8 @@ export class Worker extends EventEmitter {
         const suspend = async (payload) => {
             suspended = { payload };
         };
+        if (run.abort.aborted)
+            return notBegun();
         const ctx = this.context(run, suspend);
         let outcome;
         let stage;
@@ -596,6 +688,9 @@ export class Worker extends EventEmitter {
         }
         catch (e) {
             const error = jobError(e, run.abort.aborted);
+            // It stopped by its abort: it threw the abortSignal's reason, or the
+            // AbortError of something the signal aborted.
+            run.stopped = run.abort.aborted && (e === run.abort.reason || e?.name === 'AbortError');
             if (!(run.abort.aborted && e === run.abort.reason))
                 sink('error', `execute threw: ${error.message}`, errData(e));
             outcome = { error };

@@ -100,6 +100,15 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
+/**
+ * NO_ANSWER, returned by a request handler, answers nothing: the request
+ * counts as answered (owed), and berthd decides its fate when the
+ * connection closes. A worker's run that stopped at its own close()'s abort
+ * returns it, so that berthd applies the tool's onInterrupt.
+ * @internal
+ */
+export const NO_ANSWER: unique symbol = Symbol('berth.noAnswer');
+
 interface Pending {
   method: string;
   resolve: (v: unknown) => void;
@@ -158,7 +167,7 @@ export class Connection {
   /**
    * The number of berthd's requests whose handler has not answered yet
    * (a worker's runs, input and transform questions); an answer counts once
-   * written, or dropped with the connection.
+   * written, or dropped with the connection, or withheld (NO_ANSWER).
    */
   get owed(): number {
     return this.answersOwed;
@@ -344,7 +353,14 @@ export class Connection {
       return;
     }
     handler(method, params).then(
-      (result) => reply({ result: result === undefined ? {} : result }),
+      (result) => {
+        if (result !== NO_ANSWER) {
+          reply({ result: result === undefined ? {} : result });
+          return;
+        }
+        this.answersOwed--;
+        this.opts.onAnswered?.(method);
+      },
       (err: unknown) => {
         const e = err as { code?: unknown; message?: unknown; data?: unknown };
         const error: Record<string, unknown> = {
