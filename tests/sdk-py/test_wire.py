@@ -6,13 +6,15 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import pickle
+import tempfile
 import unittest
 
 import support  # noqa: F401  (puts sdk/python on the path)
 import berth
 from berth.wire import Address, Connection, check_line, encode, \
-    parse_address
+    open_connection, parse_address
 
 logging.getLogger("berth").setLevel(logging.CRITICAL)
 
@@ -290,6 +292,50 @@ class Errors(unittest.TestCase):
         self.assertEqual(e.code, -32603)
         self.assertIn("no message", e.message)
         self.assertIsInstance(berth.ConnectionClosed("x"), OSError)
+
+
+class Closing(unittest.IsolatedAsyncioTestCase):
+    """close() on a real socket, against a peer that never reads."""
+
+    async def asyncSetUp(self) -> None:
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "s.sock")
+        self.peers: list[asyncio.StreamWriter] = []
+
+        async def accept(r: asyncio.StreamReader,
+                         w: asyncio.StreamWriter) -> None:
+            self.peers.append(w)  # and never reads
+
+        self.server = await asyncio.start_unix_server(accept, self.path)
+
+    async def asyncTearDown(self) -> None:
+        for w in self.peers:
+            w.close()
+        self.server.close()
+        await self.server.wait_closed()
+        self.dir.cleanup()
+
+    async def test_close__a_peer_that_stops_reading__is_dropped_not_waited_for(
+            self):
+        conn = await open_connection(parse_address(self.path))
+        # More than the socket's buffers hold: the rest stays queued.
+        pad = "p" * (1 << 19)
+        for _ in range(8):
+            conn.notify("x", {"pad": pad})
+        started = asyncio.get_running_loop().time()
+        # Before, close() waited for the peer to read, i.e. for ever.
+        await asyncio.wait_for(conn.close(), 30)
+        self.assertTrue(conn.closed)
+        self.assertIsInstance(conn.close_reason, berth.ConnectionClosed)
+        self.assertIn("took none of the last", str(conn.close_reason))
+        self.assertLess(asyncio.get_running_loop().time() - started, 30)
+
+    async def test_close__a_peer_that_reads__gets_every_line(self):
+        conn = await open_connection(parse_address(self.path))
+        for i in range(4):
+            conn.notify("x", {"i": i})
+        await asyncio.wait_for(conn.close(), 30)
+        self.assertIsNone(conn.close_reason)
 
 
 if __name__ == "__main__":

@@ -254,6 +254,11 @@ RequestHandler = Callable[["Connection", dict], None]
 NotificationHandler = Callable[[str, Any], None]
 
 
+#: How long Connection.close() waits for berthd to take any of the lines
+#: still queued before it drops them with the connection.
+CLOSE_GRACE = 1.0
+
+
 class Connection(asyncio.Protocol):
     """One JSON-RPC connection to berthd.
 
@@ -523,12 +528,27 @@ class Connection(asyncio.Protocol):
             self._transport.abort()
         self._gone(reason)
 
-    async def close(self) -> None:
+    async def close(self, grace: float = CLOSE_GRACE) -> None:
         """close sends what is queued, closes, and returns once the
-        connection is gone."""
-        if not self.closed and self._transport is not None:
+        connection is gone. While berthd takes what is queued, close()
+        waits; once it has taken nothing for ``grace`` seconds (a berthd
+        that stopped reading), the rest is dropped with the connection,
+        so that close() never waits for ever."""
+        transport = self._transport
+        if not self.closed and transport is not None:
             self.flush()
-            self._transport.close()
+            transport.close()
+            left = transport.get_write_buffer_size()
+            while not self._lost.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._lost), grace)
+                except asyncio.TimeoutError:
+                    now = transport.get_write_buffer_size()
+                    if now >= left:
+                        self.abort(ConnectionClosed(
+                            "berthd took none of the last %d bytes within "
+                            "%g s; the connection was dropped" % (now, grace)))
+                    left = now
         await asyncio.shield(self._lost)
 
     async def wait_closed(self) -> BaseException | None:
