@@ -86,6 +86,28 @@ class PeerTest(unittest.IsolatedAsyncioTestCase):
         await support.until(self.worker.registered.is_set, "registered")
         return c
 
+    async def started(self, c: support.PeerConn, job_id: str,
+                      tool: str) -> str:
+        """started sends a run of job job_id of tool and returns its request
+        id once the worker runs it."""
+        rid = c.request("run", {"job": job(job_id, tool)})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        return rid
+
+    async def answer_drain(self, c: support.PeerConn) -> None:
+        """answer_drain waits for the worker's worker/drain and answers
+        it, as berthd does."""
+        drain = await c.expect("worker/drain")
+        c.reply(drain["id"], {})
+
+    async def begin_close(self, c: support.PeerConn,
+                          **kw) -> asyncio.Future:
+        """begin_close starts the worker's close(**kw), answers its
+        worker/drain and returns the close under way."""
+        closing = asyncio.ensure_future(self.worker.close(**kw))
+        await self.answer_drain(c)
+        return closing
+
     async def run_job(self, c: support.PeerConn, j: dict,
                       pending: dict | None = None) -> dict:
         params = {"job": j}
@@ -656,11 +678,8 @@ class Drain(PeerTest):
             return "finished"
 
         c = await self.serve([gated])
-        rid = c.request("run", {"job": job("G", "gated")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "G", "gated")
+        closing = await self.begin_close(c)
         await asyncio.sleep(0)
         self.assertFalse(closing.done())
         gate.set()
@@ -677,11 +696,8 @@ class Drain(PeerTest):
             await asyncio.sleep(3600)
 
         c = await self.serve([stuck], heartbeat_ms=HOUR_MS)
-        rid = c.request("run", {"job": job("T", "stuck")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close(timeout=0.2))
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "T", "stuck")
+        closing = await self.begin_close(c, timeout=0.2)
         # No `aborted` error, which berthd would retry whatever the tool's
         # onInterrupt says: the connection closes under the run, and
         # berthd applies onInterrupt.
@@ -703,11 +719,8 @@ class Drain(PeerTest):
                 return {"partial": True, "reason": ctx.abort_reason}
 
         c = await self.serve([tidy])
-        rid = c.request("run", {"job": job("P", "tidy")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close(timeout=0.1))
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "P", "tidy")
+        closing = await self.begin_close(c, timeout=0.1)
         self.assertEqual((await c.answer(rid))["result"],
                          {"output": {"partial": True, "reason": "closing"}})
         await c.closed()
@@ -722,11 +735,8 @@ class Drain(PeerTest):
             return "never aborted"
 
         c = await self.serve([berth.Tool("careful", careful)])
-        rid = c.request("run", {"job": job("S", "careful")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close(timeout=0.1))
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "S", "careful")
+        closing = await self.begin_close(c, timeout=0.1)
         self.assertEqual((await c.answer(rid))["result"],
                          {"output": {"stopped": "closing"}})
         await c.closed()
@@ -742,11 +752,8 @@ class Drain(PeerTest):
             return "late"
 
         c = await self.serve([berth.Tool("deaf", deaf)], heartbeat_ms=HOUR_MS)
-        rid = c.request("run", {"job": job("B", "deaf")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "B", "deaf")
+        closing = await self.begin_close(c)
         # berthd cancels the job: it gives the run its kill grace, then
         # gives it up; so does the closing worker.
         c.notify("abort", {"jobId": "B", "reason": "cancelled"})
@@ -794,12 +801,9 @@ class Drain(PeerTest):
             return "finished"
 
         c = await self.serve([gated], heartbeat_ms=HOUR_MS)
-        rid = c.request("run", {"job": job("G2", "gated")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
+        rid = await self.started(c, "G2", "gated")
         first = asyncio.ensure_future(self.worker.close())
-        second = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        second = await self.begin_close(c)
         self.assertFalse(first.done() or second.done())
         gate.set()
         self.assertEqual((await c.answer(rid))["result"],
@@ -818,11 +822,8 @@ class Drain(PeerTest):
             await asyncio.sleep(3600)
 
         c = await self.serve([stuck], heartbeat_ms=HOUR_MS)
-        rid = c.request("run", {"job": job("T2", "stuck")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        first = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "T2", "stuck")
+        first = await self.begin_close(c)
         second = asyncio.ensure_future(self.worker.close(timeout=0))
         await c.closed()
         self.assertEqual(answers(c, rid), [])
@@ -841,11 +842,8 @@ class Drain(PeerTest):
             return "finished"
 
         c = await self.serve([gated], heartbeat_ms=HOUR_MS)
-        rid = c.request("run", {"job": job("G3", "gated")})
-        await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        rid = await self.started(c, "G3", "gated")
+        closing = await self.begin_close(c)
         closing.cancel()  # say, a timeout of the caller's own
         gate.set()
         self.assertEqual((await c.answer(rid))["result"],
@@ -916,9 +914,7 @@ class CloseWhileConnecting(PeerTest):
         c = await self.serve([stubborn])
         c.request("run", {"job": job("DD", "stubborn")})
         await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        closing = await self.begin_close(c)
         c.writer.transport.abort()  # berthd restarts, the network fails
         await asyncio.wait_for(closing, support.DEADLINE)
         await asyncio.wait_for(self.task, support.DEADLINE)
@@ -961,8 +957,7 @@ class CloseWhileConnecting(PeerTest):
                 "result": {"worker": "W-1", "tools": ["echo"],
                            "heartbeatMs": 10000}},
                c.req("berth-r", "run", {"job": job("R", "echo", {"a": 1})}))
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        await self.answer_drain(c)
         self.assertEqual((await c.answer("berth-r"))["result"],
                          {"output": {"echo": {"a": 1}, "job": "R",
                                      "attempt": 1}})
@@ -1002,9 +997,7 @@ class CloseAndRun(PeerTest):
                              heartbeat_ms=HOUR_MS)
         c.request("run", {"job": job("R", "slow-stop")})
         await support.until(lambda: self.worker.running_jobs, "the run")
-        closing = asyncio.ensure_future(self.worker.close())
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        closing = await self.begin_close(c)
         c.writer.transport.abort()  # the connection drops while it drains
         await asyncio.wait_for(closing, support.DEADLINE)
         self.assertTrue(returned.is_set(),
@@ -1029,8 +1022,7 @@ class CloseAndRun(PeerTest):
         c = await self.serve([last], heartbeat_ms=HOUR_MS)
         rid = c.request("run", {"job": job("L1", "last")})
         self.assertEqual((await c.answer(rid))["result"], {"output": "bye"})
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        await self.answer_drain(c)
         await c.closed()
         await asyncio.wait_for(self.task, support.DEADLINE)
 
@@ -1044,8 +1036,7 @@ class CloseAndRun(PeerTest):
         c = await self.serve([selfish], heartbeat_ms=HOUR_MS)
         with self.assertLogs("berth.worker", logging.WARNING) as cm:
             rid = c.request("run", {"job": job("W1", "selfish")})
-            drain = await c.expect("worker/drain")
-            c.reply(drain["id"], {})
+            await self.answer_drain(c)
             await c.closed()
             await asyncio.wait_for(self.task, support.DEADLINE)
         self.assertEqual(answers(c, rid), [])
@@ -1098,8 +1089,7 @@ class Signals(PeerTest):
         proc, c = await self.start_app()
         rid = c.request("run", {"job": job("S1", "py-slow", {"seconds": 0.5})})
         proc.send_signal(signal.SIGTERM)
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        await self.answer_drain(c)
         out = (await c.answer(rid))["result"]
         self.assertEqual(out["output"]["slept"], 0.5)
         await c.closed()
@@ -1113,8 +1103,7 @@ class Signals(PeerTest):
         await support.until(lambda: os.path.exists(
             os.path.join(marks, "started-S2-1")), "the run to start")
         proc.send_signal(signal.SIGTERM)
-        drain = await c.expect("worker/drain")
-        c.reply(drain["id"], {})
+        await self.answer_drain(c)
         proc.send_signal(signal.SIGTERM)
         # The run stops by its abort: it is left to berthd (onInterrupt).
         await c.closed()
