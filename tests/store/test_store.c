@@ -976,6 +976,51 @@ static void expire__moves_overdue_suspended_and_awaiting_jobs_to_expired(void **
 
 /* ---- listing ----------------------------------------------------------- */
 
+/* lists reads every page of `page` jobs that match flt, newest first,
+ * and checks each page: every job matches each of flt's filters, ids fall
+ * strictly from one job to the next, and only the last page is short. The
+ * ids go into ids (at most max; none when ids is NULL). Returns how many
+ * jobs it read. */
+static int lists(struct fx *f, const struct store_filter *flt, int page,
+		 char ids[][40], int max)
+{
+	char *cursor = NULL;
+	char last[40] = "\x7f";
+	int seen = 0;
+	do {
+		struct store_job **jobs;
+		size_t n;
+		char *next;
+		assert_int_equal(store_list(f->st, flt, page, cursor, &jobs, &n, &next), 0);
+		assert_true(n <= (size_t)page);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(strcmp(jobs[i]->id, last) < 0);
+			memcpy(last, jobs[i]->id, 40);
+			if (flt->tool)
+				assert_string_equal(jobs[i]->tool, flt->tool);
+			if (flt->run_id)
+				assert_string_equal(jobs[i]->run_id, flt->run_id);
+			if (flt->status_mask)
+				assert_true(flt->status_mask & STORE_MASK(jobs[i]->status));
+			if (flt->id_prefix)
+				assert_memory_equal(jobs[i]->id, flt->id_prefix,
+						    strlen(flt->id_prefix));
+			if (ids != NULL) {
+				assert_true(seen < max);
+				memcpy(ids[seen], jobs[i]->id, 40);
+			}
+			seen++;
+			store_job_free(jobs[i]);
+		}
+		free(jobs);
+		free(cursor);
+		cursor = next;
+		if (next != NULL)
+			assert_int_equal(n, (size_t)page);
+	} while (cursor != NULL);
+	return seen;
+}
+
 static void list__pages_through_every_match_once_newest_first(void **state)
 {
 	struct fx *f = *state;
@@ -1005,60 +1050,10 @@ static void list__pages_through_every_match_once_newest_first(void **state)
 		{{STORE_MASK(STORE_PENDING), "even", "run-3"}, -1},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		char *cursor = NULL;
-		int seen = 0;
-		char last[40] = "\x7f";
-		do {
-			struct store_job **jobs;
-			size_t n;
-			char *next;
-			assert_int_equal(store_list(f->st, &cases[c].f, 5, cursor, &jobs, &n, &next), 0);
-			assert_true(n <= 5);
-			for (size_t i = 0; i < n; i++) {
-				assert_true(strcmp(jobs[i]->id, last) < 0);
-				memcpy(last, jobs[i]->id, 40);
-				if (cases[c].f.tool)
-					assert_string_equal(jobs[i]->tool, cases[c].f.tool);
-				if (cases[c].f.run_id)
-					assert_string_equal(jobs[i]->run_id, cases[c].f.run_id);
-				if (cases[c].f.status_mask)
-					assert_true(cases[c].f.status_mask & STORE_MASK(jobs[i]->status));
-				store_job_free(jobs[i]);
-			}
-			free(jobs);
-			seen += (int)n;
-			free(cursor);
-			cursor = next;
-			if (next != NULL)
-				assert_int_equal(n, 5);
-		} while (cursor != NULL);
+		int seen = lists(f, &cases[c].f, 5, NULL, 0);
 		if (cases[c].expect >= 0)
 			assert_int_equal(seen, cases[c].expect);
 	}
-}
-
-/* lists reads every page of the jobs matching mask, newest first, into
- * ids; returns their count. */
-static int lists(struct fx *f, unsigned mask, char ids[][40])
-{
-	struct store_filter flt = {.status_mask = mask};
-	char *cursor = NULL;
-	int seen = 0;
-	do {
-		struct store_job **jobs;
-		size_t n;
-		char *next;
-		assert_int_equal(store_list(f->st, &flt, 3, cursor, &jobs, &n, &next), 0);
-		for (size_t i = 0; i < n; i++) {
-			assert_true(mask & STORE_MASK(jobs[i]->status));
-			memcpy(ids[seen++], jobs[i]->id, 40);
-			store_job_free(jobs[i]);
-		}
-		free(jobs);
-		free(cursor);
-		cursor = next;
-	} while (cursor != NULL);
-	return seen;
 }
 
 /* jobs_status holds no completed job (migration 0006): a job that
@@ -1091,14 +1086,14 @@ static void list_and_count__find_completed_jobs_outside_the_status_index(void **
 				     " WHERE status <> 4"),
 			 6);
 
-	assert_int_equal(lists(f, STORE_MASK(STORE_COMPLETED), got), 6);
+	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_COMPLETED)}, 3, got, N), 6);
 	for (int i = 0; i < 6; i++)
 		assert_string_equal(got[i], ids[5 - i]);
-	assert_int_equal(lists(f, STORE_MASK(STORE_FAILED), got), 3);
+	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_FAILED)}, 3, got, N), 3);
 	for (int i = 0; i < 3; i++)
 		assert_string_equal(got[i], ids[8 - i]);
-	assert_int_equal(lists(f, STORE_MASK(STORE_PENDING), got), 2);
-	assert_int_equal(lists(f, STORE_MASK(STORE_RUNNING), got), 1);
+	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_PENDING)}, 3, got, N), 2);
+	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_RUNNING)}, 3, got, N), 1);
 	assert_string_equal(got[0], ids[9]);
 }
 
@@ -1146,26 +1141,9 @@ static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **stat
 	}
 	for (size_t c = 0; c < sizeof(prefix_cases) / sizeof(prefix_cases[0]); c++) {
 		struct store_filter flt = {.id_prefix = prefix_cases[c].prefix};
-		char *cursor = NULL;
-		int seen = 0;
-
 		/* Pages of 2, so that the cursor and the range meet. */
-		do {
-			struct store_job **jobs;
-			size_t n;
-			char *next;
+		int seen = lists(f, &flt, 2, NULL, 0);
 
-			assert_int_equal(store_list(f->st, &flt, 2, cursor, &jobs, &n, &next), 0);
-			for (size_t i = 0; i < n; i++) {
-				assert_memory_equal(jobs[i]->id, flt.id_prefix,
-						    strlen(flt.id_prefix));
-				store_job_free(jobs[i]);
-			}
-			free(jobs);
-			seen += (int)n;
-			free(cursor);
-			cursor = next;
-		} while (cursor != NULL);
 		if (seen != prefix_cases[c].expect)
 			print_error("prefix %s\n", flt.id_prefix);
 		assert_int_equal(seen, prefix_cases[c].expect);
