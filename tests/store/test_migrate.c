@@ -196,6 +196,24 @@ static void migrate__list_with_a_gap__is_refused(void **state)
 	assert_false(table_exists(f->path, "a"));
 }
 
+/* at_version makes f's database one of migration `version` (the first
+ * `version` embedded migrations and its user_version), with sql of ours
+ * run on it: a database an older berth left. */
+static void at_version(struct fx *f, int version, const char *sql)
+{
+	sqlite3 *db;
+	char bump[40];
+
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	for (int i = 0; i < version; i++)
+		assert_int_equal(sqlite3_exec(db, migrations_sqlite[i].sql, NULL,
+					      NULL, NULL), SQLITE_OK);
+	snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", version);
+	assert_int_equal(sqlite3_exec(db, bump, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* A database of migration 0006 whose newest events were pruned (its
  * AUTOINCREMENT counter at 9, its events at 1..5) is copied into events
  * without AUTOINCREMENT by 0007 with every event kept, and its next event
@@ -203,21 +221,14 @@ static void migrate__list_with_a_gap__is_refused(void **state)
 static void open__a_database_with_autoincrement__keeps_its_pruned_seqs_given_out(void **state)
 {
 	struct fx *f = *state;
-	sqlite3 *db;
 
-	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-	for (int i = 0; i < 6; i++)
-		assert_int_equal(sqlite3_exec(db, migrations_sqlite[i].sql, NULL,
-					      NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-		"PRAGMA user_version = 6;"
+	at_version(f, 6,
 		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k"
 		" WHERE i < 9)"
 		" INSERT INTO events (job_id, tool, type, status, at, data, actor)"
 		" SELECT 'j' || i, 't', 0, 0, 1795561025123 + i, '{\"i\":' || i || '}',"
 		" 'ann' FROM k;"
-		"DELETE FROM events WHERE seq > 5;", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+		"DELETE FROM events WHERE seq > 5;");
 
 	assert_int_equal(fx_open(f, NULL), 0);
 	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
@@ -261,15 +272,9 @@ static void open__a_database_before_principals__reads_its_deciders_as_unknown(vo
 	struct store_job *j = NULL;
 	struct store_event *ev = NULL;
 	size_t n = 0;
-	sqlite3 *db;
 	json_t *o;
 
-	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(sqlite3_exec(db, migrations_sqlite[i].sql, NULL,
-					      NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db,
-		"PRAGMA user_version = 2;"
+	at_version(f, 2,
 		"INSERT INTO jobs (id, tool, status, run_at, approval_required,"
 		" decision, reason, decided_at, created_at, updated_at)"
 		" VALUES ('0190a0a0-0000-7000-8000-000000000001', 'deploy', 0,"
@@ -277,8 +282,7 @@ static void open__a_database_before_principals__reads_its_deciders_as_unknown(vo
 		" 1795561025123);"
 		"INSERT INTO events (job_id, tool, type, status, at) VALUES"
 		" ('0190a0a0-0000-7000-8000-000000000001', 'deploy', 2, 0,"
-		" 1795561025123);", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+		" 1795561025123);");
 
 	assert_int_equal(fx_open(f, NULL), 0);
 	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
