@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #define START_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 30000
@@ -241,6 +242,43 @@ json_t *harness_call(struct berth_client *c, const char *method,
 	if (rc < 0)
 		fail_msg("%s: %s", method, strerror(-rc));
 	return result;
+}
+
+char *harness_submit_held(struct harness *h, const char *submission,
+			  int hold_ms)
+{
+	struct berth_client *c = harness_connect(h);
+	json_t *answer, *result;
+	char *line, *id;
+	sqlite3 *db;
+
+	assert_non_null(c);
+	assert_int_equal(sqlite3_open(h->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_busy_timeout(db, 10000), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(berth_client_send_line(c, submission,
+						strlen(submission)),
+			 0);
+	sleep_ms(hold_ms);
+	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	line = berth_client_read_line(c, CALL_TIMEOUT_MS);
+	assert_non_null(line);
+	answer = json_loads(line, 0, NULL);
+	free(line);
+	assert_non_null(answer);
+	result = json_object_get(answer, "result");
+	if (!json_is_string(json_object_get(result, "id")))
+		fail_msg("the submission failed: %s",
+			 json_string_value(json_object_get(
+				 json_object_get(answer, "error"), "message")));
+	id = strdup(json_string_value(json_object_get(result, "id")));
+	json_decref(answer);
+	berth_client_close(c);
+	assert_non_null(id);
+	return id;
 }
 
 int harness_free_port(void)

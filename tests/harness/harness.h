@@ -47,6 +47,14 @@ struct berth_client *harness_connect(struct harness *h);
  * error is not NULL, in which case *error receives the error object. */
 json_t *harness_call(struct berth_client *c, const char *method,
 		     json_t *params, json_t **error);
+/* harness_submit_held sends the jobs/submit line `submission` on a new
+ * connection while this process holds the database's write lock, which
+ * berthd's writer waits for (up to its busy timeout, 5 s), and lets it go
+ * after hold_ms: the creation's commit is held up for real. It returns
+ * the new job's id (malloc'd), failing the cmocka test when the
+ * submission failed. */
+char *harness_submit_held(struct harness *h, const char *submission,
+			  int hold_ms);
 /* harness_event_types writes the types of an events page's events (an
  * events/poll result), each followed by a space, into buf and returns it;
  * it fails the cmocka test when they do not fit in size. */

@@ -26,7 +26,6 @@
 
 #include <cmocka.h>
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "tests/harness/child.h"
 #include "tests/harness/harness.h"
@@ -756,37 +755,12 @@ static void timeout__of_a_run_pushed_once_its_creation_commits__counts_from_the_
 		"\"params\":{\"tool\":\"wp-echo\",\"input\":{\"sleep\":0.5},"
 		"\"timeoutMs\":2000,\"maxRetries\":0}}";
 	struct fixture *f = *state;
-	struct berth_client *c2;
-	json_t *answer, *job;
-	sqlite3 *db;
-	char *line, *id;
+	json_t *job;
+	char *id;
 
 	worker(f, NULL);
 	connected(f, "wp-echo", 1);
-	c2 = harness_connect(&f->h);
-	assert_non_null(c2);
-	assert_int_equal(sqlite3_open(f->h.db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_busy_timeout(db, 10000), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
-			 SQLITE_OK);
-	assert_int_equal(berth_client_send_line(c2, submission,
-					       strlen(submission)),
-			 0);
-	sleep_ms(3500);
-	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
-	line = berth_client_read_line(c2, DEADLINE_MS);
-	assert_non_null(line);
-	answer = json_loads(line, 0, NULL);
-	free(line);
-	assert_non_null(answer);
-	id = strdup(jstr(json_object_get(answer, "result"), "id"));
-	if (!*id)
-		fail_msg("the submission failed: %s",
-			 jstr(json_object_get(answer, "error"), "message"));
-	json_decref(answer);
-	berth_client_close(c2);
+	id = harness_submit_held(&f->h, submission, 3500);
 	job = call(f, "jobs/wait",
 		   json_pack("{s:s, s:i}", "id", id, "timeoutMs", DEADLINE_MS));
 	if (strcmp(jstr(job, "status"), "completed") != 0) {

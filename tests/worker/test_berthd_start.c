@@ -34,7 +34,6 @@
 
 #include <cmocka.h>
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "tests/harness/harness.h"
 
@@ -294,40 +293,13 @@ static void external_tool__started_by_its_creation__is_timed_from_its_start_not_
 	static const char submission[] =
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"jobs/submit\","
 		"\"params\":{\"tool\":\"late\",\"input\":{}}}";
-	struct berth_client *c2 = harness_connect(&f->h);
-	json_t *answer;
-	char *line, *id;
-	sqlite3 *db;
-
-	assert_non_null(c2);
-	/* Another process (this one) holds the write lock: berthd's writer
-	 * waits for it, up to its busy timeout of 5 s. */
-	assert_int_equal(sqlite3_open(f->h.db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_busy_timeout(db, 10000), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL),
-			 SQLITE_OK);
 	/* A slot is free and nothing waits: the job is started by its
-	 * creation, and its process starts once that commit is durable. */
-	assert_int_equal(berth_client_send_line(c2, submission,
-					       strlen(submission)),
-			 0);
-	/* The commit waits longer than the job's timeout, and less than
-	 * the writer's busy timeout. */
-	sleep_ms(LATE_TIMEOUT_MS + 1500);
-	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
-	line = berth_client_read_line(c2, DEADLINE_MS);
-	assert_non_null(line);
-	answer = json_loads(line, 0, NULL);
-	free(line);
-	assert_non_null(answer);
-	id = strdup(jstr(json_object_get(answer, "result"), "id"));
-	if (!*id)
-		fail_msg("the submission failed: %s",
-			 jstr(json_object_get(answer, "error"), "message"));
-	json_decref(answer);
-	berth_client_close(c2);
+	 * creation, and its process starts once that commit is durable. The
+	 * commit is held up (another process, this one, holds the write
+	 * lock) longer than the job's timeout, and less than the writer's
+	 * busy timeout. */
+	char *id = harness_submit_held(&f->h, submission, LATE_TIMEOUT_MS + 1500);
+
 	assert_completed(f, id);
 	free(id);
 }
