@@ -409,7 +409,8 @@ static void events_typed__on_postgres__returns_only_those_types_and_next_passes_
  * ids fall strictly from one job to the next, and only the last page is
  * short. The ids go into ids (at most max; none when ids is NULL).
  * Returns how many jobs it read. */
-static int lists(struct fx *f, const struct store_filter *flt, char ids[][40], int max)
+static int lists(struct fx *f, const struct store_filter *flt, char ids[][40],
+		 int max)
 {
 	char *cursor = NULL;
 	char last[40] = "\x7f";

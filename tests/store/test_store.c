@@ -1086,14 +1086,18 @@ static void list_and_count__find_completed_jobs_outside_the_status_index(void **
 				     " WHERE status <> 4"),
 			 6);
 
-	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_COMPLETED)}, 3, got, N), 6);
+	struct store_filter done = {.status_mask = STORE_MASK(STORE_COMPLETED)};
+	struct store_filter failed = {.status_mask = STORE_MASK(STORE_FAILED)};
+	struct store_filter pending = {.status_mask = STORE_MASK(STORE_PENDING)};
+	struct store_filter running = {.status_mask = STORE_MASK(STORE_RUNNING)};
+	assert_int_equal(lists(f, &done, 3, got, N), 6);
 	for (int i = 0; i < 6; i++)
 		assert_string_equal(got[i], ids[5 - i]);
-	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_FAILED)}, 3, got, N), 3);
+	assert_int_equal(lists(f, &failed, 3, got, N), 3);
 	for (int i = 0; i < 3; i++)
 		assert_string_equal(got[i], ids[8 - i]);
-	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_PENDING)}, 3, got, N), 2);
-	assert_int_equal(lists(f, &(struct store_filter){.status_mask = STORE_MASK(STORE_RUNNING)}, 3, got, N), 1);
+	assert_int_equal(lists(f, &pending, 3, got, N), 2);
+	assert_int_equal(lists(f, &running, 3, got, N), 1);
 	assert_string_equal(got[0], ids[9]);
 }
 
