@@ -922,6 +922,65 @@ class CloseWhileConnecting(PeerTest):
                          "connected again")
         self.assertFalse(self.worker.registered.is_set())
 
+    async def test_close__abort_grace_that_ends_between_two_reads_of_the_clock__returns(
+            self):
+        # The worker's reads of the loop's clock (asyncio's own keep the
+        # real time) stand still until the drop has aborted the run, so its
+        # abort grace ends ABORT_GRACE after that moment. Then the first
+        # read of the wait for that grace is just before its end, and every
+        # later read just after it. A close() that read the clock twice in
+        # one look found the run not given up by the first read and no
+        # grace left to time by the second, and waited for ever.
+        gate = threading.Event()
+        self.addCleanup(gate.set)
+        loop = asyncio.get_running_loop()
+        real = loop.time
+        start = real()
+        end = start + worker_module.ABORT_GRACE
+        reads = None
+
+        def in_settle(frame) -> bool:
+            while frame is not None:
+                if frame.f_code.co_name == "_settle":
+                    return True
+                frame = frame.f_back
+            return False
+
+        def clock() -> float:
+            nonlocal reads
+            caller = sys._getframe(1)
+            if caller.f_globals.get("__name__") != "berth.worker":
+                return real()
+            if reads is None:
+                return start
+            if not in_settle(caller):
+                return end + 0.0005
+            reads += 1
+            return end - 0.0005 if reads == 1 else end + 0.0005
+
+        loop.time = clock
+        self.addCleanup(delattr, loop, "time")
+
+        @berth.tool(id="stubborn")
+        def stubborn(input, ctx):
+            gate.wait(support.DEADLINE)  # a thread: it ignores the abort
+            return "late"
+
+        c = await self.serve([stubborn])
+        c.request("run", {"job": job("GR", "stubborn")})
+        await support.until(lambda: self.worker.running_jobs, "the run")
+        closing = await self.begin_close(c)
+        c.writer.transport.abort()
+        await support.until(lambda: not self.worker.registered.is_set(),
+                            "the drop")
+        # run() waits for the grace of the run the drop aborted; a poke
+        # makes it look again, as the end of any other run would.
+        reads = 0
+        self.worker._poke()
+        await asyncio.wait_for(closing, 5.0)
+        await asyncio.wait_for(self.task, 5.0)
+        self.assertGreaterEqual(reads, 2)
+
     async def test_close__while_authenticating__registers_nothing(self):
         await self.peer.stop()
         self.peer = await support.Peer(tcp=True).start()

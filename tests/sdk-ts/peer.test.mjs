@@ -659,6 +659,44 @@ describe('close() while the connection changes', () => {
     worker = null;
   });
 
+  test('close_waiting_for_an_abort_grace_that_ends_between_two_reads_of_the_clock__resolves', async () => {
+    // The worker's clock (performance.now) stands still from the drop on,
+    // so the drop's abort grace ends 5000 ms after that moment. Once the
+    // grace's timer fires, the first read of the clock is just before that
+    // end and every later read just after it. A close() that read the
+    // clock twice in one look found the run not given up by the first read
+    // and no grace left to time by the second, and waited for ever.
+    await start();
+    const real = performance.now;
+    const at = performance.now();
+    const grace = 5000;
+    let reads = null;
+    performance.now = () => {
+      if (reads === null) return at;
+      return reads++ === 0 ? at + grace - 0.5 : at + grace + 0.5;
+    };
+    try {
+      const lost = peer.request('run', { job: job('peer-stubborn') });
+      await until(() => worker.running === 1, 'the run to start');
+      peer.stopListening();
+      peer.last.destroy();
+      await assert.rejects(lost, /closed before it answered run/);
+      await until(() => lines.some((l) => /cannot connect/.test(l)), 'an attempt to connect again to fail');
+      let closed = false;
+      const closing = worker.close().then(() => { closed = true; });
+      // close() has stopped the reconnecting and set the grace's timer.
+      await new Promise((resolve) => setImmediate(resolve));
+      reads = 0;
+      await until(() => closed, 'close() to resolve once the abort grace is over', grace + 10000);
+      await closing;
+      assert.ok(reads >= 2, `the clock was read ${reads} times after the grace's timer`);
+      assert.equal(worker.running, 1, 'the execute that ignores its abort is left running');
+      worker = null;
+    } finally {
+      performance.now = real;
+    }
+  });
+
   test('close_while_berthd_registers_the_worker_again__drains_that_registration_and_answers_the_run_it_pushed', async () => {
     await start();
     let held = null;

@@ -144,7 +144,7 @@ class _Run:
     """One run berthd pushed: its request id, job and task."""
 
     __slots__ = ("session", "rid", "job", "job_id", "tool", "pending", "ctx",
-                 "task", "phase", "answered", "aborted_at", "stopped")
+                 "task", "phase", "answered", "grace_end", "stopped")
 
     def __init__(self, session: "_Session", rid: Any, job: dict, tool: Tool,
                  pending: Any):
@@ -160,8 +160,11 @@ class _Run:
         self.task: asyncio.Task | None = None
         self.phase = _BEFORE
         self.answered = False
-        #: When the run was first aborted (the loop's time), or None.
-        self.aborted_at: float | None = None
+        #: When the abort grace of the run ends (the loop's time):
+        #: ABORT_GRACE after it was first aborted; None until then.
+        #: given_up() and the timer of _close_wait compare this one number
+        #: with the clock, so that they never disagree about a moment.
+        self.grace_end: float | None = None
         #: True when the run ended by its abort: the outcome is the SDK's
         #: ``aborted``, not one the tool returned or raised.
         self.stopped = False
@@ -194,8 +197,8 @@ class _Run:
         """abort aborts the run with reason; the first abort's reason is
         the one the run sees, and starts its abort grace."""
         worker = self.session.worker
-        if self.aborted_at is None:
-            self.aborted_at = worker._loop.time()
+        if self.grace_end is None:
+            self.grace_end = worker._loop.time() + ABORT_GRACE
         self.ctx._abort(reason)
         # Only an async execute is cancelled: what runs before it checks
         # ctx.cancelled, what runs after it keeps the outcome it has, and
@@ -208,8 +211,7 @@ class _Run:
     def given_up(self, now: float) -> bool:
         """given_up says whether the run was aborted longer than the abort
         grace ago: close() waits for it no longer."""
-        return self.aborted_at is not None and \
-            now - self.aborted_at >= ABORT_GRACE
+        return self.grace_end is not None and now >= self.grace_end
 
 
 class _Session:
@@ -383,13 +385,12 @@ class _Session:
                 self.conn.respond_error(rid, -32603, "the worker could not "
                                         "send its answer: %s" % e)
 
-    def quiet(self) -> bool:
+    def quiet(self, now: float) -> bool:
         """quiet says whether a draining connection has nothing left to
         wait for: every request of berthd's is answered, but runs aborted
         longer than the abort grace ago, which berthd has given up too."""
         if self.calls:
             return False
-        now = self.worker._loop.time()
         return all(run.given_up(now) for run in self.runs.values())
 
     # -- progress and heartbeats ------------------------------------------------
@@ -689,11 +690,10 @@ class Worker:
         after those that honour their abort, and without those that do
         not."""
         for run in list(self._live):
-            if run.aborted_at is None:  # its connection is gone
+            if run.grace_end is None:  # its connection is gone
                 run.abort("disconnected")
-        await self._close_wait(lambda: all(
-            run.given_up(self._loop.time()) for run in self._live),
-            bounded=False)
+        await self._close_wait(lambda now: all(
+            run.given_up(now) for run in self._live), bounded=False)
         if self._live:
             log.warning("berth: closed while the execute of %s had not "
                         "returned from its abort: berthd ends or re-queues "
@@ -814,7 +814,7 @@ class Worker:
                 await self._drain(session)
             # run() returns once its connection is gone, after the executes
             # that were aborted have returned (the abort grace at most).
-            await self._close_wait(lambda: not self._running, bounded=False)
+            await self._close_wait(lambda _: not self._running, bounded=False)
         except Exception:
             log.exception("berth: close() failed; the worker stops")
             session = self._session
@@ -834,7 +834,7 @@ class Worker:
         if conn is None:
             opening.cancel()
         elif not await self._close_wait(
-                opening.done, self._loop.time() + DRAIN_ANSWER):
+                lambda _: opening.done(), self._loop.time() + DRAIN_ANSWER):
             log.warning("berth: berthd did not answer worker/register "
                         "within %g s of close(); closing", DRAIN_ANSWER)
             conn.abort(ConnectionClosed(
@@ -856,9 +856,10 @@ class Worker:
         except ConnectionClosed:
             return
         answer.add_done_callback(self._drain_answered)
-        await self._close_wait(lambda: answer.done() or conn.closed,
+        await self._close_wait(lambda _: answer.done() or conn.closed,
                                self._loop.time() + DRAIN_ANSWER)
-        if not await self._close_wait(lambda: conn.closed or session.quiet()):
+        if not await self._close_wait(
+                lambda now: conn.closed or session.quiet(now)):
             runs = list(session.runs.values())
             if runs:
                 log.warning("berth: aborting %s at close()'s timeout; each "
@@ -868,7 +869,8 @@ class Worker:
                 run.abort(CLOSING)
             for task in list(session.calls):
                 task.cancel()
-            await self._close_wait(lambda: conn.closed or session.quiet(),
+            await self._close_wait(lambda now: conn.closed or
+                                   session.quiet(now),
                                    self._loop.time() + ABORT_GRACE,
                                    bounded=False)
         if conn.closed:
@@ -891,21 +893,23 @@ class Worker:
             log.debug("berth: worker/drain: %s", answer.exception())
         self._poke()
 
-    async def _close_wait(self, done: Callable[[], bool],
+    async def _close_wait(self, done: Callable[[float], bool],
                           limit: float = math.inf,
                           bounded: bool = True) -> bool:
-        """_close_wait waits while the worker closes until done() holds,
+        """_close_wait waits while the worker closes until done(now) holds,
         looking again whenever _poke() is called (a run or a question of
         berthd's ended, a run was aborted, the connection closed, an answer
         came, a close() moved the deadline) and when an aborted run's grace
         ends. It gives up at limit (the loop's time), and when bounded at
         close()'s deadline too, whichever is first, and says whether
-        done() held."""
-        loop = asyncio.get_running_loop()
+        done(now) held. Each look reads the clock once: a grace that ended
+        between two reads would be over for the timer and not yet for
+        done(), and nothing would wake the wait again."""
+        loop = self._loop
         while True:
-            if done():
-                return True
             now = loop.time()
+            if done(now):
+                return True
             end = min(limit, self._deadline) if bounded else limit
             if end <= now:
                 return False
@@ -923,9 +927,8 @@ class Worker:
 
     def _grace_end(self, now: float) -> float:
         """_grace_end is when the next abort grace of a live run ends."""
-        ends = [run.aborted_at + ABORT_GRACE for run in self._live
-                if run.aborted_at is not None and
-                run.aborted_at + ABORT_GRACE > now]
+        ends = [run.grace_end for run in self._live
+                if run.grace_end is not None and run.grace_end > now]
         return min(ends) if ends else math.inf
 
     def _poke(self) -> None:

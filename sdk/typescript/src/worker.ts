@@ -204,8 +204,12 @@ interface Run {
  */
 class RunAbort {
   private controller: AbortController | null = null;
-  /** When the run was first aborted (now()); its abort grace starts then. */
-  abortedAt: number | undefined;
+  /**
+   * When the abort grace of the run ends (now()): ABORT_GRACE_MS after it
+   * was first aborted. givenUp and the timer of closeWait compare this one
+   * number with the clock, so that they never disagree about a moment.
+   */
+  graceEnd: number | undefined;
 
   get signal(): AbortSignal {
     return (this.controller ??= new AbortController()).signal;
@@ -227,11 +231,11 @@ class RunAbort {
 
   /** givenUp says whether the run was aborted longer than the abort grace before t. */
   givenUp(t: number): boolean {
-    return this.abortedAt !== undefined && t - this.abortedAt >= ABORT_GRACE_MS;
+    return this.graceEnd !== undefined && t >= this.graceEnd;
   }
 
   abort(reason: Error): void {
-    this.abortedAt ??= now();
+    this.graceEnd ??= now() + ABORT_GRACE_MS;
     (this.controller ??= new AbortController()).abort(reason);
   }
 }
@@ -570,13 +574,13 @@ export class Worker extends EventEmitter {
       this.poke();
     });
     await this.closeWait(() => answered || conn.closed, now() + CLOSE_ANSWER_MS);
-    if (!(await this.closeWait(() => conn.closed || this.quiet(conn))) && !conn.closed) {
+    if (!(await this.closeWait((t) => conn.closed || this.quiet(conn, t))) && !conn.closed) {
       const left = this.runsOf(conn);
       if (left.length > 0) {
         this.log('warn', `aborting ${describeJobs(left.map((run) => run.job.id))} at close()'s deadline; each has ${ABORT_GRACE_MS} ms to answer`);
       }
       for (const run of left) this.abortRun(run, abortReason(CLOSING, 'the worker is closing'));
-      await this.closeWait(() => conn.closed || this.quiet(conn), now() + ABORT_GRACE_MS, false);
+      await this.closeWait((t) => conn.closed || this.quiet(conn, t), now() + ABORT_GRACE_MS, false);
     }
     if (conn.closed) return conn.reason ?? closedError('berth: the connection to berthd closed');
     const left = this.runsOf(conn);
@@ -594,9 +598,8 @@ export class Worker extends EventEmitter {
   // quiet says whether a draining connection has nothing left to wait for:
   // every request of berthd's is answered, but runs aborted longer than the
   // abort grace ago, which berthd has given up too.
-  private quiet(conn: Connection): boolean {
+  private quiet(conn: Connection, t: number): boolean {
     if (conn.owed === 0) return true;
-    const t = now();
     let givenUp = 0;
     for (const run of this.runs.values()) {
       if (run.conn !== conn) continue;
@@ -615,21 +618,23 @@ export class Worker extends EventEmitter {
       // Its connection is gone.
       if (!run.abort.aborted) this.abortRun(run, abortReason('disconnected', 'the connection to berthd is gone'));
     }
-    await this.closeWait(() => { const t = now(); return [...this.runs.values()].every((run) => run.abort.givenUp(t)); }, Infinity, false);
+    await this.closeWait((t) => [...this.runs.values()].every((run) => run.abort.givenUp(t)), Infinity, false);
     if (this.runs.size === 0) return;
     this.log('warn', `closed while the execute of ${describeJobs([...this.runs.keys()])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
   }
 
-  // closeWait waits while the worker closes until done() holds, looking
+  // closeWait waits while the worker closes until done(t) holds, looking
   // again whenever poke() is called (a run answered or was aborted, a
   // connection closed, an answer came, close() moved the deadline) and when
   // an aborted run's grace ends. It gives up at `limit`, and when `bounded`
   // at the close's deadline too, whichever is first, and says whether
-  // done() held.
-  private async closeWait(done: () => boolean, limit = Infinity, bounded = true): Promise<boolean> {
+  // done(t) held. Each look reads the clock once: a grace that ended
+  // between two reads would be over for the timer and not yet for done(),
+  // and nothing would wake the wait again.
+  private async closeWait(done: (t: number) => boolean, limit = Infinity, bounded = true): Promise<boolean> {
     for (;;) {
-      if (done()) return true;
       const t = now();
+      if (done(t)) return true;
       const end = bounded ? Math.min(limit, this.deadline) : limit;
       if (end <= t) return false;
       const wake = Math.min(end, this.graceEnd(t));
@@ -645,8 +650,8 @@ export class Worker extends EventEmitter {
   private graceEnd(t: number): number {
     let end = Infinity;
     for (const run of this.runs.values()) {
-      const at = run.abort.abortedAt;
-      if (at !== undefined && at + ABORT_GRACE_MS > t) end = Math.min(end, at + ABORT_GRACE_MS);
+      const ends = run.abort.graceEnd;
+      if (ends !== undefined && ends > t) end = Math.min(end, ends);
     }
     return end;
   }
