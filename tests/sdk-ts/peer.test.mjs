@@ -595,6 +595,18 @@ describe('close() while the connection changes', () => {
     });
   }
 
+  // dropWhileRunning starts a run of peer-stubborn, takes berthd away (its
+  // socket stops listening, the connection drops) and returns once the
+  // worker has failed to connect again.
+  async function dropWhileRunning() {
+    const lost = peer.request('run', { job: job('peer-stubborn') });
+    await until(() => worker.running === 1, 'the run to start');
+    peer.stopListening();
+    peer.last.destroy();
+    await assert.rejects(lost, /closed before it answered run/);
+    await until(() => lines.some((l) => /cannot connect/.test(l)), 'an attempt to connect again to fail');
+  }
+
   beforeEach(async () => {
     peer = new Peer();
     await peer.listen();
@@ -642,12 +654,7 @@ describe('close() while the connection changes', () => {
 
   test('close_while_connecting_again_after_a_drop__never_registers_again', async () => {
     await start();
-    const lost = peer.request('run', { job: job('peer-stubborn') });
-    await until(() => worker.running === 1, 'the run to start');
-    peer.stopListening();
-    peer.last.destroy();
-    await assert.rejects(lost, /closed before it answered run/);
-    await until(() => lines.some((l) => /cannot connect/.test(l)), 'an attempt to connect again to fail');
+    await dropWhileRunning();
     let closed = false;
     const closing = worker.close().then(() => { closed = true; });
     // berthd is back: a worker still trying would register within 50 ms.
@@ -676,12 +683,7 @@ describe('close() while the connection changes', () => {
       return reads++ === 0 ? at + grace - 0.5 : at + grace + 0.5;
     };
     try {
-      const lost = peer.request('run', { job: job('peer-stubborn') });
-      await until(() => worker.running === 1, 'the run to start');
-      peer.stopListening();
-      peer.last.destroy();
-      await assert.rejects(lost, /closed before it answered run/);
-      await until(() => lines.some((l) => /cannot connect/.test(l)), 'an attempt to connect again to fail');
+      await dropWhileRunning();
       let closed = false;
       const closing = worker.close().then(() => { closed = true; });
       // close() has stopped the reconnecting and set the grace's timer.
