@@ -374,6 +374,10 @@ export async function dial(address, opts = {}) {
             return reject(opts.signal.reason);
         const s = address.kind === 'unix' ? net.connect({ path: address.path }) : net.connect({ host: address.host, port: address.port });
         const timer = setTimeout(() => {
+            // done() here too: the abort listener would otherwise stay on the
+            // signal, which a worker keeps across all its attempts (one more
+            // for each that timed out while berthd could not be reached).
+            done();
             s.destroy();
             reject(new BerthError(ErrorCode.RequestTimeout, `berth: no answer from ${describeAddress(address)} within ${timeoutMs} ms`));
         }, timeoutMs);
