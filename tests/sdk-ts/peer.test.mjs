@@ -9,6 +9,8 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, afterEach, beforeEach, describe, test } from './bounded.mjs';
 
 import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
@@ -397,6 +399,25 @@ describe('serve() against a scripted berthd', () => {
     // The new connection serves runs.
     const r = await peer.request('run', { job: job('sdk-echo', { input: { text: 'back', secret: 'x' } }) });
     assert.equal(r.result.output.text, 'back');
+  });
+
+  test('connections_dropped_and_made_again__are_not_held_by_the_worker', async () => {
+    // Each connection's wait for its drop or the close was a Promise.race
+    // with a promise of the close, pending until close(): each race left a
+    // reaction on it that held the drop's BerthError (about 3 KB a
+    // connection, for as long as the worker ran).
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc');
+    let first;
+    worker.on('disconnected', (e) => { first ??= new WeakRef(e); });
+    for (let i = 2; i <= 6; i++) {
+      peer.last.destroy();
+      await until(() => peer.messages('worker/register').length === i && worker.registered, 'the worker to register again');
+    }
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(first.deref(), undefined, "the first drop's error is still held");
   });
 
   test('close__drains_then_waits_for_the_running_job_before_closing', async () => {
