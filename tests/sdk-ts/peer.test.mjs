@@ -1006,6 +1006,32 @@ describe('serve() refused by berthd', () => {
   });
 });
 
+describe('the heartbeat', () => {
+  test('a_wall_clock_set_back__does_not_stop_the_pings_that_find_a_silent_berthd', async () => {
+    // berthd's silence was timed by the wall clock: set back an hour (NTP,
+    // a virtual machine resumed), it made the silence negative for that
+    // hour, in which the worker never pinged, and never found a berthd
+    // that had vanished. This berthd never answers a ping.
+    const peer = new Peer({ 'worker/register': { worker: 'W-1', tools: [], heartbeatMs: 100 }, ping: undefined });
+    await peer.listen();
+    const lines = [];
+    const line = (m) => lines.push(m);
+    const worker = await serve({ socket: peer.path, tools: [echoTool], logger: { debug: line, info: line, warn: line, error: line } });
+    const wall = Date.now;
+    try {
+      const start = wall();
+      Date.now = () => wall() - 3600000;
+      assert.ok(Date.now() < start);
+      await until(() => peer.messages('ping').length >= 1, 'a ping of the silent berthd');
+      await until(() => lines.some((l) => /did not answer ping within 200 ms/.test(l)), 'the worker to drop the silent berthd');
+    } finally {
+      Date.now = wall;
+      await worker.close({ force: true });
+      await peer.close();
+    }
+  });
+});
+
 describe('examples/mastra/tools.ts', () => {
   test('the_example__registers_its_three_tools_and_runs_a_job__then_closes_on_SIGTERM', async () => {
     const peer = new Peer();

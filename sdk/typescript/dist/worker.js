@@ -338,7 +338,7 @@ export class Worker extends EventEmitter {
     heartbeat(conn, ms) {
         let waiting = false;
         const timer = setInterval(() => {
-            if (conn.closed || waiting || Date.now() - conn.lastReceived < ms)
+            if (conn.closed || waiting || now() - conn.lastReceived < ms)
                 return;
             waiting = true;
             const deadline = setTimeout(() => conn.close(`berth: berthd did not answer ping within ${2 * ms} ms`), 2 * ms);

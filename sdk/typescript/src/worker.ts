@@ -487,7 +487,7 @@ export class Worker extends EventEmitter {
   private heartbeat(conn: Connection, ms: number): NodeJS.Timeout {
     let waiting = false;
     const timer = setInterval(() => {
-      if (conn.closed || waiting || Date.now() - conn.lastReceived < ms) return;
+      if (conn.closed || waiting || now() - conn.lastReceived < ms) return;
       waiting = true;
       const deadline = setTimeout(() => conn.close(`berth: berthd did not answer ping within ${2 * ms} ms`), 2 * ms);
       conn.request('ping').then(() => {}, () => {}).finally(() => {
