@@ -129,6 +129,29 @@ describe('the client against a real berthd', () => {
     await c.cancel(j.id);
   });
 
+  test('wait__with_timeoutMs__ends_at_its_timeout_when_the_wall_clock_is_set_back', async () => {
+    // The timeout was timed by the wall clock: set back an hour during the
+    // wait (NTP, a virtual machine resumed), it made the wait last that
+    // hour longer, in pieces of 30 s. It returns the job as it is at
+    // timeoutMs, 500 ms here, and 20 s is the bound of a loaded machine.
+    const j = await c.submit('write-note', { path: `${d.dir}/note-e`, text: 'x' });
+    const wall = Date.now;
+    const setBack = setTimeout(() => { Date.now = () => wall() - 3600000; }, 100);
+    let timer;
+    try {
+      const r = await Promise.race([
+        c.wait(j.id, { timeoutMs: 500, until: ['completed'] }),
+        new Promise((resolve) => { timer = setTimeout(resolve, 20000, 'still waiting after 20 s'); }),
+      ]);
+      assert.equal(r.status, 'awaiting_approval', String(r));
+    } finally {
+      clearTimeout(setBack);
+      clearTimeout(timer);
+      Date.now = wall;
+      await c.cancel(j.id);
+    }
+  });
+
   test('events__replay_from_since_then_go_live__in_seq_order', async () => {
     const first = await c.poll({ limit: 1 });
     const since = first.events[0].seq;

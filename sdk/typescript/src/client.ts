@@ -413,15 +413,17 @@ export class Client {
    * reconnects; the signal ends it with its reason.
    */
   async wait<I = unknown, O = unknown>(id: string, opts: WaitOptions = {}): Promise<Job<I, O>> {
-    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + Math.max(0, opts.timeoutMs);
+    // Timed by performance.now, monotonic: by the wall clock, one set back
+    // during the wait would make it last that much longer.
+    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + Math.max(0, opts.timeoutMs);
     const done = (j: Job<I, O>) => isTerminal(j.status) ||
       (opts.until ? opts.until.includes(j.status) : j.status !== 'pending' && j.status !== 'running');
     for (;;) {
-      const left = deadline - Date.now();
-      const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(left, WAIT_CHUNK_MS)) };
+      const left = deadline - performance.now();
+      const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(Math.ceil(left), WAIT_CHUNK_MS)) };
       if (opts.until) params.until = opts.until;
       const job = await this.request<Job<I, O>>('jobs/wait', params, { signal: opts.signal, retry: true });
-      if (done(job) || Date.now() >= deadline) return job;
+      if (done(job) || performance.now() >= deadline) return job;
     }
   }
 
