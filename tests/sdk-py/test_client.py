@@ -569,5 +569,39 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
                 os.environ["BERTH_SOCKET"] = saved
 
 
+class CloseWhileConnecting(unittest.IsolatedAsyncioTestCase):
+    """close() while the client connects again, against a scripted berthd
+    (support.Peer)."""
+
+    async def test_close__while_a_reconnect_waits_for_server_auth__fails_its_callers_and_ends_it(
+            self):
+        # berthd answers the first connection's server/auth, and the
+        # connection drops; it never answers the next one's (a berthd that
+        # hangs, a network that does). close() must end the calls that
+        # wait for that connection, and the attempt with them: the attempt
+        # has no timeout of its own, so they waited for ever.
+        peer = await support.Peer(tcp=True).start()
+        self.addAsyncCleanup(peer.stop)
+        client = berth.Client(url="tcp://127.0.0.1:%d" % peer.port,
+                              token="unused")
+        connecting = asyncio.ensure_future(client.connect())
+        first = await peer.accept()
+        auth = await first.expect("server/auth")
+        first.reply(auth["id"], {})
+        await asyncio.wait_for(connecting, support.DEADLINE)
+        first.writer.transport.abort()
+        await support.until(lambda: not client.connected, "the drop")
+        ping = asyncio.ensure_future(client.ping())
+        again = await peer.accept()
+        await again.expect("server/auth")  # and never answered
+        await asyncio.wait_for(client.close(), support.DEADLINE)
+        with self.assertRaises(berth.ConnectionClosed):
+            try:
+                await asyncio.wait_for(ping, 10)
+            except asyncio.TimeoutError:
+                self.fail("ping() still waited 10 s after close()")
+        await again.closed()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1071,6 +1071,18 @@ class CloseAndRun(PeerTest):
         await asyncio.wait_for(self.worker.run(), support.DEADLINE)
         self.assertEqual(self.peer.all, [])
 
+    async def test_close_before_run_and_async_with_left_at_once__log_no_error(
+            self):
+        # run() never began, or returned at once (close() came first), so
+        # the worker has no loop of its own: the close still has to wait
+        # on the running one rather than fail and say so.
+        with self.assertNoLogs("berth.worker", logging.ERROR):
+            self.worker = berth.Worker([echo], socket=self.peer.path)
+            await asyncio.wait_for(self.worker.close(), support.DEADLINE)
+            async with berth.Worker([echo], socket=self.peer.path):
+                pass
+        self.assertEqual(self.peer.all, [])
+
     async def test_close_inside_execute_without_await__answers_the_run_then_closes(
             self):
         @berth.tool(id="last")

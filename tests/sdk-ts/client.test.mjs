@@ -2,6 +2,7 @@
 // example tools (examples/tools), over the Unix socket and over TCP.
 
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from './bounded.mjs';
 
 import { BerthError, ErrorCode, connect } from '@berth/sdk';
@@ -126,6 +127,29 @@ describe('the client against a real berthd', () => {
     assert.equal(asIs.status, 'awaiting_approval');
     assert.ok(Date.now() - t0 >= 150);
     await c.cancel(j.id);
+  });
+
+  test('wait__with_timeoutMs__ends_at_its_timeout_when_the_wall_clock_is_set_back', async () => {
+    // The timeout was timed by the wall clock: set back an hour during the
+    // wait (NTP, a virtual machine resumed), it made the wait last that
+    // hour longer, in pieces of 30 s. It returns the job as it is at
+    // timeoutMs, 500 ms here, and 20 s is the bound of a loaded machine.
+    const j = await c.submit('write-note', { path: `${d.dir}/note-e`, text: 'x' });
+    const wall = Date.now;
+    const setBack = setTimeout(() => { Date.now = () => wall() - 3600000; }, 100);
+    let timer;
+    try {
+      const r = await Promise.race([
+        c.wait(j.id, { timeoutMs: 500, until: ['completed'] }),
+        new Promise((resolve) => { timer = setTimeout(resolve, 20000, 'still waiting after 20 s'); }),
+      ]);
+      assert.equal(r.status, 'awaiting_approval', String(r));
+    } finally {
+      clearTimeout(setBack);
+      clearTimeout(timer);
+      Date.now = wall;
+      await c.cancel(j.id);
+    }
   });
 
   test('events__replay_from_since_then_go_live__in_seq_order', async () => {
@@ -373,6 +397,58 @@ describe('the client over TCP', () => {
       await assert.rejects(connect({ url: d.url }), /token/);
     } finally {
       if (saved !== undefined) process.env.BERTH_TOKEN = saved;
+    }
+  });
+});
+
+describe('the client closed while it connects again', () => {
+  test('close_while_a_reconnect_waits_for_server_auth__rejects_the_calls_that_wait_for_it_and_ends_the_attempt', async () => {
+    // A scripted berthd on TCP answers the first connection's server/auth,
+    // and the connection drops; it never answers the next one's (a berthd
+    // that hangs, a network that does). close() must end the calls that
+    // wait for that connection, and the attempt with them, rather than
+    // leave both to the attempt's timeout (here ten minutes).
+    const conns = [];
+    const auths = [];
+    const closed = [];
+    const server = net.createServer((s) => {
+      const i = conns.push(s) - 1;
+      let buf = '';
+      s.on('data', (b) => {
+        buf += b;
+        for (let k; (k = buf.indexOf('\n')) >= 0;) {
+          const m = JSON.parse(buf.slice(0, k));
+          buf = buf.slice(k + 1);
+          if (m.method !== 'server/auth') continue;
+          auths.push(i);
+          if (i === 0) s.write(`${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: {} })}\n`);
+        }
+      });
+      s.on('error', () => {});
+      s.on('close', () => closed.push(i));
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = await connect({
+      url: `tcp://127.0.0.1:${server.address().port}`, token: 'unused',
+      connectTimeoutMs: 600000, reconnect: { initialDelayMs: 1, maxDelayMs: 1 },
+    });
+    try {
+      conns[0].destroy();
+      await until(() => c.current === null, 'the client to see the drop');
+      const settled = c.ping().then(() => 'resolved', (e) => e);
+      await until(() => auths.length === 2, 'the server/auth of the attempt to connect again');
+      c.close();
+      let timer;
+      const r = await Promise.race([settled,
+        new Promise((resolve) => { timer = setTimeout(resolve, 30000, 'still waiting 30 s after close()'); })]);
+      clearTimeout(timer);
+      assert.ok(r instanceof BerthError && r.code === ErrorCode.ConnectionClosed, String(r));
+      assert.match(r.message, /the client was closed/);
+      await until(() => closed.includes(1), 'the attempt to close its connection');
+    } finally {
+      c.close();
+      for (const s of conns) s.destroy();
+      server.close();
     }
   });
 });

@@ -5,10 +5,12 @@
 // same tools against the real berthd.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, afterEach, beforeEach, describe, test } from './bounded.mjs';
 
 import { RequestContext as MastraRequestContext } from '@mastra/core/request-context';
@@ -22,6 +24,17 @@ import { spawnTied } from './child.mjs';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-peer-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
+
+// python3 makes the one listener Node cannot: one that never accepts (a
+// Node server accepts every connection the kernel queues).
+const python3 = (process.env.PATH || '/usr/bin:/bin').split(':').map((d) => path.join(d || '.', 'python3')).find((p) => {
+  try {
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+});
 
 // Peer is a scripted berthd: it answers the worker's requests as `answers`
 // says, records every message, and sends requests of its own.
@@ -386,6 +399,25 @@ describe('serve() against a scripted berthd', () => {
     // The new connection serves runs.
     const r = await peer.request('run', { job: job('sdk-echo', { input: { text: 'back', secret: 'x' } }) });
     assert.equal(r.result.output.text, 'back');
+  });
+
+  test('connections_dropped_and_made_again__are_not_held_by_the_worker', async () => {
+    // Each connection's wait for its drop or the close was a Promise.race
+    // with a promise of the close, pending until close(): each race left a
+    // reaction on it that held the drop's BerthError (about 3 KB a
+    // connection, for as long as the worker ran).
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc');
+    let first;
+    worker.on('disconnected', (e) => { first ??= new WeakRef(e); });
+    for (let i = 2; i <= 6; i++) {
+      peer.last.destroy();
+      await until(() => peer.messages('worker/register').length === i && worker.registered, 'the worker to register again');
+    }
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    assert.equal(first.deref(), undefined, "the first drop's error is still held");
   });
 
   test('close__drains_then_waits_for_the_running_job_before_closing', async () => {
@@ -923,6 +955,82 @@ describe('serve() refused by berthd', () => {
     assert.equal(w.registered, true);
     await w.close();
     await peer.close();
+  });
+
+  test('connection_attempts_that_time_out__leave_no_listener_behind', { skip: python3 ? false : 'python3 is needed for a listener that never accepts' }, async () => {
+    // A TCP listener that never accepts, whose queue one connection
+    // fills: the kernel drops the next connections' SYNs, so that each
+    // attempt of the worker ends at its connectTimeoutMs, as against a
+    // host behind a firewall that drops. Each such attempt used to leave
+    // its abort listener on the worker's own signal: 11 of them made Node
+    // warn, and a worker kept one more for every attempt while berthd
+    // could not be reached.
+    const py = spawnTied(python3, ['-c', [
+      'import socket, sys',
+      's = socket.socket()',
+      "s.bind(('127.0.0.1', 0))",
+      's.listen(0)',
+      'print(s.getsockname()[1], flush=True)',
+      'sys.stdin.read()',
+    ].join('\n')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const warnings = [];
+    const onWarning = (w) => { if (w.name === 'MaxListenersExceededWarning') warnings.push(w.message); };
+    let filler;
+    try {
+      const port = await new Promise((resolve, reject) => {
+        py.stdout.once('data', (b) => resolve(Number(String(b).trim())));
+        py.once('exit', (code) => reject(new Error(`the listener exited (${code})`)));
+      });
+      filler = net.connect({ host: '127.0.0.1', port });
+      await new Promise((resolve, reject) => { filler.once('connect', resolve); filler.once('error', reject); });
+      process.on('warning', onWarning);
+      const ac = new AbortController();
+      const lines = [];
+      const line = (m) => lines.push(m);
+      const serving = serve({
+        url: `tcp://127.0.0.1:${port}`, token: 'unused', tools: [echoTool], signal: ac.signal,
+        connectTimeoutMs: 20, reconnect: { initialDelayMs: 1, maxDelayMs: 1 },
+        logger: { debug: line, info: line, warn: line, error: line },
+      });
+      const timedOut = () => lines.filter((l) => /no answer from tcp:\/\/127\.0\.0\.1:\d+ within 20 ms/.test(l)).length;
+      await until(() => timedOut() >= 15, '15 connection attempts to time out');
+      ac.abort();
+      await assert.rejects(serving, (e) => e.code === ErrorCode.ConnectionClosed);
+      // A warning is emitted on the next tick of the addEventListener that
+      // exceeds the limit.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings, [], `after ${timedOut()} attempts that timed out`);
+    } finally {
+      process.off('warning', onWarning);
+      filler?.destroy();
+      py.kill();
+    }
+  });
+});
+
+describe('the heartbeat', () => {
+  test('a_wall_clock_set_back__does_not_stop_the_pings_that_find_a_silent_berthd', async () => {
+    // berthd's silence was timed by the wall clock: set back an hour (NTP,
+    // a virtual machine resumed), it made the silence negative for that
+    // hour, in which the worker never pinged, and never found a berthd
+    // that had vanished. This berthd never answers a ping.
+    const peer = new Peer({ 'worker/register': { worker: 'W-1', tools: [], heartbeatMs: 100 }, ping: undefined });
+    await peer.listen();
+    const lines = [];
+    const line = (m) => lines.push(m);
+    const worker = await serve({ socket: peer.path, tools: [echoTool], logger: { debug: line, info: line, warn: line, error: line } });
+    const wall = Date.now;
+    try {
+      const start = wall();
+      Date.now = () => wall() - 3600000;
+      assert.ok(Date.now() < start);
+      await until(() => peer.messages('ping').length >= 1, 'a ping of the silent berthd');
+      await until(() => lines.some((l) => /did not answer ping within 200 ms/.test(l)), 'the worker to drop the silent berthd');
+    } finally {
+      Date.now = wall;
+      await worker.close({ force: true });
+      await peer.close();
+    }
   });
 });
 

@@ -89,9 +89,16 @@ export const blockTool = createTool({
       step++;
       await ctx.workflow.setState({ step });
       ctx.berth.progress(step, steps);
+      // A step's listener goes with its step: left on the run's signal, one
+      // a step made Node warn of a leak after 11 steps (MaxListeners).
       await new Promise((resolve) => {
-        const t = setTimeout(resolve, 20);
-        ctx.abortSignal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+        const next = () => {
+          clearTimeout(t);
+          ctx.abortSignal.removeEventListener('abort', next);
+          resolve();
+        };
+        const t = setTimeout(next, 20);
+        ctx.abortSignal.addEventListener('abort', next, { once: true });
       });
     }
   },

@@ -160,9 +160,17 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """close ends the event streams and closes the connection; the
-        client cannot be used again."""
+        """close ends the event streams and closes the connection, or
+        gives up the attempt to make one: the calls in flight, those
+        waiting for the attempt too, raise ConnectionClosed. The client
+        cannot be used again."""
         self._closed = True
+        # An attempt to connect under way is given up, and with it the
+        # calls that wait for it (ConnectionClosed, in _connection): it
+        # has no timeout, and a berthd that never answers server/auth
+        # would hold them for ever.
+        if self._connecting is not None:
+            self._connecting.cancel()
         for s in list(self._streams):
             s._end()
         conn, self._conn = self._conn, None
@@ -184,7 +192,17 @@ class Client:
         if self._connecting is None:
             self._connecting = asyncio.ensure_future(self._open())
             self._connecting.add_done_callback(self._opened)
-        return await asyncio.shield(self._connecting)
+        attempt = self._connecting
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            # close() gave the attempt up, and this caller was not
+            # cancelled itself (the shield was, with the attempt).
+            task = asyncio.current_task()
+            if attempt.cancelled() and self._closed and \
+                    (task is None or not task.cancelling()):
+                raise ConnectionClosed("the client is closed") from None
+            raise
 
     def _opened(self, fut: asyncio.Future) -> None:
         self._connecting = None

@@ -904,8 +904,10 @@ class Worker:
         close()'s deadline too, whichever is first, and says whether
         done(now) held. Each look reads the clock once: a grace that ended
         between two reads would be over for the timer and not yet for
-        done(), and nothing would wake the wait again."""
-        loop = self._loop
+        done(), and nothing would wake the wait again. The loop is the
+        running one, not self._loop: a close() before run(), or one that
+        run() returned at once for, waits too, and run() never set it."""
+        loop = asyncio.get_running_loop()
         while True:
             now = loop.time()
             if done(now):

@@ -136,7 +136,7 @@ export declare class Client {
     request<T = unknown>(method: string, params?: unknown, opts?: CallOptions & {
         retry?: boolean;
     }): Promise<T>;
-    /** close ends the connection; calls in flight and event streams reject with ConnectionClosed. */
+    /** close ends the connection, or the attempt to make one; calls in flight (those waiting for the attempt too) and event streams reject with ConnectionClosed. */
     close(): void;
     [Symbol.asyncDispose](): Promise<void>;
     /** server/info: the daemon's name, version, durability and job counts. */

@@ -56,7 +56,11 @@ export declare class Connection {
     private closeReason;
     private out;
     private flushQueued;
-    /** When the last byte came from berthd (Date.now()). */
+    /**
+     * When the last byte came from berthd (performance.now()): monotonic, so
+     * that a wall clock set back does not make berthd's silence negative and
+     * hold the heartbeat's ping off for as long as it was set back.
+     */
     lastReceived: number;
     private answersOwed;
     constructor(socket: net.Socket, address: Address, opts?: ConnectionOptions);

@@ -102,8 +102,12 @@ export class Connection {
     // read is answered in one write, as berthd writes its batch in one.
     out = '';
     flushQueued = false;
-    /** When the last byte came from berthd (Date.now()). */
-    lastReceived = Date.now();
+    /**
+     * When the last byte came from berthd (performance.now()): monotonic, so
+     * that a wall clock set back does not make berthd's silence negative and
+     * hold the heartbeat's ping off for as long as it was set back.
+     */
+    lastReceived = performance.now();
     answersOwed = 0;
     constructor(socket, address, opts = {}) {
         this.socket = socket;
@@ -234,7 +238,7 @@ export class Connection {
         this.opts.onClose?.(why);
     }
     onData(chunk) {
-        this.lastReceived = Date.now();
+        this.lastReceived = performance.now();
         const max = this.opts.maxLineBytes ?? 256 * 1024 * 1024;
         let start = 0;
         for (;;) {
@@ -374,6 +378,10 @@ export async function dial(address, opts = {}) {
             return reject(opts.signal.reason);
         const s = address.kind === 'unix' ? net.connect({ path: address.path }) : net.connect({ host: address.host, port: address.port });
         const timer = setTimeout(() => {
+            // done() here too: the abort listener would otherwise stay on the
+            // signal, which a worker keeps across all its attempts (one more
+            // for each that timed out while berthd could not be reached).
+            done();
             s.destroy();
             reject(new BerthError(ErrorCode.RequestTimeout, `berth: no answer from ${describeAddress(address)} within ${timeoutMs} ms`));
         }, timeoutMs);

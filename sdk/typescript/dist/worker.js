@@ -215,12 +215,6 @@ export class Worker extends EventEmitter {
     async loop(first) {
         let everRegistered = false;
         const stop = this.stopping.signal;
-        const closeBegun = new Promise((resolve) => {
-            if (stop.aborted)
-                resolve(null);
-            else
-                stop.addEventListener('abort', () => resolve(null), { once: true });
-        });
         const r = this.options.reconnect ?? {};
         for (let attempt = 0; !stop.aborted; attempt++) {
             if (attempt > 0) {
@@ -266,7 +260,7 @@ export class Worker extends EventEmitter {
             }
             let result;
             try {
-                result = await this.register(conn, closeBegun);
+                result = await this.register(conn, stop);
             }
             catch (e) {
                 conn.close();
@@ -296,7 +290,7 @@ export class Worker extends EventEmitter {
                 this.emit('registered', result);
             }
             const heartbeat = this.heartbeat(conn, result.heartbeatMs ?? 10000);
-            const why = (await Promise.race([dropped, closeBegun])) ?? (await this.drain(conn));
+            const why = (await orClose(dropped, stop)) ?? (await this.drain(conn));
             clearInterval(heartbeat);
             if (this.conn === conn)
                 this.conn = null;
@@ -319,7 +313,7 @@ export class Worker extends EventEmitter {
     // while (CLOSE_ANSWER_MS, within its deadline) rather than cutting the
     // connection: berthd may have registered the worker and pushed it runs,
     // which the cut would leave to the lease; the drain answers them instead.
-    async register(conn, closeBegun) {
+    async register(conn, stop) {
         let settled = false;
         const answer = conn.request('worker/register', {
             tools: [...this.served.values()].map((s) => s.def),
@@ -332,7 +326,7 @@ export class Worker extends EventEmitter {
             this.poke();
         };
         answer.then(mark, mark);
-        if ((await Promise.race([answer.then(() => true), closeBegun])) === null &&
+        if ((await orClose(answer.then(() => true), stop)) === null &&
             !(await this.closeWait(() => settled, now() + CLOSE_ANSWER_MS))) {
             throw closedError(`berth: berthd did not answer worker/register within ${CLOSE_ANSWER_MS} ms of close()`);
         }
@@ -344,7 +338,7 @@ export class Worker extends EventEmitter {
     heartbeat(conn, ms) {
         let waiting = false;
         const timer = setInterval(() => {
-            if (conn.closed || waiting || Date.now() - conn.lastReceived < ms)
+            if (conn.closed || waiting || now() - conn.lastReceived < ms)
                 return;
             waiting = true;
             const deadline = setTimeout(() => conn.close(`berth: berthd did not answer ping within ${2 * ms} ms`), 2 * ms);
@@ -961,6 +955,21 @@ function registrationError(e, address) {
         return new BerthError(e.code, `berth: another connected worker serves a different definition of the tool${fields.length ? ` (differences at ${fields.join(', ')})` : ''}: ${e.message}`, e.data);
     }
     return new BerthError(e.code, `berth: berthd refused the tools: ${e.message}`, e.data);
+}
+// orClose resolves as p does, or with null once `stop` (the close) has
+// aborted, whichever is first. Not Promise.race with a promise of the
+// close: that promise stays pending until close(), and each race would
+// leave a reaction on it that holds the race's outcome (the BerthError of
+// a drop, with its stack), about 3 KB for every connection of a worker
+// that reconnects for months. The listener here goes when p settles.
+function orClose(p, stop) {
+    if (stop.aborted)
+        return Promise.race([p, Promise.resolve(null)]);
+    return new Promise((resolve, reject) => {
+        const onStop = () => resolve(null);
+        stop.addEventListener('abort', onStop, { once: true });
+        p.then(resolve, reject).finally(() => stop.removeEventListener('abort', onStop));
+    });
 }
 // describeJobs names jobs in a log line: "job A", or "3 jobs (A, B, C)".
 function describeJobs(ids) {

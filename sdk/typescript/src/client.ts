@@ -239,6 +239,9 @@ export class Client {
           maxLineBytes: this.options.maxLineBytes,
           onNotification: (method, params) => this.onNotification(method, params),
           onClose: (why) => { if (made) this.onDrop(made, why); },
+          // close() ends an attempt under way, and so the calls that wait
+          // for it, rather than leave them to the attempt's timeout.
+          signal: this.closing.signal,
         });
         made = conn;
         if (this.closedReason) {
@@ -249,6 +252,9 @@ export class Client {
         this.everConnected = true;
         return conn;
       } catch (e) {
+        // Given up by close() (the signal's reason, or the check above):
+        // the calls get the client's own error.
+        if (this.closedReason) throw this.closedReason;
         // The first connection is tried once, so that connect() says at
         // once that berthd cannot be reached; the policy is for reconnects.
         const be = e instanceof BerthError ? e : null;
@@ -306,7 +312,7 @@ export class Client {
     }
   }
 
-  /** close ends the connection; calls in flight and event streams reject with ConnectionClosed. */
+  /** close ends the connection, or the attempt to make one; calls in flight (those waiting for the attempt too) and event streams reject with ConnectionClosed. */
   close(): void {
     if (this.closedReason) return;
     this.closedReason = closedError('berth: the client was closed');
@@ -407,15 +413,17 @@ export class Client {
    * reconnects; the signal ends it with its reason.
    */
   async wait<I = unknown, O = unknown>(id: string, opts: WaitOptions = {}): Promise<Job<I, O>> {
-    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + Math.max(0, opts.timeoutMs);
+    // Timed by performance.now, monotonic: by the wall clock, one set back
+    // during the wait would make it last that much longer.
+    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + Math.max(0, opts.timeoutMs);
     const done = (j: Job<I, O>) => isTerminal(j.status) ||
       (opts.until ? opts.until.includes(j.status) : j.status !== 'pending' && j.status !== 'running');
     for (;;) {
-      const left = deadline - Date.now();
-      const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(left, WAIT_CHUNK_MS)) };
+      const left = deadline - performance.now();
+      const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(Math.ceil(left), WAIT_CHUNK_MS)) };
       if (opts.until) params.until = opts.until;
       const job = await this.request<Job<I, O>>('jobs/wait', params, { signal: opts.signal, retry: true });
-      if (done(job) || Date.now() >= deadline) return job;
+      if (done(job) || performance.now() >= deadline) return job;
     }
   }
 

@@ -137,8 +137,12 @@ export class Connection {
   // read is answered in one write, as berthd writes its batch in one.
   private out = '';
   private flushQueued = false;
-  /** When the last byte came from berthd (Date.now()). */
-  lastReceived = Date.now();
+  /**
+   * When the last byte came from berthd (performance.now()): monotonic, so
+   * that a wall clock set back does not make berthd's silence negative and
+   * hold the heartbeat's ping off for as long as it was set back.
+   */
+  lastReceived = performance.now();
   private answersOwed = 0;
 
   constructor(socket: net.Socket, address: Address, opts: ConnectionOptions = {}) {
@@ -271,7 +275,7 @@ export class Connection {
   }
 
   private onData(chunk: Buffer): void {
-    this.lastReceived = Date.now();
+    this.lastReceived = performance.now();
     const max = this.opts.maxLineBytes ?? 256 * 1024 * 1024;
     let start = 0;
     for (;;) {
@@ -409,6 +413,10 @@ export async function dial(address: Address, opts: DialOptions = {}): Promise<Co
     if (opts.signal?.aborted) return reject(opts.signal.reason);
     const s = address.kind === 'unix' ? net.connect({ path: address.path }) : net.connect({ host: address.host, port: address.port });
     const timer = setTimeout(() => {
+      // done() here too: the abort listener would otherwise stay on the
+      // signal, which a worker keeps across all its attempts (one more
+      // for each that timed out while berthd could not be reached).
+      done();
       s.destroy();
       reject(new BerthError(ErrorCode.RequestTimeout, `berth: no answer from ${describeAddress(address)} within ${timeoutMs} ms`));
     }, timeoutMs);
