@@ -603,5 +603,44 @@ class CloseWhileConnecting(unittest.IsolatedAsyncioTestCase):
         await again.closed()
 
 
+
+class ConnectTimeout(unittest.IsolatedAsyncioTestCase):
+    """connect_timeout bounds an attempt to connect, the socket and
+    server/auth, against a scripted berthd (support.Peer)."""
+
+    async def test_connect__berthd_that_never_answers_server_auth__raises_timeout_error_naming_it(
+            self):
+        # A berthd that hangs, or a network that does, after the accept:
+        # without a bound every call waited for ever.
+        peer = await support.Peer(tcp=True).start()
+        self.addAsyncCleanup(peer.stop)
+        client = berth.Client(url="tcp://127.0.0.1:%d" % peer.port,
+                              token="unused", connect_timeout=0.3)
+        self.addAsyncCleanup(client.close)
+        ping = asyncio.ensure_future(client.ping())
+        conn = await peer.accept()
+        await conn.expect("server/auth")  # and never answered
+        with self.assertRaises(TimeoutError) as raised:
+            await asyncio.wait_for(ping, support.DEADLINE)
+        self.assertIsInstance(raised.exception, OSError)
+        self.assertIn("within 0.3 s", str(raised.exception))
+        self.assertIn("connect_timeout", str(raised.exception))
+        await conn.closed()
+        # The next call tries again, and gets through.
+        ping = asyncio.ensure_future(client.ping())
+        conn = await peer.accept()
+        conn.reply((await conn.expect("server/auth"))["id"], {})
+        conn.reply((await conn.expect("ping"))["id"], {})
+        await asyncio.wait_for(ping, support.DEADLINE)
+
+    async def test_connect_timeout__not_seconds_above_0__raises_value_error_naming_it(
+            self):
+        for bad in (0, -1, True, "10", float("nan"), float("inf")):
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(ValueError, "connect_timeout"):
+                    berth.Client("/nonexistent", connect_timeout=bad)
+        berth.Client("/nonexistent", connect_timeout=None)
+        berth.Client("/nonexistent", connect_timeout=2)
+
 if __name__ == "__main__":
     unittest.main()

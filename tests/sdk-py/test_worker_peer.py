@@ -221,6 +221,24 @@ class Register(PeerTest):
                          {"output": {"echo": {"a": 1}, "job": "J1",
                                      "attempt": 1}})
 
+    async def test_register__berthd_that_never_answers_server_auth__is_tried_again_after_connect_timeout(
+            self):
+        # Without a bound, the worker waited for that answer for ever and
+        # never served.
+        await self.peer.stop()
+        self.peer = await support.Peer(tcp=True).start()
+        self.worker = berth.Worker([echo], url="tcp://127.0.0.1:%d"
+                                   % self.peer.port, token="s3cret",
+                                   connect_timeout=0.3)
+        self.task = asyncio.ensure_future(self.worker.run())
+        hung = await self.peer.accept()
+        await hung.expect("server/auth")  # and never answered
+        c = await self.peer.accept()
+        await hung.closed()
+        c.reply((await c.expect("server/auth"))["id"], {})
+        await c.register()
+        await support.until(self.worker.registered.is_set, "registered")
+
 
 class Runs(PeerTest):
 

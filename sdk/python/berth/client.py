@@ -27,8 +27,8 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Literal
 from .errors import ConnectionClosed
 from .types import (TERMINAL, Event, EventPage, Job, JobPage, LogLine,
                     LogPage, ProgressEvent, ServerInfo, Tool)
-from .wire import (MAX_LINE, Address, Connection, open_connection,
-                   resolve_address)
+from .wire import (CONNECT_TIMEOUT, MAX_LINE, Address, Connection,
+                   check_connect_timeout, dial, resolve_address)
 
 __all__ = ["Client", "connect", "EventStream", "Duration"]
 
@@ -121,12 +121,15 @@ class Client:
     with neither, the ``berth`` command's default ($BERTH_SOCKET, else
     $XDG_RUNTIME_DIR/berth/berth.sock, else ./berth.sock). ``token`` is sent
     with ``server/auth`` as the first request of every connection; TCP
-    needs one. Use it as ``async with Client(...) as client`` or
+    needs one. ``connect_timeout`` bounds an attempt to connect, the socket
+    and ``server/auth`` (seconds, default 10; None for no bound): past it
+    the attempt raises TimeoutError. Use it as ``async with Client(...) as client`` or
     ``client = await berth.connect(...)`` and ``await client.close()``.
     """
 
     def __init__(self, socket: str | None = None, *, url: str | None = None,
-                 token: str | None = None, max_line: int = MAX_LINE):
+                 token: str | None = None, max_line: int = MAX_LINE,
+                 connect_timeout: float | None = CONNECT_TIMEOUT):
         self.address: Address = resolve_address(socket, url)
         if self.address.is_tcp and not token:
             raise ValueError("berthd's TCP listener needs a token (the one "
@@ -135,6 +138,7 @@ class Client:
             raise TypeError("token must be a string")
         self._token = token
         self._max_line = max_line
+        self._connect_timeout = check_connect_timeout(connect_timeout)
         self._conn: Connection | None = None
         self._connecting: asyncio.Future | None = None
         self._closed = False
@@ -210,13 +214,8 @@ class Client:
             fut.exception()  # retrieved by the callers that awaited it
 
     async def _open(self) -> Connection:
-        conn = await open_connection(self.address, max_line=self._max_line)
-        try:
-            if self._token is not None:
-                await conn.request("server/auth", {"token": self._token})
-        except BaseException:
-            conn.abort()
-            raise
+        conn = await dial(self.address, self._token, self._connect_timeout,
+                          max_line=self._max_line)
         if self._closed:
             conn.abort()
             raise ConnectionClosed("the client is closed")

@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -606,4 +607,49 @@ async def open_connection(address: Address, **kw: Any) -> Connection:
         assert address.host is not None and address.port is not None
         await loop.create_connection(lambda: conn, address.host,
                                      address.port)
+    return conn
+
+
+#: How long an attempt to connect (the socket and server/auth) may take.
+CONNECT_TIMEOUT = 10.0
+
+
+def check_connect_timeout(timeout: Any) -> float | None:
+    """check_connect_timeout returns timeout, a number of seconds above 0
+    or None (no bound), or raises ValueError naming it."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not timeout > 0 or timeout == math.inf:
+        raise ValueError("connect_timeout must be a number of seconds above "
+                         "0 (or None), not %r" % (timeout,))
+    return float(timeout)
+
+
+async def dial(address: Address, token: str | None,
+               timeout: float | None, **kw: Any) -> Connection:
+    """dial connects to address and, given a token, authenticates with it
+    (server/auth, the first request berthd's TCP listener takes), within
+    timeout seconds: a host that drops the connection's packets, or a
+    berthd that never answers server/auth, would otherwise hold the
+    attempt for minutes or for ever. Raises OSError when berthd cannot be
+    reached (TimeoutError, one of them, naming the timeout), and the
+    BerthError of a refused token."""
+    conn: Connection | None = None
+    try:
+        async with asyncio.timeout(timeout) as limit:
+            conn = await open_connection(address, **kw)
+            if token is not None:
+                await conn.request("server/auth", {"token": token})
+    except TimeoutError:
+        if conn is not None:
+            conn.abort()
+        if not limit.expired():
+            raise
+        raise TimeoutError("no answer from berthd at %s within %g s (the "
+                           "connect_timeout)" % (address, timeout)) from None
+    except BaseException:
+        if conn is not None:
+            conn.abort()
+        raise
     return conn

@@ -50,8 +50,8 @@ from .context import (CallInfo, Context, Suspend, SyncContext,
 from .errors import (BerthError, Conflict, ConnectionClosed, InvalidParams,
                      MethodNotFound, RegistrationError, Unauthorized)
 from .tool import Tool, _Fn, parse_model
-from .wire import MAX_LINE, Address, Connection, encode, open_connection, \
-    resolve_address
+from .wire import CONNECT_TIMEOUT, MAX_LINE, Address, Connection, \
+    check_connect_timeout, dial, encode, resolve_address
 
 __all__ = ["Worker", "serve"]
 
@@ -502,7 +502,8 @@ class _Closing(collections.abc.Coroutine):
 class Worker:
     """A worker serving ``tools`` to berthd (see the module's text).
 
-    ``socket``/``url``/``token`` as for :class:`~berth.Client`;
+    ``socket``/``url``/``token``/``connect_timeout`` as for
+    :class:`~berth.Client` (an attempt that times out is tried again);
     ``concurrency`` is how many runs berthd may push at once (1 to 1024);
     ``name`` shows in berthd's logs and ``server/info`` (default
     ``PROGRAM@HOST:PID``). ``await worker.run()`` serves until
@@ -512,7 +513,8 @@ class Worker:
     def __init__(self, tools: Iterable[Tool], *, socket: str | None = None,
                  url: str | None = None, token: str | None = None,
                  concurrency: int = 16, name: str | None = None,
-                 max_line: int = MAX_LINE):
+                 max_line: int = MAX_LINE,
+                 connect_timeout: float | None = CONNECT_TIMEOUT):
         self.tools: dict[str, Tool] = {}
         for t in tools:
             if not isinstance(t, Tool):
@@ -535,6 +537,7 @@ class Worker:
                              "of berthd's --token-file): give token=")
         self._token = token
         self._max_line = max_line
+        self._connect_timeout = check_connect_timeout(connect_timeout)
         self.name = name or "%s@%s:%d" % (
             os.path.basename(sys.argv[0] or "") or "python",
             socket_module.gethostname(), os.getpid())
@@ -704,14 +707,16 @@ class Worker:
         """_open_session connects, authenticates and registers, and
         returns the registered session, now self._session; None when
         close() began before worker/register could be sent."""
-        conn = await open_connection(self.address, max_line=self._max_line)
+        try:
+            conn = await dial(self.address, self._token,
+                              self._connect_timeout, max_line=self._max_line)
+        except BerthError as e:
+            raise self._refusal(e) from None
         session = _Session(self, conn)
         params = {"tools": self._definitions,
                   "concurrency": self.concurrency, "name": self.name,
                   "sdk": {"name": "berth-python", "version": __version__}}
         try:
-            if self._token is not None:
-                await conn.request("server/auth", {"token": self._token})
             if self._closing:
                 conn.abort()
                 return None
