@@ -36,6 +36,14 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void print_log(const struct harness *h)
 {
 	char buf[4096];
@@ -51,10 +59,27 @@ static void print_log(const struct harness *h)
 	fclose(f);
 }
 
-/* spawn starts berthd with h's paths and args and waits until its socket
- * accepts. berthd gets SIGKILL when the test process dies (child.h), so a
- * test that fails before it stops berthd leaves none behind. Returns 0 or
- * -1 after printing why. */
+/* serves is true once berthd answered a ping on c, with a result or an
+ * error (a peer it refuses is still answered): its loop runs, so what
+ * it starts before the loop (the --listen and --http sockets) is open
+ * too. The socket alone is not enough: berthd listens on it before it
+ * binds those, and a test that connected over TCP in between was
+ * refused (test_transport, on a loaded machine). */
+static bool serves(struct berth_client *c, int timeout_ms)
+{
+	json_t *result = NULL, *error = NULL;
+	int rc = berth_client_call(c, "ping", NULL, timeout_ms, &result,
+				   &error);
+
+	json_decref(result);
+	json_decref(error);
+	return rc >= 0;
+}
+
+/* spawn starts berthd with h's paths and args and waits until it answers
+ * on its socket. berthd gets SIGKILL when the test process dies
+ * (child.h), so a test that fails before it stops berthd leaves none
+ * behind. Returns 0 or -1 after printing why. */
 static int spawn(struct harness *h)
 {
 	const char *berthd = getenv("BERTHD");
@@ -100,7 +125,7 @@ static int spawn(struct harness *h)
 	}
 	h->pid = pid;
 	h->start_status = 0;
-	for (int waited = 0; waited < START_TIMEOUT_MS; waited += 10) {
+	for (int64_t end = now_ms() + START_TIMEOUT_MS; now_ms() < end;) {
 		struct berth_client *c;
 		int status;
 
@@ -114,12 +139,16 @@ static int spawn(struct harness *h)
 		}
 		c = berth_client_connect(h->socket);
 		if (c) {
+			int left = (int)(end - now_ms());
+			bool ready = left > 0 && serves(c, left);
+
 			berth_client_close(c);
-			return 0;
+			if (ready)
+				return 0;
 		}
 		sleep_ms(10);
 	}
-	fprintf(stderr, "harness: berthd did not accept on %s in time\n",
+	fprintf(stderr, "harness: berthd did not answer on %s in time\n",
 		h->socket);
 	print_log(h);
 	harness_kill9(h);

@@ -4,7 +4,8 @@
  * harness_start makes a temporary directory, starts the berthd named by
  * $BERTHD on DIR/berth.db and DIR/berth.sock with the example tools of
  * $BERTH_EXAMPLES (unless extra_args names --tools itself... both are
- * passed) and extra_args, and returns once the socket accepts. The tests'
+ * passed) and extra_args, and returns once berthd answers on the socket,
+ * by when its --listen and --http sockets are open too. The tests'
  * meson.build sets BERTHD, BERTH (the CLI) and BERTH_EXAMPLES.
  */
 #ifndef BERTH_TESTS_HARNESS_H

@@ -35,12 +35,18 @@ export const EXAMPLES = need('BERTH_EXAMPLES');
 export const MCP_TOOLS = need('BERTH_MCP_TOOLS');
 export const SCALAR_TOOLS = need('BERTH_MCP_SCALAR_TOOLS');
 
-// canConnect resolves true when something accepts on the Unix socket.
-function canConnect(socket) {
+// answers resolves true once berthd answers a ping on its Unix socket: its
+// loop runs, so the --listen socket it binds after the Unix one is open
+// too (principals.test.mjs connects there). A socket that only accepts is
+// not enough: a session could connect over TCP in between and be refused
+// (as tests/harness/harness.c says).
+function answers(socket) {
   return new Promise((resolve) => {
     const s = net.connect(socket);
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => s.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n'));
+    s.once('data', () => { s.destroy(); resolve(true); });
     s.once('error', () => resolve(false));
+    s.once('close', () => resolve(false));
   });
 }
 
@@ -82,10 +88,10 @@ export class Daemon {
       if (gone) {
         throw new Error(`berthd exited at start-up (${JSON.stringify(gone)}):\n${this.logText()}`);
       }
-      if (await canConnect(this.socket)) return;
+      if (await answers(this.socket)) return;
       await sleep(50);
     }
-    throw new Error(`berthd did not accept on ${this.socket} within 20 s:\n${this.logText()}`);
+    throw new Error(`berthd did not answer on ${this.socket} within 20 s:\n${this.logText()}`);
   }
 
   // stop sends SIGTERM and waits for the exit; returns the exit code.
