@@ -35,9 +35,11 @@ gone() {
 }
 
 # setsid: a process group of tour.sh's own, as a terminal gives the job
-# it runs, whose id is tour.sh's pid.
-setsid sh "$src/tests/install/tour.sh" "$src" "$berthd" "$berth" \
-	>"$work/tour.log" 2>&1 &
+# it runs, whose id is tour.sh's pid. env --default-signal: SIGHUP as a
+# terminal's shell has it, even when this test was started with it
+# ignored (nohup): a shell cannot trap a signal ignored at its start.
+setsid env --default-signal=HUP sh "$src/tests/install/tour.sh" "$src" \
+	"$berthd" "$berth" >"$work/tour.log" 2>&1 &
 tour=$!
 # Hang up once berthd has answered (the tour's first line passed).
 for _ in $(seq 1200); do
