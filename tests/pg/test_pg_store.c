@@ -22,6 +22,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "tests/store/lists.h"
 
 enum { MAX_NODES = 3 };
 
@@ -404,49 +405,6 @@ static void events_typed__on_postgres__returns_only_those_types_and_next_passes_
 	typed(f, NULL, cancelled, 8, 10, 2, (int64_t[]){0}, 8, false);
 }
 
-/* lists reads every page of two of node 0's jobs that match flt, newest
- * first, and checks each page: every job matches each of flt's filters,
- * ids fall strictly from one job to the next, and only the last page is
- * short. The ids go into ids (at most max; none when ids is NULL).
- * Returns how many jobs it read. */
-static int lists(struct fx *f, const struct store_filter *flt, char ids[][40],
-		 int max)
-{
-	char *cursor = NULL;
-	char last[40] = "\x7f";
-	int seen = 0;
-	do {
-		struct store_job **jobs;
-		size_t n;
-		char *next;
-		assert_int_equal(store_list(f->n[0].st, flt, 2, cursor, &jobs, &n, &next), 0);
-		assert_true(n <= 2);
-		for (size_t i = 0; i < n; i++) {
-			assert_true(strcmp(jobs[i]->id, last) < 0);
-			snprintf(last, sizeof(last), "%s", jobs[i]->id);
-			if (flt->status_mask)
-				assert_true(flt->status_mask & STORE_MASK(jobs[i]->status));
-			if (flt->tool)
-				assert_string_equal(jobs[i]->tool, flt->tool);
-			if (flt->id_prefix)
-				assert_memory_equal(jobs[i]->id, flt->id_prefix,
-						    strlen(flt->id_prefix));
-			if (ids != NULL) {
-				assert_true(seen < max);
-				snprintf(ids[seen], 40, "%s", jobs[i]->id);
-			}
-			seen++;
-			store_job_free(jobs[i]);
-		}
-		free(jobs);
-		free(cursor);
-		cursor = next;
-		if (next != NULL)
-			assert_int_equal(n, 2);
-	} while (cursor != NULL);
-	return seen;
-}
-
 /* Listing by a prefix of ids reads a range of the primary key and keeps
  * the rows that begin with the prefix, on PostgreSQL as on SQLite; the
  * ends that carry past 'f' and a prefix of 'f's (no end) included. */
@@ -477,7 +435,7 @@ static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **stat
 	}
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct store_filter flt = {.id_prefix = cases[c].prefix};
-		int seen = lists(f, &flt, NULL, 0);
+		int seen = lists(f->n[0].st, &flt, 2, NULL, 0);
 		if (seen != cases[c].expect)
 			print_error("prefix %s\n", flt.id_prefix);
 		assert_int_equal(seen, cases[c].expect);
@@ -511,19 +469,19 @@ static void list_count_and_prune__without_indexes_of_completed_jobs(void **state
 	assert_int_equal(counts[STORE_PENDING], 1);
 
 	struct store_filter done = {.status_mask = STORE_MASK(STORE_COMPLETED)};
-	assert_int_equal(lists(f, &done, got, N), 4);
+	assert_int_equal(lists(f->n[0].st, &done, 2, got, N), 4);
 	for (int i = 0; i < 4; i++)
 		assert_string_equal(got[i], ids[3 - i]);
 	struct store_filter failed = {.status_mask = STORE_MASK(STORE_FAILED)};
-	assert_int_equal(lists(f, &failed, got, N), 2);
+	assert_int_equal(lists(f->n[0].st, &failed, 2, got, N), 2);
 	assert_string_equal(got[0], ids[5]);
 	struct store_filter odd = {.tool = "odd"};
-	assert_int_equal(lists(f, &odd, got, N), 4);
+	assert_int_equal(lists(f->n[0].st, &odd, 2, got, N), 4);
 	assert_string_equal(got[0], ids[7]);
 	assert_string_equal(got[3], ids[1]);
 	struct store_filter odd_done = {.tool = "odd",
 					.status_mask = STORE_MASK(STORE_COMPLETED)};
-	assert_int_equal(lists(f, &odd_done, got, N), 2);
+	assert_int_equal(lists(f->n[0].st, &odd_done, 2, got, N), 2);
 	assert_string_equal(got[0], ids[3]);
 
 	struct waiter w = {.req = {.op = STORE_OP_PRUNE}};

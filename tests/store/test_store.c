@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tests/store/fixture.h"
+#include "tests/store/lists.h"
 
 /* events_of reads every event of job id (all when NULL). */
 static size_t events_of(struct fx *f, const char *id, struct store_event **out)
@@ -976,51 +977,6 @@ static void expire__moves_overdue_suspended_and_awaiting_jobs_to_expired(void **
 
 /* ---- listing ----------------------------------------------------------- */
 
-/* lists reads every page of `page` jobs that match flt, newest first,
- * and checks each page: every job matches each of flt's filters, ids fall
- * strictly from one job to the next, and only the last page is short. The
- * ids go into ids (at most max; none when ids is NULL). Returns how many
- * jobs it read. */
-static int lists(struct fx *f, const struct store_filter *flt, int page,
-		 char ids[][40], int max)
-{
-	char *cursor = NULL;
-	char last[40] = "\x7f";
-	int seen = 0;
-	do {
-		struct store_job **jobs;
-		size_t n;
-		char *next;
-		assert_int_equal(store_list(f->st, flt, page, cursor, &jobs, &n, &next), 0);
-		assert_true(n <= (size_t)page);
-		for (size_t i = 0; i < n; i++) {
-			assert_true(strcmp(jobs[i]->id, last) < 0);
-			memcpy(last, jobs[i]->id, 40);
-			if (flt->tool)
-				assert_string_equal(jobs[i]->tool, flt->tool);
-			if (flt->run_id)
-				assert_string_equal(jobs[i]->run_id, flt->run_id);
-			if (flt->status_mask)
-				assert_true(flt->status_mask & STORE_MASK(jobs[i]->status));
-			if (flt->id_prefix)
-				assert_memory_equal(jobs[i]->id, flt->id_prefix,
-						    strlen(flt->id_prefix));
-			if (ids != NULL) {
-				assert_true(seen < max);
-				memcpy(ids[seen], jobs[i]->id, 40);
-			}
-			seen++;
-			store_job_free(jobs[i]);
-		}
-		free(jobs);
-		free(cursor);
-		cursor = next;
-		if (next != NULL)
-			assert_int_equal(n, (size_t)page);
-	} while (cursor != NULL);
-	return seen;
-}
-
 static void list__pages_through_every_match_once_newest_first(void **state)
 {
 	struct fx *f = *state;
@@ -1050,7 +1006,7 @@ static void list__pages_through_every_match_once_newest_first(void **state)
 		{{STORE_MASK(STORE_PENDING), "even", "run-3"}, -1},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		int seen = lists(f, &cases[c].f, 5, NULL, 0);
+		int seen = lists(f->st, &cases[c].f, 5, NULL, 0);
 		if (cases[c].expect >= 0)
 			assert_int_equal(seen, cases[c].expect);
 	}
@@ -1090,14 +1046,14 @@ static void list_and_count__find_completed_jobs_outside_the_status_index(void **
 	struct store_filter failed = {.status_mask = STORE_MASK(STORE_FAILED)};
 	struct store_filter pending = {.status_mask = STORE_MASK(STORE_PENDING)};
 	struct store_filter running = {.status_mask = STORE_MASK(STORE_RUNNING)};
-	assert_int_equal(lists(f, &done, 3, got, N), 6);
+	assert_int_equal(lists(f->st, &done, 3, got, N), 6);
 	for (int i = 0; i < 6; i++)
 		assert_string_equal(got[i], ids[5 - i]);
-	assert_int_equal(lists(f, &failed, 3, got, N), 3);
+	assert_int_equal(lists(f->st, &failed, 3, got, N), 3);
 	for (int i = 0; i < 3; i++)
 		assert_string_equal(got[i], ids[8 - i]);
-	assert_int_equal(lists(f, &pending, 3, got, N), 2);
-	assert_int_equal(lists(f, &running, 3, got, N), 1);
+	assert_int_equal(lists(f->st, &pending, 3, got, N), 2);
+	assert_int_equal(lists(f->st, &running, 3, got, N), 1);
 	assert_string_equal(got[0], ids[9]);
 }
 
@@ -1146,7 +1102,7 @@ static void list__by_id_prefix__reads_the_range_of_ids_that_begin_so(void **stat
 	for (size_t c = 0; c < sizeof(prefix_cases) / sizeof(prefix_cases[0]); c++) {
 		struct store_filter flt = {.id_prefix = prefix_cases[c].prefix};
 		/* Pages of 2, so that the cursor and the range meet. */
-		int seen = lists(f, &flt, 2, NULL, 0);
+		int seen = lists(f->st, &flt, 2, NULL, 0);
 
 		if (seen != prefix_cases[c].expect)
 			print_error("prefix %s\n", flt.id_prefix);
