@@ -123,8 +123,9 @@ class Client:
     with ``server/auth`` as the first request of every connection; TCP
     needs one. ``connect_timeout`` bounds an attempt to connect, the socket
     and ``server/auth`` (seconds, default 10; None for no bound): past it
-    the attempt raises TimeoutError. Use it as ``async with Client(...) as client`` or
-    ``client = await berth.connect(...)`` and ``await client.close()``.
+    the attempt raises TimeoutError. Use it as ``async with Client(...) as
+    client`` or ``client = await berth.connect(...)`` and ``await
+    client.close()``.
     """
 
     def __init__(self, socket: str | None = None, *, url: str | None = None,
@@ -170,9 +171,8 @@ class Client:
         cannot be used again."""
         self._closed = True
         # An attempt to connect under way is given up, and with it the
-        # calls that wait for it (ConnectionClosed, in _connection): it
-        # has no timeout, and a berthd that never answers server/auth
-        # would hold them for ever.
+        # calls that wait for it (ConnectionClosed, in _connection), rather
+        # than left to its connect_timeout (for ever with None).
         if self._connecting is not None:
             self._connecting.cancel()
         for s in list(self._streams):
