@@ -1,6 +1,7 @@
 // child.mjs: child processes that die with the Node test that started
 // them; child.h says why, and this is its form for the Node tests
-// (tests/mcp and tests/http copy it beside theirs).
+// (tests/mcp and tests/http copy it beside theirs). berthdAnswers, at the
+// end, is how their harnesses know a berthd they started is up.
 //
 // spawnTied is child_process.spawn whose child gets SIGKILL when this
 // process dies, however it dies: an uncaught error, process.exit(), a
@@ -17,6 +18,7 @@
 
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 function findSetpriv() {
@@ -39,4 +41,19 @@ export function spawnTied(command, args = [], options = {}) {
   if (!SETPRIV) return spawn(command, args, options);
   return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', '/bin/sh', '-c', CHECK,
     'sh', String(process.pid), command, ...args], options);
+}
+
+// berthdAnswers resolves true once the berthd started on the Unix socket
+// answers a ping there: its loop runs, so the --listen and --http sockets
+// it binds after the Unix one are open too. A socket that only accepts is
+// not enough: a test that connected over TCP in between was refused
+// (tests/harness/harness.c says the same for the C tests).
+export function berthdAnswers(socket) {
+  return new Promise((resolve) => {
+    const s = net.connect(socket);
+    s.once('connect', () => s.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n'));
+    s.once('data', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+    s.once('close', () => resolve(false));
+  });
 }

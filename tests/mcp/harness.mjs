@@ -11,7 +11,6 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { spawnTied } from './child.mjs';
+import { berthdAnswers, spawnTied } from './child.mjs';
 
 function need(name) {
   const v = process.env[name];
@@ -34,21 +33,6 @@ export const MCPD = need('MCPD');
 export const EXAMPLES = need('BERTH_EXAMPLES');
 export const MCP_TOOLS = need('BERTH_MCP_TOOLS');
 export const SCALAR_TOOLS = need('BERTH_MCP_SCALAR_TOOLS');
-
-// answers resolves true once berthd answers a ping on its Unix socket: its
-// loop runs, so the --listen socket it binds after the Unix one is open
-// too (principals.test.mjs connects there). A socket that only accepts is
-// not enough: a session could connect over TCP in between and be refused
-// (as tests/harness/harness.c says).
-function answers(socket) {
-  return new Promise((resolve) => {
-    const s = net.connect(socket);
-    s.once('connect', () => s.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n'));
-    s.once('data', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-    s.once('close', () => resolve(false));
-  });
-}
 
 // Daemon is one berthd (or another binary built on berth_main, such as
 // mcpd) with the tools of the given directories, on a temporary
@@ -88,7 +72,7 @@ export class Daemon {
       if (gone) {
         throw new Error(`berthd exited at start-up (${JSON.stringify(gone)}):\n${this.logText()}`);
       }
-      if (await answers(this.socket)) return;
+      if (await berthdAnswers(this.socket)) return;
       await sleep(50);
     }
     throw new Error(`berthd did not answer on ${this.socket} within 20 s:\n${this.logText()}`);

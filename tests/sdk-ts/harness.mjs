@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { spawnTied } from './child.mjs';
+import { berthdAnswers, spawnTied } from './child.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = process.env.BERTH_SDK_DIR ? path.resolve(process.env.BERTH_SDK_DIR, '..', '..') : path.resolve(here, '..', '..');
@@ -30,20 +30,6 @@ function fallback(rel) {
 export const BERTHD = process.env.BERTHD ?? fallback('berthd/berthd');
 export const BERTH = process.env.BERTH ?? fallback('cli/berth');
 export const EXAMPLES = process.env.BERTH_EXAMPLES ?? path.join(repo, 'examples', 'tools');
-
-// answers resolves true once berthd answers a ping on its Unix socket: its
-// loop runs, so the --listen socket it binds after the Unix one is open
-// too. A socket that only accepts is not enough: a test that connected
-// over TCP in between was refused (as tests/harness/harness.c says).
-function answers(socket) {
-  return new Promise((resolve) => {
-    const s = net.connect(socket);
-    s.once('connect', () => s.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n'));
-    s.once('data', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-    s.once('close', () => resolve(false));
-  });
-}
 
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -95,7 +81,7 @@ export class Daemon {
     const deadline = Date.now() + 30000;
     while (Date.now() < deadline) {
       if (gone) throw new Error(`berthd exited at start-up (${JSON.stringify(gone)}):\n${this.logText()}`);
-      if (await answers(this.socket)) return this;
+      if (await berthdAnswers(this.socket)) return this;
       await sleep(50);
     }
     throw new Error(`berthd did not answer on ${this.socket} within 30 s:\n${this.logText()}`);
