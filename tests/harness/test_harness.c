@@ -23,6 +23,7 @@
  * harness_start on a helper thread started a berthd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -217,16 +218,29 @@ static void fork_sleep(struct report *r)
  * terminal in tests/cli): meson's kill of the test's process group misses
  * it. The master side closes with the test, which hangs the terminal up,
  * and the SIGHUP would end the child first: it ignores SIGHUP, as a
- * program on a terminal may, so that only PR_SET_PDEATHSIG ends it. */
+ * program on a terminal may, so that only PR_SET_PDEATHSIG ends it.
+ * The test waits until the child has exec'd sleep (the exec closes
+ * `ready`): forkpty's child takes the terminal (login_tty) before any of
+ * this runs and exits 1 if the test, and the master with it, is gone by
+ * then, which a build without sanitizers is quick enough to reach. */
 static void forkpty_sleep(struct report *r)
 {
-	int master;
-	pid_t pid = harness_forkpty(&master);
+	int master, ready[2];
+	pid_t pid;
+	char c;
 
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return;
+	pid = harness_forkpty(&master);
 	if (pid == 0) {
+		close(ready[0]);
 		signal(SIGHUP, SIG_IGN);
 		exec_sleep();
 	}
+	close(ready[1]);
+	while (pid > 0 && read(ready[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
 	r->pid = pid;
 }
 

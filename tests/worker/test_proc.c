@@ -602,7 +602,7 @@ static void external_tool__with_a_free_slot__starts_by_its_creation_once_durable
  * wrote it (it was cancelled before it started). */
 static pid_t pid_written(struct fx *f, const char *id)
 {
-	char name[64];
+	char name[200]; /* an id is 36 bytes; gcc -O2 cannot tell */
 
 	snprintf(name, sizeof(name), "%s.pid", id);
 	return pid_file(f, name);
