@@ -485,7 +485,11 @@ describe('examples/mastra served to berthd, driven with the berth command', { sk
       assert.equal(note.status, 'awaiting_approval');
       const plan = await berth(d, 'submit', 'confirm-plan', '{"plan":"ship it"}', '--wait');
       assert.equal(plan.status, 'suspended');
+      // berthd must have seen the worker go before the approval: a run
+      // started on a connection about to close ends by onInterrupt.
       child.kill('SIGKILL');
+      await until(async () => (await c.tools()).some((t) => t.name === 'save-note' && t.workers?.connected === 0),
+        'berthd to see the worker gone', 60000);
       await berth(d, 'approve', note.id);
       await berth(d, 'resume', plan.id, '{"approvedBy":"Ada"}');
       child = run();
