@@ -35,6 +35,7 @@ enum stmt_id {
 	S_JOB_INSERT,
 	S_JOB_GET,
 	S_TRANSITION,
+	S_CLAIM_TOOLS,
 	S_CLAIM_SCAN,
 	S_CLAIM_ONE,
 	S_CLAIM_NEXT,
@@ -159,11 +160,17 @@ static const char *const sql_text[S_NSTMT] = {
 		" RETURNING " STORE__JOB_COLS,
 	/* INDEXED BY: without statistics the planner prefers jobs_status
 	 * and sorts every pending job; these partial indexes are ordered
-	 * the way the scheduler reads. */
-	[S_CLAIM_SCAN] = "SELECT id, tool FROM jobs INDEXED BY jobs_runnable"
-			 " WHERE status = 0 AND run_at <= ?1 AND NOT EXISTS"
-			 " (SELECT 1 FROM tools WHERE name = jobs.tool AND paused)"
-			 " ORDER BY priority DESC, run_at, id",
+	 * the way the scheduler reads. A claim reads the pending jobs tool
+	 * by tool (do_claim): the next tool after ?1 that has any, then the
+	 * first ?3 of that tool's runnable ones in the scheduler's order. */
+	[S_CLAIM_TOOLS] = "SELECT tool FROM jobs INDEXED BY jobs_pending_tool"
+			  " WHERE status = 0 AND tool > ?1 ORDER BY tool LIMIT 1",
+	[S_CLAIM_SCAN] = "SELECT id, priority, run_at FROM jobs"
+			 " INDEXED BY jobs_pending_tool"
+			 " WHERE status = 0 AND tool = ?1 AND run_at <= ?2"
+			 " AND NOT EXISTS (SELECT 1 FROM tools WHERE name = ?1"
+			 " AND paused)"
+			 " ORDER BY priority DESC, run_at, id LIMIT ?3",
 	[S_CLAIM_ONE] = "UPDATE OR FAIL jobs SET status = 2, started_at = ?2,"
 			" updated_at = ?2 WHERE id = ?1 AND status = 0"
 			" RETURNING " STORE__JOB_COLS,
@@ -1097,10 +1104,151 @@ static int next_run_at(struct conn *c, struct store_req *req, int64_t now,
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : err(rc);
 }
 
+/* A job a claim may take: one of the first of its tool's runnable jobs. */
+struct candidate {
+	char id[40];
+	int64_t priority, run_at;
+	int cap; /* its tool's index in caps, or -1 */
+};
+
+struct candidates {
+	struct candidate *v;
+	size_t n, cap;
+};
+
+/* scheduler_order sorts candidates as the scheduler takes jobs: highest
+ * priority first, then earliest run_at, then smallest id. */
+static int scheduler_order(const void *pa, const void *pb)
+{
+	const struct candidate *a = pa, *b = pb;
+
+	if (a->priority != b->priority)
+		return a->priority > b->priority ? -1 : 1;
+	if (a->run_at != b->run_at)
+		return a->run_at < b->run_at ? -1 : 1;
+	return strcmp(a->id, b->id);
+}
+
+/* steps adds the virtual machine steps s took since its last reset to
+ * *n (req->u.claim.steps). */
+static void steps(sqlite3_stmt *s, int64_t *n)
+{
+	*n += sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 0);
+}
+
+/* tool_bound returns how many jobs of tool the claim could take at most,
+ * given what is left at its start (0: none), and sets *cap to the tool's
+ * index in caps (-1: it has none). */
+static int tool_bound(const struct store_req *req, const char *tool,
+		      const int *left, int slots, int room, int pool_left,
+		      int *cap)
+{
+	size_t ncaps = req->u.claim.ncaps, k = 0;
+	int bound = room, g = 0;
+
+	while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
+		k++;
+	*cap = k < ncaps ? (int)k : -1;
+	if (k < ncaps) {
+		const struct store_cap *cp = &req->u.claim.caps[k];
+
+		if (left[k] < bound)
+			bound = left[k];
+		if (cp->pool && pool_left < bound)
+			bound = pool_left;
+		g = cp->group;
+		if (g < 0 || (size_t)g > req->u.claim.ngroups)
+			return 0;
+	}
+	if (g > 0 && left[ncaps + (size_t)g - 1] < bound)
+		bound = left[ncaps + (size_t)g - 1];
+	else if (g == 0 && slots < bound)
+		bound = slots;
+	return bound > 0 ? bound : 0;
+}
+
+/* gather appends to cands the first bound runnable jobs of every tool
+ * with pending jobs, reading the tools one by one in jobs_pending_tool.
+ * Returns 0 or a negative code. */
+static int gather(struct conn *c, struct store_req *req, int64_t now,
+		  const int *left, int slots, int room, int pool_left,
+		  struct candidates *cands)
+{
+	sqlite3_stmt *ts = get(c, S_CLAIM_TOOLS), *js = get(c, S_CLAIM_SCAN);
+	char *tool = NULL;
+	int rc;
+
+	if (ts == NULL || js == NULL)
+		return prepare_error(c);
+	for (;;) {
+		char *next = NULL;
+		int bound, cap;
+
+		sqlite3_bind_text(ts, 1, tool ? tool : "", -1, SQLITE_STATIC);
+		rc = sqlite3_step(ts);
+		if (rc == SQLITE_ROW &&
+		    !(next = strdup((const char *)sqlite3_column_text(ts, 0))))
+			rc = -ENOMEM;
+		steps(ts, &req->u.claim.steps);
+		done(ts);
+		free(tool);
+		tool = next;
+		if (rc != SQLITE_ROW)
+			return rc == SQLITE_DONE ? 0 : rc < 0 ? rc : err(rc);
+		bound = tool_bound(req, tool, left, slots, room, pool_left,
+				   &cap);
+		if (bound == 0)
+			continue;
+		sqlite3_bind_text(js, 1, tool, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(js, 2, now);
+		sqlite3_bind_int(js, 3, bound);
+		while ((rc = sqlite3_step(js)) == SQLITE_ROW) {
+			struct candidate *d;
+
+			if (cands->n == cands->cap) {
+				size_t n = cands->cap ? 2 * cands->cap : 16;
+				void *v = realloc(cands->v, n * sizeof(*d));
+
+				if (v == NULL) {
+					rc = -ENOMEM;
+					break;
+				}
+				cands->v = v;
+				cands->cap = n;
+			}
+			d = &cands->v[cands->n++];
+			snprintf(d->id, sizeof(d->id), "%s",
+				 (const char *)sqlite3_column_text(js, 0));
+			d->priority = sqlite3_column_int64(js, 1);
+			d->run_at = sqlite3_column_int64(js, 2);
+			d->cap = cap;
+		}
+		steps(js, &req->u.claim.steps);
+		done(js);
+		if (rc != SQLITE_DONE) {
+			free(tool);
+			return rc < 0 ? rc : err(rc);
+		}
+	}
+}
+
+/*
+ * do_claim takes the jobs of a claim. The scheduler's order runs across
+ * tools (priority, run_at, id), but what stops a tool's jobs from being
+ * taken (its cap, the pool, its group's room) only tightens as the claim
+ * goes on: once one of its jobs is passed over, every later one is too,
+ * so the jobs a claim takes of a tool are the first of that tool's, and
+ * no more of them than the claim could take of it at its start. Reading
+ * that many of each tool (gather) and taking from them in the
+ * scheduler's order gives the jobs one walk of every pending job would,
+ * and costs what the claim takes, not the backlog: a hundred thousand
+ * jobs of a tool at its cap, or whose worker is away, are not read by
+ * each claim that passes them over.
+ */
 static int do_claim(struct conn *c, struct store__wreq *w,
 		    struct store__batch *b)
 {
-	const struct store_req *req = w->req;
+	struct store_req *req = w->req;
 	size_t ncaps = req->u.claim.ncaps, ngroups = req->u.claim.ngroups;
 	int64_t now = req->u.claim.now != 0 ? req->u.claim.now : store_now();
 	/* slots: what is left of limit, the pool's own room; pool_left:
@@ -1108,10 +1256,12 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 	int slots = req->u.claim.limit > 0 ? req->u.claim.limit : 0;
 	int room = slots;
 	int pool_left = req->u.claim.pool_remaining;
+	struct candidates cands = {0};
 	struct ids ids = {0};
 	int rc = 0;
 
 	w->rc = 0;
+	req->u.claim.steps = 0;
 	for (size_t g = 0; g < ngroups; g++)
 		room += req->u.claim.groups[g] > 0 ? req->u.claim.groups[g] : 0;
 	if (room <= 0)
@@ -1126,44 +1276,35 @@ static int do_claim(struct conn *c, struct store__wreq *w,
 	for (size_t g = 0; g < ngroups; g++)
 		left[ncaps + g] = req->u.claim.groups[g];
 
-	sqlite3_stmt *s = get(c, S_CLAIM_SCAN);
-	if (s == NULL) {
-		free(left);
-		return prepare_error(c);
-	}
-	sqlite3_bind_int64(s, 1, now);
-	while (room > 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *tool = (const char *)sqlite3_column_text(s, 1);
-		size_t k = 0;
-		int g, *group;
-		while (k < ncaps && strcmp(req->u.claim.caps[k].tool, tool) != 0)
-			k++;
-		if (k < ncaps && (left[k] <= 0 ||
-				  (req->u.claim.caps[k].pool && pool_left <= 0)))
+	rc = gather(c, req, now, left, slots, room, pool_left, &cands);
+	if (rc == 0 && cands.n > 1)
+		qsort(cands.v, cands.n, sizeof(*cands.v), scheduler_order);
+	for (size_t i = 0; rc == 0 && room > 0 && i < cands.n; i++) {
+		int k = cands.v[i].cap, g, *group;
+
+		if (k >= 0 && (left[k] <= 0 ||
+			       (req->u.claim.caps[k].pool && pool_left <= 0)))
 			continue;
-		g = k < ncaps ? req->u.claim.caps[k].group : 0;
-		if (g < 0 || (size_t)g > ngroups)
-			continue;
+		g = k >= 0 ? req->u.claim.caps[k].group : 0;
 		group = g > 0 ? &left[ncaps + (size_t)g - 1] : &slots;
 		if (*group <= 0)
 			continue;
-		if (k < ncaps) {
+		if (k >= 0) {
 			left[k]--;
 			if (req->u.claim.caps[k].pool)
 				pool_left--;
 		}
 		(*group)--;
 		room--;
-		if ((rc = ids_push(&ids, sqlite3_column_text(s, 0))) != 0)
-			break;
+		rc = ids_push(&ids, (const unsigned char *)cands.v[i].id);
 	}
-	done(s);
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+	free(cands.v);
+	if (rc == 0)
 		rc = next_run_at(c, w->req, now, left, pool_left);
 	free(left);
-	if (rc < 0 || (rc != 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)) {
+	if (rc != 0) {
 		free(ids.v);
-		return rc < 0 ? rc : err(rc);
+		return rc;
 	}
 	rc = change_each(c, w, b, &ids, S_CLAIM_ONE, STORE_EV_STARTED);
 	free(ids.v);

@@ -542,6 +542,11 @@ struct store_req {
 			/* What is left of the pool of the caps marked
 			 * pool (struct store_cap). */
 			int pool_remaining;
+			/* Out (SQLite): the virtual machine steps of the
+			 * claim's reads, which follow the jobs it read, for
+			 * the tests that a claim's cost follows what it
+			 * takes and not the backlog. */
+			int64_t steps;
 		} claim;
 
 		/* STORE_OP_CHECKPOINT: sets the checkpoint of a job that is

@@ -72,7 +72,7 @@ static void open__fresh_database__applies_every_migration(void **state)
 	assert_int_equal(fx_open(f, NULL), 0);
 	fx_close(f);
 	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
-	const char *tables[] = {"jobs", "events", "job_logs", "tools", "jobs_runnable",
+	const char *tables[] = {"jobs", "events", "job_logs", "tools", "jobs_pending_tool",
 				"jobs_pending_run_at", "jobs_expiry", "jobs_status",
 				"jobs_run_id", "jobs_idempotency"};
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
@@ -80,6 +80,8 @@ static void open__fresh_database__applies_every_migration(void **state)
 	/* 0005: the prune walks the primary key; no index by finished_at
 	 * is written by each job's last commit. */
 	assert_false(table_exists(f->path, "jobs_finished"));
+	/* 0008: claims read the pending jobs by tool, not in one order. */
+	assert_false(table_exists(f->path, "jobs_runnable"));
 	/* 0006: jobs_status leaves completed jobs out. */
 	sqlite3 *db;
 	sqlite3_stmt *s;

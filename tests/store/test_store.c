@@ -723,6 +723,182 @@ static void claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs
 	store_req_finish(&req);
 }
 
+/* claim_steps runs a claim and returns the virtual machine steps of its
+ * reads (store.h), the jobs it moved in *n. */
+static int64_t claim_steps(struct fx *f, int limit, const struct store_cap *caps,
+			   size_t ncaps, size_t *n)
+{
+	struct store_req req = {.op = STORE_OP_CLAIM};
+	req.u.claim.limit = limit;
+	req.u.claim.caps = caps;
+	req.u.claim.ncaps = ncaps;
+	assert_int_equal(fx_run(f, &req), 0);
+	*n = req.njobs;
+	int64_t steps = req.u.claim.steps;
+	store_req_finish(&req);
+	return steps;
+}
+
+/* A claim that passes over a tool's jobs (the tool at its cap, a worker's
+ * tool no connection serves) does not read them: what it reads follows
+ * what it takes. Before, every claim walked all pending jobs in the
+ * scheduler's order, so 196,000 jobs of a C tool waiting for its threads
+ * held berthd to 126 starts a second (docs/BENCHMARKS.md). */
+static void claim__a_backlog_it_passes_over__is_not_read(void **state)
+{
+	struct fx *f = *state;
+	enum { BACKLOG = 1000 };
+	/* Both backlogs come first in the scheduler's order: the same
+	 * priority, earlier run_at and ids. */
+	for (int i = 0; i < BACKLOG; i++) {
+		assert_int_equal(fx_create(f, "capped", STORE_PENDING, NULL, i, NULL), 0);
+		assert_int_equal(fx_create(f, "away", STORE_PENDING, NULL, i, NULL), 0);
+	}
+	assert_int_equal(fx_create(f, "free", STORE_PENDING, NULL, 0, NULL), 0);
+
+	struct store_cap caps[] = {{"capped", 0}, {"away", 0}};
+	size_t n;
+	int64_t steps = claim_steps(f, 8, caps, 2, &n);
+	assert_int_equal(n, 1);
+	/* Some tens of steps a tool and a job read: fewer than the backlog
+	 * has jobs, where walking it took tens of thousands. */
+	assert_true(steps < BACKLOG);
+
+	/* Room for two of the capped tool: the claim reads two of its
+	 * jobs, not its thousand. */
+	caps[0].remaining = 2;
+	steps = claim_steps(f, 8, caps, 2, &n);
+	assert_int_equal(n, 2);
+	assert_true(steps < BACKLOG);
+	assert_int_equal(fx_count(f, "SELECT count(*) FROM jobs WHERE status = 2"
+				  " AND tool = 'capped'"), 2);
+}
+
+/* walk_job is a pending job as the reference walk below sees it. */
+struct walk_job {
+	char id[40];
+	int tool;
+	int64_t priority, run_at;
+	bool taken;
+};
+
+static int walk_order(const void *pa, const void *pb)
+{
+	const struct walk_job *a = pa, *b = pb;
+
+	if (a->priority != b->priority)
+		return a->priority > b->priority ? -1 : 1;
+	if (a->run_at != b->run_at)
+		return a->run_at < b->run_at ? -1 : 1;
+	return strcmp(a->id, b->id);
+}
+
+/* The claim takes what one walk of every pending job in the scheduler's
+ * order takes (store.h's rules, as the claim did them before it read the
+ * jobs tool by tool): checked against that walk, done here, on jobs of
+ * five tools with mixed priorities and run times, under caps, a pool and
+ * groups that run out part way, over successive claims until nothing is
+ * left. */
+static void claim__takes_what_a_walk_of_every_pending_job_takes(void **state)
+{
+	struct fx *f = *state;
+	static const char *const tools[] = {"pa", "pb", "ga", "free", "none"};
+	enum { NTOOLS = 5, NJOBS = 150 };
+	struct walk_job jobs[NJOBS];
+	int64_t now = store_now();
+	unsigned seed = 20261202;
+
+	for (int i = 0; i < NJOBS; i++) {
+		struct store_job job = {.status = STORE_PENDING};
+		struct store_req req = {.op = STORE_OP_CREATE};
+
+		seed = seed * 1103515245u + 12345u;
+		jobs[i].tool = (int)((seed >> 16) % NTOOLS);
+		jobs[i].priority = (int64_t)((seed >> 8) % 3);
+		/* A few in the future, which no claim takes. */
+		jobs[i].run_at = now - 1000 + (int64_t)((seed >> 4) % 1100);
+		jobs[i].taken = false;
+		job.tool = (char *)tools[jobs[i].tool];
+		job.priority = (int)jobs[i].priority;
+		job.run_at = jobs[i].run_at;
+		snprintf(job.id, 40, "id-%03d", (int)((i * 37) % NJOBS));
+		req.u.create.job = &job;
+		assert_int_equal(fx_run(f, &req), 0);
+		memcpy(jobs[i].id, job.id, 40);
+		store_req_finish(&req);
+	}
+	qsort(jobs, NJOBS, sizeof(jobs[0]), walk_order);
+
+	for (int round = 0; round < 6; round++) {
+		/* pa and pb share the pool; ga is group 1's; free has no
+		 * cap; none's cap is 0. */
+		struct store_cap caps[] = {
+			{.tool = "pa", .remaining = 3 + round % 2, .pool = true},
+			{.tool = "pb", .remaining = 4, .pool = true},
+			{.tool = "ga", .remaining = 5, .group = 1},
+			{.tool = "none", .remaining = 0},
+		};
+		int cap_of[NTOOLS] = {0, 1, 2, -1, 3};
+		int groups[] = {4};
+		int limit = 6, pool = 5 - round % 3;
+		struct store_req req = {.op = STORE_OP_CLAIM};
+
+		/* The walk. */
+		int left[4], slots = limit, group = groups[0], pool_left = pool;
+		int room = limit + groups[0];
+		bool want[NJOBS] = {false};
+		size_t nwant = 0;
+
+		for (int k = 0; k < 4; k++)
+			left[k] = caps[k].remaining;
+		for (int i = 0; i < NJOBS && room > 0; i++) {
+			int k = cap_of[jobs[i].tool], *g;
+
+			if (jobs[i].taken || jobs[i].run_at > now)
+				continue;
+			if (k >= 0 && (left[k] <= 0 ||
+				       (caps[k].pool && pool_left <= 0)))
+				continue;
+			g = k >= 0 && caps[k].group == 1 ? &group : &slots;
+			if (*g <= 0)
+				continue;
+			if (k >= 0) {
+				left[k]--;
+				if (caps[k].pool)
+					pool_left--;
+			}
+			(*g)--;
+			room--;
+			want[i] = true;
+			nwant++;
+		}
+
+		/* The claim. */
+		req.u.claim.now = now;
+		req.u.claim.limit = limit;
+		req.u.claim.caps = caps;
+		req.u.claim.ncaps = 4;
+		req.u.claim.groups = groups;
+		req.u.claim.ngroups = 1;
+		req.u.claim.pool_remaining = pool;
+		assert_int_equal(fx_run(f, &req), 0);
+		assert_int_equal(req.njobs, nwant);
+		for (size_t j = 0; j < req.njobs; j++) {
+			int i = 0;
+
+			while (i < NJOBS && strcmp(jobs[i].id, req.jobs[j]->id) != 0)
+				i++;
+			assert_true(i < NJOBS);
+			if (!want[i])
+				fail_msg("round %d: the claim took %s (%s), which "
+					 "the walk did not", round, jobs[i].id,
+					 tools[jobs[i].tool]);
+			jobs[i].taken = true;
+		}
+		store_req_finish(&req);
+	}
+}
+
 static void claim__skips_paused_tools_until_they_are_unpaused(void **state)
 {
 	struct fx *f = *state;
@@ -1476,6 +1652,8 @@ int main(void)
 		T(claim__pooled_caps_share_what_is_left_of_the_pool),
 		T(claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs),
 		T(claim__jobs_count_as_undelivered_from_the_commit_to_the_done),
+		T(claim__a_backlog_it_passes_over__is_not_read),
+		T(claim__takes_what_a_walk_of_every_pending_job_takes),
 		T(claim__skips_paused_tools_until_they_are_unpaused),
 		T(claim__leaves_jobs_whose_run_at_is_in_the_future),
 		T(claim__reports_the_next_run_at_of_a_tool_it_did_not_exclude),
