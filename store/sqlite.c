@@ -36,6 +36,7 @@ enum stmt_id {
 	S_JOB_GET,
 	S_TRANSITION,
 	S_CLAIM_TOOLS,
+	S_CLAIM_PRIORITY,
 	S_CLAIM_SCAN,
 	S_CLAIM_ONE,
 	S_CLAIM_NEXT,
@@ -161,16 +162,22 @@ static const char *const sql_text[S_NSTMT] = {
 	/* INDEXED BY: without statistics the planner prefers jobs_status
 	 * and sorts every pending job; these partial indexes are ordered
 	 * the way the scheduler reads. A claim reads the pending jobs tool
-	 * by tool (do_claim): the next tool after ?1 that has any, then the
-	 * first ?3 of that tool's runnable ones in the scheduler's order. */
+	 * by tool (do_claim): the next tool after ?1 that has any, its
+	 * priorities from the highest down, and of each the first ?4
+	 * runnable jobs: a seek each, past neither other tools' jobs nor
+	 * this one's delayed ones. */
 	[S_CLAIM_TOOLS] = "SELECT tool FROM jobs INDEXED BY jobs_pending_tool"
 			  " WHERE status = 0 AND tool > ?1 ORDER BY tool LIMIT 1",
-	[S_CLAIM_SCAN] = "SELECT id, priority, run_at FROM jobs"
+	[S_CLAIM_PRIORITY] = "SELECT priority FROM jobs"
+			     " INDEXED BY jobs_pending_tool"
+			     " WHERE status = 0 AND tool = ?1 AND priority < ?2"
+			     " ORDER BY priority DESC LIMIT 1",
+	[S_CLAIM_SCAN] = "SELECT id, run_at FROM jobs"
 			 " INDEXED BY jobs_pending_tool"
-			 " WHERE status = 0 AND tool = ?1 AND run_at <= ?2"
-			 " AND NOT EXISTS (SELECT 1 FROM tools WHERE name = ?1"
-			 " AND paused)"
-			 " ORDER BY priority DESC, run_at, id LIMIT ?3",
+			 " WHERE status = 0 AND tool = ?1 AND priority = ?2"
+			 " AND run_at <= ?3 AND NOT EXISTS (SELECT 1 FROM tools"
+			 " WHERE name = ?1 AND paused)"
+			 " ORDER BY run_at, id LIMIT ?4",
 	[S_CLAIM_ONE] = "UPDATE OR FAIL jobs SET status = 2, started_at = ?2,"
 			" updated_at = ?2 WHERE id = ?1 AND status = 0"
 			" RETURNING " STORE__JOB_COLS,
@@ -1129,11 +1136,12 @@ static int scheduler_order(const void *pa, const void *pb)
 	return strcmp(a->id, b->id);
 }
 
-/* steps adds the virtual machine steps s took since its last reset to
- * *n (req->u.claim.steps). */
+/* steps adds to *n (req->u.claim.steps) the virtual machine steps s took
+ * since they were last counted: the counter is the statement's and
+ * outlives its resets, so reading it restarts it. */
 static void steps(sqlite3_stmt *s, int64_t *n)
 {
-	*n += sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 0);
+	*n += sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1);
 }
 
 /* tool_bound returns how many jobs of tool the claim could take at most,
@@ -1167,18 +1175,90 @@ static int tool_bound(const struct store_req *req, const char *tool,
 	return bound > 0 ? bound : 0;
 }
 
-/* gather appends to cands the first bound runnable jobs of every tool
- * with pending jobs, reading the tools one by one in jobs_pending_tool.
- * Returns 0 or a negative code. */
+/* push appends a candidate to cands; returns 0 or -ENOMEM. */
+static int push(struct candidates *cands, const unsigned char *id,
+		int64_t priority, int64_t run_at, int cap)
+{
+	struct candidate *d;
+
+	if (cands->n == cands->cap) {
+		size_t n = cands->cap ? 2 * cands->cap : 16;
+		void *v = realloc(cands->v, n * sizeof(*d));
+
+		if (v == NULL)
+			return -ENOMEM;
+		cands->v = v;
+		cands->cap = n;
+	}
+	d = &cands->v[cands->n++];
+	snprintf(d->id, sizeof(d->id), "%s", id ? (const char *)id : "");
+	d->priority = priority;
+	d->run_at = run_at;
+	d->cap = cap;
+	return 0;
+}
+
+/* read_tool appends to cands the first bound runnable jobs of tool in
+ * the scheduler's order, a priority at a time from the highest. Returns
+ * 0 or a negative code. */
+static int read_tool(struct conn *c, struct store_req *req, const char *tool,
+		     int cap, int bound, int64_t now, struct candidates *cands)
+{
+	sqlite3_stmt *ps = get(c, S_CLAIM_PRIORITY), *js = get(c, S_CLAIM_SCAN);
+	/* Above every priority: a job's is an int. */
+	int64_t priority = INT64_MAX;
+	int rc;
+
+	if (ps == NULL || js == NULL)
+		return prepare_error(c);
+	while (bound > 0) {
+		sqlite3_bind_text(ps, 1, tool, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ps, 2, priority);
+		rc = sqlite3_step(ps);
+		if (rc == SQLITE_ROW)
+			priority = sqlite3_column_int64(ps, 0);
+		steps(ps, &req->u.claim.steps);
+		done(ps);
+		if (rc != SQLITE_ROW)
+			return rc == SQLITE_DONE ? 0 : err(rc);
+		sqlite3_bind_text(js, 1, tool, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(js, 2, priority);
+		sqlite3_bind_int64(js, 3, now);
+		sqlite3_bind_int(js, 4, bound);
+		for (;;) {
+			int step = sqlite3_step(js);
+
+			if (step != SQLITE_ROW) {
+				rc = step == SQLITE_DONE ? 0 : err(step);
+				break;
+			}
+			rc = push(cands, sqlite3_column_text(js, 0), priority,
+				  sqlite3_column_int64(js, 1), cap);
+			if (rc != 0)
+				break;
+			bound--;
+		}
+		steps(js, &req->u.claim.steps);
+		done(js);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* gather appends to cands the first runnable jobs of every tool with
+ * pending jobs, as many as the claim could take of each (tool_bound),
+ * stepping from tool to tool in jobs_pending_tool. Returns 0 or a
+ * negative code. */
 static int gather(struct conn *c, struct store_req *req, int64_t now,
 		  const int *left, int slots, int room, int pool_left,
 		  struct candidates *cands)
 {
-	sqlite3_stmt *ts = get(c, S_CLAIM_TOOLS), *js = get(c, S_CLAIM_SCAN);
+	sqlite3_stmt *ts = get(c, S_CLAIM_TOOLS);
 	char *tool = NULL;
 	int rc;
 
-	if (ts == NULL || js == NULL)
+	if (ts == NULL)
 		return prepare_error(c);
 	for (;;) {
 		char *next = NULL;
@@ -1197,37 +1277,10 @@ static int gather(struct conn *c, struct store_req *req, int64_t now,
 			return rc == SQLITE_DONE ? 0 : rc < 0 ? rc : err(rc);
 		bound = tool_bound(req, tool, left, slots, room, pool_left,
 				   &cap);
-		if (bound == 0)
-			continue;
-		sqlite3_bind_text(js, 1, tool, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(js, 2, now);
-		sqlite3_bind_int(js, 3, bound);
-		while ((rc = sqlite3_step(js)) == SQLITE_ROW) {
-			struct candidate *d;
-
-			if (cands->n == cands->cap) {
-				size_t n = cands->cap ? 2 * cands->cap : 16;
-				void *v = realloc(cands->v, n * sizeof(*d));
-
-				if (v == NULL) {
-					rc = -ENOMEM;
-					break;
-				}
-				cands->v = v;
-				cands->cap = n;
-			}
-			d = &cands->v[cands->n++];
-			snprintf(d->id, sizeof(d->id), "%s",
-				 (const char *)sqlite3_column_text(js, 0));
-			d->priority = sqlite3_column_int64(js, 1);
-			d->run_at = sqlite3_column_int64(js, 2);
-			d->cap = cap;
-		}
-		steps(js, &req->u.claim.steps);
-		done(js);
-		if (rc != SQLITE_DONE) {
+		if (bound > 0 &&
+		    (rc = read_tool(c, req, tool, cap, bound, now, cands)) != 0) {
 			free(tool);
-			return rc < 0 ? rc : err(rc);
+			return rc;
 		}
 	}
 }

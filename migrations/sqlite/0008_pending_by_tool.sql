@@ -10,8 +10,8 @@
 -- (docs/BENCHMARKS.md, "A claim's cost follows what it takes").
 --
 -- jobs_pending_tool holds the same jobs by tool first, so that a claim
--- reads each tool's first few (store/sqlite.c, do_claim) and skips from
--- one tool to the next in a step. It is built anew: one read of the
+-- reads each tool's first few (store/sqlite.c, do_claim), a priority at a
+-- time, and seeks from one tool to the next and past the jobs not due. It is built anew: one read of the
 -- pending jobs.
 DROP INDEX jobs_runnable;
 CREATE INDEX jobs_pending_tool ON jobs (tool, priority DESC, run_at, id)
