@@ -28,15 +28,26 @@ static void free_events(struct store_event *v, size_t n)
 	free(v);
 }
 
+/* run_claim runs a claim of up to limit jobs with caps in *req, which the
+ * caller finishes; next_run_at starts at -1, so that a claim that sets
+ * none is told from one that sets 0. */
+static void run_claim(struct fx *f, int limit, const struct store_cap *caps,
+		      size_t ncaps, struct store_req *req)
+{
+	*req = (struct store_req){.op = STORE_OP_CLAIM};
+	req->u.claim.limit = limit;
+	req->u.claim.caps = caps;
+	req->u.claim.ncaps = ncaps;
+	req->next_run_at = -1;
+	assert_int_equal(fx_run(f, req), 0);
+}
+
 /* claim runs a claim of up to limit jobs and returns how many it moved. */
 static size_t claim(struct fx *f, int limit, const struct store_cap *caps, size_t ncaps,
 		    char ids[][40])
 {
-	struct store_req req = {.op = STORE_OP_CLAIM};
-	req.u.claim.limit = limit;
-	req.u.claim.caps = caps;
-	req.u.claim.ncaps = ncaps;
-	assert_int_equal(fx_run(f, &req), 0);
+	struct store_req req;
+	run_claim(f, limit, caps, ncaps, &req);
 	size_t n = req.njobs;
 	for (size_t i = 0; i < n; i++) {
 		assert_int_equal(req.jobs[i]->status, STORE_RUNNING);
@@ -728,11 +739,8 @@ static void claim__the_pool_narrows_the_limits_room_and_leaves_the_groups_theirs
 static int64_t claim_steps(struct fx *f, int limit, const struct store_cap *caps,
 			   size_t ncaps, size_t *n)
 {
-	struct store_req req = {.op = STORE_OP_CLAIM};
-	req.u.claim.limit = limit;
-	req.u.claim.caps = caps;
-	req.u.claim.ncaps = ncaps;
-	assert_int_equal(fx_run(f, &req), 0);
+	struct store_req req;
+	run_claim(f, limit, caps, ncaps, &req);
 	*n = req.njobs;
 	int64_t steps = req.u.claim.steps;
 	store_req_finish(&req);
@@ -972,12 +980,8 @@ static void create_at(struct fx *f, const char *tool, int64_t run_at)
 static int64_t next_after_claim(struct fx *f, int limit, const struct store_cap *caps,
 				size_t ncaps, size_t *n)
 {
-	struct store_req req = {.op = STORE_OP_CLAIM};
-	req.u.claim.limit = limit;
-	req.u.claim.caps = caps;
-	req.u.claim.ncaps = ncaps;
-	req.next_run_at = -1;
-	assert_int_equal(fx_run(f, &req), 0);
+	struct store_req req;
+	run_claim(f, limit, caps, ncaps, &req);
 	*n = req.njobs;
 	int64_t at = req.next_run_at;
 	store_req_finish(&req);
