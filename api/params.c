@@ -11,21 +11,32 @@
 
 #define DEFAULT_MAX_STRING 4096
 
+/* The errors of a check: the array is made on the first error (most
+ * params have none); found stays true when it could not be. */
+struct problems {
+	json_t *list;
+	bool found;
+};
+
 /* add_error appends {instancePath: "/name", keyword, message} to errors;
  * the message is formatted from fmt. */
-static void add_error(json_t *errors, const char *name, const char *keyword,
-		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void add_error(json_t *errors, const char *name, const char *keyword,
-		      const char *fmt, ...)
+static void add_error(struct problems *errors, const char *name,
+		      const char *keyword, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void add_error(struct problems *errors, const char *name,
+		      const char *keyword, const char *fmt, ...)
 {
 	char path[160], msg[512];
 	va_list ap;
 
+	errors->found = true;
+	if (!errors->list && !(errors->list = json_array()))
+		return;
 	snprintf(path, sizeof path, "/%s", name);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_array_append_new(errors, json_pack("{s:s, s:s, s:s}",
+	json_array_append_new(errors->list, json_pack("{s:s, s:s, s:s}",
 						"instancePath", path,
 						"keyword", keyword,
 						"message", msg));
@@ -84,7 +95,7 @@ static bool int_value(const json_t *v, int64_t *out)
 
 /* check_one checks the present value v of member p. */
 static void check_one(const struct api_param *p, const json_t *v,
-		      json_t *errors)
+		      struct problems *errors)
 {
 	char detail[96];
 	int64_t t, n;
@@ -214,34 +225,55 @@ static void check_one(const struct api_param *p, const json_t *v,
 	}
 }
 
+/* The members of a table found by one walk of params; any past them (no
+ * table has so many) are looked up by name. */
+#define PARAMS_MAX 32
+
 int api_params_check(const struct api_param *spec, const json_t *params,
 		     json_t **errors)
 {
-	json_t *errs = json_array();
+	/* The members given, by their entry in spec: one walk of the few
+	 * members a request has, instead of a hash lookup of every name in
+	 * spec (13 for jobs/submit, most of them absent). */
+	const json_t *given[PARAMS_MAX] = {NULL};
+	struct problems errs = {NULL, false};
+	const char *key;
+	size_t n = 0, len;
+	json_t *member;
 
 	*errors = NULL;
-	if (!errs)
-		return -1;
-	for (const struct api_param *p = spec; p && p->name; p++) {
-		const json_t *v = json_object_get(params, p->name);
+	while (spec && spec[n].name && n < PARAMS_MAX)
+		n++;
+	/* By length too: a key with a NUL ("tool\u0000x", which jansson's
+	 * parser refuses but json_object_setn makes) is not the member
+	 * "tool" that the handler will look up. */
+	json_object_keylen_foreach((json_t *)params, key, len, member)
+		for (size_t i = 0; i < n; i++)
+			if (strlen(spec[i].name) == len &&
+			    memcmp(spec[i].name, key, len) == 0) {
+				given[i] = member;
+				break;
+			}
+	for (size_t i = 0; spec && spec[i].name; i++) {
+		const struct api_param *p = &spec[i];
+		const json_t *v = i < n ? given[i]
+				  : json_object_get(params, p->name);
 
 		if (!v) {
 			if (p->flags & API_P_REQUIRED)
-				add_error(errs, p->name, "required",
+				add_error(&errs, p->name, "required",
 					  "%s is required", p->name);
 			continue;
 		}
-		check_one(p, v, errs);
+		check_one(p, v, &errs);
 		if (p->excludes && json_object_get(params, p->excludes))
-			add_error(errs, p->name, "not",
+			add_error(&errs, p->name, "not",
 				  "%s and %s may not both be given",
 				  p->name, p->excludes);
 	}
-	if (json_array_size(errs) == 0) {
-		json_decref(errs);
+	if (!errs.found)
 		return 0;
-	}
-	*errors = errs;
+	*errors = errs.list;
 	return -1;
 }
 
