@@ -36,10 +36,9 @@ static void add_error(struct problems *errors, const char *name,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_array_append_new(errors->list, json_pack("{s:s, s:s, s:s}",
-						"instancePath", path,
-						"keyword", keyword,
-						"message", msg));
+	json_array_append_new(errors->list,
+			      json_pack("{s:s, s:s, s:s}", "instancePath", path,
+					"keyword", keyword, "message", msg));
 }
 
 static bool status_ok(const json_t *v)
