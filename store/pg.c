@@ -1668,17 +1668,14 @@ static int send_transition(struct pg *q, struct store__wreq *w)
 	return send_params(q, S_TRANSITION, &p, PK_TRANSITION, w);
 }
 
-/* claim_order sorts claimed jobs as the scheduler reads them: highest
- * priority first, then earliest run_at, then smallest id. */
+/* claim_order sorts claimed jobs as the scheduler reads them
+ * (store__scheduler_order). */
 static int claim_order(const void *a, const void *b)
 {
 	const struct store_job *x = *(const struct store_job *const *)a;
 	const struct store_job *y = *(const struct store_job *const *)b;
-	if (x->priority != y->priority)
-		return x->priority > y->priority ? -1 : 1;
-	if (x->run_at != y->run_at)
-		return x->run_at < y->run_at ? -1 : 1;
-	return strcmp(x->id, y->id);
+	return store__scheduler_order(x->priority, x->run_at, x->id,
+				      y->priority, y->run_at, y->id);
 }
 
 /* has_row tells whether the jobs' insert r wrote the job id. */

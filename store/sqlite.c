@@ -1123,17 +1123,14 @@ struct candidates {
 	size_t n, cap;
 };
 
-/* scheduler_order sorts candidates as the scheduler takes jobs: highest
- * priority first, then earliest run_at, then smallest id. */
+/* scheduler_order sorts candidates as claims take jobs
+ * (store__scheduler_order). */
 static int scheduler_order(const void *pa, const void *pb)
 {
 	const struct candidate *a = pa, *b = pb;
 
-	if (a->priority != b->priority)
-		return a->priority > b->priority ? -1 : 1;
-	if (a->run_at != b->run_at)
-		return a->run_at < b->run_at ? -1 : 1;
-	return strcmp(a->id, b->id);
+	return store__scheduler_order(a->priority, a->run_at, a->id,
+				      b->priority, b->run_at, b->id);
 }
 
 /* steps adds to *n (req->u.claim.steps) the virtual machine steps s took

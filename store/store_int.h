@@ -85,6 +85,20 @@ enum { STORE__OP_MAX_PAGES = 1000 };
  * connection and waits for it. Returns 0 or a negative code. */
 int store__max_page_count(struct store *st, int64_t pages);
 
+/* store__scheduler_order compares two jobs by the order claims take
+ * them (store.h): highest priority first, then earliest run_at, then
+ * smallest id; negative when a comes first. For qsort's comparators. */
+static inline int store__scheduler_order(int64_t a_priority, int64_t a_run_at,
+					 const char *a_id, int64_t b_priority,
+					 int64_t b_run_at, const char *b_id)
+{
+	if (a_priority != b_priority)
+		return a_priority > b_priority ? -1 : 1;
+	if (a_run_at != b_run_at)
+		return a_run_at < b_run_at ? -1 : 1;
+	return strcmp(a_id, b_id);
+}
+
 /* One transaction's worth of requests, with the events it appended. The
  * events' data and tool strings are borrowed from the requests and their
  * results, which live until done has run; a rolled-back batch drops its
