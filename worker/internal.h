@@ -726,6 +726,11 @@ bool worker__tool_uses_thread(const struct worker_tool *t);
 /* worker__sched_kick claims work when a slot is free and no claim is in
  * flight (or asks for another claim after the one in flight). */
 void worker__sched_kick(struct worker *w);
+/* worker__sched_freed is told of a slot freed by a run of t (NULL: a tool
+ * no longer registered; thread: the run held a thread) and claims when a
+ * job may wait for that slot (sched.c has the rule). */
+void worker__sched_freed(struct worker *w, const struct worker_tool *t,
+			 bool thread);
 /* worker__sched_may_start tells whether the new job j of tool t may run at
  * its submission (submit_and_run) instead of waiting for a claim: the tool
  * is nonblocking (berth.h) without on_input_available, has no concurrency

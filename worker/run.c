@@ -132,7 +132,8 @@ static void run_maybe_end(struct worker__run *r)
 	struct worker *w = r->w;
 	bool running = r->exec_started && !r->exec_done;
 	bool done = r->state == WORKER__RUN_DONE;
-	bool kick = false;
+	struct worker_tool *freed = NULL;
+	bool kick = false, thread = false;
 
 	if (!w || r->state == WORKER__RUN_ACTIVE)
 		return;
@@ -142,12 +143,14 @@ static void run_maybe_end(struct worker__run *r)
 		r->slot_held = false;
 		if (r->slot)
 			w->busy--;
+		thread = r->thread_slot;
 		if (r->thread_slot)
 			w->threads_busy--;
 		/* The definition that holds the id now counts the slot: a
 		 * reload counted this run for it (internal.h). */
 		if (t)
 			t->running--;
+		freed = t;
 		kick = true;
 	}
 	if (done && !running)
@@ -155,7 +158,7 @@ static void run_maybe_end(struct worker__run *r)
 	else if (done && r->proc)
 		worker__run_abort(r, WORKER__ABORT_FINISHED);
 	if (kick)
-		worker__sched_kick(w);
+		worker__sched_freed(w, freed, thread);
 	if (done)
 		worker__check_shutdown(w);
 }

@@ -4,8 +4,12 @@
  * one at the next run_at (delayed jobs and retries) and one at the next
  * expiry (ttl of suspended and approval-waiting jobs). Nothing polls the
  * database in a loop: a claim happens when work was committed (on any node:
- * the worker listens to the store's events), when a slot was freed, or when
- * a timer says a job became due. Each claim also reports, from its own
+ * the worker listens to the store's events), when a slot was freed that a
+ * job may wait for (worker__sched_freed), or when a timer says a job
+ * became due. The backlog flag says whether a runnable job may wait: set
+ * by every sign of one, and by a kick that found no slot free; cleared by
+ * a claim that came back short of its limit with no sign since it was
+ * asked for. Each claim also reports, from its own
  * transaction, the earliest future run_at of a job it could take (not of
  * a tool it excluded as full or paused), and the run timer is armed from
  * that: a due job held by its full tool cannot hide the delayed job of
@@ -50,6 +54,10 @@ static void expiry_retry_cb(uv_timer_t *h);
 
 /* The longest tool name (worker__valid_tool_name), and its NUL. */
 #define CAP_NAME 129
+
+/* How often a freed slot claims on a shared database when nothing is
+ * known to wait (worker__sched_freed). */
+#define SHARED_IDLE_CLAIM_MS 100
 
 /* same_tools is true when a and b registered the same tools. */
 static bool same_tools(const struct worker_remote *a,
@@ -347,14 +355,22 @@ void worker__sched_kick(struct worker *w)
 		w->claim_again = true;
 		return;
 	}
+	/* A kick that cannot claim leaves the backlog set: whatever it was
+	 * for waits for the next freed slot, which then claims
+	 * (worker__sched_freed). */
 	free_slots = w->cfg.workers - w->busy;
-	if (free_slots <= 0 && !remote_room(w))
+	if (free_slots <= 0 && !remote_room(w)) {
+		w->backlog = true;
 		return;
+	}
 	op = worker__op_new(w, NULL, NULL);
-	if (!op)
+	if (!op) {
+		w->backlog = true;
 		return;
+	}
 	op->caps = claim_caps(w, &ncaps, &groups, &ngroups, &skipped);
 	if (!op->caps || (free_slots <= 0 && ngroups == 0)) {
+		w->backlog = true;
 		worker__op_free(op);
 		return;
 	}
@@ -386,6 +402,34 @@ void worker__sched_kick(struct worker *w)
 		w->claim_inflight = false;
 		worker__op_free(op);
 	}
+}
+
+/*
+ * worker__sched_freed is told of a slot freed by a run of t (thread: it
+ * held one of cfg.threads) and claims when a job may wait for it. A
+ * claim per freed slot put a transaction of the writer's between every
+ * two batches of jobs that ran at their submission (on PostgreSQL two
+ * round trips, whose wait the next batch shared), and it found nothing:
+ * while the backlog is clear no runnable job waits but those a claim
+ * left out, and those wait for what this run may have freed, a slot of
+ * its tool's limit, a thread, a worker process's room. So a freed slot
+ * claims when the backlog is set, a delayed job is due, the run's tool
+ * is one a claim caps, or a worker process has room; otherwise it
+ * claims nothing. A shared database has one sign no event carries, a
+ * tool unpaused by another node, so there a freed slot still claims
+ * once every SHARED_IDLE_CLAIM_MS.
+ */
+void worker__sched_freed(struct worker *w, const struct worker_tool *t,
+			 bool thread)
+{
+	int64_t now = store_now();
+
+	if (w->backlog || thread || !t || t->bg.concurrency > 0 ||
+	    t->definition || (w->next_run_at && w->next_run_at <= now) ||
+	    (w->nwakeups && w->wakeups[0] <= now) || remote_room(w) ||
+	    (store_shared(w->st) &&
+	     now - w->last_claim_now >= SHARED_IDLE_CLAIM_MS))
+		worker__sched_kick(w);
 }
 
 /* room_now tells whether the new job j of t may start in its creation's
@@ -485,8 +529,11 @@ static void claim_done(struct worker__op *op, int rc)
 	}
 	/* Short of its limit: no job was left that it could take. The
 	 * tools it excluded never start a job at submission (full ones
-	 * have a limit; paused ones are asked). */
-	if (rc == 0 && pooled < limit)
+	 * have a limit; paused ones are asked). Unless something asked for
+	 * a claim while this one was under way: the job that asked may
+	 * have committed after this claim read, so the backlog stays set
+	 * for the claim that follows. */
+	if (rc == 0 && pooled < limit && !w->claim_again)
 		w->backlog = false;
 	/* A group short of its room had no job left for its connections:
 	 * they are dry until jobs may have become runnable since the claim
@@ -621,6 +668,7 @@ void worker__sched_rearm(struct worker *w)
 	 * wait until something else woke them. */
 	if (drop || (at && at <= now && at > w->last_claim_now &&
 		     !w->claim_inflight)) {
+		w->backlog = true;
 		worker__remote_wake(w, NULL);
 		if (w->busy < w->cfg.workers || remote_room(w))
 			worker__sched_kick(w);

@@ -567,6 +567,23 @@ static bool paused_here(const struct worker *w, const char *tool)
 	return t && t->pause == WORKER__PAUSE_YES && !store_shared(w->st);
 }
 
+/* ends_run is true for the events that may end a run (a cancel may also
+ * end a job that did not run). */
+static bool ends_run(int type)
+{
+	return type == STORE_EV_SUSPENDED || type == STORE_EV_COMPLETED ||
+	       type == STORE_EV_FAILED || type == STORE_EV_TIMED_OUT ||
+	       type == STORE_EV_CANCELLED;
+}
+
+/* limited is true for a tool with a concurrency limit. */
+static bool limited(const struct worker *w, const char *tool)
+{
+	const struct worker_tool *t = worker__tool_find(w, tool);
+
+	return t && t->bg.concurrency > 0;
+}
+
 /*
  * on_store_event hears every committed event of the store, this node's and,
  * on a shared database, every other node's, before the done callbacks of
@@ -624,6 +641,9 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		/* A job started by its creation has its run already. */
 		if (ev->status == STORE_PENDING && !r)
 			worker__remote_wake(w, ev->tool);
+		/* Not the backlog: another node's job started by its
+		 * creation shows as submitted here too. A kick that finds
+		 * no slot sets it (sched.c). */
 		if (ev->status == STORE_PENDING && !r &&
 		    !paused_here(w, ev->tool))
 			worker__sched_kick(w);
@@ -637,6 +657,15 @@ static void on_store_event(void *arg, const struct store_event *ev)
 			worker__sched_kick(w);
 		break;
 	default:
+		/* Another node's run of a tool whose limit holds for the
+		 * cluster ended: a job of that tool that the last claim left
+		 * out may start now. (This node's own runs claim when their
+		 * slot is freed, run.c.) */
+		if (!r && ends_run(ev->type) && store_shared(w->st) &&
+		    limited(w, ev->tool)) {
+			w->backlog = true;
+			worker__sched_kick(w);
+		}
 		break;
 	}
 }

@@ -771,6 +771,85 @@ static void nonblocking_tool__at_submission__commits_its_whole_run_at_once(
 	fx_res_finish(&res);
 }
 
+/* A slot freed by a run that no claim holds back claims nothing while
+ * nothing waits: each job run at its submission was one commit of the
+ * writer and then a claim that found nothing (on PostgreSQL a transaction
+ * of two round trips, which the next batch waited behind). Once something
+ * waits, a freed slot claims it. */
+static void nonblocking_tool__freed_slots__ask_for_no_claim_while_nothing_waits(
+	void **state)
+{
+	struct fx *f = *state;
+	uint64_t before;
+	char id[40], first[40], queued[40];
+
+	fx_run_for(f, 50); /* the first claim finds nothing waiting */
+	before = stats(f).claims;
+	for (int i = 0; i < 30; i++) {
+		fx_submit_ok(f, "inline", "{}", NULL, id);
+		assert_int_equal(fx_status(f, id), STORE_COMPLETED);
+	}
+	fx_run_for(f, 100);
+	assert_int_equal(stats(f).started_at_submit, 30);
+	assert_int_equal(stats(f).claims, before);
+	/* The pool's one slot is taken: the next job waits, and the slot
+	 * freed by the first claims it. */
+	fx_submit_ok(f, "busy", "{\"ms\":100}", NULL, first);
+	fx_wait_status(f, first, STORE_RUNNING, 5000);
+	fx_submit_ok(f, "inline", "{}", NULL, queued);
+	assert_int_equal(fx_status(f, queued), STORE_PENDING);
+	fx_wait_status(f, queued, STORE_COMPLETED, 5000);
+	assert_true(stats(f).claims > before);
+}
+
+/* Whatever a freed slot leaves unclaimed, every job still runs: a mix of
+ * tools that claims cap (a concurrency limit, the threads), nonblocking
+ * tools run at their submission and delayed jobs, submitted in bursts
+ * into a pool too small for them, with the loop run a little between. */
+static void mixed_load__every_job_runs_though_freed_slots_may_not_claim(
+	void **state)
+{
+	struct fx *f = *state;
+	static const char *const tools[] = {
+		"inline", "inline-limited", "single", "limited", "busy",
+		"record", "record",
+	};
+	static const char *const inputs[] = {
+		"{}", "{}", "{\"ms\":5}", "{\"ms\":10}", "{\"ms\":5}",
+		"{\"n\":1}", "{\"n\":2}",
+	};
+	enum { N = 120 };
+	char (*ids)[40] = calloc(N, sizeof(*ids));
+	unsigned seed = 20261202;
+
+	assert_non_null(ids);
+	for (int i = 0; i < N; i++) {
+		int k;
+		struct worker_submit p = {0};
+
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 16) % 7);
+		/* The second "record" is delayed by up to 60 ms. */
+		if (k == 6)
+			p.run_at = store_now() + (int64_t)((seed >> 8) % 60);
+		fx_submit_ok(f, tools[k], inputs[k], k == 6 ? &p : NULL,
+			     ids[i]);
+		if ((seed >> 4) % 4 == 0)
+			fx_run_for(f, (int64_t)((seed >> 12) % 8));
+	}
+	for (int i = 0; i < N; i++)
+		fx_wait_status(f, ids[i], STORE_COMPLETED, 10000);
+	free(ids);
+}
+
+static int setup_mixed(void **state)
+{
+	static struct worker_config cfg = {.workers = 3, .threads = 1,
+					   .kill_grace_ms = 200,
+					   .shutdown_grace_ms = 100};
+	return setup_with(state, &cfg, true);
+}
+
 static void nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint(
 	void **state)
 {
@@ -798,6 +877,10 @@ int main(void)
 		T8(paused_tool__new_jobs_ask_for_no_claim),
 		T8(submit__of_a_tool_that_may_block__starts_by_a_claim),
 		T1(submit__behind_waiting_jobs__waits_for_a_claim_in_priority_order),
+		T1(nonblocking_tool__freed_slots__ask_for_no_claim_while_nothing_waits),
+		cmocka_unit_test_setup_teardown(
+			mixed_load__every_job_runs_though_freed_slots_may_not_claim,
+			setup_mixed, teardown),
 		T8(submit__of_a_limited_or_paused_nonblocking_tool__waits_for_a_claim),
 		T1(nonblocking_tool__runs_on_the_loop_thread_and_cannot_checkpoint),
 		T8(nonblocking_tool__at_submission__commits_its_whole_run_at_once),
