@@ -359,7 +359,10 @@ enum {
 	P_EVENTS = P_JOBS + JOB_SIZES, /* + k: of 1 << k events */
 	P_EVENTS_QUIET = P_EVENTS + EV_SIZES, /* + k: the same, notifying
 					       * no node (peers_seen) */
-	P_NSTMT = P_EVENTS_QUIET + EV_SIZES
+	P_JOBS_SURE = P_EVENTS_QUIET + EV_SIZES, /* + k: the insert of 1 << k
+						  * jobs that fails rather
+						  * than skip one (pg_commit) */
+	P_NSTMT = P_JOBS_SURE + JOB_SIZES
 };
 
 struct conn {
@@ -380,6 +383,8 @@ enum pend_kind {
 	PK_CHECK,    /* BEGIN: only its success counts */
 	PK_COMMIT,   /* COMMIT: its tag says whether it committed */
 	PK_CREATES,  /* held creations sent as one INSERT: sent[first..+n) */
+	PK_CREATES_SURE, /* the same, their events already the batch's
+			  * (commit_at_once) */
 	PK_CREATE_PENDING, /* a creation that was to start, written as
 			    * submitted: sent[first] */
 	PK_CREATE_KEY, /* a creation with an idempotency key: w */
@@ -447,8 +452,16 @@ struct pg {
 	size_t nheld;
 	struct sent *sent;
 	size_t nsent, cap_sent;
+	/* The batch so far is creations held back, nothing sent but its
+	 * BEGIN (commit_at_once may write it in one round trip); careful:
+	 * the last try of the batch could not, so this one does not try. */
+	bool only_held;
+	bool careful;
+	/* The kind of the first statement of the round trip that failed
+	 * (drain). */
+	int failed_kind;
 	/* The SQL of the multi-row statements, built once. */
-	char *multi_sql[JOB_SIZES + 2 * EV_SIZES];
+	char *multi_sql[P_NSTMT - P_JOBS];
 	struct mparams *mp;
 	/* Where drain leaves the result of PK_KEEP (exec_piped). */
 	PGresult **kept;
@@ -1212,6 +1225,7 @@ static int drain(struct pg *q)
 				q->w.prepared[q->pend[i].stmt] = false;
 			if (rc == 0 && st == PGRES_FATAL_ERROR) {
 				rc = store__pg_error(r, pg);
+				q->failed_kind = q->pend[i].kind;
 				/* exec_piped reports the first error, its
 				 * own or what failed before it. */
 				if (q->kept != NULL && *q->kept == NULL) {
@@ -1340,14 +1354,18 @@ static const char *const job_types[C_NCOLS + 3] = {
 };
 
 /* multi_sql returns the SQL of multi-row statement id (P_JOBS + k,
- * P_EVENTS + k or P_EVENTS_QUIET + k), built once from constants, or NULL
- * when out of memory. */
+ * P_EVENTS + k, P_EVENTS_QUIET + k or P_JOBS_SURE + k), built once from
+ * constants, or NULL when out of memory. */
 static const char *multi_sql(struct pg *q, int id)
 {
 	char **slot = &q->multi_sql[id - P_JOBS];
 	struct store__buf b = {0};
-	bool jobs = id < P_EVENTS, quiet = id >= P_EVENTS_QUIET;
-	int rows = 1 << (jobs ? id - P_JOBS : (id - P_EVENTS) % EV_SIZES);
+	bool sure = id >= P_JOBS_SURE;
+	bool jobs = id < P_EVENTS || sure;
+	bool quiet = !sure && id >= P_EVENTS_QUIET;
+	int rows = 1 << (sure   ? id - P_JOBS_SURE
+			 : jobs ? id - P_JOBS
+				: (id - P_EVENTS) % EV_SIZES);
 	int cols = jobs ? C_NCOLS + 3 : 9, n = 0;
 	char t[64];
 
@@ -1368,6 +1386,24 @@ static const char *multi_sql(struct pg *q, int id)
 				   ", lease_owner, lease_until) SELECT "
 				   STORE__JOB_COLS ", lease_owner, lease_until"
 				   " FROM (VALUES ";
+		/*
+		 * The sure insert writes every row or fails: the batch's
+		 * events and COMMIT follow it in the same round trip, and
+		 * must not commit a creation it skipped. An id taken fails
+		 * it (no ON CONFLICT), and so does a row that would start
+		 * its job while its tool is paused: its status is NULL,
+		 * which the column refuses. The batch is then tried again
+		 * with the insert above (pg_commit).
+		 */
+		const char *sure_head =
+			"INSERT INTO jobs (" STORE__JOB_COLS
+			", lease_owner, lease_until) SELECT id, tool, CASE WHEN"
+			" st AND EXISTS (SELECT 1 FROM tools WHERE name = v.tool"
+			" AND paused <> 0) THEN NULL ELSE status END"
+			STORE__JOB_COLS_AFTER_STATUS
+			", lease_owner, lease_until FROM (VALUES ";
+		if (sure)
+			head = sure_head;
 		store__buf_add(&b, head, strlen(head));
 	} else {
 		/* The rows take the next seqs from the counter, which
@@ -1413,6 +1449,11 @@ static const char *multi_sql(struct pg *q, int id)
 				   " AND NOT (st AND EXISTS (SELECT 1 FROM"
 				   " tools WHERE name = v.tool AND paused <> 0))"
 				   " ON CONFLICT DO NOTHING RETURNING id";
+		const char *sure_tail = ") AS v (" STORE__JOB_COLS
+					", lease_owner, lease_until, st)"
+					" WHERE v.id IS NOT NULL RETURNING id";
+		if (sure)
+			tail = sure_tail;
 		store__buf_add(&b, tail, strlen(tail));
 	} else {
 		const char *tail = quiet ? ") AS v (o, j, t, y, st, a, d, b,"
@@ -1536,16 +1577,18 @@ static int add_sent(struct pg *q, struct store__wreq *w, struct store__wreq *the
 }
 
 /* send_creates sends the creations held back by pg_apply, in order, as
- * few multi-row INSERTs (PK_CREATES). One statement of n rows costs the
- * server much less than n statements. */
-static int send_creates(struct pg *q)
+ * few multi-row INSERTs (PK_CREATES; sure: the inserts that write every
+ * row or fail, PK_CREATES_SURE). One statement of n rows costs the server
+ * much less than n statements. */
+static int send_creates(struct pg *q, bool sure)
 {
+	int base = sure ? P_JOBS_SURE : P_JOBS;
 	size_t i = 0;
 	while (i < q->nheld) {
 		int k = rows_k(q->nheld - i, JOB_SIZES);
 		size_t size = (size_t)1 << k, first = q->nsent;
 		size_t rows = size < q->nheld - i ? size : q->nheld - i;
-		const char *sql = multi_sql(q, P_JOBS + k);
+		const char *sql = multi_sql(q, base + k);
 		if (sql == NULL)
 			return -ENOMEM;
 		q->mp->n = 0;
@@ -1557,8 +1600,9 @@ static int send_creates(struct pg *q)
 				   w->req->u.create.start);
 		}
 		mp_pad(q->mp, size - rows, C_NCOLS + 3);
-		int rc = send_stmt(q, P_JOBS + k, sql, q->mp->n, q->mp->v,
-				   PK_CREATES, NULL, first, rows);
+		int rc = send_stmt(q, base + k, sql, q->mp->n, q->mp->v,
+				   sure ? PK_CREATES_SURE : PK_CREATES, NULL,
+				   first, rows);
 		if (rc != 0)
 			return rc;
 		i += rows;
@@ -1720,6 +1764,9 @@ static int read_pend(struct pg *q, size_t i, PGresult *r)
 			}
 		}
 		return rc;
+	case PK_CREATES_SURE:
+		/* Every row, or the statement failed (multi_sql). */
+		return PQntuples(r) == (int)pe.n ? 0 : -EIO;
 	case PK_CREATE_PENDING: {
 		struct sent sn = q->sent[pe.first];
 		if (PQntuples(r) > 0)
@@ -2504,18 +2551,22 @@ static int pg_apply(void *be, struct store__wreq *w, struct store__batch *b)
 	if (req->op == STORE_OP_CREATE && req->u.create.job->idempotency_key == NULL) {
 		/* Full: the ones held go out first, so that this one stays
 		 * held for a run's end that may follow (absorb). */
-		if (q->nheld == JOB_ROWS_MAX && (rc = send_creates(q)) != 0)
-			return rc;
+		if (q->nheld == JOB_ROWS_MAX) {
+			q->only_held = false;
+			if ((rc = send_creates(q, false)) != 0)
+				return rc;
+		}
 		q->held_then[q->nheld] = NULL;
 		q->held[q->nheld++] = w;
 		return 0;
 	}
+	q->only_held = false;
 	/* Held creations go out before any other request, which may read
 	 * them, and whose events must follow theirs. A process record and
 	 * a tool's definition touch neither jobs nor events. */
 	if (req->op != STORE_OP_PROC && req->op != STORE_OP_TOOL_DEFINE &&
 	    q->nheld > 0 &&
-	    (rc = send_creates(q)) != 0)
+	    (rc = send_creates(q, false)) != 0)
 		return rc;
 	switch (req->op) {
 	case STORE_OP_CREATE:
@@ -2614,6 +2665,9 @@ static int pg_begin(void *be)
 	struct pg *q = be;
 	q->batch = NULL;
 	q->locked = false;
+	q->only_held = !q->careful;
+	q->careful = false;
+	q->failed_kind = -1;
 	q->nheld = 0;
 	q->nsent = 0;
 	q->npend = q->pend_head = 0;
@@ -2621,21 +2675,67 @@ static int pg_begin(void *be)
 	return rc != 0 ? rc : send_simple(q, "BEGIN", PK_CHECK);
 }
 
+/* at_once tells whether the batch is creations alone, which pg_commit
+ * writes in one round trip (commit_at_once). */
+static bool at_once(const struct pg *q)
+{
+	return q->only_held && q->nheld > 0 && q->batch != NULL;
+}
+
 /* pg_settle sends what is held and reads every result: the first round
  * trip of a batch, which settles its requests and their events. */
 static int pg_settle(void *be)
 {
 	struct pg *q = be;
-	int rc = q->nheld > 0 ? send_creates(q) : 0;
+	if (at_once(q))
+		return 0; /* pg_commit writes it all */
+	int rc = q->nheld > 0 ? send_creates(q, false) : 0;
 	return rc != 0 ? rc : drain(q);
+}
+
+/*
+ * commit_at_once writes a batch of creations held back (and the ends of
+ * runs they absorbed) in one round trip: their events are known before
+ * the insert's result, as long as it writes every row, so the sure insert
+ * (multi_sql), the events with their seqs and the COMMIT go out together.
+ * When the insert fails (an id taken, a tool paused by another node since
+ * this node looked, or anything else), nothing after it ran: the batch
+ * answers -EDEADLK, which makes the store roll it back and run it again,
+ * and that try settles each creation on its own as below (careful).
+ */
+static int commit_at_once(struct pg *q)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < q->nheld; i++) {
+		struct store__wreq *cw = q->held[i], *then = q->held_then[i];
+		rc = created(q, cw, cw->req->u.create.start);
+		if (rc == 0 && then != NULL)
+			rc = settle_then(q, then);
+	}
+	if (rc == 0)
+		rc = send_creates(q, true);
+	if (rc == 0)
+		rc = send_events(q);
+	if (rc == 0)
+		rc = send_simple(q, "COMMIT", PK_COMMIT);
+	if (rc == 0)
+		rc = drain(q);
+	if (rc != 0 && q->failed_kind == PK_CREATES_SURE) {
+		q->careful = true;
+		rc = -EDEADLK;
+	}
+	return rc;
 }
 
 /* pg_commit sends the events with their seqs and the COMMIT: the second
  * round trip, which waits for the server's flush under synchronous_commit
- * = on. */
+ * = on; a batch of creations alone it writes in one (commit_at_once). */
 static int pg_commit(void *be)
 {
 	struct pg *q = be;
+	if (at_once(q))
+		return commit_at_once(q);
 	int rc = pg_settle(q);
 	if (rc == 0 && q->batch != NULL && q->batch->nevents > 0)
 		rc = send_events(q);

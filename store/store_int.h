@@ -241,9 +241,12 @@ static inline bool store__is_pg_url(const char *s)
 char *store__json_text(json_t *v);
 
 /* The columns of a job in both backends' schemas, in the order their
- * row readers read them and their inserts bind them (enum store__col). */
-#define STORE__JOB_COLS                                                               \
-	"id, tool, status, input, request_context, metadata, run_id, "        \
+ * row readers read them and their inserts bind them (enum store__col);
+ * STORE__JOB_COLS_AFTER_STATUS are those after the first three (id, tool,
+ * status), from their comma. */
+#define STORE__JOB_COLS "id, tool, status" STORE__JOB_COLS_AFTER_STATUS
+#define STORE__JOB_COLS_AFTER_STATUS                                          \
+	", input, request_context, metadata, run_id, "                        \
 	"tool_call_id, idempotency_key, priority, run_at, attempt, "          \
 	"max_retries, timeout_ms, expires_at, ttl_ms, output, model_output, " \
 	"error, suspend_payload, resume_data, checkpoint, approval_required, " \

@@ -1353,6 +1353,46 @@ static void batch__a_statement_that_fails__fails_its_batch_and_the_next_run(void
 	assert_int_equal(store_last_seq(f->n[0].st), seq + 3);
 }
 
+/* Creations held in one batch go out with their events and the COMMIT in
+ * one round trip, an insert that writes every row or fails (pg.c,
+ * commit_at_once). One whose id is taken fails it, and the batch is tried
+ * again settling each creation on its own: the others are written, the
+ * taken one answers -EEXIST, and the seqs go on without a gap. */
+static void batch__a_taken_id_among_held_creations__fails_only_its_own(void **state)
+{
+	struct fx *f = *state;
+	char a[40];
+	assert_int_equal(create(f, 0, "echo", NULL, a), 0);
+	int64_t seq = store_last_seq(f->n[0].st);
+
+	struct store_job j[3];
+	struct waiter w[3];
+	memset(j, 0, sizeof(j));
+	memset(w, 0, sizeof(w));
+	store_hold(f->n[0].st);
+	for (int i = 0; i < 3; i++) {
+		j[i].tool = "echo";
+		j[i].status = STORE_PENDING;
+		if (i == 1)
+			snprintf(j[i].id, sizeof(j[i].id), "%s", a);
+		w[i].req.op = STORE_OP_CREATE;
+		w[i].req.u.create.job = &j[i];
+		submit_async(f->n[0].st, &w[i]);
+	}
+	store_release(f->n[0].st);
+	for (int i = 0; i < 3; i++)
+		wait_for(f, &w[i]);
+	assert_int_equal(w[0].rc, 0);
+	assert_int_equal(w[1].rc, -EEXIST);
+	assert_int_equal(w[2].rc, 0);
+	for (int i = 0; i < 3; i++)
+		store_req_finish(&w[i].req);
+	assert_int_equal(pg_int(f->url, "SELECT count(*) FROM jobs"), 3);
+	assert_int_equal(store_last_seq(f->n[0].st), seq + 2);
+	assert_int_equal(status_of(f, 0, j[0].id), STORE_PENDING);
+	assert_int_equal(status_of(f, 0, j[2].id), STORE_PENDING);
+}
+
 /* Batches that send and receive megabytes at once (64 inputs of 256 KiB
  * in, the same jobs claimed back whole, 64 outputs of 256 KiB in while
  * the rows come back with both) go through: the writer reads the server's
@@ -1731,6 +1771,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(batch__a_statement_that_fails__fails_its_batch_and_the_next_run,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(batch__megabytes_each_way__keep_the_pipeline_moving,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(batch__a_taken_id_among_held_creations__fails_only_its_own,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(list_count_and_prune__without_indexes_of_completed_jobs,
 						setup_one, teardown),
