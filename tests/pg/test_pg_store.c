@@ -1090,20 +1090,31 @@ static void wait_for(struct fx *f, struct waiter *w)
  * NULL for none), sent while node 0's store holds them so that they go in
  * one batch, and waits for each to succeed. The caller finishes each
  * w[i].req. */
-static void create_held(struct fx *f, struct store_job *j, struct waiter *w,
-			int n, json_t *input)
+/* hold_creates holds node 0's writer and submits the creations of jobs
+ * j[0..n) (pending; their tools, keys and ids as the caller set them)
+ * into w; the caller submits what else the batch holds and releases. */
+static void hold_creates(struct fx *f, struct store_job *j, struct waiter *w,
+			 int n)
 {
-	memset(j, 0, (size_t)n * sizeof(*j));
 	memset(w, 0, (size_t)n * sizeof(*w));
 	store_hold(f->n[0].st);
 	for (int i = 0; i < n; i++) {
-		j[i].tool = "echo";
 		j[i].status = STORE_PENDING;
-		j[i].input = input;
 		w[i].req.op = STORE_OP_CREATE;
 		w[i].req.u.create.job = &j[i];
 		submit_async(f->n[0].st, &w[i]);
 	}
+}
+
+static void create_held(struct fx *f, struct store_job *j, struct waiter *w,
+			int n, json_t *input)
+{
+	memset(j, 0, (size_t)n * sizeof(*j));
+	for (int i = 0; i < n; i++) {
+		j[i].tool = "echo";
+		j[i].input = input;
+	}
+	hold_creates(f, j, w, n);
 	store_release(f->n[0].st);
 	for (int i = 0; i < n; i++) {
 		wait_for(f, &w[i]);
@@ -1312,18 +1323,13 @@ static void batch__a_statement_that_fails__fails_its_batch_and_the_next_run(void
 	struct store_job j[3];
 	struct waiter w[3];
 	memset(j, 0, sizeof(j));
-	memset(w, 0, sizeof(w));
 	const char *tools[3] = {"echo", "boom", "echo"};
 	const char *keys[3] = {NULL, NULL, "k"};
-	store_hold(f->n[0].st);
 	for (int i = 0; i < 3; i++) {
 		j[i].tool = (char *)tools[i];
-		j[i].status = STORE_PENDING;
 		j[i].idempotency_key = (char *)keys[i];
-		w[i].req.op = STORE_OP_CREATE;
-		w[i].req.u.create.job = &j[i];
-		submit_async(f->n[0].st, &w[i]);
 	}
+	hold_creates(f, j, w, 3);
 	struct waiter t = {.req = {.op = STORE_OP_TRANSITION}};
 	snprintf(t.req.u.transition.job_id, 40, "%s", a);
 	t.req.u.transition.from_mask = STORE_MASK(STORE_PENDING);
@@ -1368,17 +1374,10 @@ static void batch__a_taken_id_among_held_creations__fails_only_its_own(void **st
 	struct store_job j[3];
 	struct waiter w[3];
 	memset(j, 0, sizeof(j));
-	memset(w, 0, sizeof(w));
-	store_hold(f->n[0].st);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 3; i++)
 		j[i].tool = "echo";
-		j[i].status = STORE_PENDING;
-		if (i == 1)
-			snprintf(j[i].id, sizeof(j[i].id), "%s", a);
-		w[i].req.op = STORE_OP_CREATE;
-		w[i].req.u.create.job = &j[i];
-		submit_async(f->n[0].st, &w[i]);
-	}
+	snprintf(j[1].id, sizeof(j[1].id), "%s", a);
+	hold_creates(f, j, w, 3);
 	store_release(f->n[0].st);
 	for (int i = 0; i < 3; i++)
 		wait_for(f, &w[i]);
