@@ -361,7 +361,7 @@ enum {
 					       * no node (peers_seen) */
 	P_JOBS_SURE = P_EVENTS_QUIET + EV_SIZES, /* + k: the insert of 1 << k
 						  * jobs that fails rather
-						  * than skip one (pg_commit) */
+						  * than skip one (commit_at_once) */
 	P_NSTMT = P_JOBS_SURE + JOB_SIZES
 };
 
@@ -1353,6 +1353,15 @@ static const char *const job_types[C_NCOLS + 3] = {
 	[C_NCOLS] = "text", [C_NCOLS + 1] = "bigint", [C_NCOLS + 2] = "boolean",
 };
 
+/* The rows of the jobs' insert, padding left out (multi_sql), and the
+ * test of a row that would start its job while its tool is paused. */
+#define JOB_ROWS                                                              \
+	") AS v (" STORE__JOB_COLS ", lease_owner, lease_until, st)"          \
+	" WHERE v.id IS NOT NULL"
+#define STARTS_PAUSED                                                         \
+	"st AND EXISTS (SELECT 1 FROM tools WHERE name = v.tool AND"          \
+	" paused <> 0)"
+
 /* multi_sql returns the SQL of multi-row statement id (P_JOBS + k,
  * P_EVENTS + k, P_EVENTS_QUIET + k or P_JOBS_SURE + k), built once from
  * constants, or NULL when out of memory. */
@@ -1393,13 +1402,12 @@ static const char *multi_sql(struct pg *q, int id)
 		 * it (no ON CONFLICT), and so does a row that would start
 		 * its job while its tool is paused: its status is NULL,
 		 * which the column refuses. The batch is then tried again
-		 * with the insert above (pg_commit).
+		 * with the insert above (commit_at_once).
 		 */
 		const char *sure_head =
 			"INSERT INTO jobs (" STORE__JOB_COLS
-			", lease_owner, lease_until) SELECT id, tool, CASE WHEN"
-			" st AND EXISTS (SELECT 1 FROM tools WHERE name = v.tool"
-			" AND paused <> 0) THEN NULL ELSE status END"
+			", lease_owner, lease_until) SELECT id, tool, CASE WHEN "
+			STARTS_PAUSED " THEN NULL ELSE status END"
 			STORE__JOB_COLS_AFTER_STATUS
 			", lease_owner, lease_until FROM (VALUES ";
 		if (sure)
@@ -1443,17 +1451,10 @@ static const char *multi_sql(struct pg *q, int id)
 		store__buf_add(&b, ")", 1);
 	}
 	if (jobs) {
-		const char *tail = ") AS v (" STORE__JOB_COLS
-				   ", lease_owner, lease_until, st)"
-				   " WHERE v.id IS NOT NULL"
-				   " AND NOT (st AND EXISTS (SELECT 1 FROM"
-				   " tools WHERE name = v.tool AND paused <> 0))"
+		const char *tail = JOB_ROWS " AND NOT (" STARTS_PAUSED ")"
 				   " ON CONFLICT DO NOTHING RETURNING id";
-		const char *sure_tail = ") AS v (" STORE__JOB_COLS
-					", lease_owner, lease_until, st)"
-					" WHERE v.id IS NOT NULL RETURNING id";
 		if (sure)
-			tail = sure_tail;
+			tail = JOB_ROWS " RETURNING id";
 		store__buf_add(&b, tail, strlen(tail));
 	} else {
 		const char *tail = quiet ? ") AS v (o, j, t, y, st, a, d, b,"
