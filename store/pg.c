@@ -3301,6 +3301,13 @@ out:
 	return rc != 0 ? rc : done;
 }
 
+static int64_t pg_tick_ms(void *be)
+{
+	struct pg *q = be;
+	int64_t t = q->lease_ms / 4;
+	return t < 50 ? 50 : t > 1000 ? 1000 : t;
+}
+
 static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 		   void *arg)
 {
@@ -3324,7 +3331,12 @@ static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 		bool answer = false;
 		hear(q, &answer);
 	}
-	if (now - q->last_renew >= q->lease_ms / 3) {
+	/* The renewal comes at the last tick before a third of the lease
+	 * has passed, not the first one after it: at a lease of 1.5 s (a
+	 * tick every 375 ms) that is every tick, where waiting for a full
+	 * third renewed only every 750 ms, and a loop late by that much on
+	 * a busy machine lost its jobs to another node. */
+	if (now - q->last_renew + pg_tick_ms(q) >= q->lease_ms / 3) {
 		struct params p = {0};
 		p_str(&p, q->node);
 		p_int(&p, now + q->lease_ms);
@@ -3335,13 +3347,6 @@ static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 	if (may_rerun == NULL)
 		return 0;
 	return reap(q, may_rerun, arg);
-}
-
-static int64_t pg_tick_ms(void *be)
-{
-	struct pg *q = be;
-	int64_t t = q->lease_ms / 4;
-	return t < 50 ? 50 : t > 1000 ? 1000 : t;
 }
 
 /* ---- open and close ----------------------------------------------------- */

@@ -910,6 +910,41 @@ static void lease__expired__jobs_are_recovered_by_other_nodes(void **state)
 	assert_int_equal(status_of(f, 1, c), STORE_PENDING);
 }
 
+static int setup_short_lease(void **state)
+{
+	return setup_named(state, "berth_t_renew", 1, 1500);
+}
+
+/* lease_until of job id on node 0's database. */
+static int64_t lease_until(struct fx *f, const char *id)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT lease_until FROM jobs WHERE id = '%s'", id);
+	return pg_int(f->url, sql);
+}
+
+/* A lease of 1.5 s (a tick every 375 ms) is renewed at every tick: the
+ * renewal waited for a full third of the lease to pass, so it came every
+ * second tick, 750 ms apart, and a loop late by that much lost its jobs
+ * to another node (the pg-cluster test, once, on a busy machine). */
+static void lease__short__is_renewed_at_every_tick(void **state)
+{
+	struct fx *f = *state;
+	char id[40], got[1][40];
+	assert_int_equal(create(f, 0, "echo", NULL, id), 0);
+	assert_int_equal(claim(f, 0, 1, NULL, 0, got), 1);
+	int64_t first = lease_until(f, id), renewed = first;
+	for (int i = 0; i < 200 && renewed == first; i++) {
+		spin(f, 10);
+		renewed = lease_until(f, id);
+	}
+	assert_true(renewed > first);
+	/* the next tick comes 375 ms after that renewal, the one after it at
+	 * 750 ms */
+	spin(f, 500);
+	assert_true(lease_until(f, id) > renewed);
+}
+
 /* The lock on a node's name, held for a while by another connection as a
  * closed node's server process holds it until it has ended. */
 struct held_lock {
@@ -1755,6 +1790,8 @@ int main(void)
 						setup_three, teardown),
 		cmocka_unit_test_setup_teardown(lease__expired__jobs_are_recovered_by_other_nodes,
 						setup_lease, teardown),
+		cmocka_unit_test_setup_teardown(lease__short__is_renewed_at_every_tick,
+						setup_short_lease, teardown),
 		cmocka_unit_test_setup_teardown(node__started_again_at_once__waits_for_its_names_lock,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(copy__sqlite_database__arrives_whole, setup_copy,
