@@ -513,6 +513,14 @@ char *http_metrics_render(struct http_metrics *m, size_t *len)
 	    "berth_jobs_started_total{path=\"claim\"} %llu\n",
 	    (unsigned long long)ws.started_at_submit,
 	    (unsigned long long)ws.started_by_claim);
+	put(&t, "# HELP berth_claims_total Claims this daemon asked of the "
+	    "database for jobs waiting to run.\n# TYPE berth_claims_total "
+	    "counter\nberth_claims_total %llu\n"
+	    "# HELP berth_claims_empty_total Claims that found no job to "
+	    "take.\n# TYPE berth_claims_empty_total counter\n"
+	    "berth_claims_empty_total %llu\n",
+	    (unsigned long long)ws.claims,
+	    (unsigned long long)ws.claims_empty);
 	put(&t, "# HELP berth_event_seq The seq of the last event.\n# TYPE "
 	    "berth_event_seq gauge\nberth_event_seq %lld\n",
 	    (long long)store_last_seq(m->store));

@@ -452,6 +452,15 @@ struct worker {
 	 * run at its submission (worker__sched_may_start). */
 	bool backlog;
 	uint64_t started_at_submit, started_by_claim, claims; /* worker_stats */
+	uint64_t claims_empty;
+	/* Another node's jobs whose "created" event showed them submitted,
+	 * heard in the delivery that is still being handed out: the idle
+	 * handle claims for them unless their "started" event came in the
+	 * same delivery (on_store_event). peer_created_over: more than fit
+	 * here, so the claim is asked whatever follows. */
+	char peer_created[32][40];
+	int npeer_created;
+	bool peer_created_over;
 	bool claim_inflight;
 	bool claim_again;
 	/* The claim in flight left a connection with room out (its tools

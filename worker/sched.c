@@ -519,6 +519,8 @@ static void claim_done(struct worker__op *op, int rc)
 		rc = rc ? rc : -ENOMEM;
 	if (rc == 0)
 		w->next_run_at = op->req.next_run_at;
+	if (rc == 0 && n == 0)
+		w->claims_empty++;
 	for (size_t i = 0; i < n; i++) {
 		int g = cap_group(op, op->req.jobs[i]->tool);
 

@@ -423,6 +423,7 @@ struct worker_stats {
 	uint64_t started_at_submit;
 	uint64_t started_by_claim;
 	uint64_t claims; /* claims asked of the store */
+	uint64_t claims_empty; /* of those, claims that took no job */
 };
 void worker_stats(const struct worker *w, struct worker_stats *out);
 

@@ -1145,6 +1145,12 @@ static void metrics__parse_as_prometheus_text(void **state)
 	assert_true(sample(r.body, "berth_jobs_started_total{path=\"claim\"}") >= 0);
 	assert_true(sample(r.body, "berth_jobs_started_total{path=\"submit\"}") +
 		    sample(r.body, "berth_jobs_started_total{path=\"claim\"}") >= 1);
+	/* the first claim at start, at least; none can find more than were
+	 * asked */
+	assert_true(sample(r.body, "berth_claims_total") >= 1);
+	assert_true(sample(r.body, "berth_claims_empty_total") >= 0);
+	assert_true(sample(r.body, "berth_claims_empty_total") <=
+		    sample(r.body, "berth_claims_total"));
 	assert_true(sample(r.body, "berth_job_completion_seconds_count") >= 1);
 	assert_true(sample(r.body, "berth_commit_batch_events_bucket{le=\"+Inf\"}") >= 1);
 	assert_true(sample(r.body, "berth_jobs{tool=\"deploy\",status=\"awaiting_approval\"}") >= 1);

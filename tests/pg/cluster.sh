@@ -1,6 +1,8 @@
 #!/bin/sh
 # cluster.sh BUILD_DIR: three berthd nodes on one PostgreSQL database
 # ($BERTH_TEST_DB, from run.sh). Checks, with the berth CLI:
+#   0. jobs one node starts at their submission make the others ask no
+#      claim (node b's berth_claims_total, from its /metrics);
 #   1. jobs submitted on one node are run by all three;
 #   2. a suspended job is resumed through another node than its own, and
 #      jobs/wait on a third returns when it completes;
@@ -53,18 +55,45 @@ poll_q() {
 
 mkdir -p "$dir/tools" "$dir/cap"
 cp "$root"/examples/tools/* "$here"/tools/* "$dir/tools/"
+# start NODE [ARG...]: a node, with ARGs of berthd's own.
 start() {
-	BERTH_NODE=$1 BERTH_LEASE_MS=1500 ASAN_OPTIONS=detect_leaks=0 \
-		"$build/berthd/berthd" --db "$db" --socket "$dir/$1.sock" \
-		--tools "$dir/tools" --workers 3 --quiet >>"$dir/$1.log" 2>&1 &
-	eval "pid_$1=$!"
+	node=$1
+	shift
+	BERTH_NODE=$node BERTH_LEASE_MS=1500 ASAN_OPTIONS=detect_leaks=0 \
+		"$build/berthd/berthd" --db "$db" --socket "$dir/$node.sock" \
+		--tools "$dir/tools" --workers 3 --quiet "$@" >>"$dir/$node.log" 2>&1 &
+	eval "pid_$node=$!"
 	pids="$pids $!"
 }
-for n in a b c; do start $n; done
+# Node b serves /metrics too (step 0).
+start a
+start b --http 127.0.0.1:0 --http-open
+start c
 for n in a b c; do
 	i=0
 	while ! berth $n info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 done
+
+# 0. jobs that node a starts at their submission ask node b for no claim:
+# their "created" and "started" events reach b in one delivery, and a
+# claim for each found nothing (1.5 statements a no-op job on two nodes).
+port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$dir/b.log" | head -n 1)
+claims() {
+	python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+		"http://127.0.0.1:$port/metrics" | awk '$1 == "berth_claims_total" { print $2 }'
+}
+before=$(claims)
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	berth a submit noop '{}' >/dev/null
+done
+poll_q 10 100 "SELECT count(*) FROM jobs WHERE tool = 'noop' AND status = 4" >/dev/null
+sleep 0.5
+after=$(claims)
+echo "node b: berth_claims_total $before before node a's ten jobs, $after after"
+check "node b asked at most 2 claims for ten jobs node a started at their submission" \
+	"$([ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -le 2 ] && echo yes)" yes
+check "node a started them at their submission" \
+	"$(q "SELECT count(*) FROM jobs WHERE tool = 'noop' AND started_at = created_at")" 10
 
 # 1. spread: nine jobs long enough to be running together on the nine
 # slots (three a node), so node a alone (three slots) cannot hold them.
