@@ -76,7 +76,8 @@ done
 
 # 0. jobs that node a starts at their submission ask node b for no claim:
 # their "created" and "started" events reach b in one delivery, and a
-# claim for each found nothing (1.5 statements a no-op job on two nodes).
+# claim for each found nothing (1.53 statements a no-op job on two nodes
+# instead of 1.31).
 port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$dir/b.log" | head -n 1)
 claims() {
 	python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
