@@ -1678,6 +1678,15 @@ static int settle_then(struct pg *q, struct store__wreq *then)
 			 tr->event_data, &who, then->text[STORE__T_CLIENT]);
 }
 
+/* written settles a creation its insert wrote, and the run's end then
+ * (or NULL) it absorbed. */
+static int written(struct pg *q, struct store__wreq *w,
+		   struct store__wreq *then)
+{
+	int rc = created(q, w, w->req->u.create.start);
+	return rc == 0 && then != NULL ? settle_then(q, then) : rc;
+}
+
 /* send_transition sends w's compare-and-set (PK_TRANSITION). */
 static int send_transition(struct pg *q, struct store__wreq *w)
 {
@@ -1749,13 +1758,10 @@ static int read_pend(struct pg *q, size_t i, PGresult *r)
 	case PK_CREATES:
 		for (size_t k = 0; rc == 0 && k < pe.n; k++) {
 			struct sent *sn = &q->sent[pe.first + k];
-			struct store__wreq *cw = sn->w, *then = sn->then;
-			bool start = cw->req->u.create.start;
+			struct store__wreq *cw = sn->w;
 			if (has_row(r, cw->req->u.create.job->id)) {
-				rc = created(q, cw, start);
-				if (rc == 0 && then != NULL)
-					rc = settle_then(q, then);
-			} else if (start) {
+				rc = written(q, cw, sn->then);
+			} else if (cw->req->u.create.start) {
 				/* Its tool was paused on another node, or
 				 * the id is taken: written as submitted. */
 				rc = send_create_one(q, pe.first + k,
@@ -2708,12 +2714,8 @@ static int commit_at_once(struct pg *q)
 {
 	int rc = 0;
 
-	for (size_t i = 0; rc == 0 && i < q->nheld; i++) {
-		struct store__wreq *cw = q->held[i], *then = q->held_then[i];
-		rc = created(q, cw, cw->req->u.create.start);
-		if (rc == 0 && then != NULL)
-			rc = settle_then(q, then);
-	}
+	for (size_t i = 0; rc == 0 && i < q->nheld; i++)
+		rc = written(q, q->held[i], q->held_then[i]);
 	if (rc == 0)
 		rc = send_creates(q, true);
 	if (rc == 0)
