@@ -9,7 +9,11 @@
  *     back to back and after a pause;
  *   - a commit's fdatasync: N frames of 24 + 4,096 bytes appended to a
  *     file and synced, as SQLite's WAL writes a commit of N pages, timed
- *     back to back and after a pause.
+ *     back to back and after a pause;
+ *   - what a process costs: the first touch of an anonymous page (a page
+ *     fault, which a virtual machine may make many times dearer), and
+ *     /bin/true started with posix_spawn and reaped, with the child's CPU
+ *     (what every run of an external tool pays before its own work).
  *
  * The pause (default 5 ms, what an idle berthd sees between two jobs at
  * 200 jobs/s) is what separates the two rows of each: on a virtual machine
@@ -28,8 +32,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +185,80 @@ static int sync_row(const char *dir, int rounds, int pages, long pause)
 	return 0;
 }
 
+/* ---- what a process costs --------------------------------------------- */
+
+/* fault_row: the first touch of each page of a fresh anonymous mapping,
+ * per page; ROUNDS mappings of 256 pages. */
+static int fault_row(int rounds)
+{
+	enum { PAGES = 256 };
+	uint64_t *ns = calloc((size_t)rounds, sizeof(*ns));
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (ns == NULL)
+		return -1;
+	for (int i = 0; i < rounds; i++) {
+		volatile char *m = mmap(NULL, (size_t)psz * PAGES,
+					PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			perror("bench_floor: mmap");
+			free(ns);
+			return -1;
+		}
+		uint64_t t0 = now_ns();
+		for (int p = 0; p < PAGES; p++)
+			m[(size_t)p * (size_t)psz] = 1;
+		ns[i] = (now_ns() - t0) / PAGES;
+		munmap((void *)m, (size_t)psz * PAGES);
+	}
+	print_row("first touch of a page", 0, ns, rounds);
+	free(ns);
+	return 0;
+}
+
+static uint64_t children_cpu_ns(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_CHILDREN, &u);
+	return ((uint64_t)u.ru_utime.tv_sec + (uint64_t)u.ru_stime.tv_sec) *
+		       1000000000u +
+	       ((uint64_t)u.ru_utime.tv_usec + (uint64_t)u.ru_stime.tv_usec) *
+		       1000u;
+}
+
+/* spawn_row: /bin/true started and reaped, back to back; then its CPU
+ * (the children's, over the rounds). */
+static int spawn_row(int rounds)
+{
+	extern char **environ;
+	char *argv[] = {"/bin/true", NULL};
+	uint64_t *ns = calloc((size_t)rounds, sizeof(*ns));
+	uint64_t cpu0 = children_cpu_ns();
+
+	if (ns == NULL)
+		return -1;
+	for (int i = 0; i < rounds; i++) {
+		pid_t pid;
+		int st;
+		uint64_t t0 = now_ns();
+		int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+		if (rc != 0 || waitpid(pid, &st, 0) != pid) {
+			fprintf(stderr, "bench_floor: /bin/true: %s\n",
+				strerror(rc != 0 ? rc : errno));
+			free(ns);
+			return -1;
+		}
+		ns[i] = now_ns() - t0;
+	}
+	double cpu_us = (double)(children_cpu_ns() - cpu0) / 1e3 / rounds;
+	print_row("/bin/true started and reaped", 0, ns, rounds);
+	printf("%-34s %26s %7.1f us\n", "/bin/true: the child's CPU",
+	       "mean", cpu_us);
+	free(ns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = ".";
@@ -201,7 +283,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (wake_row(rounds, 0) || wake_row(rounds, pause) ||
-	    sync_row(dir, rounds, pages, 0) || sync_row(dir, rounds, pages, pause))
+	    sync_row(dir, rounds, pages, 0) || sync_row(dir, rounds, pages, pause) ||
+	    fault_row(rounds) || spawn_row(rounds))
 		return 1;
 	return 0;
 }
