@@ -999,6 +999,27 @@ static bool refused_answer(struct api *api, const struct worker_result *res)
 	       strcmp(reason, "already_approved") == 0;
 }
 
+/*
+ * approval_misfit says what in content, an accepted answer to the
+ * approval form, does not fit the form, or NULL when it fits: the
+ * content absent or an object, approve absent or a boolean, reason absent
+ * or a string. A client that does not check its answers against the form
+ * must not approve a job with approve "false", 0 or null.
+ */
+static const char *approval_misfit(const json_t *content)
+{
+	const json_t *approve = json_object_get(content, "approve");
+	const json_t *reason = json_object_get(content, "reason");
+
+	if (content && !json_is_object(content))
+		return "the answer's content must be an object";
+	if (approve && !json_is_boolean(approve))
+		return "approve must be true or false";
+	if (reason && !json_is_string(reason))
+		return "reason must be a string";
+	return NULL;
+}
+
 /* on_applied runs when the worker applied (or refused) an answer. */
 static void on_applied(void *arg, const struct worker_result *res)
 {
@@ -1043,6 +1064,7 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				   strcmp(action, "decline") == 0);
 	struct store_job *j = NULL;
 	struct worker_actor by;
+	const char *misfit;
 	unsigned need;
 	int rc = 0;
 
@@ -1103,6 +1125,22 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 		ask_unref(a);
 		return;
 	}
+	misfit = a->approval && strcmp(action, "accept") == 0
+			 ? approval_misfit(content)
+			 : NULL;
+	if (misfit) {
+		/* Asked again with the reason, as an answer that fails a
+		 * resumeSchema is; the job keeps waiting. */
+		if (w) {
+			free(w->last_error);
+			w->last_error = strdup(misfit);
+			w->bad_answers++;
+			recheck(w);
+		}
+		store_job_free(j);
+		ask_unref(a);
+		return;
+	}
 	api_conn_actor(a->conn, &by);
 	a->refs++;
 	if (a->approval && strcmp(action, "accept") == 0 &&
@@ -1149,7 +1187,8 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 
 	if (w->bad_answers >= MCP_MAX_BAD_ANSWERS) {
 		if (asprintf(&reason, "the last %d answers did not fit the "
-			     "resumeSchema (%s)", w->bad_answers,
+			     "%s (%s)", w->bad_answers,
+			     approval ? "approval form" : "resumeSchema",
 			     w->last_error ? w->last_error : "invalid") < 0)
 			reason = NULL;
 		cannot_ask(w, j, reason);
@@ -1325,7 +1364,7 @@ static void watch_update(struct mcp_watch *w, const struct store_job *j)
 	if (w->ask || w->held || asked_here(w, j))
 		return;
 	if (!w->mc->elicitation)
-		cannot_ask(w, j, "this MCP client declared no elicitation");
+		cannot_ask(w, j, "this MCP client declared no form elicitation");
 	else if (j->status == STORE_AWAITING_APPROVAL &&
 		 approved_here(w->mc->conn, j))
 		cannot_ask(w, j, "you approved it already; it waits for the "
@@ -1919,18 +1958,26 @@ json_t *api_mcp_tool_to_json(struct api_conn *c, const struct worker_tool *t)
 	struct worker *wk = c->api->worker;
 	json_t *tj = worker_tool_to_json(wk, t);
 	const json_t *schema = worker_tool_schema(t, WORKER_SCHEMA_OUTPUT);
+	static const char *const listed[] = {"inputSchema", "outputSchema"};
 
-	if (!tj || !conn_mcp(c) || !schema)
+	if (!tj || !conn_mcp(c))
 		return tj;
-	if (worker_tool_has_view(t, WORKER_VIEW_TRANSCRIPT)) {
+	if (schema && worker_tool_has_view(t, WORKER_VIEW_TRANSCRIPT)) {
 		/* structuredContent is the transcript view, which a
 		 * transform may have made into anything: a schema that no
 		 * longer describes it would make clients refuse the result
 		 * (the TypeScript SDK checks it), so none is listed. */
 		json_object_del(tj, "outputSchema");
-	} else if (!api_mcp_object_schema(schema)) {
+	} else if (schema && !api_mcp_object_schema(schema)) {
 		json_object_set_new(tj, "outputSchema",
 				    api_mcp_output_schema(schema));
+	}
+	for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
+		json_t *s = json_object_get(tj, listed[i]);
+
+		if (s)
+			json_object_set_new(tj, listed[i],
+					    api_mcp_listed_schema(s));
 	}
 	return tj;
 }

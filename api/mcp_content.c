@@ -544,6 +544,35 @@ json_t *api_mcp_output_schema(const json_t *schema)
 	return out;
 }
 
+json_t *api_mcp_listed_schema(json_t *schema)
+{
+	json_t *props = json_object_get(schema, "properties"), *out, *p, *v;
+	const char *name;
+	bool any = false;
+
+	json_object_foreach(props, name, v)
+		any = any || json_is_boolean(v);
+	if (!any || !json_is_object(props))
+		return json_incref(schema);
+	out = json_copy(schema);
+	p = json_copy(props);
+	if (!out || !p) {
+		json_decref(out);
+		json_decref(p);
+		return NULL;
+	}
+	/* Replacing the value of a key the loop is at leaves the loop's
+	 * place as it was. */
+	json_object_foreach(p, name, v) {
+		if (json_is_true(v))
+			json_object_set_new(p, name, json_object());
+		else if (json_is_false(v))
+			json_object_set_new(p, name, json_pack("{s:{}}", "not"));
+	}
+	json_object_set_new(out, "properties", p);
+	return out;
+}
+
 json_t *api_mcp_structured(const json_t *v, bool wrap)
 {
 	if (json_is_object(v) && !wrap)

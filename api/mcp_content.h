@@ -65,6 +65,16 @@ bool api_mcp_object_schema(const json_t *schema);
  */
 json_t *api_mcp_output_schema(const json_t *schema);
 
+/*
+ * api_mcp_listed_schema returns schema as MCP clients are shown it in
+ * tools/list (a new reference): the same schema, but with each property
+ * whose subschema is a boolean given its object form, {} for true and
+ * {"not": {}} for false. JSON Schema allows either; the MCP TypeScript
+ * SDK refuses a whole tools/list whose inputSchema or outputSchema has a
+ * property that is not an object. NULL only when out of memory.
+ */
+json_t *api_mcp_listed_schema(json_t *schema);
+
 /* api_mcp_structured returns the structuredContent for the output v (may
  * be NULL: JSON null): v itself when it is an object and wrap is false,
  * else {"result": v}. */

@@ -283,6 +283,26 @@ describe('tools/call without a task', () => {
     assert.match(textOf(result), /not today/);
   });
 
+  test('an approval answer that does not fit the form is asked again, never taken as approval', LIMIT, async () => {
+    // A client that does not check its answers against the form (the SDK
+    // does): approve "false" or 0 used to approve the job, and the tool ran.
+    const r = await rawMcp(true);
+    r.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: APPROVE, arguments: { action: 'misfit' } } });
+    const answers = [{ approve: 'false' }, { approve: 0 }, { approve: false, reason: 'fits now' }];
+    for (const [i, content] of answers.entries()) {
+      const q = JSON.parse(await r.line(30000));
+      assert.equal(q.method, 'elicitation/create', JSON.stringify(q));
+      if (i > 0) assert.match(q.params.message, /^Not done: approve must be true or false/);
+      r.send({ jsonrpc: '2.0', id: q.id, result: { action: 'accept', content } });
+    }
+    const reply = JSON.parse(await r.line(30000));
+    assert.equal(reply.id, 2, JSON.stringify(reply));
+    assert.equal(reply.result.isError, true);
+    assert.match(reply.result.content[0].text, /fits now/);
+    r.proc.stdin.end();
+    assert.equal((await r.exit(10000)).code, 0);
+  });
+
   test('resumes a suspended job with the answer to its resumeSchema form', async () => {
     const s = await session({ elicit: accept({ answer: 'blue' }) });
     const result = await s.client.callTool({ name: ASK, arguments: { question: 'Favourite colour?' } });
@@ -572,11 +592,20 @@ describe('results', () => {
       // The SDK validates structuredContent against the listed schema.
       const result = await s.client.callTool({ name: 'mcp-scalar', arguments: { n: 2 } });
       assert.deepEqual(result.structuredContent, { result: [1, 2] });
+      // Boolean subschemas are listed in their object form: the SDK
+      // refused the whole tools/list for {"properties": {"result": true}}.
+      const any = tools.find((x) => x.name === 'mcp-any');
+      assert.deepEqual(any.outputSchema.properties.result, {});
+      assert.deepEqual(any.inputSchema.properties, { n: {}, never: { not: {} } });
+      const anyResult = await s.client.callTool({ name: 'mcp-any', arguments: { n: 1 } });
+      assert.deepEqual(anyResult.structuredContent, { result: [1] });
       noStrayOutput(s);
       await s.close();
       // berth's own protocol lists the schema as declared.
       const raw = (await rawCall(d, 'tools/list')).tools.find((x) => x.name === 'mcp-scalar');
       assert.equal(raw.outputSchema.type, 'array');
+      const rawAny = (await rawCall(d, 'tools/list')).tools.find((x) => x.name === 'mcp-any');
+      assert.equal(rawAny.outputSchema, true);
     } finally {
       await d.cleanup();
     }

@@ -438,6 +438,42 @@ static void output_schema__leaves_a_schema_with_its_own_id_to_resolve_itself(
 	json_decref(s);
 }
 
+static void listed_schema__gives_boolean_properties_their_object_form(
+	void **state)
+{
+	json_t *s = parse("{\"type\":\"object\",\"properties\":"
+			  "{\"a\":true,\"b\":false,\"c\":{\"type\":\"string\"}},"
+			  "\"required\":[\"a\"]}");
+	json_t *wrapped = api_mcp_output_schema(json_true());
+	json_t *l = api_mcp_listed_schema(s), *lw;
+
+	/* Object forms, and the schema as declared left as it was. */
+	assert_json(json_object_get(l, "properties"),
+		    "{\"a\":{},\"b\":{\"not\":{}},\"c\":{\"type\":\"string\"}}");
+	assert_json(json_object_get(l, "required"), "[\"a\"]");
+	assert_true(json_is_true(json_object_get(
+		json_object_get(s, "properties"), "a")));
+	/* The same answers. */
+	assert_true(valid(l, "{\"a\":[1]}"));
+	assert_false(valid(l, "{\"a\":1,\"b\":2}"));
+	assert_false(valid(l, "{}"));
+	/* An outputSchema of true, wrapped. */
+	lw = api_mcp_listed_schema(wrapped);
+	assert_json(json_object_get(json_object_get(lw, "properties"), "result"),
+		    "{}");
+	assert_true(valid(lw, "{\"result\":\"anything\"}"));
+	json_decref(lw);
+	json_decref(l);
+	json_decref(wrapped);
+	json_decref(s);
+	/* Nothing to change: the same schema. */
+	s = parse("{\"type\":\"object\",\"properties\":{\"c\":{}}}");
+	l = api_mcp_listed_schema(s);
+	assert_ptr_equal(l, s);
+	json_decref(l);
+	json_decref(s);
+}
+
 static void dumps__cuts_long_text_on_a_character_boundary(void **state)
 {
 	json_t *v = json_string("ääääääääää"); /* 20 bytes, 22 as JSON */
@@ -475,6 +511,7 @@ int main(void)
 		cmocka_unit_test(output_schema__of_anything_else__describes_result),
 		cmocka_unit_test(output_schema__moves_defs_to_the_root_and_keeps_refs_working),
 		cmocka_unit_test(output_schema__leaves_a_schema_with_its_own_id_to_resolve_itself),
+		cmocka_unit_test(listed_schema__gives_boolean_properties_their_object_form),
 		cmocka_unit_test(dumps__cuts_long_text_on_a_character_boundary),
 	};
 
