@@ -427,6 +427,66 @@ static void send_error(struct api_conn *c, struct api_batch *b, json_t *id,
 	}
 }
 
+/*
+ * not_loaded answers a line that jansson did not load (jerr: its error;
+ * store_json_load leaves every text that is not valid JSON to json_loadb).
+ * Most such lines are not JSON: -32700, id null. Some are JSON that berth
+ * does not take, a \u0000 in a string or an integer beyond 64 bits (which
+ * JavaScript's JSON.stringify writes for 2 ** 63): -32600, and a request
+ * among them gets it with its own id, so that its client learns which
+ * request failed instead of waiting for it. A notification is not
+ * answered; a response or a batch gets it with id null.
+ */
+static void not_loaded(struct api_conn *c, const char *line, size_t len,
+		       const json_error_t *jerr)
+{
+	json_error_t again;
+	json_t *v, *id = NULL;
+	bool reals = false; /* every integer read as a real */
+	bool exact;
+	char text[512];
+	double d;
+
+	v = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &again);
+	if (!v) {
+		v = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL |
+				   JSON_DECODE_INT_AS_REAL, &again);
+		reals = true;
+	}
+	if (!v) {
+		snprintf(text, sizeof text, "parse error: %s at column %d",
+			 jerr->text, jerr->column);
+		send_error(c, NULL, NULL, API_PARSE_ERROR, text, NULL);
+		return;
+	}
+	if (json_is_object(v) && json_object_get(v, "method")) {
+		if (!json_object_get(v, "id")) {
+			json_decref(v);
+			return; /* a notification */
+		}
+		id = api_rpc_id(v);
+	}
+	/* Read with every integer a real, an integer id is given back as
+	 * the integer it was, or as null when a double does not hold it
+	 * exactly (it may be the integer beyond 64 bits); every double past
+	 * 2^53 is a whole number. */
+	d = json_real_value(id); /* 0 unless a real */
+	exact = d >= -9007199254740992.0 && d <= 9007199254740992.0;
+
+	if (reals && json_is_real(id) && !exact)
+		id = NULL;
+	else if (reals && json_is_real(id) && d == (double)(json_int_t)d)
+		id = json_integer((json_int_t)d);
+	else
+		json_incref(id);
+	snprintf(text, sizeof text, "invalid request: %s at column %d (berth "
+		 "takes no \\u0000 in a string, and integers only within 64 "
+		 "bits)", jerr->text, jerr->column);
+	send_error(c, NULL, id, API_INVALID_REQUEST, text, NULL);
+	json_decref(id);
+	json_decref(v);
+}
+
 /* ---- batches ------------------------------------------------------------ */
 
 static struct api_batch *batch_new(struct api_conn *c)
@@ -916,11 +976,7 @@ static int on_line(void *arg, const char *line, size_t len, bool oversize)
 			   "requests", api_rpc_limit(API_MAX_BATCH));
 	} else if (!(msg = store_json_load(line, len, JSON_DECODE_ANY,
 					   &jerr))) {
-		/* jansson's own error: store_json_load leaves every text
-		 * that is not valid JSON to json_loadb. */
-		snprintf(text, sizeof text, "parse error: %s at column %d",
-			 jerr.text, jerr.column);
-		send_error(c, NULL, NULL, API_PARSE_ERROR, text, NULL);
+		not_loaded(c, line, len, &jerr);
 	} else {
 		api_conn_dispatch(c, msg);
 		json_decref(msg);

@@ -1050,6 +1050,59 @@ static void a_malformed_line__gets_a_parse_error_and_the_next_line_works(void **
 	berth_client_close(c);
 }
 
+/* JSON that berth does not take (a \u0000 in a string, an integer beyond
+ * 64 bits, as JavaScript writes 2 ** 63) used to be -32700 with id null,
+ * so a client waited for its request until its own timeout: it is now
+ * -32600 with the request's id. */
+static void json_berth_does_not_take__is_refused_with_the_requests_id(
+	void **state)
+{
+	struct berth_client *c = support_connect(&h);
+	json_t *r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
+			     "\"jobs/submit\",\"params\":{\"tool\":\"noop\","
+			     "\"input\":{\"a\":\"x\\u0000y\"}}}");
+
+	assert_int_equal(error_code(r), -32600);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 5);
+	assert_non_null(strstr(json_string_value(json_object_get(
+				       json_object_get(r, "error"), "message")),
+			       "\\u0000"));
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":"
+		     "\"jobs/submit\",\"params\":{\"tool\":\"noop\",\"input\":"
+		     "{\"n\":9223372036854775808}}}");
+	assert_int_equal(error_code(r), -32600);
+	assert_string_equal(json_string_value(json_object_get(r, "id")), "s");
+	json_decref(r);
+	/* The id comes back as the integer it was, though the line was read
+	 * with every integer a real. */
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\","
+		     "\"params\":{\"n\":-9223372036854775809}}");
+	assert_int_equal(error_code(r), -32600);
+	assert_true(json_is_integer(json_object_get(r, "id")));
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 6);
+	json_decref(r);
+	/* An id that is itself beyond 64 bits cannot be given back. */
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890,"
+		     "\"method\":\"ping\"}");
+	assert_int_equal(error_code(r), -32600);
+	assert_true(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+	/* A notification is not answered; a lone surrogate is not JSON
+	 * berth reads at all. */
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":"
+		     "{\"a\":\"\\u0000\"}}\n{\"jsonrpc\":\"2.0\",\"id\":8,"
+		     "\"method\":\"ping\",\"params\":{\"s\":\"\\ud800\"}}");
+	assert_int_equal(error_code(r), -32700);
+	assert_true(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}");
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 9);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	berth_client_close(c);
+}
+
 /* Request lines are parsed by store_json_load (store/jload.h), whose fast
  * path leaves every text it does not take to json_loadb: what berthd
  * reads, and the error it answers, are jansson's. */
@@ -1233,6 +1286,7 @@ int main(void)
 		cmocka_unit_test(params_that_are_not_an_object__are_invalid_params),
 		cmocka_unit_test(an_unknown_method__is_not_found),
 		cmocka_unit_test(a_malformed_line__gets_a_parse_error_and_the_next_line_works),
+		cmocka_unit_test(json_berth_does_not_take__is_refused_with_the_requests_id),
 		cmocka_unit_test(request_lines__are_read_as_jansson_reads_them),
 		cmocka_unit_test(half_lines__are_joined_into_one_request),
 		cmocka_unit_test(a_batch__is_answered_with_one_array),

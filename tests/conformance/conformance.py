@@ -444,13 +444,19 @@ def test_framing(d):
     m = c.read_msg(10)
     check(m and "id" in m and m["id"] is None and m.get("result") == {},
           "id null is a request, answered with id null", m)
-    # An integer past 64 bits is a parse error (docs/API.md: JSON lets a
-    # parser limit its numbers), answered, and the connection goes on.
+    # An integer past 64 bits is JSON berth does not take (docs/API.md: JSON
+    # lets a parser limit its numbers): -32600, with id null when it is the
+    # id itself, else with the request's id; the connection goes on.
     c.send_raw(b'{"jsonrpc":"2.0","id":100000000000000000000,'
                b'"method":"ping"}\n')
     m = c.read_msg(10)
-    check(m and m.get("error", {}).get("code") == -32700 and m["id"] is None,
-          "an integer past 64 bits -> -32700 with id null", m)
+    check(m and m.get("error", {}).get("code") == -32600 and m["id"] is None,
+          "an id past 64 bits -> -32600 with id null", m)
+    c.send_raw(b'{"jsonrpc":"2.0","id":"big","method":"ping",'
+               b'"params":{"n":100000000000000000000}}\n')
+    m = c.read_msg(10)
+    check(m and m.get("error", {}).get("code") == -32600 and m["id"] == "big",
+          "an integer past 64 bits in params -> -32600 with the request's id", m)
     # Empty and blank lines are skipped, unanswered (docs/API.md).
     c.send_raw(b"\n  \t\r\n\r\n")
     r = c.request("ping", rid="after-blank")
