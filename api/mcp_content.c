@@ -35,6 +35,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/jshort.h"
+
 /* cut shortens the malloc'd string s in place to at most max bytes, on a
  * UTF-8 character boundary, ending it with "…" when it was longer. */
 static char *cut(char *s, size_t max)
@@ -53,8 +55,7 @@ static char *cut(char *s, size_t max)
 
 char *api_mcp_dumps(const json_t *v, size_t max)
 {
-	return cut(v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-		     : strdup("null"), max);
+	return cut(v ? berth_json_short(v, JSON_COMPACT) : strdup("null"), max);
 }
 
 static json_t *text_block(const char *s)

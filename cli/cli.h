@@ -79,12 +79,9 @@ json_t *cli_read_json(const char *cmd, const char *arg);
 
 /* ---- output.c ---------------------------------------------------------- */
 
-/* cli_json_text returns v as JSON text (malloc'd; jansson's dump flags),
- * its reals in the fewest digits, 15 to 17, that read back as the same
- * numbers: jansson's 17 show 69.8 as 69.799999999999997. */
-char *cli_json_text(const json_t *v, size_t flags);
 /* cli_print_json prints v as indented JSON (or one compact line when
- * compact) to out, its reals as cli_json_text writes them. */
+ * compact) to out, its reals as berth_json_short (common/jshort.h) writes
+ * them. */
 void cli_print_json(FILE *out, const json_t *v, bool compact);
 
 /* cli_print_job prints a Job for a person: one field per line. */

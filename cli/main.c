@@ -11,6 +11,7 @@
 
 #include "berth/berth.h"
 #include "cli/cli.h"
+#include "common/jshort.h"
 #include "cli/commands.h"
 #ifdef BERTH_HAVE_VALIDATE
 #include "cli/validate.h"
@@ -160,7 +161,7 @@ static void print_json_error(json_t *err, const char *message, int status)
 	if (message)
 		json_object_set_new(err, "message", json_string(message));
 	o = json_pack("{s:o, s:i}", "error", err, "exitStatus", status);
-	text = cli_json_text(o, JSON_COMPACT);
+	text = berth_json_short(o, JSON_COMPACT);
 	if (text)
 		fprintf(stderr, "%s\n", text);
 	free(text);

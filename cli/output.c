@@ -7,53 +7,15 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/jshort.h"
 
 /* Payloads longer than this are cut in tables (not in `berth get`). */
 #define CELL_MAX 60
 #define BAR_WIDTH 30
 
-/* has_real tells whether v holds a real anywhere. */
-static bool has_real(const json_t *v)
-{
-	const char *key;
-	const json_t *e;
-	size_t i;
-
-	if (json_is_real(v))
-		return true;
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, e)
-			if (has_real(e))
-				return true;
-	} else if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, key, e)
-			if (has_real(e))
-				return true;
-	}
-	return false;
-}
-
-char *cli_json_text(const json_t *v, size_t flags)
-{
-	flags |= JSON_ENCODE_ANY;
-	if (!has_real(v))
-		return json_dumps(v, flags);
-	for (int digits = 15; digits < 17; digits++) {
-		char *s = json_dumps(v, flags | JSON_REAL_PRECISION(digits));
-		json_t *back = s ? json_loads(s, JSON_DECODE_ANY, NULL) : NULL;
-		bool same = back && json_equal((json_t *)v, back);
-
-		json_decref(back);
-		if (same)
-			return s;
-		free(s);
-	}
-	return json_dumps(v, flags | JSON_REAL_PRECISION(17));
-}
-
 void cli_print_json(FILE *out, const json_t *v, bool compact)
 {
-	char *s = cli_json_text(v, compact ? JSON_COMPACT : JSON_INDENT(2));
+	char *s = berth_json_short(v, compact ? JSON_COMPACT : JSON_INDENT(2));
 
 	if (s) {
 		fputs(s, out);
@@ -75,7 +37,7 @@ static char *value_text(const json_t *v)
 {
 	if (json_is_string(v))
 		return strdup(json_string_value(v));
-	return cli_json_text(v, JSON_COMPACT);
+	return berth_json_short(v, JSON_COMPACT);
 }
 
 static void field(FILE *out, const char *label, const json_t *v)
@@ -448,7 +410,7 @@ static char *rules_text(const json_t *schema)
 		char vals[200] = "";
 
 		json_array_foreach(v, i, e) {
-			char *t = cli_json_text(e, JSON_COMPACT);
+			char *t = berth_json_short(e, JSON_COMPACT);
 
 			strncat(vals, i ? ", " : "", sizeof vals - strlen(vals) - 1);
 			strncat(vals, t ? t : "?", sizeof vals - strlen(vals) - 1);
@@ -457,7 +419,7 @@ static char *rules_text(const json_t *schema)
 		ADD("one of %s", vals);
 	}
 	if ((v = json_object_get(schema, "const"))) {
-		char *t = cli_json_text(v, JSON_COMPACT);
+		char *t = berth_json_short(v, JSON_COMPACT);
 
 		ADD("exactly %s", t ? t : "?");
 		free(t);
@@ -518,7 +480,7 @@ static void add_fields(struct table *t, const json_t *schema,
 		if (required_in(schema, key))
 			mark = strdup("required");
 		else if (d) {
-			char *v = cli_json_text(d, JSON_COMPACT);
+			char *v = berth_json_short(d, JSON_COMPACT);
 
 			if (asprintf(&mark, "default %s", v ? v : "?") < 0)
 				mark = NULL;

@@ -91,6 +91,19 @@ json_t *exchange(struct berth_client *c, const char *line)
 	return msg;
 }
 
+void assert_pings(struct berth_client *c, int id)
+{
+	char line[64];
+	json_t *r;
+
+	snprintf(line, sizeof line,
+		 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}", id);
+	r = exchange(c, line);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), id);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+}
+
 json_t *submit(struct berth_client *c, const char *tool, const char *input)
 {
 	json_t *in = json_loads(input, JSON_DECODE_ANY, NULL);

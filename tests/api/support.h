@@ -32,6 +32,8 @@ json_t *call_err(struct berth_client *c, const char *method, json_t *params,
 
 /* exchange sends one raw line and returns the parsed reply line. */
 json_t *exchange(struct berth_client *c, const char *line);
+/* assert_pings checks that c still answers: a ping with id id. */
+void assert_pings(struct berth_client *c, int id);
 
 /* submit submits tool with input (JSON text) and returns the Job. */
 json_t *submit(struct berth_client *c, const char *tool, const char *input);

@@ -1043,10 +1043,7 @@ static void a_malformed_line__gets_a_parse_error_and_the_next_line_works(void **
 	r = exchange(c, "\xff\xfe not utf-8");
 	assert_int_equal(error_code(r), -32700);
 	json_decref(r);
-	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
-	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
-	assert_non_null(json_object_get(r, "result"));
-	json_decref(r);
+	assert_pings(c, 2);
 	berth_client_close(c);
 }
 
@@ -1096,10 +1093,7 @@ static void json_berth_does_not_take__is_refused_with_the_requests_id(
 	assert_int_equal(error_code(r), -32700);
 	assert_true(json_is_null(json_object_get(r, "id")));
 	json_decref(r);
-	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}");
-	assert_int_equal(json_integer_value(json_object_get(r, "id")), 9);
-	assert_non_null(json_object_get(r, "result"));
-	json_decref(r);
+	assert_pings(c, 9);
 	berth_client_close(c);
 }
 

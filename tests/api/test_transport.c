@@ -871,10 +871,7 @@ static void a_line_over_16_mib__is_refused_and_the_connection_lives(void **state
 				 json_object_get(r, "error"), "data"), "limit")),
 			 16 * 1024 * 1024);
 	json_decref(r);
-	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
-	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
-	assert_non_null(json_object_get(r, "result"));
-	json_decref(r);
+	assert_pings(c, 2);
 	berth_client_close(c);
 }
 

@@ -474,6 +474,30 @@ static void listed_schema__gives_boolean_properties_their_object_form(
 	json_decref(s);
 }
 
+/* A model read 66.2 as 66.200000000000003: jansson writes every real in
+ * 17 digits. The text block has the fewest that read back the same. */
+static void dumps__writes_reals_in_the_fewest_digits_that_read_back(
+	void **state)
+{
+	json_t *v = json_pack("{s:f, s:f, s:f, s:i}", "t", 66.2, "p", 0.1,
+			      "third", 1.0 / 3.0, "n", 7);
+	char *s = api_mcp_dumps(v, SIZE_MAX);
+	json_t *back = json_loads(s, 0, NULL);
+
+	/* One precision for the whole text: a third needs 16 digits. */
+	assert_string_equal(s, "{\"t\":66.2,\"p\":0.1,"
+			       "\"third\":0.3333333333333333,\"n\":7}");
+	assert_true(json_equal(back, v));
+	free(s);
+	json_decref(back);
+	json_decref(v);
+	v = json_pack("{s:f}", "t", 66.2);
+	s = api_mcp_dumps(v, SIZE_MAX);
+	assert_string_equal(s, "{\"t\":66.2}");
+	free(s);
+	json_decref(v);
+}
+
 static void dumps__cuts_long_text_on_a_character_boundary(void **state)
 {
 	json_t *v = json_string("ääääääääää"); /* 20 bytes, 22 as JSON */
@@ -512,6 +536,7 @@ int main(void)
 		cmocka_unit_test(output_schema__moves_defs_to_the_root_and_keeps_refs_working),
 		cmocka_unit_test(output_schema__leaves_a_schema_with_its_own_id_to_resolve_itself),
 		cmocka_unit_test(listed_schema__gives_boolean_properties_their_object_form),
+		cmocka_unit_test(dumps__writes_reals_in_the_fewest_digits_that_read_back),
 		cmocka_unit_test(dumps__cuts_long_text_on_a_character_boundary),
 	};
 
