@@ -346,8 +346,10 @@ static void final_done(struct worker__op *op, int rc)
 		 * its next job pending, which no event asks for again; claim
 		 * now that the run no longer counts. */
 		else if (r->tool && r->tool->bg.concurrency > 0 &&
-			 store_shared(w->st))
+			 store_shared(w->st)) {
+			worker__remote_wake(w, r->tool->id);
 			worker__sched_kick(w);
+		}
 		if (j->status == STORE_SUSPENDED && j->expires_at)
 			worker__expiry_rearm(w);
 		run_set_done(r);

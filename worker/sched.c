@@ -424,6 +424,13 @@ void worker__sched_freed(struct worker *w, const struct worker_tool *t,
 {
 	int64_t now = store_now();
 
+	/* A slot of the tool's limit is free: the connections serving it
+	 * that a claim found dry while the limit was full may have work
+	 * now (a claim leaves dry ones out, and the jobs it left pending
+	 * wait for exactly this). */
+	if (t && t->bg.concurrency > 0)
+		worker__remote_wake(w, t->id);
+
 	if (w->backlog || thread || !t || t->bg.concurrency > 0 ||
 	    t->definition || (w->next_run_at && w->next_run_at <= now) ||
 	    (w->nwakeups && w->wakeups[0] <= now) || remote_room(w) ||

@@ -714,6 +714,7 @@ static void on_store_event(void *arg, const struct store_event *ev)
 		if (!r && ends_run(ev->type) && store_shared(w->st) &&
 		    limited(w, ev->tool)) {
 			w->backlog = true;
+			worker__remote_wake(w, ev->tool);
 			worker__sched_kick(w);
 		}
 		break;

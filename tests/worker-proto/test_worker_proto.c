@@ -1413,6 +1413,29 @@ static void a_worker_tools_concurrency__caps_its_runs_across_workers(
 		free(ids[i]);
 }
 
+/* Jobs of a worker tool with a concurrency limit that waited behind its
+ * first run stayed pending for good: the claim while the limit was full
+ * took the worker for dry, and the end of the run, which frees a slot of
+ * the limit, did not wake it. Each waits now for the one before. */
+static void a_capped_worker_tools_waiting_jobs__run_as_the_limit_frees(
+	void **state)
+{
+	struct fixture *f = *state;
+	static const char *const capped[] = {"--tools", "wp-capped", NULL};
+	char *ids[3];
+
+	worker(f, capped);
+	connected(f, "wp-capped", 1);
+	for (int i = 0; i < 3; i++)
+		ids[i] = submit(f, json_pack("{s:s, s:{s:f}}", "tool",
+					     "wp-capped", "input", "sleep",
+					     0.4));
+	for (int i = 0; i < 3; i++) {
+		json_decref(wait_status(f, ids[i], "completed"));
+		free(ids[i]);
+	}
+}
+
 static int setup_one_slot(void **state)
 {
 	static const char *const args[] = {"--workers", "1", "--heartbeat",
@@ -1605,6 +1628,9 @@ int main(void)
 			setup_one_slot, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_worker_tools_concurrency__caps_its_runs_across_workers,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_capped_worker_tools_waiting_jobs__run_as_the_limit_frees,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			sigterm__aborts_the_runs_after_the_shutdown_grace__and_puts_them_back_without_a_retry,

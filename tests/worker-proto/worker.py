@@ -75,6 +75,9 @@ def definitions(args):
     ]
     if args.tools:
         keep = set(args.tools.split(","))
+        # Served only when named: a tool with a concurrency limit.
+        defs.append({"id": "wp-capped", "inputSchema": OBJECT,
+                     "background": {"concurrency": 1}})
         defs = [d for d in defs if d["id"] in keep]
     return defs
 
@@ -297,6 +300,9 @@ class Worker:
                 views = {"display": {}, "transcript": {}}
             return {"output": out, "views": views,
                     "modelOutput": {"type": "text", "value": "paid"}}
+        if tool == "wp-capped":
+            await asyncio.sleep(inp.get("sleep", 0))
+            return {"output": {"done": True}}
         return {"error": {"message": "unknown tool " + tool,
                           "code": "unknown_tool"}}
 
