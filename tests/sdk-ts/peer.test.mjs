@@ -277,6 +277,36 @@ describe('serve() against a scripted berthd', () => {
       assert.equal(r.result.error.code, 'invalid_suspend');
       assert.equal(r.result.error.retryable, false);
       assert.match(r.result.error.message, /question/);
+      // Mastra's own check ran first: its report, as berth's errors.
+      const [e] = r.result.error.data.errors;
+      assert.equal(e.instancePath, '/question');
+      assert.equal(e.keyword, 'mastra');
+      assert.match(e.message, /string/);
+    } finally {
+      await w2.close();
+      await p2.close();
+    }
+  });
+
+  test('an_output_that_fails_the_output_schema_in_mastras_check__fails_with_berths_schema_errors', async () => {
+    // Mastra checks the output before berthd can: its report used to come
+    // as data {errors: [], fields: {...}}, with no instancePath to read.
+    const bad = createTool({
+      id: 'bad-output', description: 'd',
+      outputSchema: z.object({ n: z.number(), inner: z.object({ s: z.string() }) }),
+      execute: async () => ({ n: 'x', inner: { s: 1 } }),
+    });
+    const p2 = new Peer();
+    await p2.listen();
+    const w2 = await serve({ socket: p2.path, tools: [bad], logger: false });
+    try {
+      const r = await p2.request('run', { job: job('bad-output') });
+      assert.equal(r.result.error.code, 'invalid_output');
+      assert.equal(r.result.error.retryable, false);
+      const paths = r.result.error.data.errors.map((e) => e.instancePath).sort();
+      assert.deepEqual(paths, ['/inner/s', '/n']);
+      assert.ok(r.result.error.data.errors.every((e) => e.keyword === 'mastra' && e.message));
+      assert.ok(r.result.error.data.fields.n, "Mastra's own report is kept under fields");
     } finally {
       await w2.close();
       await p2.close();

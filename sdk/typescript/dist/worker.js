@@ -655,7 +655,7 @@ export class Worker extends EventEmitter {
             // data, the request context, a suspend payload, the output) rather
             // than throwing them; they fail the job, and no retry would help.
             if (isMastraValidationError(result)) {
-                outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
+                outcome = { error: { message: result.message, code: validationCode(result.message, job), data: validationData(result.validationErrors), retryable: false } };
                 stage = 'error';
                 fields = { error: outcome.error };
             }
@@ -994,6 +994,32 @@ async function callHook(fn, name, arg, sink) {
 function isMastraValidationError(v) {
     return v !== null && typeof v === 'object' && v.error === true &&
         'validationErrors' in v && typeof v.message === 'string';
+}
+// validationData is the data of a Mastra schema failure as berth gives
+// every schema failure: errors [{instancePath, keyword, message}], one a
+// message of Mastra's report (a tree: errors at each level, fields under
+// it, keyed by the path's segments), with keyword "mastra" (the check was
+// the tool's Standard Schema, not a JSON Schema keyword); Mastra's tree
+// itself stays under fields.
+function validationData(tree) {
+    const errors = [];
+    const walk = (node, path, depth) => {
+        if (node === null || typeof node !== 'object' || depth > 64)
+            return;
+        const n = node;
+        if (Array.isArray(n.errors)) {
+            for (const m of n.errors)
+                errors.push({ instancePath: path, keyword: 'mastra', message: String(m) });
+        }
+        if (n.fields !== null && typeof n.fields === 'object') {
+            for (const [k, v] of Object.entries(n.fields)) {
+                walk(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
+            }
+        }
+    };
+    walk(tree, '', 0);
+    const fields = (tree !== null && typeof tree === 'object') ? jsonOrUndefined(tree.fields) : undefined;
+    return fields === undefined ? { errors } : { errors, fields };
 }
 function validationCode(message, job) {
     if (message.startsWith('Tool output validation failed'))

@@ -799,7 +799,7 @@ export class Worker extends EventEmitter {
       // data, the request context, a suspend payload, the output) rather
       // than throwing them; they fail the job, and no retry would help.
       if (isMastraValidationError(result)) {
-        outcome = { error: { message: result.message, code: validationCode(result.message, job), data: jsonOrUndefined(result.validationErrors), retryable: false } };
+        outcome = { error: { message: result.message, code: validationCode(result.message, job), data: validationData(result.validationErrors), retryable: false } };
         stage = 'error';
         fields = { error: outcome.error };
       } else if (suspended) {
@@ -1137,6 +1137,32 @@ async function callHook(fn: (...a: any[]) => unknown, name: string, arg: unknown
 function isMastraValidationError(v: unknown): v is { error: true; message: string; validationErrors: unknown } {
   return v !== null && typeof v === 'object' && (v as { error?: unknown }).error === true &&
     'validationErrors' in v && typeof (v as { message?: unknown }).message === 'string';
+}
+
+// validationData is the data of a Mastra schema failure as berth gives
+// every schema failure: errors [{instancePath, keyword, message}], one a
+// message of Mastra's report (a tree: errors at each level, fields under
+// it, keyed by the path's segments), with keyword "mastra" (the check was
+// the tool's Standard Schema, not a JSON Schema keyword); Mastra's tree
+// itself stays under fields.
+function validationData(tree: unknown): unknown {
+  type Node = { errors?: unknown; fields?: unknown };
+  const errors: { instancePath: string; keyword: string; message: string }[] = [];
+  const walk = (node: unknown, path: string, depth: number): void => {
+    if (node === null || typeof node !== 'object' || depth > 64) return;
+    const n = node as Node;
+    if (Array.isArray(n.errors)) {
+      for (const m of n.errors) errors.push({ instancePath: path, keyword: 'mastra', message: String(m) });
+    }
+    if (n.fields !== null && typeof n.fields === 'object') {
+      for (const [k, v] of Object.entries(n.fields as Record<string, unknown>)) {
+        walk(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
+      }
+    }
+  };
+  walk(tree, '', 0);
+  const fields = (tree !== null && typeof tree === 'object') ? jsonOrUndefined((tree as Node).fields) : undefined;
+  return fields === undefined ? { errors } : { errors, fields };
 }
 
 function validationCode(message: string, job: RunJob): string {
