@@ -680,7 +680,9 @@ static void complete(struct worker__run *r, json_t *output,
 		stage_view(r, op, BERTH_PAYLOAD_OUTPUT, output);
 	tr->to = STORE_COMPLETED;
 	tr->event = STORE_EV_COMPLETED;
-	tr->set |= STORE_SET_OUTPUT;
+	/* An earlier attempt's error ends with the job's success (its
+	 * retrying event keeps it): error NULL. */
+	tr->set |= STORE_SET_OUTPUT | STORE_SET_ERROR;
 	run_finish(r, op);
 }
 

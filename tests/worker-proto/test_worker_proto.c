@@ -668,11 +668,16 @@ static void run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_doc
 	char *id;
 
 	worker(f, NULL);
-	/* Retried while tries are left. */
+	/* Retried while tries are left. The first attempt's error went with
+	 * the success (a completed job showed it as its error). */
 	id = submit(f, json_pack("{s:s, s:{s:s, s:i}}", "tool", "wp-echo",
 				 "input", "fail", "flaky", "failTimes", 1));
 	job = wait_status(f, id, "completed");
 	assert_int_equal(json_integer_value(json_object_get(job, "attempt")), 2);
+	assert_null(json_object_get(job, "error"));
+	json_decref(job);
+	job = get(f, id, NULL);
+	assert_null(json_object_get(job, "error"));
 	json_decref(job);
 	free(id);
 	/* Not retried when the worker says so; its code is kept. */
