@@ -1020,6 +1020,15 @@ static const char *approval_misfit(const json_t *content)
 	return NULL;
 }
 
+/* note_bad_answer keeps why w's last answer was refused, for the question
+ * asked again (ask: its message, and the count that ends the asking). */
+static void note_bad_answer(struct mcp_watch *w, const char *why)
+{
+	free(w->last_error);
+	w->last_error = strdup(why);
+	w->bad_answers++;
+}
+
 /* on_applied runs when the worker applied (or refused) an answer. */
 static void on_applied(void *arg, const struct worker_result *res)
 {
@@ -1029,12 +1038,9 @@ static void on_applied(void *arg, const struct worker_result *res)
 
 	if (w) {
 		w->ask = NULL;
-		if (res->err == WORKER_EINVAL) {
-			free(w->last_error);
-			w->last_error = strdup(res->message ? res->message
-							    : "invalid answer");
-			w->bad_answers++;
-		}
+		if (res->err == WORKER_EINVAL)
+			note_bad_answer(w, res->message ? res->message
+							: "invalid answer");
 		if (refused && res->job) {
 			/* Not asked again in this wait: the same person
 			 * would be refused the same way. */
@@ -1132,9 +1138,7 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 		/* Asked again with the reason, as an answer that fails a
 		 * resumeSchema is; the job keeps waiting. */
 		if (w) {
-			free(w->last_error);
-			w->last_error = strdup(misfit);
-			w->bad_answers++;
+			note_bad_answer(w, misfit);
 			recheck(w);
 		}
 		store_job_free(j);

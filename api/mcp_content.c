@@ -551,9 +551,10 @@ json_t *api_mcp_listed_schema(json_t *schema)
 	const char *name;
 	bool any = false;
 
-	json_object_foreach(props, name, v)
-		any = any || json_is_boolean(v);
-	if (!any || !json_is_object(props))
+	if (json_is_object(props))
+		json_object_foreach(props, name, v)
+			any = any || json_is_boolean(v);
+	if (!any)
 		return json_incref(schema);
 	out = json_copy(schema);
 	p = json_copy(props);

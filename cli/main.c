@@ -11,8 +11,8 @@
 
 #include "berth/berth.h"
 #include "cli/cli.h"
-#include "common/jshort.h"
 #include "cli/commands.h"
+#include "common/jshort.h"
 #ifdef BERTH_HAVE_VALIDATE
 #include "cli/validate.h"
 #endif
