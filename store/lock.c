@@ -1,15 +1,18 @@
 /*
  * lock.c: the one-daemon lock of a database (lock.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/strf.h"
@@ -61,6 +64,106 @@ static long flock_holder(int fd)
 	return pid;
 }
 
+/* The longest a lock is waited for while the berthd that took it has
+ * ended (lock_waiting). */
+#define LEFT_LOCKED_WAIT_MS 10000
+
+/* holder_of returns the pid that took the lock on fd: the one written in
+ * the lock file at lock_path, else the one /proc/locks names, else 0. */
+static long holder_of(int fd, const char *lock_path)
+{
+	int lf = open(lock_path, O_RDONLY | O_CLOEXEC);
+	long pid = lf >= 0 ? holder_pid(lf) : 0;
+
+	if (lf >= 0)
+		close(lf);
+	return pid > 0 ? pid : flock_holder(fd);
+}
+
+/*
+ * lock_waiting takes the exclusive flock of fd, waiting while the berthd
+ * that holds it has ended. Such a lock is held through a copy of that
+ * berthd's descriptor in a process it started: a berthd killed (kill -9)
+ * while a spawner thread was between a clone and its exec
+ * (worker/spawn.c) leaves that child alive with copies of all its
+ * descriptors. The child dies at once (its PR_SET_PDEATHSIG, or it sees
+ * its parent gone), but as the last user of the dead berthd's memory it
+ * unmaps all of it before its descriptors are closed: up to 55 ms under
+ * the sanitizers on a busy 2-core machine. A restart in that time,
+ * systemd's or an operator's, must start rather than say the database is
+ * in use by a berthd that is gone; a lock still held LEFT_LOCKED_WAIT_MS
+ * later is reported (left_locked).
+ *
+ * Returns 0, or an errno: EWOULDBLOCK with *holder the pid that took the
+ * lock (0 when unknown) and *ended whether it has ended.
+ */
+static int lock_waiting(int fd, const char *lock_path, long *holder, bool *ended)
+{
+	const struct timespec pause = {.tv_nsec = 2 * 1000 * 1000};
+
+	for (int waited = 0;; waited += 2) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return errno;
+		*holder = holder_of(fd, lock_path);
+		*ended = *holder > 0 && kill((pid_t)*holder, 0) < 0 && errno == ESRCH;
+		if (!*ended || waited >= LEFT_LOCKED_WAIT_MS)
+			return EWOULDBLOCK;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* fd_holder returns a process other than this one with a descriptor open
+ * on the file of fd, from /proc/PID/fd, or 0 when none is found. */
+static long fd_holder(int fd)
+{
+	struct stat st, other;
+	struct dirent *p, *d;
+	char dir[64], link[64 + 256];
+	long found = 0;
+	DIR *procs, *fds;
+
+	if (fstat(fd, &st) < 0 || (procs = opendir("/proc")) == NULL)
+		return 0;
+	while (found == 0 && (p = readdir(procs)) != NULL) {
+		long pid = strtol(p->d_name, NULL, 10);
+
+		if (pid <= 0 || pid == (long)getpid())
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%ld/fd", pid);
+		if ((fds = opendir(dir)) == NULL)
+			continue;
+		while (found == 0 && (d = readdir(fds)) != NULL) {
+			snprintf(link, sizeof(link), "%s/%s", dir, d->d_name);
+			if (d->d_name[0] != '.' && stat(link, &other) == 0 &&
+			    other.st_dev == st.st_dev && other.st_ino == st.st_ino)
+				found = pid;
+		}
+		closedir(fds);
+	}
+	closedir(procs);
+	return found;
+}
+
+/* left_locked says that the database path (resolved: real), whose lock
+ * fd is, is still locked LEFT_LOCKED_WAIT_MS after the berthd
+ * pid that locked it ended, and by whom when /proc tells. */
+static char *left_locked(const char *path, const char *real, long pid, int fd)
+{
+	long by = fd_holder(fd);
+
+	if (by > 0)
+		return berth_strf("the database %s (%s) is still locked %d s after "
+				  "berthd pid %ld, which locked it, ended: pid %ld "
+				  "holds a copy of its descriptor",
+				  path, real, LEFT_LOCKED_WAIT_MS / 1000, pid, by);
+	return berth_strf("the database %s (%s) is still locked %d s after berthd "
+			  "pid %ld, which locked it, ended: a process it started "
+			  "holds a copy of its descriptor",
+			  path, real, LEFT_LOCKED_WAIT_MS / 1000, pid);
+}
+
 /* open_private opens path read-write, creating it (mode 0600 whatever the
  * umask) when create is set and it is missing. Returns the descriptor or
  * -errno. */
@@ -90,6 +193,8 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 			char **errmsg)
 {
 	char *real = NULL, *path = NULL;
+	long holder;
+	bool ended;
 	int e;
 
 	l->db_fd = l->file_fd = -1;
@@ -120,27 +225,19 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 		e = ENOMEM;
 		goto fail;
 	}
-	if (flock(l->db_fd, LOCK_EX | LOCK_NB) < 0) {
-		e = errno;
-		if (e == EWOULDBLOCK) {
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			long pid = fd >= 0 ? holder_pid(fd) : 0;
-
-			if (fd >= 0)
-				close(fd);
-			if (pid == 0)
-				pid = flock_holder(l->db_fd);
-			if (pid > 0)
-				*errmsg = berth_strf("the database %s (%s) is in use by berthd pid %ld",
-						     db_path, real, pid);
-			else
-				*errmsg = berth_strf("the database %s (%s) is in use by another berthd",
-						     db_path, real);
-			e = EBUSY;
-		} else {
+	if ((e = lock_waiting(l->db_fd, path, &holder, &ended)) != 0) {
+		if (e != EWOULDBLOCK)
 			*errmsg = berth_strf("cannot lock the database %s: %s", db_path,
 					     strerror(e));
-		}
+		else if (ended)
+			*errmsg = left_locked(db_path, real, holder, l->db_fd);
+		else if (holder > 0)
+			*errmsg = berth_strf("the database %s (%s) is in use by berthd pid %ld",
+					     db_path, real, holder);
+		else
+			*errmsg = berth_strf("the database %s (%s) is in use by another berthd",
+					     db_path, real);
+		e = e == EWOULDBLOCK ? EBUSY : e;
 		goto fail;
 	}
 
@@ -151,20 +248,18 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 		*errmsg = berth_strf("cannot open the lock file %s: %s", path, strerror(e));
 		goto fail;
 	}
-	if (flock(l->file_fd, LOCK_EX | LOCK_NB) < 0) {
-		e = errno;
-		if (e == EWOULDBLOCK) {
-			long pid = holder_pid(l->file_fd);
-			if (pid > 0)
-				*errmsg = berth_strf("the database %s is in use by berthd pid %ld (lock file %s)",
-						     db_path, pid, path);
-			else
-				*errmsg = berth_strf("the database %s is in use by another berthd (lock file %s)",
-						     db_path, path);
-			e = EBUSY;
-		} else {
+	if ((e = lock_waiting(l->file_fd, path, &holder, &ended)) != 0) {
+		if (e != EWOULDBLOCK)
 			*errmsg = berth_strf("cannot lock %s: %s", path, strerror(e));
-		}
+		else if (ended)
+			*errmsg = left_locked(db_path, real, holder, l->file_fd);
+		else if (holder > 0)
+			*errmsg = berth_strf("the database %s is in use by berthd pid %ld (lock file %s)",
+					     db_path, holder, path);
+		else
+			*errmsg = berth_strf("the database %s is in use by another berthd (lock file %s)",
+					     db_path, path);
+		e = e == EWOULDBLOCK ? EBUSY : e;
 		goto fail;
 	}
 	free(real);

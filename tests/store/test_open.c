@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "store/lock.h"
 #include "tests/harness/child.h"
 #include "tests/store/fixture.h"
 
@@ -86,6 +88,46 @@ static void lock__follows_the_file__through_a_symlink_a_dotdot_path_and_a_hard_l
 	rmdir(sub);
 	snprintf(soft, sizeof(soft), "%s/link.db.lock", f->dir);
 	unlink(soft);
+}
+
+/* A berthd killed while it started a tool leaves the tool's process,
+ * between its clone and its exec, holding copies of its descriptors, the
+ * lock's among them, for tens of ms after the berthd is gone
+ * (store/lock.c). A store opened meanwhile waits for them to be let go,
+ * rather than be refused as in use by the berthd that ended. Here the
+ * holder is a process that locks and ends at once, and its child keeps
+ * the copies for half a second. */
+static void lock__still_held_by_the_child_of_a_holder_that_ended__is_waited_for(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store__lock held;
+	char *msg = NULL;
+	int status, fd;
+	pid_t holder = fork();
+
+	assert_true(holder >= 0);
+	if (holder == 0) {
+		if (store__lock_acquire(f->path, true, &held, &msg) != 0)
+			_exit(1);
+		if (fork() == 0) {
+			usleep(500 * 1000);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(holder, &status, 0), holder);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The holder has ended and the lock is still held. */
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), -1);
+	assert_int_equal(errno, EWOULDBLOCK);
+	close(fd);
+
+	if (fx_open(f, &msg) != 0)
+		fail_msg("refused: %s", msg ? msg : "(no message)");
+	fx_close(f);
 }
 
 static mode_t mode_of(const char *path)
@@ -289,6 +331,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			lock__follows_the_file__through_a_symlink_a_dotdot_path_and_a_hard_link,
 			fx_setup, fx_teardown),
+		T(lock__still_held_by_the_child_of_a_holder_that_ended__is_waited_for),
 		T(open__creates_its_files_0600__whatever_the_umask),
 		T(open__a_database_it_cannot_write__is_refused_with_a_clear_message),
 		T(open__a_damaged_database__is_refused_with_a_clear_message),
