@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/activation.h"
@@ -112,13 +114,41 @@ static int make_dirs(const char *path, mode_t mode)
 	return rc;
 }
 
+/* The longest a socket still served after the berthd that made it ended
+ * is waited for (clear_stale). */
+#define LEFT_SERVED_WAIT_MS 10000
+
+/* listener_ended reports whether fd, connected to a Unix socket, reached
+ * a listener whose maker has ended: the credentials of the peer of a
+ * connection are those of the process that called listen(2). Such a
+ * listener lives on in a copy of the dead berthd's descriptor held by a
+ * process it started, between its clone and its exec, which unmaps the
+ * dead berthd's memory before it closes its descriptors (store/lock.c
+ * tells more): tens of ms after a kill -9. *pid is set to that maker. */
+static bool listener_ended(int fd, long *pid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+
+	*pid = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+		return false;
+	*pid = cred.pid;
+	return kill(cred.pid, 0) < 0 && errno == ESRCH;
+}
+
 /* clear_stale removes a socket file a crashed daemon left at path, and
- * refuses one a live daemon listens on. Returns 0 or -1 with *errmsg. */
+ * refuses one a live daemon listens on; one still served by what an ended
+ * berthd left is waited for (listener_ended). Returns 0 or -1 with
+ * *errmsg. */
 static int clear_stale(const char *path, char **errmsg)
 {
+	const struct timespec pause = {.tv_nsec = 2 * 1000 * 1000};
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	struct stat st;
-	int fd, rc;
+	int fd, rc, e;
+	bool ended;
+	long pid;
 
 	if (lstat(path, &st) < 0)
 		return 0;
@@ -128,21 +158,36 @@ static int clear_stale(const char *path, char **errmsg)
 		return -1;
 	}
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		*errmsg = berth_strf("cannot make a socket: %s", strerror(errno));
+	for (int waited = 0;; waited += 2) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			*errmsg = berth_strf("cannot make a socket: %s",
+					     strerror(errno));
+			return -1;
+		}
+		rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
+		e = errno;
+		ended = rc == 0 && listener_ended(fd, &pid);
+		close(fd);
+		if (!ended || waited >= LEFT_SERVED_WAIT_MS)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (rc == 0 && ended) {
+		*errmsg = berth_strf("%s is still served %d s after berthd pid %ld, "
+				     "which made it, ended: a process it started "
+				     "holds a copy of it", path,
+				     LEFT_SERVED_WAIT_MS / 1000, pid);
 		return -1;
 	}
-	rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
-	close(fd);
 	if (rc == 0) {
 		*errmsg = berth_strf("another berthd is serving %s; stop it or "
 				     "choose another --socket", path);
 		return -1;
 	}
-	if (errno != ECONNREFUSED) {
+	if (e != ECONNREFUSED) {
 		*errmsg = berth_strf("cannot tell whether %s is in use: %s", path,
-				     strerror(errno));
+				     strerror(e));
 		return -1;
 	}
 	/* Nobody listens: the file is what a crashed daemon left. */

@@ -302,6 +302,58 @@ static void a_stale_socket__is_replaced(void **state)
 	harness_cleanup(&h);
 }
 
+/* A berthd killed while it started a tool leaves the tool's process,
+ * between its clone and its exec, holding copies of its descriptors, the
+ * listening socket's among them, for tens of ms after the berthd is gone
+ * (store/lock.c). A restart meanwhile waits for it rather than take it
+ * for another berthd serving the socket (as on PostgreSQL, where no
+ * database lock makes the restart wait first). Here the socket is made by
+ * a process that ends at once, and its child keeps it for half a second;
+ * the restarted berthd has a database of its own. */
+static void a_socket_still_held_by_the_child_of_a_berthd_that_ended__is_waited_for(
+	void **state)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct harness h;
+	struct berth_client *c;
+	int status;
+	pid_t maker;
+
+	support_start(&h, NULL);
+	assert_int_equal(harness_stop(&h), 0);
+	assert_true(strlen(h.socket) < sizeof sun.sun_path);
+	memcpy(sun.sun_path, h.socket, strlen(h.socket) + 1);
+	unlink(h.socket);
+	maker = fork();
+	assert_true(maker >= 0);
+	if (maker == 0) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
+		    listen(fd, 8) < 0)
+			_exit(1);
+		if (fork() == 0) {
+			usleep(500 * 1000);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(maker, &status, 0), maker);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* Its maker has ended, and the socket is still served. */
+	{
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof sun), 0);
+		close(fd);
+	}
+	assert_int_equal(harness_restart(&h), 0);
+	c = support_connect(&h);
+	json_decref(call_ok(c, "ping", NULL));
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
 /* connect_as connects to path as uid and calls ping; returns 0 when ping
  * answered, 10 when the answer was -32010, or another code. (setuid
  * clears harness_fork's request; the call's 10 s bound the child.) */
@@ -1341,6 +1393,7 @@ int main(void)
 		cmocka_unit_test(the_socket__is_0600_in_a_directory_made_0700),
 		cmocka_unit_test(a_live_socket__is_not_taken_over),
 		cmocka_unit_test(a_stale_socket__is_replaced),
+		cmocka_unit_test(a_socket_still_held_by_the_child_of_a_berthd_that_ended__is_waited_for),
 		cmocka_unit_test(another_user__is_refused_unless_allowed),
 		cmocka_unit_test(allow_uid__alone_lets_that_user_reach_the_socket),
 		cmocka_unit_test(the_token_file__is_warned_about_when_short_or_open_to_others),
