@@ -217,6 +217,9 @@ static int conn_flush(struct api_conn *c)
 				c->out = NULL;
 				c->out_cap = 0;
 			}
+			/* A stranger paused on its unread replies has read
+			 * them: no on_write will come to say so. */
+			conn_poke(c);
 			return 0;
 		}
 		if (n < 0 && n != UV_EAGAIN) {

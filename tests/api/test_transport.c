@@ -624,6 +624,53 @@ static void a_batch_before_login__gets_one_unauthorized(void **state)
 	close(fd);
 }
 
+/* A stranger that pipelines more requests than its 16 KiB of unread
+ * replies holds is paused until it reads them, and then read again: its
+ * login, pipelined after 300 pings, is answered as soon as it has read
+ * the pings' answers. Before, a connection whose replies all went out at
+ * once was never read again, and its login waited for the 10 s deadline
+ * to close it. */
+static void pipelined_pings_before_login__pause_it_only_until_it_reads(void **state)
+{
+	static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+	static const char login[] = "{\"jsonrpc\":\"2.0\",\"id\":\"login\",\"method\":"
+				    "\"server/auth\",\"params\":{\"token\":\""
+				    GOOD_TOKEN "\"}}\n";
+	size_t n = 300 * (sizeof ping - 1) + sizeof login - 1, off = 0;
+	char *all = malloc(n), line[512];
+	int fd = tcp_connect(tcpd_port), pings = 0;
+	json_t *r = NULL;
+
+	assert_non_null(all);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 300; i++, off += sizeof ping - 1)
+		memcpy(all + off, ping, sizeof ping - 1);
+	memcpy(all + off, login, sizeof login - 1);
+	send_all(fd, all, n);
+	free(all);
+	/* 300 refusals, then the login's answer, well before the deadline
+	 * (a 5 s wait for each line: the deadline is 10 s). */
+	for (;;) {
+		ssize_t got = read_line_fd(fd, line, sizeof line, 5000);
+
+		if (got <= 0)
+			fail_msg("after %d refusals: %s", pings,
+				 got == 0 ? "closed" : "no answer in 5 s");
+		r = json_loads(line, 0, NULL);
+		assert_non_null(r);
+		if (json_is_string(json_object_get(r, "id")))
+			break;
+		assert_int_equal(error_code(r), -32010);
+		pings++;
+		json_decref(r);
+	}
+	assert_int_equal(pings, 300);
+	assert_string_equal(jstr(r, "id"), "login");
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	close(fd);
+}
+
 /* The issue's 6 MB batch of {} made berthd allocate 2.85 GB and stall
  * everyone for 12 s. Before server/auth a line may hold 64 KiB: a
  * megabyte of batch is refused as too long, unparsed, its connection
@@ -1404,6 +1451,7 @@ int main(void)
 		cmocka_unit_test(a_batch_before_login__gets_one_unauthorized),
 		cmocka_unit_test(a_megabyte_batch_before_login__costs_little_and_stalls_no_one),
 		cmocka_unit_test(a_stranger__is_closed_at_the_login_deadline),
+		cmocka_unit_test(pipelined_pings_before_login__pause_it_only_until_it_reads),
 		cmocka_unit_test(sixteen_thousand_idle_strangers__never_lock_the_owner_out),
 		cmocka_unit_test(tcp_clients_that_vanish__release_their_connections_at_once),
 	};
