@@ -146,7 +146,9 @@ static json_t *query_params(char *q)
 		if (amp)
 			*amp = '\0';
 		eq = strchr(q, '=');
-		v = eq ? eq + 1 : (char *)"";
+		/* A member without "=" has the empty value: the end of
+		 * its own name, which unescape may write. */
+		v = eq ? eq + 1 : q + strlen(q);
 		if (eq)
 			*eq = '\0';
 		if (unescape(q, true) < 0 || unescape(v, true) < 0) {

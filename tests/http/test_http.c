@@ -405,6 +405,25 @@ static void rest__status_lists_with_an_empty_name__are_refused_naming_them(void 
 	free(id);
 }
 
+/* A query member without "=" is a member with the empty value. Before, it
+ * killed berthd (a write into a string constant), on every route that
+ * reads a query, and on --http-open any web page could send one. */
+static void rest__query_members_without_a_value__are_empty_values(void **state)
+{
+	static const char *const ok[] = {
+		"/api/info?x", "/api/tools?x&y", "/api/jobs?&&", "/api/jobs?&",
+		"/api/jobs?x&limit=1",
+	};
+	json_t *v;
+
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		json_decref(req(200, "GET", ok[i], BEARER, NULL));
+	/* limit with no value is limit "", which is not a number. */
+	v = req(400, "GET", "/api/jobs?limit", BEARER, NULL);
+	assert_int_equal(err_code(v), -32602);
+	json_decref(req(200, "GET", "/api/info", BEARER, NULL));
+}
+
 /* ---- auth --------------------------------------------------------------- */
 
 static void auth__without_credentials__is_refused(void **state)
@@ -1786,6 +1805,7 @@ int main(void)
 		cmocka_unit_test(rest__errors__carry_the_socket_codes_and_fitting_statuses),
 		cmocka_unit_test(rest__job_events_with_types__poll_only_those_types),
 		cmocka_unit_test(rest__status_lists_with_an_empty_name__are_refused_naming_them),
+		cmocka_unit_test(rest__query_members_without_a_value__are_empty_values),
 		cmocka_unit_test(auth__without_credentials__is_refused),
 		cmocka_unit_test(auth__login_url__opens_one_session_and_sets_no_cookie),
 		cmocka_unit_test(auth__the_login_url__is_a_page_whatever_its_token),
