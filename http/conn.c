@@ -148,6 +148,17 @@ const char *http_header_get(const struct http_conn *c, const char *name)
 
 /* ---- writing ------------------------------------------------------------ */
 
+static void parse_next(struct http_conn *c);
+
+/* over_hold is true when more of c's responses wait to be written than
+ * lets it send the next request (internal.h, pipelining). */
+static bool over_hold(struct http_conn *c)
+{
+	size_t queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+
+	return queued > (c->trusted ? HTTP_HOLD_TRUSTED : HTTP_HOLD_UNTRUSTED);
+}
+
 static void on_write(uv_write_t *req, int status)
 {
 	struct write_req *wr = (struct write_req *)req;
@@ -164,6 +175,13 @@ static void on_write(uv_write_t *req, int status)
 	}
 	if (c->state == HC_STREAMING && c->local)
 		api_local_drained(c->local);
+	if (c->held && !c->in_dispatch && !over_hold(c)) {
+		/* It read what held it: the next request starts now. */
+		c->held = false;
+		if (c->len)
+			c->head_started = uv_now(c->http->loop);
+		parse_next(c);
+	}
 }
 
 /* conn_write queues head and body (both malloc'd, taken over; body may be
@@ -213,7 +231,6 @@ static int conn_write(struct http_conn *c, char *head, size_t hlen,
 	return 0;
 }
 
-static void parse_next(struct http_conn *c);
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
@@ -546,7 +563,9 @@ static uint64_t conn_due(const struct http_conn *c)
 	int64_t login = api_login_ms(c->http->api);
 
 	if (c->state == HC_READING) {
-		if (c->have_head)
+		if (c->held)
+			due = c->held_since + HTTP_IDLE_MS;
+		else if (c->have_head)
 			due = c->body_started + HTTP_BODY_MS;
 		else if (c->head_started)
 			due = c->head_started + HTTP_HEAD_MS;
@@ -585,7 +604,7 @@ static void on_deadline(uv_timer_t *t)
 		conn_arm(c);
 		return;
 	}
-	if (c->state == HC_READING && (c->len > 0 || c->have_head)) {
+	if (c->state == HC_READING && !c->held && (c->len > 0 || c->have_head)) {
 		/* A request started and did not arrive whole in time. */
 		log_debug("http: closed a connection whose request did not "
 			  "arrive in time");
@@ -660,9 +679,18 @@ static void parse_next(struct http_conn *c)
 	/* Answers given while this runs (even at once, from inside
 	 * http_route) come back here rather than recursing. */
 	c->in_dispatch = true;
-	while (c->state == HC_READING) {
+	while (c->state == HC_READING && !c->held) {
 		if (!c->have_head) {
-			size_t end = head_end(c);
+			size_t end;
+
+			if (c->len && over_hold(c)) {
+				/* A pipelined request waits until the client
+				 * reads what it asked before (on_write). */
+				c->held = true;
+				c->held_since = uv_now(c->http->loop);
+				break;
+			}
+			end = head_end(c);
 
 			if (!end) {
 				if (c->len >= HTTP_MAX_HEAD) {
@@ -692,7 +720,12 @@ static void parse_next(struct http_conn *c)
 		http_route(c);
 	}
 	c->in_dispatch = false;
-	if (c->state == HC_READING) {
+	if (c->state == HC_READING && c->held) {
+		if (c->reading) {
+			uv_read_stop((uv_stream_t *)&c->tcp);
+			c->reading = false;
+		}
+	} else if (c->state == HC_READING) {
 		if (c->eof) {
 			close_after_writes(c);
 			return;

@@ -39,6 +39,15 @@
  *                     strangers can never fill the 1024 connections.
  *   write queue       the socket's max_outbuf: an event stream whose
  *                     reader stops reading is cut off there.
+ *   pipelining        the next request a client pipelined is not parsed,
+ *                     nor more read, while more than HTTP_HOLD_UNTRUSTED
+ *                     (16 KiB, the socket's API_UNAUTH_OUT) of responses
+ *                     to a stranger, or HTTP_HOLD_TRUSTED (1 MiB) to
+ *                     anyone else, is not written yet: a client that
+ *                     does not read what it asked for holds itself, and
+ *                     is closed HTTP_IDLE_MS after (a stranger at its
+ *                     login deadline). A stranger's pipelined requests
+ *                     cost 16 KiB, not max_outbuf each.
  */
 #define HTTP_MAX_HEAD (64 * 1024)
 #define HTTP_MAX_HEADERS 64
@@ -48,6 +57,8 @@
 #define HTTP_SSE_PING_MS 15000
 #define HTTP_DEFAULT_MAX_CONNECTIONS 1024
 #define HTTP_READ_CHUNK (64 * 1024)
+#define HTTP_HOLD_UNTRUSTED (16 * 1024)
+#define HTTP_HOLD_TRUSTED (1024 * 1024)
 
 /*
  * Sessions of the page (auth.c): a login URL's token is good for
@@ -176,6 +187,9 @@ struct http_conn {
 	bool long_poll;         /* the request waits (jobs/wait, events/poll
 				   with waitMs): a client that hangs up
 				   ends it */
+	bool held;              /* the next request waits for responses to
+				   be written (pipelining, above) */
+	uint64_t held_since;    /* uv_now when it began to wait so */
 
 	/* The api connection of this client (api/local.h), opened at its
 	 * first API request; want_id is the id of the reply it waits for
