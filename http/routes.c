@@ -37,6 +37,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "api/auth.h"
 #include "api/frame.h"
 #include "api/local.h"
 #include "api/principal.h"
@@ -512,9 +513,11 @@ static int refuse_auth(struct http_conn *c, int auth)
 		c->auth_failures++;
 		if (c->auth_failures >= HTTP_AUTH_TRIES)
 			c->keep_alive = false;
+		api_refused(c->http->api, API_REFUSED_UNAUTHENTICATED);
 		http_respond_error(c, 429, -32010, text,
-				   json_pack("{s:I}", "retryAfterMs",
-					     (json_int_t)c->retry_ms));
+				   json_pack("{s:I, s:s}", "retryAfterMs",
+					     (json_int_t)c->retry_ms, "reason",
+					     "unauthenticated"));
 		return -1;
 	}
 	case HTTP_AUTH_WRONG:
@@ -537,7 +540,10 @@ static int refuse_auth(struct http_conn *c, int auth)
 	}
 	if (c->auth_failures >= HTTP_AUTH_TRIES)
 		c->keep_alive = false;
-	http_respond_error(c, 401, -32010, msg, NULL);
+	/* The socket's refusal, word for word, and counted as it is. */
+	api_refused(c->http->api, API_REFUSED_UNAUTHENTICATED);
+	http_respond_error(c, 401, -32010, msg,
+			   json_pack("{s:s}", "reason", "unauthenticated"));
 	return -1;
 }
 
