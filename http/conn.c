@@ -499,6 +499,21 @@ static int parse_head(struct http_conn *c, size_t end)
 		off = (size_t)(line_end - p) + 1;
 	}
 
+	/* RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in
+	 * 1.0; --http-open's loopback check reads the one there is. */
+	{
+		int hosts = 0;
+
+		for (int i = 0; i < r->nheaders; i++)
+			hosts += strcasecmp(http_str(c, r->headers[i].name),
+					    "Host") == 0;
+		if (hosts > 1 || (hosts == 0 && r->minor >= 1)) {
+			fail(c, 400, -32600, hosts ? "invalid request: more "
+			     "than one Host header" : "invalid request: an "
+			     "HTTP/1.1 request needs a Host header", NULL);
+			return -1;
+		}
+	}
 	if (http_header_get(c, "Transfer-Encoding")) {
 		fail(c, 501, -32600, "invalid request: a chunked request body "
 		     "is not supported; send Content-Length", NULL);
@@ -672,6 +687,22 @@ static size_t head_end(struct http_conn *c)
 	return 0;
 }
 
+/* continue_if_expected tells a client that sent "Expect: 100-continue"
+ * and waits for a go before its body, now that its head passed, to send
+ * it (RFC 9110 10.1.1). A refused head was answered with its final
+ * status instead. */
+static void continue_if_expected(struct http_conn *c)
+{
+	static const char go[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	const char *v = http_header_get(c, "Expect");
+	char *copy;
+
+	if (!v || strcasecmp(v, "100-continue") != 0 || c->req.minor < 1 ||
+	    !(copy = strdup(go)))
+		return;
+	conn_write(c, copy, sizeof go - 1, NULL, 0);
+}
+
 /* parse_next answers the requests that are whole in the buffer, one at a
  * time, and waits for more bytes otherwise. */
 static void parse_next(struct http_conn *c)
@@ -713,6 +744,8 @@ static void parse_next(struct http_conn *c)
 			c->state = HC_READING;
 			c->have_head = true;
 			c->body_started = uv_now(c->http->loop);
+			if (c->len < c->req.head_len + c->req.body_len)
+				continue_if_expected(c);
 		}
 		if (c->len < c->req.head_len + c->req.body_len)
 			break;

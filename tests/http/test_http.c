@@ -1483,6 +1483,75 @@ static void conn__two_content_lengths_that_disagree__get_400(void **state)
 	close(fd);
 }
 
+/* exchange sends rq on a new connection, which rq closes, and returns
+ * what came back (in buf). */
+static const char *exchange(const char *rq, char *buf, size_t size)
+{
+	int fd = http_connect(gw.port);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	assert_true(wait_closed(fd, 30000, buf, size));
+	close(fd);
+	return buf;
+}
+
+/* RFC 9112 3.2: an HTTP/1.1 request without a Host, or any request with
+ * two, is 400; HTTP/1.0 needs none. Before, both were served, and on
+ * --http-open only the first Host was checked against loopback. */
+static void conn__host_missing_or_twice__gets_400(void **state)
+{
+	char buf[4096];
+
+	exchange("GET /api/info HTTP/1.1\r\n" BEARER "Connection: close\r\n\r\n",
+		 buf, sizeof buf);
+	assert_non_null(strstr(buf, "HTTP/1.1 400 "));
+	assert_non_null(strstr(buf, "needs a Host"));
+	exchange("GET /api/info HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n"
+		 BEARER "Connection: close\r\n\r\n", buf, sizeof buf);
+	assert_non_null(strstr(buf, "HTTP/1.1 400 "));
+	assert_non_null(strstr(buf, "more than one Host"));
+	exchange("GET /api/info HTTP/1.0\r\n" BEARER "\r\n", buf, sizeof buf);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+}
+
+/* RFC 9110 10.1.1: a client that sends "Expect: 100-continue" waits for
+ * a 100 before its body (curl does past 1 MiB, for a second): it gets one
+ * as soon as its head passed, and a refused head its final status
+ * alone. Before, it got nothing and sent its body after its own wait. */
+static void conn__expect_100_continue__is_answered_before_the_body(void **state)
+{
+	static const char head[] = "POST /api/jobs HTTP/1.1\r\nHost: x\r\n" BEARER
+				   JSON_CT "Expect: 100-continue\r\n"
+				   "Connection: close\r\n"
+				   "Content-Length: 26\r\n\r\n";
+	static const char body[] = "{\"tool\":\"noop\",\"input\":{}}";
+	char buf[4096];
+	int fd = http_connect(gw.port);
+	struct pollfd p = {.events = POLLIN};
+	ssize_t n;
+
+	assert_int_equal(sizeof body - 1, 26);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, head, sizeof head - 1), (ssize_t)sizeof head - 1);
+	p.fd = fd;
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	n = read(fd, buf, sizeof buf - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "HTTP/1.1 100 Continue\r\n\r\n");
+	assert_int_equal(write(fd, body, sizeof body - 1), (ssize_t)sizeof body - 1);
+	assert_true(wait_closed(fd, 30000, buf, sizeof buf));
+	assert_non_null(strstr(buf, "HTTP/1.1 201 "));
+	close(fd);
+	/* Refused on its head: the 401 alone, no 100. */
+	exchange("POST /api/jobs HTTP/1.1\r\nHost: x\r\n" JSON_CT
+		 "Expect: 100-continue\r\nContent-Length: 26\r\n\r\n",
+		 buf, sizeof buf);
+	assert_null(strstr(buf, " 100 "));
+	assert_non_null(strstr(buf, "HTTP/1.1 401 "));
+}
+
 /* A head must be whole within 10 s of its first byte, however it
  * trickles in: a byte every half second does not keep a connection, even
  * one that sent a good request before. */
@@ -1548,7 +1617,7 @@ static void conn__a_head_sent_a_byte_at_a_time__costs_linear_cpu(void **state)
 	long cpu0, cpu1;
 	size_t n;
 
-	n = (size_t)snprintf(head, 64, "GET /api/info HTTP/1.1\r\nX-Pad: ");
+	n = (size_t)snprintf(head, 64, "GET /api/info HTTP/1.1\r\nHost: x\r\nX-Pad: ");
 	memset(head + n, 'a', HEAD - n - 4);
 	memcpy(head + HEAD - 4, "\r\n\r\n", 4);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -1956,6 +2025,8 @@ int main(void)
 		cmocka_unit_test(conn__pipelined_requests__are_answered_in_order),
 		cmocka_unit_test(conn__a_body_is_not_read_before_the_auth_check),
 		cmocka_unit_test(conn__two_content_lengths_that_disagree__get_400),
+		cmocka_unit_test(conn__host_missing_or_twice__gets_400),
+		cmocka_unit_test(conn__expect_100_continue__is_answered_before_the_body),
 		cmocka_unit_test(conn__a_client_that_hangs_up__ends_its_event_wait),
 		cmocka_unit_test(conn__a_head_must_arrive_within_its_deadline),
 		cmocka_unit_test(conn__a_head_sent_a_byte_at_a_time__costs_linear_cpu),
