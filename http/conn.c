@@ -306,6 +306,12 @@ void http_respond(struct http_conn *c, int status, const char *content_type,
 		}
 		memcpy(copy, body, len);
 	}
+	if (c->req.head_only) {
+		/* GET's head, Content-Length included, without its body. */
+		free(copy);
+		copy = NULL;
+		len = 0;
+	}
 	if (conn_write(c, head, (size_t)hlen, copy, len) < 0)
 		return;
 	request_done(c);
@@ -375,6 +381,15 @@ void http_stream_start(struct http_conn *c)
 	copy = strdup(head);
 	if (!copy) {
 		http_conn_close(c);
+		return;
+	}
+	if (c->req.head_only) {
+		/* The stream's head alone, and the connection closed after
+		 * it: a HEAD has no body to stream. */
+		c->keep_alive = false;
+		if (conn_write(c, copy, (size_t)(strstr(head, "\r\n\r\n") + 4 - head),
+			       NULL, 0) == 0)
+			request_done(c);
 		return;
 	}
 	c->state = HC_STREAMING;
@@ -459,6 +474,7 @@ static int parse_head(struct http_conn *c, size_t end)
 	r->method = (uint32_t)off;
 	r->target = (uint32_t)(sp1 + 1 - p);
 	r->minor = sp2[8] - '0';
+	r->head_only = strcmp(p + off, "HEAD") == 0;
 	off = (size_t)(line_end - p) + 1;
 
 	while (off < end) {

@@ -150,6 +150,7 @@ struct http_request {
 	const struct http_route *route; /* found by http_route_head */
 	int asset;              /* the asset served by the route, or -1 */
 	int minor;              /* HTTP/1.minor */
+	bool head_only;         /* HEAD: a GET answered without its body */
 	struct http_header headers[HTTP_MAX_HEADERS];
 	int nheaders;
 	size_t head_len;        /* bytes of request line and headers */

@@ -424,7 +424,8 @@ static const char *allow_text(unsigned mask, char *buf, size_t size)
 
 static unsigned method_bit(const char *m)
 {
-	if (strcmp(m, "GET") == 0)
+	/* HEAD is GET without the body (RFC 9110 9.3.2; conn.c). */
+	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
 		return M_GET;
 	if (strcmp(m, "POST") == 0)
 		return M_POST;

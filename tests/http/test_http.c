@@ -1862,6 +1862,47 @@ static void conn__past_the_connection_limit__is_refused_with_503(void **state)
 	}
 }
 
+/* RFC 9110 9.1: HEAD is served wherever GET is, with GET's head
+ * (Content-Length included) and no body; the connection goes on with the
+ * next request. An event stream's HEAD is its head, then the close.
+ * Before, every HEAD was 405. */
+static void routes__head__is_get_without_its_body(void **state)
+{
+	static const char *const paths[] = {"/", "/api/openapi.json", "/api/info",
+					    "/api/jobs?limit=1"};
+	char rq[512], buf[65536];
+	struct resp r;
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		char want[64], *len;
+
+		assert_int_equal(http_do(gw.port, "GET", paths[i], BEARER, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		snprintf(want, sizeof want, "%zu", r.len);
+		resp_free(&r);
+		/* HEAD, then a GET on the same connection: the GET's status
+		 * line follows the HEAD's head at once. */
+		snprintf(rq, sizeof rq,
+			 "HEAD %s HTTP/1.1\r\nHost: x\r\n" BEARER "\r\n"
+			 "GET /api/info HTTP/1.1\r\nHost: x\r\n" BEARER
+			 "Connection: close\r\n\r\n", paths[i]);
+		exchange(rq, buf, sizeof buf);
+		assert_true(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+		len = strcasestr(buf, "Content-Length: ");
+		assert_non_null(len);
+		if (strncmp(len + 16, want, strlen(want)) != 0)
+			fail_msg("HEAD %s: %.40s, GET's body is %s bytes", paths[i],
+				 len, want);
+		assert_true(strncmp(strstr(buf, "\r\n\r\n") + 4, "HTTP/1.1 200 ",
+				    13) == 0);
+	}
+	exchange("HEAD /api/events HTTP/1.1\r\nHost: x\r\n" BEARER "\r\n",
+		 buf, sizeof buf);
+	assert_true(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+	assert_non_null(strstr(buf, "text/event-stream"));
+	assert_string_equal(strstr(buf, "\r\n\r\n"), "\r\n\r\n");
+}
+
 /* Every route's 405 lists exactly the methods the route takes, as the
  * OpenAPI document does (HEAD and PUT are never taken). */
 static void routes__a_wrong_method_gets_405_with_the_routes_allow(void **state)
@@ -2035,6 +2076,7 @@ int main(void)
 		cmocka_unit_test(conn__pipelining_past_the_hold__answers_every_request_to_a_reader),
 		cmocka_unit_test(conn__past_the_connection_limit__is_refused_with_503),
 		cmocka_unit_test(routes__a_wrong_method_gets_405_with_the_routes_allow),
+		cmocka_unit_test(routes__head__is_get_without_its_body),
 		cmocka_unit_test(sse__reconnect_with_last_event_id__misses_nothing),
 		cmocka_unit_test(sse__with_types__sends_only_those_types),
 		cmocka_unit_test(metrics__parse_as_prometheus_text),
