@@ -684,19 +684,22 @@ static void close_after_writes(struct http_conn *c)
 }
 
 /* head_end returns the offset just past the empty line that ends the head
- * in c's buffer, or 0 while there is none. Only bytes not looked at
- * before are scanned (and the three before them, which a "\r\n\r\n" split
- * across reads may begin in). */
+ * in c's buffer, or 0 while there is none. A line may end in a bare LF
+ * (RFC 9112 2.2, as parse_head takes it), so the end is an LF followed by
+ * LF or CR LF. Only bytes not looked at before are scanned (and the two
+ * before them, which an end split across reads may begin in). */
 static size_t head_end(struct http_conn *c)
 {
-	size_t i = c->scanned > 3 ? c->scanned - 3 : 0;
+	size_t i = c->scanned > 2 ? c->scanned - 2 : 0;
 	const char *p;
 
-	while (i + 3 < c->len &&
-	       (p = memchr(c->buf + i, '\r', c->len - 3 - i))) {
+	while (i + 1 < c->len &&
+	       (p = memchr(c->buf + i, '\n', c->len - 1 - i))) {
 		i = (size_t)(p - c->buf);
-		if (p[1] == '\n' && p[2] == '\r' && p[3] == '\n')
-			return i + 4;
+		if (p[1] == '\n')
+			return i + 2;
+		if (p[1] == '\r' && i + 2 < c->len && p[2] == '\n')
+			return i + 3;
 		i++;
 	}
 	c->scanned = c->len;

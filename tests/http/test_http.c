@@ -1515,6 +1515,21 @@ static void conn__host_missing_or_twice__gets_400(void **state)
 	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
 }
 
+/* RFC 9112 2.2: a line may end in a bare LF, the head's end too. Before,
+ * such a head was parsed but its end never found: 408 after 10 s. */
+static void conn__a_head_of_bare_lf_lines__is_answered(void **state)
+{
+	char buf[4096];
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	exchange("GET /api/info HTTP/1.1\nHost: x\nAuthorization: Bearer secret\n"
+		 "Connection: close\n\n", buf, sizeof buf);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(strncmp(buf, "HTTP/1.1 200 ", 13) == 0);
+	assert_true(t1.tv_sec - t0.tv_sec < 8);
+}
+
 /* RFC 9110 10.1.1: a client that sends "Expect: 100-continue" waits for
  * a 100 before its body (curl does past 1 MiB, for a second): it gets one
  * as soon as its head passed, and a refused head its final status
@@ -2067,6 +2082,7 @@ int main(void)
 		cmocka_unit_test(conn__a_body_is_not_read_before_the_auth_check),
 		cmocka_unit_test(conn__two_content_lengths_that_disagree__get_400),
 		cmocka_unit_test(conn__host_missing_or_twice__gets_400),
+		cmocka_unit_test(conn__a_head_of_bare_lf_lines__is_answered),
 		cmocka_unit_test(conn__expect_100_continue__is_answered_before_the_body),
 		cmocka_unit_test(conn__a_client_that_hangs_up__ends_its_event_wait),
 		cmocka_unit_test(conn__a_head_must_arrive_within_its_deadline),
