@@ -1635,10 +1635,12 @@ static int created(struct pg *q, struct store__wreq *w, bool start)
 	const struct store_job *j = req->u.create.job;
 	char **t = w->text;
 	json_t *data = req->u.create.event_data;
-	/* The creation's events are its submitter's; a start at submission
-	 * is berthd's. */
-	struct store__who who = {j->submitted_by, j->submitted_via,
-				 req->u.create.client};
+	/* The creation's events are its submitter's, or its creator's (a
+	 * retry); a start at submission is berthd's. */
+	struct store__who who = {
+		req->u.create.by ? req->u.create.by : j->submitted_by,
+		req->u.create.by ? req->u.create.via : j->submitted_via,
+		req->u.create.client};
 	int rc = add_event(q, j->id, j->tool, STORE_EV_CREATED, j->status,
 			   w->created_at, t[STORE__T_EVENT], data, &who,
 			   t[STORE__T_CLIENT]);

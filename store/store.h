@@ -519,8 +519,11 @@ struct store_req {
 			/* The events of a creation are the submitter's
 			 * (job->submitted_by and submitted_via; started:
 			 * berthd's), with this MCP client (borrowed), or
-			 * NULL. */
+			 * NULL; by and via (borrowed) name who created it
+			 * when that is not the submitter (a retry: who
+			 * retried), NULL otherwise. */
 			json_t *client;
+			const char *by, *via;
 		} create;
 
 		struct store_transition transition;

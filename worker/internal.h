@@ -368,6 +368,9 @@ struct worker__op {
 	char *by_via;
 	json_t *by_client;
 	unsigned by_roles;
+	/* A creation of another's request (a retry): its events name by,
+	 * not the job's submitter. */
+	bool creator;
 	bool approve;  /* a decision: approve, else decline */
 	int tries;     /* of a decision, judged again */
 	/* A reply deferred to the next loop iteration. */

@@ -340,11 +340,18 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	 * tool allows (decide). */
 	if (set_actor(op, p->by))
 		return -ENOMEM;
-	j->submitted_by = dup_or_null(op->by_name ? op->by_name : STORE_BERTHD,
-				      &ok);
-	j->submitted_via = dup_or_null(op->by_name && op->by_via ? op->by_via
-								 : STORE_BERTHD,
-				       &ok);
+	if (p->submitted_by) {
+		/* Another's request made again: the events name who did. */
+		j->submitted_by = dup_or_null(p->submitted_by, &ok);
+		j->submitted_via = dup_or_null(p->submitted_via, &ok);
+		op->creator = true;
+	} else {
+		j->submitted_by = dup_or_null(op->by_name ? op->by_name
+							  : STORE_BERTHD, &ok);
+		j->submitted_via = dup_or_null(op->by_name && op->by_via
+						       ? op->by_via
+						       : STORE_BERTHD, &ok);
+	}
 	if (!ok)
 		return -ENOMEM;
 	j->priority = p->has_priority ? p->priority : 0;
@@ -460,6 +467,11 @@ static int submit_create(struct worker__op *op, int64_t now)
 	op->req.u.create.event_data = op->own[1];
 	op->req.u.create.approval_event_data = op->own[2];
 	op->req.u.create.client = op->by_client;
+	if (op->creator) {
+		op->req.u.create.by = op->by_name ? op->by_name : STORE_BERTHD;
+		op->req.u.create.via = op->by_name && op->by_via ? op->by_via
+							      : STORE_BERTHD;
+	}
 	/* Started in this transaction: one commit less on the job's way
 	 * (the claim's) when the pool has room and nothing waits. */
 	if (worker__sched_may_start(w, t, j, now))
@@ -992,6 +1004,8 @@ int worker_retry(struct worker *w, const char *id,
 	p.ttl_ms = j->ttl_ms;
 	p.retry_of = j->id;
 	p.by = by;
+	p.submitted_by = j->submitted_by;
+	p.submitted_via = j->submitted_via;
 	/* The deferred conflict replies name op->job2; a successful create
 	 * does not, so the old job may go with the op. */
 	rc = submit_op(op, &p);

@@ -254,6 +254,10 @@ struct worker_submit {
 	json_t *mcp;
 	/* Who submits (the job's submittedBy), NULL: berthd. */
 	const struct worker_actor *by;
+	/* Whose request it is when not by's (the job's submittedBy and
+	 * submittedVia; by is still who the submitted event names): a
+	 * retry is its original's request made again. NULL: by's. */
+	const char *submitted_by, *submitted_via;
 };
 
 /* worker_submit validates the tool, the input and the request context
@@ -297,8 +301,10 @@ int worker_cancel(struct worker *w, const char *id, const char *reason,
 		  const struct worker_actor *by, worker_cb cb, void *arg);
 
 /* worker_retry creates a new job with the same tool, input and request
- * context as a failed, timed_out or expired job, retry_of set to id; by
- * submits it. */
+ * context as a failed, timed_out or expired job, retry_of set to id. It
+ * is the same request made again: its submitter stays the original's
+ * (so that who asked for it may still not approve it, approvalPolicy),
+ * and by, who retried, is named in its submitted event. */
 int worker_retry(struct worker *w, const char *id,
 		 const struct worker_actor *by, worker_cb cb, void *arg);
 

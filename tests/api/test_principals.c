@@ -330,6 +330,52 @@ static void self_approval__is_refused_unless_the_tool_allows_it(void **state)
 	berth_client_close(lead);
 }
 
+/* A retry is its original's request made again: its submitter stays
+ * the original's, so that the one who asked may still not approve it,
+ * and who retried is named in its created event. Before, the retrier
+ * became the submitter: lead's expired request, retried by ops, could be
+ * approved by lead. */
+static void a_retried_request__keeps_its_submitter__who_may_not_approve_it(
+	void **state)
+{
+	struct berth_client *lead = as(&fx, T_LEAD), *ops = as(&fx, T_OPS);
+	json_t *job, *err, *evs, *ev;
+	char id[40], again[40];
+	size_t i;
+
+	job = call_ok(lead, "jobs/submit",
+		      json_pack("{s:s, s:{}, s:i}", "tool", "p-approve", "input",
+				"ttlMs", 100));
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	job = call_ok(lead, "jobs/wait", json_pack("{s:s, s:i, s:[s]}", "id", id,
+						   "timeoutMs", 30000, "until",
+						   "expired"));
+	assert_string_equal(jstr(job, "status"), "expired");
+	json_decref(job);
+
+	job = call_ok(ops, "jobs/retry", json_pack("{s:s}", "id", id));
+	snprintf(again, sizeof again, "%s", jstr(job, "id"));
+	assert_string_equal(jstr(job, "retryOf"), id);
+	assert_string_equal(jstr(job, "submittedBy"), "lead");
+	json_decref(job);
+	err = call_err(lead, "jobs/approve", json_pack("{s:s}", "id", again),
+		       -32010);
+	assert_string_equal(reason_of(err), "self_approval");
+	json_decref(err);
+	/* The retry is ops's doing, as its created event says. */
+	evs = call_ok(lead, "events/poll", json_pack("{s:s, s:i}", "jobId", again,
+						     "since", 0));
+	json_array_foreach(json_object_get(evs, "events"), i, ev)
+		if (strcmp(jstr(ev, "type"), "created") == 0)
+			break;
+	assert_true(i < json_array_size(json_object_get(evs, "events")));
+	assert_string_equal(jstr(ev, "by"), "ops");
+	json_decref(evs);
+	berth_client_close(lead);
+	berth_client_close(ops);
+}
+
 /* ---- quorum ---------------------------------------------------------------- */
 
 /* A tool with quorum 2 runs only after two different people approved;
@@ -693,6 +739,7 @@ int main(void)
 		cmocka_unit_test(an_agent_with_submit__cannot_approve_resume_or_cancel__alice_can),
 		cmocka_unit_test(ops_may_cancel_but_not_approve__and_info_names_the_caller),
 		cmocka_unit_test(self_approval__is_refused_unless_the_tool_allows_it),
+		cmocka_unit_test(a_retried_request__keeps_its_submitter__who_may_not_approve_it),
 		cmocka_unit_test(quorum_2__runs_only_after_two_different_people_approved),
 		cmocka_unit_test(approvers__others_with_the_approve_role_are_refused),
 		cmocka_unit_test(socket__two_unix_users_submit_and_approve_by_their_roles),
