@@ -1190,8 +1190,18 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	if (rc == CLI_OK)
 		rc = positional("events", argc, 0, 0);
 	if (rc == CLI_OK && job &&
-	    (rc = resolve_id(cli, "events", job, id)) == CLI_OK)
+	    (rc = resolve_id(cli, "events", job, id)) == CLI_OK) {
+		json_t *found;
+
+		/* The events of a job that does not exist are none, not an
+		 * error: asked here, so that a mistyped or whole id of no
+		 * job says so rather than print nothing, or follow forever. */
+		rc = cli_call(cli, "jobs/get", json_pack("{s:s}", "id", id), -1,
+			      &found);
+		if (rc == CLI_OK)
+			json_decref(found);
 		job = id;
+	}
 	if (rc == CLI_OK && follow) {
 		json_t *params = json_object();
 

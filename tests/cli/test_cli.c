@@ -98,6 +98,9 @@ static int berth(const char *input, char **out, char **err, ...)
 		dup2(in_fd, 0);
 		dup2(out_fd, 1);
 		dup2(err_fd, 2);
+		/* A command that hangs dies of SIGALRM (kept across the
+		 * exec), and its test fails, rather than wait for meson. */
+		alarm(60);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -571,6 +574,30 @@ static void events__prints_the_log_and_follows_it(void **state)
 	assert_non_null(strstr(follow_out, "\"completed\""));
 	free(follow_out);
 	json_decref(job);
+}
+
+/* events --job of a job that does not exist says so (exit 1), whole id
+ * or not. Before, it printed nothing and exited 0, and with --follow
+ * followed forever (berth() kills a command after 60 s). */
+static void events__of_no_job__says_not_found(void **state)
+{
+	static const char *const ids[] = {
+		"01a239e3-9531-790a-913f-bfe7d7a10ede", "nosuchjob",
+	};
+	char *out, *err;
+
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(berth(NULL, &out, &err, "events", "--job", ids[i],
+				       NULL), 1);
+		assert_non_null(strstr(err, "not found"));
+		free(out);
+		free(err);
+		assert_int_equal(berth(NULL, &out, &err, "events", "--follow",
+				       "--job", ids[i], NULL), 1);
+		assert_non_null(strstr(err, "not found"));
+		free(out);
+		free(err);
+	}
 }
 
 /* types_of returns the "type"s of berth --json events' lines, each
@@ -1228,6 +1255,7 @@ int main(void)
 		cmocka_unit_test(ls__prints_a_table_or_json_with_filters),
 		cmocka_unit_test(pause_and_logs__work),
 		cmocka_unit_test(events__prints_the_log_and_follows_it),
+		cmocka_unit_test(events__of_no_job__says_not_found),
 		cmocka_unit_test(events__with_type__prints_only_those_types),
 		cmocka_unit_test(events__with_type__asks_berthd_for_those_types_alone),
 		cmocka_unit_test(wait_on_a_terminal__draws_a_progress_bar),
