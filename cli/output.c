@@ -308,17 +308,35 @@ void cli_print_jobs(FILE *out, const json_t *jobs)
 	table_print(out, &t);
 }
 
+/* workers_text writes a worker tool's workers for a person ("2 (cap
+ * 8)"), "-" for a tool of another kind (malloc'd). */
+static char *workers_text(const json_t *tool)
+{
+	const json_t *w = json_object_get(tool, "workers");
+	char *s;
+
+	if (!json_is_object(w))
+		return strdup("-");
+	if (asprintf(&s, "%lld (cap %lld)",
+		     (long long)json_integer_value(json_object_get(w, "connected")),
+		     (long long)json_integer_value(json_object_get(w, "capacity"))) < 0)
+		return NULL;
+	return s;
+}
+
 void cli_print_tools(FILE *out, const json_t *tools)
 {
-	struct table t = {.ncols = 4};
+	struct table t = {.ncols = 6};
 	size_t i;
 	json_t *tool;
 
-	table_add(&t, (char *[]){strdup("NAME"), strdup("APPROVAL"),
+	table_add(&t, (char *[]){strdup("NAME"), strdup("KIND"),
+				 strdup("WORKERS"), strdup("APPROVAL"),
 				 strdup("PAUSED"), strdup("DESCRIPTION")});
 	json_array_foreach(tools, i, tool)
 		table_add(&t, (char *[]){
-			dup_str(tool, "name"),
+			dup_str(tool, "name"), dup_str(tool, "kind"),
+			workers_text(tool),
 			strdup(json_is_true(json_object_get(tool, "requireApproval"))
 				       ? "yes" : "no"),
 			strdup(json_is_true(json_object_get(tool, "paused"))
@@ -550,6 +568,18 @@ void cli_print_tool(FILE *out, const json_t *tool)
 		     json_object_get(tool, "requestContextSchema"));
 	print_schema(out, "output", json_object_get(tool, "outputSchema"));
 	fputc('\n', out);
+	if (*str(tool, "kind")) {
+		const json_t *w = json_object_get(tool, "workers");
+
+		fprintf(out, "%-11s %s", "kind", str(tool, "kind"));
+		if (json_is_object(w))
+			fprintf(out, "; workers connected %lld, capacity %lld",
+				(long long)json_integer_value(
+					json_object_get(w, "connected")),
+				(long long)json_integer_value(
+					json_object_get(w, "capacity")));
+		fputc('\n', out);
+	}
 	fprintf(out, "%-11s %s\n", "approval",
 		json_is_true(json_object_get(tool, "requireApproval"))
 			? "required: a job waits for berth approve or decline"

@@ -339,6 +339,20 @@ static void tools__lists_the_tools(void **state)
 	assert_int_equal(berth(NULL, &out, NULL, "tools", NULL), 0);
 	assert_non_null(strstr(out, "NAME"));
 	assert_non_null(strstr(out, "api-ask"));
+	/* Each tool's kind, and a worker tool's workers ("-" for the
+	 * others), as README.md shows (before: neither). */
+	assert_non_null(strstr(out, "KIND"));
+	assert_non_null(strstr(out, "WORKERS"));
+	{
+		const char *line = strstr(out, "\napi-ask ");
+
+		assert_non_null(line);
+		assert_true(strstr(line, " external ") != NULL &&
+			    strstr(line, " external ") < strchr(line + 1, '\n'));
+	}
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "api-ask", NULL), 0);
+	assert_non_null(strstr(out, "\nkind        external\n"));
 	free(out);
 	tools = berth_json(NULL, "tools");
 	assert_true(json_array_size(json_object_get(tools, "tools")) >= 3);
