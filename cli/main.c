@@ -3,6 +3,7 @@
  * options, picks the subcommand from one table, and maps outcomes to the
  * exit codes: 0 ok, 1 berthd said no, 2 usage, 3 cannot connect.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -238,6 +239,21 @@ static char *read_token(const struct cli *cli, int *status)
 	return NULL;
 }
 
+/* tcp_port_ok is true when spec ("tcp:HOST:PORT", "tcp:[V6]:PORT") ends
+ * in a port number. */
+static bool tcp_port_ok(const char *spec)
+{
+	const char *port = strrchr(spec, ':');
+	char *end;
+	long p;
+
+	if (!port || !isdigit((unsigned char)port[1]))
+		return false;
+	errno = 0;
+	p = strtol(port + 1, &end, 10);
+	return !*end && !errno && p >= 1 && p <= 65535;
+}
+
 int cli_connect(struct cli *cli)
 {
 	bool tcp = strncmp(cli->socket, "tcp:", 4) == 0;
@@ -247,10 +263,21 @@ int cli_connect(struct cli *cli)
 
 	if (cli->client)
 		return CLI_OK;
+	if (tcp && !tcp_port_ok(cli->socket + 4))
+		return cli_usage_error(NULL, "--socket %s: give tcp:HOST:PORT, "
+				       "PORT a number from 1 to 65535",
+				       cli->socket);
 	/* The token first: without one, there is nothing to connect for. */
 	if (tcp && !(token = read_token(cli, &rc)))
 		return rc;
 	cli->client = berth_client_connect(cli->socket);
+	if (!cli->client && tcp && errno == EINVAL) {
+		/* The form is right (above): the host is not found. */
+		rc = cli_error(CLI_NOCONN, NULL, "cannot connect to %s: its "
+			       "host is not found", cli->socket);
+		free(token);
+		return rc;
+	}
 	if (!cli->client) {
 		rc = cli_error(CLI_NOCONN, NULL, "cannot connect to %s: %s (is "
 			       "berthd running? see --socket)", cli->socket,

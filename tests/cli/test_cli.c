@@ -204,6 +204,17 @@ static void usage_errors__exit_2_and_say_why(void **state)
 	assert_non_null(strstr(err, "--bogus"));
 	free(err);
 	assert_int_equal(berth(NULL, NULL, NULL, "--socket", NULL), 2);
+	/* A tcp: address without a port number is the command line's
+	 * mistake (before: exit 3, "Invalid argument"). */
+	setenv("BERTH_TOKEN", "some-token", 1);
+	assert_int_equal(berth(NULL, NULL, &err, "--socket", "tcp:127.0.0.1",
+			       "info", NULL), 2);
+	assert_non_null(strstr(err, "give tcp:HOST:PORT"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "--socket", "tcp:127.0.0.1:abc",
+			       "info", NULL), 2);
+	free(err);
+	unsetenv("BERTH_TOKEN");
 }
 
 static void no_daemon__exits_3(void **state)
