@@ -45,10 +45,10 @@ static const char usage_text[] =
 	"Exit status: 0 ok; 1 berthd refused the request (its message is shown);\n"
 	"2 usage error, also when berthd finds params invalid (a JSON input that\n"
 	"fails the tool's schema) or an ID prefix is ambiguous; 3 cannot connect\n"
-	"to berthd, or the connection broke. wait and submit --wait: 4 --timeout\n"
-	"passed first; and for a job that ended other than completed, 5 failed,\n"
-	"6 timed_out, 7 declined, 8 cancelled, 9 expired (0 when --until names\n"
-	"that status).\n";
+	"to berthd, or the connection broke. wait: 4 its --timeout passed first.\n"
+	"wait and submit --wait, for a job that ended other than completed:\n"
+	"5 failed, 6 timed_out, 7 declined, 8 cancelled, 9 expired (0 when\n"
+	"--until names that status).\n";
 
 /* validate and mcp own all of their arguments: main hands them argv as
  * it came, from the subcommand's name on. */
