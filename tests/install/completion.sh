@@ -84,7 +84,11 @@ for mode in bare bash-completion; do
 	has "commands from berth --help" submit ""
 	has "the help command" help ""
 	expect "a command by its start" "submit" sub
-	expect "global options" "--help --json --socket --version" --
+	expect "global options" "--help --json --socket --token-file --version" --
+	# --token-file's argument is not the command (before: nothing was
+	# offered after it), and tools NAME offers the tools.
+	expect "a command after --token-file FILE" "submit" --token-file "$dir/tok" sub
+	expect "tools for tools NAME" "weather-tool write-note" --socket "$sock" tools w
 	has "a command's options from its --help" --wait submit --w
 	has "validate's options" --ref validate --r
 	expect "tools from berthd" "weather-tool write-note" --socket "$sock" submit w
