@@ -74,8 +74,9 @@ int cli_refusal(const char *cmd, const json_t *err);
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
 /* cli_read_json parses arg as JSON, or stdin when arg is "-". Returns a
- * new reference or NULL after printing why. */
-json_t *cli_read_json(const char *cmd, const char *arg);
+ * new reference or NULL after printing why, naming it what ("--context",
+ * "the input"). */
+json_t *cli_read_json(const char *cmd, const char *what, const char *arg);
 
 /* ---- output.c ---------------------------------------------------------- */
 

@@ -43,7 +43,7 @@ int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 	return 0;
 }
 
-json_t *cli_read_json(const char *cmd, const char *arg)
+json_t *cli_read_json(const char *cmd, const char *what, const char *arg)
 {
 	json_error_t jerr;
 	json_t *v;
@@ -53,8 +53,8 @@ json_t *cli_read_json(const char *cmd, const char *arg)
 	else
 		v = json_loads(arg, JSON_DECODE_ANY, &jerr);
 	if (!v)
-		cli_usage_error(cmd, "%s is not JSON: %s (line %d, column %d)",
-				strcmp(arg, "-") == 0 ? "standard input" : "the argument",
+		cli_usage_error(cmd, "%s%s is not JSON: %s (line %d, column %d)",
+				what, strcmp(arg, "-") == 0 ? " (standard input)" : "",
 				jerr.text, jerr.line, jerr.column);
 	return v;
 }
@@ -595,7 +595,8 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 			break;
 		case O_CONTEXT:
 		case O_META:
-			v = cli_read_json("submit", optarg);
+			v = cli_read_json("submit", c == O_CONTEXT ? "--context"
+							      : "--metadata", optarg);
 			if (!v) {
 				json_decref(params);
 				return CLI_USAGE;
@@ -616,7 +617,7 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
 		json_decref(params);
 		return rc;
 	}
-	input = optind + 1 < argc ? cli_read_json("submit", argv[optind + 1])
+	input = optind + 1 < argc ? cli_read_json("submit", "the input", argv[optind + 1])
 				  : json_object();
 	if (!input) {
 		json_decref(params);
@@ -912,7 +913,7 @@ int cmd_resume(struct cli *cli, int argc, char **argv)
 		return c == 'h' ? help(text) : CLI_USAGE;
 	if ((rc = positional("resume", argc, 1, 2)))
 		return rc;
-	data = optind + 1 < argc ? cli_read_json("resume", argv[optind + 1])
+	data = optind + 1 < argc ? cli_read_json("resume", "the resume data", argv[optind + 1])
 				 : json_object();
 	if (!data)
 		return CLI_USAGE;
@@ -989,9 +990,11 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		if (c == 'l' && cli_parse_int(optarg, 1, INT64_MAX, &limit) == 0)
 			continue;
 		return c == '?' ? CLI_USAGE
-				: cli_usage_error("logs", "--after and --limit "
-						  "take a number, not '%s'",
-						  optarg);
+				: cli_usage_error("logs", c == 'a'
+					? "--after takes a line's number, 0 "
+					  "or more, not '%s'"
+					: "--limit takes a number of lines, 1 "
+					  "or more, not '%s'", optarg);
 	}
 	if ((rc = positional("logs", argc, 1, 1)) ||
 	    (rc = resolve_id(cli, "logs", argv[optind], id)))

@@ -474,5 +474,6 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		return rc;
 	}
-	return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
+	return cli_usage_error(NULL, argv[1][0] == '-' ? "unknown option '%s'"
+						       : "unknown command '%s'", argv[1]);
 }

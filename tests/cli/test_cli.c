@@ -183,6 +183,20 @@ static void usage_errors__exit_2_and_say_why(void **state)
 	assert_int_equal(berth(NULL, NULL, &err, "frobnicate", NULL), 2);
 	assert_non_null(strstr(err, "unknown command"));
 	free(err);
+	/* Each message names what was wrong (before: "unknown command
+	 * '--bogus'", "the argument is not JSON" for --context, and
+	 * "take a number, not '0'"). */
+	assert_int_equal(berth(NULL, NULL, &err, "--bogus", "info", NULL), 2);
+	assert_non_null(strstr(err, "unknown option '--bogus'"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "submit", "noop", "{}",
+			       "--context", "nope", NULL), 2);
+	assert_non_null(strstr(err, "--context is not JSON"));
+	free(err);
+	assert_int_equal(berth(NULL, NULL, &err, "logs", "x", "--limit", "0",
+			       NULL), 2);
+	assert_non_null(strstr(err, "--limit takes a number of lines, 1 or more"));
+	free(err);
 	assert_int_equal(berth(NULL, NULL, &err, "get", NULL), 2);
 	assert_non_null(strstr(err, "missing"));
 	free(err);
