@@ -995,6 +995,7 @@ static void compile_object(struct compiler *c, struct schema__node *n,
 	bool draft7 = in->dialect == DRAFT7;
 	char *l;
 
+	n->draft7 = draft7;
 	compile_ref(c, n, in, "$ref");
 	/* In draft-07 "$ref" makes its siblings be ignored. */
 	if (draft7 && json_object_get(j, "$ref"))

@@ -73,6 +73,9 @@ struct schema__node {
 	char *loc;
 	const struct schema__resource *resource;
 	bool is_bool, bool_value;
+	/* Written in draft-07: errors name its keywords ("additionalItems",
+	 * "dependencies") rather than 2020-12's, which it is compiled to. */
+	bool draft7;
 	bool has_uneval;
 	/* Filling defaults in from here can change an instance (defaults.c). */
 	bool has_defaults;

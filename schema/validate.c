@@ -618,7 +618,10 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 	}
 	if (n->items && size > n->nprefix_items) {
 		if (n->items->is_bool && !n->items->bool_value) {
-			report(v, path, n, "items", "must not have more than %zu %s",
+			report(v, path, n, n->draft7 && json_is_array(
+					    json_object_get(n->json, "items"))
+					    ? "additionalItems" : "items",
+			       "must not have more than %zu %s",
 			       n->nprefix_items,
 			       n->nprefix_items == 1 ? "item" : "items");
 			ok = false;
@@ -706,7 +709,9 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 			continue;
 		for (size_t k = 0; k < d->n; k++)
 			if (!json_object_get(inst, d->names[k])) {
-				report(v, path, n, "dependentRequired", "must have property '%s' "
+				report(v, path, n, n->draft7 ? "dependencies"
+							   : "dependentRequired",
+				       "must have property '%s' "
 				       "when property '%s' is present", d->names[k], d->name);
 				ok = false;
 				STOP_EARLY(ok);
