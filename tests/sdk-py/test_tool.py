@@ -119,6 +119,16 @@ class Definitions(unittest.TestCase):
              ValueError, "on_interrupt"),
             (dict(background=berth.Background(timeout=-1)), ValueError,
              "timeout"),
+            # The dict's values too, as Background's (before: only at
+            # registration).
+            (dict(background={"onInterrupt": "maybe"}), ValueError,
+             "'onInterrupt'\\] must be 'retry' or 'fail'"),
+            (dict(background={"timeoutMs": "x"}), ValueError,
+             "'timeoutMs'\\] must be an integer >= 0 \\(milliseconds\\)"),
+            (dict(background={"maxRetries": -3}), ValueError,
+             "'maxRetries'\\] must be an integer >= 0"),
+            (dict(background={"enabled": 1}), TypeError,
+             "'enabled'\\] must be True or False"),
             (dict(input_schema="string"), TypeError,
              "inputSchema must be a JSON Schema"),
             (dict(input_examples=[{"location": "Paris"}]), TypeError,

@@ -91,6 +91,25 @@ class Transform:
         default_factory=dict)
 
 
+def _check_background_wire(bg: Mapping[str, Any], where: str) -> None:
+    """Checks the values of a background dict in the wire's names, as
+    :class:`Background` checks its own, so that a bad one is refused when
+    the Tool is made rather than at registration."""
+    for key, value in bg.items():
+        name = where + "background[%r]" % key
+        if key == "enabled":
+            _bool(value, name)
+        elif key == "onInterrupt":
+            if value not in ("retry", "fail"):
+                raise ValueError("%s must be 'retry' or 'fail', not %r"
+                                 % (name, value))
+        elif isinstance(value, bool) or not isinstance(value, int) \
+                or value < 0:
+            raise ValueError("%s must be an integer >= 0%s, not %r"
+                             % (name, " (milliseconds)"
+                                if key.endswith("Ms") else "", value))
+
+
 def _bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError("%s must be True or False, not %r" % (name, value))
@@ -288,6 +307,7 @@ class Tool:
                             "durations in seconds)"
                             % (key, ", ".join(_BACKGROUND_KEYS)))
                 bg = dict(background)
+                _check_background_wire(bg, where)
             else:
                 raise TypeError(where + "background must be a "
                                 "berth.Background or a dict")
