@@ -104,5 +104,15 @@ run "with space" --
 check "a path with a space is quoted" \
 	'grep -qx "export BERTH_SOCKET='"'"'$clone/berth.sock'"'"'" "$err"'
 
+# --help is asked for: its usage and 0 (before: 2); a word dev does not
+# know is the usage error.
+sh "$dev" --help >"$work/help.out" 2>&1
+status=$?
+check "./dev --help prints its usage and exits 0" \
+	'[ $status -eq 0 ] && grep -q "dev test" "$work/help.out"'
+sh "$dev" frobnicate >/dev/null 2>&1
+status=$?
+check "./dev with an unknown word exits 2" '[ $status -eq 2 ]'
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
