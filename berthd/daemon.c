@@ -209,8 +209,9 @@ static const char usage_signals[] =
 	"SIGTERM, and SIGKILL after the --kill-grace; a worker process is told to\n"
 	"abort) and put back to pending without using up a\n"
 	"retry, and berthd exits 0. A second SIGTERM or SIGINT stops at once: the\n"
-	"tools get SIGKILL and their jobs go back to pending as after a crash (the\n"
-	"attempt counts; a tool with onInterrupt \"fail\" fails).\n"
+	"tools get SIGKILL and their jobs are recovered at the next start as after\n"
+	"a crash: back to pending with the attempt counted, or failed (interrupted)\n"
+	"when no retry is left or the tool says onInterrupt \"fail\".\n"
 	"\n"
 	"SIGHUP reads the --tools folders again: new, changed and removed manifests\n"
 	"take effect, and a manifest that does not load keeps its old definition\n"
@@ -625,7 +626,7 @@ static void on_signal(uv_signal_t *h, int signum)
 		d->stopping_now = true;
 		n = worker_shutdown_now(d->worker);
 		log_info("%s again: stopping now; %d running job%s stopped, "
-			 "back to pending as after a crash",
+			 "recovered at the next start as after a crash",
 			 signal_name(signum), n, n == 1 ? "" : "s");
 		return;
 	}

@@ -1277,6 +1277,14 @@ static int requeue(struct store *st, bool raise,
 		goto out;
 	int count = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* Every transition is in the debug log (docs/API.md), these
+		 * too: a shutdown's are made after the worker stopped
+		 * hearing the store's events, which log the others. */
+		if (v[i].rc == 0 && log_enabled(LOG_LEVEL_DEBUG))
+			log_debug("job %s (%s): %s, now %s", jobs[i]->id,
+				  jobs[i]->tool,
+				  store_event_name(v[i].req.u.transition.event),
+				  store_status_name(v[i].req.u.transition.to));
 		if (v[i].rc == 0)
 			count++;
 		else if (v[i].rc != STORE_ECONFLICT && v[i].rc != STORE_ENOTFOUND && rc == 0)

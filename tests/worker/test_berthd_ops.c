@@ -396,7 +396,8 @@ static void sigterm__lets_a_running_job_finish_within_the_grace(void **state)
 static void sigterm__with_no_grace__puts_a_running_job_back_at_once(
 	void **state)
 {
-	static const char *const args[] = {"--shutdown-grace", "0", NULL};
+	static const char *const args[] = {"--shutdown-grace", "0",
+					   "--log-level", "debug", NULL};
 	struct fixture *f = *state;
 	json_t *job, *retry;
 	char *id, *types;
@@ -411,6 +412,15 @@ static void sigterm__with_no_grace__puts_a_running_job_back_at_once(
 	assert_int_equal(wait_exit(f, WAIT_MS), 0);
 	assert_true(log_has(f, "SIGTERM: stopping; 1 running job stopped now "
 			       "and put back to pending (--shutdown-grace 0)"));
+	/* The put-back is a transition like the others in the debug log
+	 * (before: made after the worker stopped hearing events, unlogged). */
+	{
+		char *line = log_line_with(f, " debug job ", id,
+					   "(sleep): retrying, now pending", NULL);
+
+		assert_non_null(line);
+		free(line);
+	}
 	disconnect(f);
 	assert_int_equal(harness_restart(&f->h), 0);
 	reconnect(f);
@@ -454,7 +464,7 @@ static void a_second_signal__stops_at_once_as_after_a_crash(void **state)
 	assert_int_equal(wait_exit(f, WAIT_MS), 0);
 	assert_true(pid_gone(tool));
 	assert_true(log_has(f, "SIGTERM again: stopping now; 1 running job "
-			       "stopped, back to pending as after a crash"));
+			       "stopped, recovered at the next start as after a crash"));
 
 	disconnect(f);
 	assert_int_equal(harness_restart(&f->h), 0);
