@@ -71,6 +71,11 @@ int api_max_unauth(const struct api *a);
 /* api_socket_path returns the Unix socket path in use (borrowed). */
 const char *api_socket_path(const struct api *a);
 
+/* api_tcp_address writes the address the TCP socket listens on
+ * ("127.0.0.1:7070", "[::1]:7070") into buf and returns it, or NULL
+ * without one. */
+const char *api_tcp_address(const struct api *a, char *buf, size_t size);
+
 /* api_stop closes the listeners and every connection, unlinks the socket,
  * and calls done(arg) once all handles are closed; the api is freed after
  * done returns. */

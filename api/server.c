@@ -5,6 +5,7 @@
  */
 #include "api/server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -719,6 +720,31 @@ int api_max_unauth(const struct api *a)
 const char *api_socket_path(const struct api *a)
 {
 	return a->socket_path;
+}
+
+const char *api_tcp_address(const struct api *a, char *buf, size_t size)
+{
+	struct sockaddr_storage ss;
+	int len = sizeof ss;
+	char host[INET6_ADDRSTRLEN];
+	const void *addr;
+	unsigned port;
+
+	if (!a->tcp_bound ||
+	    uv_tcp_getsockname(&a->tcp_listener, (struct sockaddr *)&ss, &len) < 0)
+		return NULL;
+	if (ss.ss_family == AF_INET6) {
+		addr = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	} else {
+		addr = &((struct sockaddr_in *)&ss)->sin_addr;
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	}
+	if (!inet_ntop(ss.ss_family, addr, host, sizeof host))
+		return NULL;
+	snprintf(buf, size, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
+		 port);
+	return buf;
 }
 
 void api_stop(struct api *a, void (*done)(void *arg), void *arg)

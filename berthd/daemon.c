@@ -783,12 +783,24 @@ static int start(struct daemon *d, const struct options *o,
 		}
 	}
 #endif
-	if (!o->quiet)
-		log_info("berthd %s: serving %s (database %s, durability %s, "
-			 "%zu tool%s)", BERTH_VERSION, api_socket_path(d->api),
-			 store_path(d->store), store_durability_name(d->store),
+	if (!o->quiet) {
+		/* Said whole, so that berth can be pointed at it from any
+		 * folder (--socket, or BERTH_SOCKET). */
+		const char *sock = api_socket_path(d->api);
+		char cwd[PATH_MAX], tcp[80];
+		const char *at = api_tcp_address(d->api, tcp, sizeof tcp);
+		bool rel = sock[0] != '/' && getcwd(cwd, sizeof cwd);
+
+		if (rel && strncmp(sock, "./", 2) == 0)
+			sock += 2;
+		log_info("berthd %s: serving %s%s%s%s%s (database %s, durability "
+			 "%s, %zu tool%s)", BERTH_VERSION, rel ? cwd : "",
+			 rel ? "/" : "", sock, at ? ", and TCP on " : "",
+			 at ? at : "", store_path(d->store),
+			 store_durability_name(d->store),
 			 worker_tool_count(d->worker),
 			 worker_tool_count(d->worker) == 1 ? "" : "s");
+	}
 	api_activation_notify("READY=1");
 	return 0;
 fail:

@@ -592,6 +592,19 @@ static bool unix_ping(struct harness *h)
 	return rc == 0;
 }
 
+/* The start-up line names the socket whole and the TCP address, so that
+ * a client can be pointed at either from any folder (before: the socket
+ * as given, "./berth.sock", and no TCP address at all). */
+static void the_start_line__names_the_socket_and_the_tcp_address(void **state)
+{
+	char want[512];
+
+	snprintf(want, sizeof want, "serving %s, and TCP on 127.0.0.1:%d (",
+		 tcpd.socket, tcpd_port);
+	assert_true(tcpd.socket[0] == '/');
+	assert_true(log_has(&tcpd, want));
+}
+
 /* Before server/auth a batch is answered once, -32010, whatever it holds,
  * and nothing in it is parsed or run. */
 static void a_batch_before_login__gets_one_unauthorized(void **state)
@@ -1448,6 +1461,7 @@ int main(void)
 		cmocka_unit_test(token_guesses__are_throttled_logged_and_refused_unchecked),
 	};
 	const struct CMUnitTest strangers[] = {
+		cmocka_unit_test(the_start_line__names_the_socket_and_the_tcp_address),
 		cmocka_unit_test(a_batch_before_login__gets_one_unauthorized),
 		cmocka_unit_test(a_megabyte_batch_before_login__costs_little_and_stalls_no_one),
 		cmocka_unit_test(a_stranger__is_closed_at_the_login_deadline),
