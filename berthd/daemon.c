@@ -300,7 +300,8 @@ static int parse_duration(const char *name, const char *arg, int64_t min,
 		*out = v;
 		return 0;
 	}
-	if (min > 1)
+	if (min > 0 && berth_parse_duration(arg, &v) == 0)
+		/* Well-formed, and too short: say how short may be. */
 		fprintf(stderr, "berthd: --%s takes a duration of at least %lld "
 			"ms (milliseconds, or a number with a unit: 500ms, "
 			"30s, 5m, 1h, 7d), not '%s'\n", name, (long long)min,

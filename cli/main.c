@@ -279,9 +279,15 @@ int cli_connect(struct cli *cli)
 		return rc;
 	}
 	if (!cli->client) {
-		rc = cli_error(CLI_NOCONN, NULL, "cannot connect to %s: %s (is "
-			       "berthd running? see --socket)", cli->socket,
-			       strerror(errno));
+		int e = errno;
+
+		rc = cli_error(CLI_NOCONN, NULL, "cannot connect to %s: %s (%s)",
+			       cli->socket, strerror(e),
+			       e == EACCES || e == EPERM
+				       ? "berthd's socket is its own user's "
+					 "unless it runs with --allow-uid for "
+					 "yours"
+				       : "is berthd running? see --socket");
 		free(token);
 		return rc;
 	}
