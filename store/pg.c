@@ -47,6 +47,7 @@
 
 #include <libpq-fe.h>
 
+#include "log/log.h"
 #include "migrations/migrations.h"
 #include "store/jload.h"
 #include "store/pg.h"
@@ -927,6 +928,15 @@ static const char *pg_message(PGconn *pg, char out[256])
 	return out;
 }
 
+/* on_notice takes the server's notices ("relation ... already exists,
+ * skipping", from the migrations' IF NOT EXISTS) into the debug log: libpq
+ * would print them on stderr, outside the log's format. */
+static void on_notice(void *arg, const char *message)
+{
+	(void)arg;
+	log_debug("PostgreSQL: %.*s", (int)strcspn(message, "\n"), message);
+}
+
 int store__pg_connect(const char *url, PGconn **out, char **errmsg)
 {
 	char why[256];
@@ -939,6 +949,7 @@ int store__pg_connect(const char *url, PGconn **out, char **errmsg)
 		PQfinish(pg);
 		return -EIO;
 	}
+	PQsetNoticeProcessor(pg, on_notice, NULL);
 	/* Times and texts are ours; the session must not reinterpret them. */
 	if (simple(pg, "SET client_encoding = 'UTF8'") != 0 ||
 	    simple(pg, "SET application_name = 'berthd'") != 0) {

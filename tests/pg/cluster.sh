@@ -176,5 +176,11 @@ for n in a b c; do
 	check "node $n reads the $want completed events alone" "$got" "completed:$want"
 done
 
+# 7. The log keeps its format: the server's notices (the migrations' "...
+# already exists, skipping" at every start after the first) are not
+# printed by libpq on stderr (before: five NOTICE lines a start).
+check "no node's log holds a raw NOTICE line" \
+	"$(cat "$dir"/a.log "$dir"/b.log "$dir"/c.log | grep -c '^NOTICE:')" 0
+
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail
