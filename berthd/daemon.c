@@ -730,6 +730,12 @@ static int start(struct daemon *d, const struct options *o,
 	/* With principals, a request is not its own approval (docs/API.md);
 	 * without, every caller is one trust domain, as before. */
 	wcfg.self_approval = o->principals == NULL;
+	/* Forked before any thread is started or the database opened
+	 * (worker/keeper.c). */
+	if ((rc = worker_keeper_start()) < 0)
+		log_warn("cannot start the keeper (%s): should berthd die, what "
+			 "its tools started runs on until its next start",
+			 strerror(-rc));
 	rc = store_open(&d->loop, &scfg, &d->store, &err);
 	if (rc < 0) {
 		log_error("%s", err ? err : strerror(-rc));

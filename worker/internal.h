@@ -976,6 +976,9 @@ int worker__proc_stat(pid_t pid, int64_t *pgid, int64_t *start, char *state);
  * next berthd can kill it should this one die (orphans.c). */
 void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
 			    int64_t start_min, int64_t start_max, bool remove);
+/* worker__keeper_note tells the keeper of the process group led by group,
+ * started, or reaped (keeper.c). */
+void worker__keeper_note(pid_t group, bool reaped);
 /* worker__orphans_kill SIGKILLs the recorded process groups of this node
  * that are still alive and still the ones recorded, waits for them to go,
  * and forgets every record. Start-up only (it blocks, briefly). Returns

@@ -6,8 +6,10 @@
  * leader starts (worker__orphans_record, from proc.c) and forgotten once
  * the leader was reaped. PR_SET_PDEATHSIG (spawn.c) kills the leader with
  * berthd, but not what the leader started: a shell script's background
- * job, a program's helper. When berthd starts, before store_recover puts
- * the interrupted jobs back (worker_start), worker__orphans_kill reads the
+ * job, a program's helper. The keeper (keeper.c) kills those when berthd
+ * ends; these records are for when it could not (no keeper, or it was
+ * killed too). When berthd starts, before store_recover puts the
+ * interrupted jobs back (worker_start), worker__orphans_kill reads the
  * records this node left and SIGKILLs each group that is still alive and
  * still the one recorded:
  *
@@ -134,10 +136,13 @@ static void record_done(struct worker__op *op, int rc)
 void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
 			    int64_t start_min, int64_t start_max, bool remove)
 {
-	struct worker__op *op = worker__op_new(w, NULL, NULL);
+	struct worker__op *op;
 	struct store_proc *p;
 
-	if (!op)
+	/* The keeper kills the group should berthd die now; the record
+	 * lets the next start kill it should the keeper not be there. */
+	worker__keeper_note(pid, remove);
+	if (!(op = worker__op_new(w, NULL, NULL)))
 		return;
 	op->req.op = STORE_OP_PROC;
 	op->req.u.proc.remove = remove;

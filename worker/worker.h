@@ -146,6 +146,13 @@ int worker_load_dir(struct worker *w, const char *dir, char **errmsg);
  */
 int worker_reload(struct worker *w);
 
+/* worker_keeper_start forks the keeper, which SIGKILLs the process groups
+ * of the external tools still running when berthd ends, however it ends
+ * (keeper.c). Called once, before any thread is started or file opened.
+ * Returns 0 or -errno (berthd runs without one: what a crash leaves is
+ * then the next start's to kill, orphans.c). */
+int worker_keeper_start(void);
+
 /* worker_start runs the start-up recovery and starts scheduling. Returns 0
  * or a negative code with *errmsg. */
 int worker_start(struct worker *w, char **errmsg);
