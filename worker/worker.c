@@ -168,6 +168,22 @@ void worker__op_reply_store(struct worker__op *op, int rc)
 	} else if (rc == -ESHUTDOWN) {
 		worker__op_reply(op, WORKER_EINTERNAL, "berthd is shutting down",
 				 NULL, NULL, false);
+	} else if (rc == -EIO && store_shared(op->w->st)) {
+		/* The server out of reach, or the connection lost: if that
+		 * was while the commit was under way, it may have been
+		 * made (docs/POSTGRES.md). */
+		char text[400];
+		json_t *data = json_pack("{s:s, s:s, s:s}", "sqlite",
+					 strerror(-rc), "backend", "postgresql",
+					 "committed", "unknown");
+
+		snprintf(text, sizeof(text), "storage failed: PostgreSQL could "
+			 "not be reached, or the connection was lost (%s); a "
+			 "change whose commit was under way may have been "
+			 "stored: retry a submit with the same idempotencyKey, "
+			 "which never makes a second job", strerror(-rc));
+		worker__op_reply(op, WORKER_ESTORAGE, text, data, NULL, false);
+		json_decref(data);
 	} else {
 		json_t *data = json_pack("{s:s}", "sqlite", strerror(-rc));
 

@@ -182,5 +182,22 @@ done
 check "no node's log holds a raw NOTICE line" \
 	"$(cat "$dir"/a.log "$dir"/b.log "$dir"/c.log | grep -c '^NOTICE:')" 0
 
+# 8. The server out of reach: a submit is refused -32014 at once, and says
+# that a commit under way when the connection went may have been made (a
+# submit answered so could be in the database after all: the audit saw it
+# run), with data.committed "unknown" (before: "nothing was changed").
+pgdir=$(psql "$BERTH_TEST_DB" -tAc 'SHOW data_directory')
+pgdir=${pgdir%/data}
+pgport=$(printf '%s' "$BERTH_TEST_DB" | sed -n 's|.*:\([0-9]*\)/.*|\1|p')
+"$here/pgctl.sh" stop "$pgdir" "$pgport" >/dev/null 2>&1
+live=a
+[ "$victim" = a ] && live=b
+out=$(berth $live --json submit noop '{}' 2>&1)
+check "a submit while PostgreSQL is down is refused -32014" \
+	"$(printf '%s' "$out" | jq -r '.error.code // .code // empty' 2>/dev/null | head -n 1)" -32014
+check "... saying the commit's outcome is unknown" \
+	"$(printf '%s' "$out" | jq -r '(.error.data // .data).committed // empty' 2>/dev/null | head -n 1)" unknown
+"$here/pgctl.sh" start "$pgdir" "$pgport" >/dev/null 2>&1
+
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail
