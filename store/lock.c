@@ -164,6 +164,37 @@ static char *left_locked(const char *path, const char *real, long pid, int fd)
 			  path, real, LEFT_LOCKED_WAIT_MS / 1000, pid);
 }
 
+/* take locks fd, the database db_path's (resolved: real) or, with
+ * is_file, its lock file lock_path, waiting while its holder has ended
+ * (lock_waiting). Returns 0, or an errno with *errmsg: EBUSY naming the
+ * holder. */
+static int take(int fd, const char *db_path, const char *real,
+		const char *lock_path, bool is_file, char **errmsg)
+{
+	long holder;
+	bool ended;
+	int e = lock_waiting(fd, lock_path, &holder, &ended);
+
+	if (e == 0)
+		return 0;
+	if (e != EWOULDBLOCK) {
+		*errmsg = berth_strf("cannot lock %s: %s", is_file ? lock_path : db_path,
+				     strerror(e));
+		return e;
+	}
+	if (ended)
+		*errmsg = left_locked(db_path, real, holder, fd);
+	else if (holder > 0)
+		*errmsg = berth_strf("the database %s (%s) is in use by berthd pid %ld%s%s%s",
+				     db_path, real, holder, is_file ? " (lock file " : "",
+				     is_file ? lock_path : "", is_file ? ")" : "");
+	else
+		*errmsg = berth_strf("the database %s (%s) is in use by another berthd%s%s%s",
+				     db_path, real, is_file ? " (lock file " : "",
+				     is_file ? lock_path : "", is_file ? ")" : "");
+	return EBUSY;
+}
+
 /* open_private opens path read-write, creating it (mode 0600 whatever the
  * umask) when create is set and it is missing. Returns the descriptor or
  * -errno. */
@@ -193,8 +224,6 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 			char **errmsg)
 {
 	char *real = NULL, *path = NULL;
-	long holder;
-	bool ended;
 	int e;
 
 	l->db_fd = l->file_fd = -1;
@@ -225,21 +254,8 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 		e = ENOMEM;
 		goto fail;
 	}
-	if ((e = lock_waiting(l->db_fd, path, &holder, &ended)) != 0) {
-		if (e != EWOULDBLOCK)
-			*errmsg = berth_strf("cannot lock the database %s: %s", db_path,
-					     strerror(e));
-		else if (ended)
-			*errmsg = left_locked(db_path, real, holder, l->db_fd);
-		else if (holder > 0)
-			*errmsg = berth_strf("the database %s (%s) is in use by berthd pid %ld",
-					     db_path, real, holder);
-		else
-			*errmsg = berth_strf("the database %s (%s) is in use by another berthd",
-					     db_path, real);
-		e = e == EWOULDBLOCK ? EBUSY : e;
+	if ((e = take(l->db_fd, db_path, real, path, false, errmsg)) != 0)
 		goto fail;
-	}
 
 	l->file_fd = open_private(path, true);
 	if (l->file_fd < 0) {
@@ -248,20 +264,8 @@ int store__lock_acquire(const char *db_path, bool create, struct store__lock *l,
 		*errmsg = berth_strf("cannot open the lock file %s: %s", path, strerror(e));
 		goto fail;
 	}
-	if ((e = lock_waiting(l->file_fd, path, &holder, &ended)) != 0) {
-		if (e != EWOULDBLOCK)
-			*errmsg = berth_strf("cannot lock %s: %s", path, strerror(e));
-		else if (ended)
-			*errmsg = left_locked(db_path, real, holder, l->file_fd);
-		else if (holder > 0)
-			*errmsg = berth_strf("the database %s is in use by berthd pid %ld (lock file %s)",
-					     db_path, holder, path);
-		else
-			*errmsg = berth_strf("the database %s is in use by another berthd (lock file %s)",
-					     db_path, path);
-		e = e == EWOULDBLOCK ? EBUSY : e;
+	if ((e = take(l->file_fd, db_path, real, path, true, errmsg)) != 0)
 		goto fail;
-	}
 	free(real);
 	free(path);
 

@@ -791,26 +791,22 @@ static long file_size(const char *path)
 	return stat(path, &st) == 0 ? (long)st.st_size : 0;
 }
 
-/* What an external tool started in its group stops with a berthd killed
- * with kill -9, without waiting for a restart (worker/keeper.c): on a
- * shared PostgreSQL database another node may run the job again long
- * before this one comes back. Before, the tool's own process died with
- * berthd and its ticking child went on for the rest of its 15 s. */
-static void kill9__what_a_tool_started_stops_with_berthd(void **state)
+/* start_ticking starts berthd on h with the crash tools, submits a
+ * ticker job ticking into ticks (a path of h's folder), and returns its id
+ * (malloc'd) once it ticked 5 times, with the ticking pids in pids. */
+static char *start_ticking(struct harness *h, char ticks[400], long pids[8],
+			   int *npids)
 {
 	const char *tools = getenv("CRASH_TOOLS");
 	const char *args[] = {"--tools", tools, "--quiet", NULL};
-	struct harness h = {.no_examples = true};
 	struct berth_client *c;
-	char ticks[400];
-	long pids[8], offset;
-	int npids = 0, lines = 0;
+	int lines = 0;
 	char *id;
 
 	assert_non_null(tools);
-	assert_int_equal(harness_start(&h, args), 0);
-	snprintf(ticks, sizeof ticks, "%s/ticks", h.dir);
-	c = harness_connect(&h);
+	assert_int_equal(harness_start(h, args), 0);
+	snprintf(ticks, 400, "%s/ticks", h->dir);
+	c = harness_connect(h);
 	assert_non_null(c);
 	assert_int_equal(submit(c, json_pack("{s:s, s:{s:s}}", "tool", "ticker",
 					     "input", "file", ticks),
@@ -818,9 +814,24 @@ static void kill9__what_a_tool_started_stops_with_berthd(void **state)
 	berth_client_close(c);
 	for (int waited = 0; lines < 5 && waited < 60000; waited += 50) {
 		sleep_ms(50);
-		lines = tick_pids(ticks, 0, pids, &npids);
+		lines = tick_pids(ticks, 0, pids, npids);
 	}
 	assert_true(lines >= 5);
+	return id;
+}
+
+/* What an external tool started in its group stops with a berthd killed
+ * with kill -9, without waiting for a restart (worker/keeper.c): on a
+ * shared PostgreSQL database another node may run the job again long
+ * before this one comes back. Before, the tool's own process died with
+ * berthd and its ticking child went on for the rest of its 15 s. */
+static void kill9__what_a_tool_started_stops_with_berthd(void **state)
+{
+	struct harness h = {.no_examples = true};
+	char ticks[400];
+	long pids[8], offset;
+	int npids = 0, lines;
+	char *id = start_ticking(&h, ticks, pids, &npids);
 
 	assert_int_equal(harness_kill9(&h), 0);
 	/* The keeper reads the end of berthd's pipe and kills the group;
@@ -843,30 +854,14 @@ static void kill9__what_a_tool_started_stops_with_berthd(void **state)
 static void kill9__a_tool_left_running__is_killed_before_its_job_runs_again(
 	void **state)
 {
-	const char *tools = getenv("CRASH_TOOLS");
-	const char *args[] = {"--tools", tools, "--quiet", NULL};
 	struct harness h = {.no_examples = true};
 	struct berth_client *c;
 	char ticks[400];
 	long pids[8], old, offset;
-	int npids = 0, lines = 0;
-	char *id;
+	int npids = 0, lines;
+	char *id = start_ticking(&h, ticks, pids, &npids);
 	json_t *j;
 
-	assert_non_null(tools);
-	assert_int_equal(harness_start(&h, args), 0);
-	snprintf(ticks, sizeof ticks, "%s/ticks", h.dir);
-	c = harness_connect(&h);
-	assert_non_null(c);
-	assert_int_equal(submit(c, json_pack("{s:s, s:{s:s}}", "tool", "ticker",
-					     "input", "file", ticks),
-				&id), 0);
-	berth_client_close(c);
-	for (int waited = 0; lines < 5 && waited < 60000; waited += 50) {
-		sleep_ms(50);
-		lines = tick_pids(ticks, 0, pids, &npids);
-	}
-	assert_true(lines >= 5);
 	assert_int_equal(npids, 1);
 	old = pids[0];
 
