@@ -101,6 +101,32 @@ static int unescape(char *s, bool plus)
 	return 0;
 }
 
+/* normalize_path decodes, in place, the escapes of path that stand for
+ * unreserved characters (letters, digits, "-", ".", "_", "~"), which name
+ * the same resource escaped or not (RFC 3986 6.2.2.2): "/api/%69nfo" is
+ * "/api/info". Other escapes ("%2F", a malformed one) are left for the
+ * route to judge. */
+static void normalize_path(char *path)
+{
+	char *o = path;
+
+	for (char *s = path; *s; s++) {
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) &&
+		    isxdigit((unsigned char)s[2])) {
+			char hex[3] = {s[1], s[2], '\0'};
+			int ch = (int)strtol(hex, NULL, 16);
+
+			if (ch && (isalnum(ch) || strchr("-._~", ch))) {
+				*o++ = (char)ch;
+				s += 2;
+				continue;
+			}
+		}
+		*o++ = *s;
+	}
+	*o = '\0';
+}
+
 static bool is_int_param(const char *name)
 {
 	for (int i = 0; int_params[i]; i++)
@@ -570,6 +596,7 @@ int http_route_head(struct http_conn *c)
 				   "gateway serves", NULL);
 		return -1;
 	}
+	normalize_path(path);
 	r = route_find(c, path);
 	if (r == &bad_path) {
 		http_respond_error(c, 400, -32600, "invalid request: a "

@@ -424,6 +424,18 @@ static void rest__query_members_without_a_value__are_empty_values(void **state)
 	json_decref(req(200, "GET", "/api/info", BEARER, NULL));
 }
 
+/* An escaped unreserved character names the same resource as itself
+ * (RFC 3986 6.2.2.2): "/api/%69nfo" is "/api/info" (before: 404). An
+ * escaped "/" is not a separator, and an escaped NUL ends nothing. */
+static void rest__escaped_unreserved_characters_in_a_path__are_the_characters(
+	void **state)
+{
+	json_decref(req(200, "GET", "/api/%69nfo", BEARER, NULL));
+	json_decref(req(200, "GET", "/%61pi/tool%73", BEARER, NULL));
+	json_decref(req(404, "GET", "/api%2Finfo", BEARER, NULL));
+	json_decref(req(404, "GET", "/api/info%00", BEARER, NULL));
+}
+
 /* ---- auth --------------------------------------------------------------- */
 
 /* unauthenticated_refusals returns berth_refusals_total{reason=
@@ -2072,6 +2084,7 @@ int main(void)
 		cmocka_unit_test(rest__job_events_with_types__poll_only_those_types),
 		cmocka_unit_test(rest__status_lists_with_an_empty_name__are_refused_naming_them),
 		cmocka_unit_test(rest__query_members_without_a_value__are_empty_values),
+		cmocka_unit_test(rest__escaped_unreserved_characters_in_a_path__are_the_characters),
 		cmocka_unit_test(auth__without_credentials__is_refused),
 		cmocka_unit_test(auth__login_url__opens_one_session_and_sets_no_cookie),
 		cmocka_unit_test(auth__the_login_url__is_a_page_whatever_its_token),
