@@ -434,10 +434,11 @@ static const struct http_route routes[] = {
 	{"/api/jobs/{id}", "retry", M_POST, false, h_job},
 };
 
-/* allow_text writes the methods of mask as an Allow value. */
+/* allow_text writes the methods of mask as an Allow value; HEAD goes
+ * wherever GET does (method_bit). */
 static const char *allow_text(unsigned mask, char *buf, size_t size)
 {
-	static const char *const names[] = {"GET", "POST", "DELETE"};
+	static const char *const names[] = {"GET, HEAD", "POST", "DELETE"};
 	size_t n = 0;
 
 	buf[0] = '\0';

@@ -1953,10 +1953,12 @@ static void routes__a_wrong_method_gets_405_with_the_routes_allow(void **state)
 			for (int k = 0; all[i][k]; k++)
 				lower[k] = (char)tolower((unsigned char)all[i][k]);
 			lower[strlen(all[i])] = '\0';
+			/* HEAD goes wherever GET does (RFC 9110 9.3.2). */
 			if (json_object_get(item, lower))
 				snprintf(allow + strlen(allow),
-					 sizeof allow - strlen(allow), "%s%s",
-					 allow[0] ? ", " : "", all[i]);
+					 sizeof allow - strlen(allow), "%s%s%s",
+					 allow[0] ? ", " : "", all[i],
+					 i == 0 ? ", HEAD" : "");
 		}
 		for (int i = 0; all[i]; i++) {
 			struct resp r;
