@@ -310,19 +310,49 @@ char *harness_submit_held(struct harness *h, const char *submission,
 	return id;
 }
 
+/* The lowest port the kernel hands out for connections, from
+ * ip_local_port_range (32768 when it cannot be read). */
+static int ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int low = 32768;
+
+	if (f) {
+		if (fscanf(f, "%d", &low) != 1)
+			low = 32768;
+		fclose(f);
+	}
+	return low;
+}
+
 int harness_free_port(void)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sin;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	/* Below the range the kernel gives connections their local ports
+	 * from: a port from bind(0) could be taken by another test's
+	 * connection while berthd is down between a kill and its restart,
+	 * which then cannot listen on it again. */
+	int high = ephemeral_low() - 1, low = high - 8000 < 1024 ? 1024
+							   : high - 8000;
+	static unsigned seed;
 
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	port = ntohs(sin.sin_port);
-	close(fd);
-	return port;
+	if (!seed)
+		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	for (int tries = 0; tries < 1000; tries++) {
+		struct sockaddr_in sin = {
+			.sin_family = AF_INET,
+			.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		int fd = socket(AF_INET, SOCK_STREAM, 0), port, rc;
+
+		assert_true(fd >= 0);
+		port = low + (int)(rand_r(&seed) % (unsigned)(high - low + 1));
+		sin.sin_port = htons((uint16_t)port);
+		rc = bind(fd, (struct sockaddr *)&sin, sizeof sin);
+		close(fd);
+		if (rc == 0)
+			return port;
+	}
+	fail_msg("no free TCP port between %d and %d", low, high);
+	return -1;
 }
 
 const char *harness_event_types(const json_t *page, char *buf, size_t size)

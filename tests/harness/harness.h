@@ -39,7 +39,8 @@ int harness_stop(struct harness *h);
 /* harness_cleanup stops berthd if running and removes the directory. */
 void harness_cleanup(struct harness *h);
 /* harness_free_port returns a TCP port on 127.0.0.1 that was free a
- * moment ago, for --listen and --http. */
+ * moment ago, for --listen and --http: one below the kernel's range of
+ * connections' local ports, so that it stays free across a restart. */
 int harness_free_port(void);
 /* harness_connect returns a new client on the harness socket, or NULL. */
 struct berth_client *harness_connect(struct harness *h);

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -65,11 +66,25 @@ EXAMPLES = os.environ.get("BERTH_EXAMPLES",
 
 
 def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """free_port returns a port of 127.0.0.1 that was free a moment ago,
+    below the range the kernel gives connections their local ports from:
+    a port from bind(0) could be taken by another test's connection while
+    berthd is down between a kill and its restart."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            high = int(f.read().split()[0]) - 1
+    except (OSError, ValueError, IndexError):
+        high = 32767
+    low = max(1024, high - 8000)
+    for _ in range(1000):
+        port = random.randint(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free TCP port between %d and %d" % (low, high))
 
 
 class Berthd:

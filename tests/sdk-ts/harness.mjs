@@ -31,15 +31,26 @@ export const BERTHD = process.env.BERTHD ?? fallback('berthd/berthd');
 export const BERTH = process.env.BERTH ?? fallback('cli/berth');
 export const EXAMPLES = process.env.BERTH_EXAMPLES ?? path.join(repo, 'examples', 'tools');
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+// freePort returns a port of 127.0.0.1 that was free a moment ago, below
+// the range the kernel gives connections their local ports from: a port
+// from listen(0) could be taken by another test's connection while berthd
+// is down between a kill and its restart.
+export async function freePort() {
+  let high = 32767;
+  try {
+    high = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]) - 1;
+  } catch {}
+  const low = Math.max(1024, high - 8000);
+  for (let tries = 0; tries < 1000; tries++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    const free = await new Promise((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
-    srv.once('error', reject);
-  });
+    if (free) return port;
+  }
+  throw new Error(`no free TCP port between ${low} and ${high}`);
 }
 
 // Daemon is one berthd on a temporary directory; restart and kill9 keep
