@@ -139,6 +139,7 @@ static void on_close(uv_handle_t *h)
 		struct api_call *call = c->calls;
 
 		c->calls = call->next;
+		c->ncalls--;
 		call->fn(call->arg, NULL, NULL);
 		free(call);
 	}
@@ -249,10 +250,12 @@ static int conn_flush(struct api_conn *c)
 	return 0;
 }
 
-/* conn_over_cap closes c when what it has not read exceeds max_outbuf. */
+/* conn_over_cap closes c when what it has not read exceeds max_outbuf
+ * besides its largest reply: one reply, however long, is not a client
+ * that does not read. */
 static int conn_over_cap(struct api_conn *c)
 {
-	if (api_conn_pending_bytes(c) <= c->api->cfg.max_outbuf)
+	if (api_conn_pending_bytes(c) <= c->api->cfg.max_outbuf + c->out_big)
 		return 0;
 	/* The client does not read what it asked for. It is cut off here,
 	 * so that it costs at most max_outbuf and nobody else waits for
@@ -346,17 +349,21 @@ static void mark_dirty(struct api_conn *c)
 		uv_prepare_start(&a->flush, on_flush);
 }
 
-/* conn_queued finishes a message appended to c's buffer: it ends the line,
- * marks c for the flush before the loop blocks, writes at once past
- * API_OUT_FLUSH, and applies max_outbuf. */
-static int conn_queued(struct api_conn *c)
+/* conn_queued finishes a message of len bytes appended to c's buffer: it
+ * ends the line, marks c for the flush before the loop blocks, writes at
+ * once past API_OUT_FLUSH, and applies max_outbuf. */
+static int conn_queued(struct api_conn *c, size_t len)
 {
+	size_t before = api_conn_pending_bytes(c) - len;
 	int rc;
 
 	if (out_dump(newline, 1, c)) {
 		api_conn_close(c);
 		return -ENOMEM;
 	}
+	/* The largest of the replies queued since the queue was empty. */
+	if (before == 0 || len + 1 > c->out_big)
+		c->out_big = len + 1;
 	mark_dirty(c);
 	if (c->out_len >= API_OUT_FLUSH && (rc = conn_flush(c)))
 		return rc;
@@ -390,12 +397,13 @@ int api_conn_send_text(struct api_conn *c, const char *head, size_t hlen,
 		api_conn_close(c);
 		return -ENOMEM;
 	}
-	return conn_queued(c);
+	return conn_queued(c, hlen + tlen);
 }
 
 int api_conn_send(struct api_conn *c, const json_t *msg)
 {
 	char *text;
+	size_t len;
 
 	if (!api_conn_live(c))
 		return -EPIPE;
@@ -404,13 +412,14 @@ int api_conn_send(struct api_conn *c, const json_t *msg)
 	/* store_json_text is the writer's serializer: the same text as
 	 * json_dumps, at a fraction of its instructions. */
 	text = store_json_text((json_t *)msg);
-	if (!text || out_dump(text, strlen(text), c)) {
+	len = text ? strlen(text) : 0;
+	if (!text || out_dump(text, len, c)) {
 		free(text);
 		api_conn_close(c);
 		return -ENOMEM;
 	}
 	free(text);
-	return conn_queued(c);
+	return conn_queued(c, len);
 }
 
 /* send_error sends a JSON-RPC error outside any request (a parse error,
@@ -590,7 +599,8 @@ bool api_reply_text(struct api_req *r, const char *result, size_t len)
 	    out_dump(result, len, c) || out_dump("}", 1, c))
 		api_conn_close(c);
 	else
-		conn_queued(c);
+		conn_queued(c, sizeof(head) + strlen(id) + sizeof(mid) + len -
+				       1);
 	free(id);
 	req_deliver(r, NULL);
 	return true;
@@ -654,6 +664,10 @@ int api_conn_call(struct api_conn *c, const char *method, json_t *params,
 	call->arg = arg;
 	call->next = c->calls;
 	c->calls = call;
+	c->ncalls++;
+	/* A request that now waits on the client's answer no longer counts
+	 * as unanswered: a client paused on such requests is read again. */
+	conn_poke(c);
 	return 0;
 }
 
@@ -669,6 +683,7 @@ static void take_response(struct api_conn *c, json_t *msg)
 		if (strcmp(call->id, id) != 0)
 			continue;
 		*p = call->next;
+		c->ncalls--;
 		call->fn(call->arg, json_object_get(msg, "result"),
 			 json_object_get(msg, "error"));
 		free(call);
@@ -850,12 +865,21 @@ void api_conn_dispatch(struct api_conn *c, json_t *msg)
 
 /* ---- reading, and pausing it -------------------------------------------- */
 
+/* unanswered is how many of c's requests wait on berthd: those that wait
+ * for c's own answers to berthd's questions (an MCP tools/call waiting on
+ * its elicitation/create) are not counted, or a client with that many
+ * questions open would never be read again, its answers with it. */
+static int unanswered(const struct api_conn *c)
+{
+	return c->inflight - c->ncalls;
+}
+
 /* conn_should_pause is true when c must not be read until some of what it
  * asked is answered (conn.h): too many requests unanswered, or, before
  * server/auth, replies it does not read. */
 static bool conn_should_pause(const struct api_conn *c)
 {
-	if (c->inflight >= c->api->cfg.max_inflight)
+	if (unanswered(c) >= c->api->cfg.max_inflight)
 		return true;
 	return !c->authed && api_conn_pending_bytes(c) >= API_UNAUTH_OUT;
 }
@@ -867,7 +891,7 @@ static bool conn_may_resume(const struct api_conn *c)
 {
 	int max = c->api->cfg.max_inflight;
 
-	if (c->inflight >= max - max / 4)
+	if (unanswered(c) >= max - max / 4)
 		return false;
 	return c->authed || api_conn_pending_bytes(c) < API_UNAUTH_OUT / 2;
 }

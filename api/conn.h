@@ -35,8 +35,10 @@
  *                and a timer; at this many the connection is not read
  *                until three quarters of them are answered.
  *   max_outbuf   64 MiB of unwritten replies: a client that stops reading
- *                is cut off there, so it can never make berthd hold the
- *                whole event log in memory or slow anyone else.
+ *                is cut off there (besides its longest reply, which
+ *                a client that reads must be able to get however long),
+ *                so it can never make berthd hold the whole event log
+ *                in memory or slow anyone else.
  * Before server/auth (TCP), a connection is a stranger's, and costs
  * little:
  *   API_UNAUTH_LINE  64 KiB of line (a server/auth needs 4 KiB at most);
@@ -133,6 +135,7 @@ struct api_conn {
 
 	uint64_t next_call_id;   /* ids of our own requests to the client */
 	struct api_call *calls;  /* our requests awaiting the client's answer */
+	int ncalls;              /* how many */
 	struct api_sub *subs;    /* this connection's subscriptions */
 	int nsubs;
 	struct api_wait *waits;  /* this connection's long-poll waits */
@@ -167,6 +170,9 @@ struct api_conn {
 	 * reach API_OUT_FLUSH. They count towards max_outbuf. */
 	char *out;
 	size_t out_len, out_cap;
+	/* The longest message queued since the queue was last empty: it
+	 * counts on top of max_outbuf (conn_over_cap). */
+	size_t out_big;
 	bool dirty;                   /* in api->dirty, holding a ref */
 	struct api_conn *dirty_next;
 

@@ -469,6 +469,7 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 	struct store_job **jobs = NULL;
 	size_t n = 0;
 	char *next = NULL, *position = NULL, *signed_next;
+	bool cut_short = false;
 	json_t *arr, *result;
 	int rc;
 
@@ -500,12 +501,29 @@ static void m_jobs_list(struct api_req *r, json_t *params)
 		return;
 	}
 	arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(arr, worker_job_to_json(a->worker, jobs[i],
-							      WORKER_VIEW_RAW));
+	for (size_t i = 0, bytes = 0; i < n; i++) {
+		/* The page ends after the job that takes it past its
+		 * budget, and the cursor goes on from there. */
+		if (bytes <= API_PAGE_BYTES) {
+			json_t *job = worker_job_to_json(a->worker, jobs[i],
+							 WORKER_VIEW_RAW);
+
+			bytes += api_json_size(job, API_PAGE_BYTES);
+			json_array_append_new(arr, job);
+			if (bytes > API_PAGE_BYTES && i + 1 < n) {
+				free(next);
+				if (!(next = store_list_cursor(jobs[i]->id)))
+					cut_short = true;
+			}
+		}
 		store_job_free(jobs[i]);
 	}
 	free(jobs);
+	if (cut_short) {
+		json_decref(arr);
+		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+		return;
+	}
 	result = json_pack("{s:o}", "jobs", arr);
 	if (result && next) {
 		signed_next = api_cursor_make(API_CURSOR_JOBS, next);

@@ -83,3 +83,36 @@ json_t *api_rpc_limit(json_int_t n)
 {
 	return json_pack("{s:I}", "limit", n);
 }
+
+size_t api_json_size(const json_t *v, size_t stop)
+{
+	size_t n = 0, i;
+	const char *key;
+	json_t *item;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = 2;
+		json_object_foreach((json_t *)v, key, item) {
+			if (n > stop)
+				break;
+			n += strlen(key) + 4 + api_json_size(item, stop - n);
+		}
+		return n;
+	case JSON_ARRAY:
+		n = 2;
+		json_array_foreach(v, i, item) {
+			if (n > stop)
+				break;
+			n += 1 + api_json_size(item, stop - n);
+		}
+		return n;
+	case JSON_STRING:
+		return json_string_length(v) + 2;
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return 24;
+	default:
+		return 5;
+	}
+}

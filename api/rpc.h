@@ -52,4 +52,16 @@ json_t *api_rpc_error(json_t *id, int code, const char *message,
 /* api_rpc_limit returns a new {"limit": n}, the data of a limit error. */
 json_t *api_rpc_limit(json_int_t n);
 
+/* A page of jobs/list or events/poll, and a step of a subscription's
+ * replay, ends after the item that takes it past this many bytes (it
+ * holds one item at least): a reply of a hundred inputs of 10 MiB would
+ * otherwise be one line of a gigabyte, built whole and queued at once. */
+#define API_PAGE_BYTES (8u * 1024 * 1024)
+
+/* api_json_size returns about how many bytes v takes as JSON text (each
+ * string counted as its bytes and quotes, escapes aside), stopping once
+ * the count passes stop: what a page's budget needs, at a fraction of a
+ * serialization's cost. */
+size_t api_json_size(const json_t *v, size_t stop);
+
 #endif

@@ -43,6 +43,10 @@ struct api_sub {
 	bool replaying;
 	bool yielded;     /* its replay waits for its next turn */
 	int64_t last_seq; /* the last seq sent (or skipped as not wanted) */
+	/* Events its replay reads a step: REPLAY_CHUNK, fewer after a step
+	 * the high water cut short (large events), so that what a step
+	 * reads is about what it sends. */
+	int chunk;
 
 	struct api_sub *next, **pprev;           /* in api->subs */
 	struct api_sub *conn_next, **conn_pprev; /* in conn->subs */
@@ -139,15 +143,15 @@ static int replay_read(struct api_sub *s, struct store_event **evs, size_t *n,
 
 	if (s->types) {
 		struct store_event_query q = {s->last_seq, job, s->types,
-					      REPLAY_CHUNK, STORE_EVENTS_SCAN};
+					      s->chunk, STORE_EVENTS_SCAN};
 
 		rc = store_events_typed(st, &q, evs, n, next, &more);
 		*caught_up = !more;
 		return rc;
 	}
-	rc = store_events(st, s->last_seq, job, REPLAY_CHUNK, evs, n);
+	rc = store_events(st, s->last_seq, job, s->chunk, evs, n);
 	*next = *n ? (*evs)[*n - 1].seq : s->last_seq;
-	*caught_up = *n < REPLAY_CHUNK;
+	*caught_up = *n < (size_t)s->chunk;
 	return rc;
 }
 
@@ -193,15 +197,28 @@ static void sub_replay(struct api_sub *s)
 			return;
 		}
 		/* Every event read is one it wants: the read filtered by
-		 * its types. */
-		for (size_t i = 0; i < n; i++) {
+		 * its types. The step stops at the high water (large
+		 * events), and the next one reads on after the last sent. */
+		size_t sent = 0;
+
+		for (; sent < n && api_conn_live(c) &&
+		       api_conn_pending_bytes(c) < API_REPLAY_HIGH_WATER;
+		     sent++) {
 			struct event_text t = {0};
 
-			send_event(s, &evs[i], &t);
+			send_event(s, &evs[sent], &t);
 			free(t.head);
-			store_event_finish(&evs[i]);
 		}
+		for (size_t i = 0; i < n; i++)
+			store_event_finish(&evs[i]);
 		free(evs);
+		if (sent < n) {
+			s->chunk = sent ? (int)sent : 1;
+			continue;
+		}
+		if (s->chunk < REPLAY_CHUNK)
+			s->chunk = s->chunk * 2 < REPLAY_CHUNK ? s->chunk * 2
+							       : REPLAY_CHUNK;
 		/* The next read starts after what this one looked at, the
 		 * events it passed over included. */
 		if (next > s->last_seq)
@@ -248,6 +265,7 @@ void api_m_events_subscribe(struct api_req *r, json_t *params)
 		return;
 	}
 	s->conn = c;
+	s->chunk = REPLAY_CHUNK;
 	snprintf(s->id, sizeof s->id, "sub-%llu",
 		 (unsigned long long)++a->next_sub_id);
 	/* s->id is "sub-N": nothing in it needs escaping. */

@@ -110,11 +110,21 @@ static json_t *events_page(struct api *a, int64_t since, const char *job,
 	if (*rc < 0)
 		return NULL;
 	arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		if (arr)
-			json_array_append_new(arr, store_event_to_json(&evs[i]));
-		if (!types)
-			next = evs[i].seq;
+	for (size_t i = 0, bytes = 0; i < n; i++) {
+		/* The page ends after the event that takes it past its
+		 * budget; next is that event's seq, and more follow. */
+		if (arr && bytes <= API_PAGE_BYTES) {
+			json_t *ev = store_event_to_json(&evs[i]);
+
+			bytes += api_json_size(ev, API_PAGE_BYTES);
+			json_array_append_new(arr, ev);
+			if (bytes > API_PAGE_BYTES && i + 1 < n) {
+				next = evs[i].seq;
+				rest = true;
+			} else if (!types) {
+				next = evs[i].seq;
+			}
+		}
 		store_event_finish(&evs[i]);
 	}
 	free(evs);

@@ -192,6 +192,7 @@ static int conn_write(struct http_conn *c, char *head, size_t hlen,
 	struct write_req *wr;
 	uv_buf_t bufs[2];
 	unsigned n = 0;
+	size_t queued;
 	int rc;
 
 	if (c->state == HC_CLOSING) {
@@ -221,10 +222,13 @@ static int conn_write(struct http_conn *c, char *head, size_t hlen,
 		http_conn_close(c);
 		return rc;
 	}
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) >
-	    c->http->max_outbuf) {
+	queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+	if (queued <= hlen + blen || hlen + blen > c->out_big)
+		c->out_big = hlen + blen;
+	if (queued > c->http->max_outbuf + c->out_big) {
 		/* The client does not read what it asked for (an event
-		 * stream it stopped reading): cut off, as on the socket. */
+		 * stream it stopped reading): cut off, as on the socket.
+		 * One response, however long, is not such a client. */
 		http_conn_close(c);
 		return -ENOBUFS;
 	}

@@ -191,6 +191,9 @@ struct http_conn {
 	bool held;              /* the next request waits for responses to
 				   be written (pipelining, above) */
 	uint64_t held_since;    /* uv_now when it began to wait so */
+	/* The longest write queued since the queue was last empty: it
+	 * counts on top of max_outbuf (conn_write). */
+	size_t out_big;
 
 	/* The api connection of this client (api/local.h), opened at its
 	 * first API request; want_id is the id of the reply it waits for

@@ -1392,6 +1392,11 @@ void store__prefix_end(const char *prefix, char *end)
 	}
 }
 
+char *store_list_cursor(const char *id)
+{
+	return cursor_make(id);
+}
+
 int store_list(struct store *st, const struct store_filter *f, int limit,
 	       const char *cursor, struct store_job ***jobs, size_t *n,
 	       char **next)

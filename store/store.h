@@ -671,6 +671,11 @@ int store_list(struct store *st, const struct store_filter *f, int limit,
 	       const char *cursor, struct store_job ***jobs, size_t *n,
 	       char **next);
 
+/* store_list_cursor returns a malloc'd cursor of store_list that goes on
+ * after the job id (a page cut short by its caller), or NULL when out of
+ * memory. */
+char *store_list_cursor(const char *id);
+
 /* store_events reads up to limit events with seq > after, oldest first,
  * of one job when job_id is not NULL. The caller frees each event with
  * store_event_finish and the array with free. */

@@ -735,6 +735,191 @@ static void events__survive_a_crash_and_the_interrupted_run_is_logged(void **sta
 	harness_cleanup(&h);
 }
 
+/* ---- large events: pages and replays bounded in bytes ------------------ */
+
+#define BIG_INPUT (3 * 1024 * 1024)
+#define PAGE_BYTES (8 * 1024 * 1024)
+
+/* submit_big submits n noop jobs of run runId whose input holds a string
+ * of BIG_INPUT bytes (and so its output, which is the input), and waits
+ * until each is completed. */
+static void submit_big(struct berth_client *c, const char *run, int n)
+{
+	char *text = malloc(BIG_INPUT + 1);
+
+	assert_non_null(text);
+	memset(text, 'b', BIG_INPUT);
+	text[BIG_INPUT] = '\0';
+	for (int i = 0; i < n; i++) {
+		json_t *job = call_ok(c, "jobs/submit",
+				      json_pack("{s:s, s:{s:s, s:i}, s:s}",
+						"tool", "noop", "input", "s",
+						text, "i", i, "runId", run));
+
+		json_decref(wait_for(c, jstr(job, "id"), "completed"));
+		json_decref(job);
+	}
+	free(text);
+}
+
+/* poll_seqs polls the log after since with limit a page until it is
+ * caught up, writing the seqs read to seqs (at most max) and returning
+ * their count; *pages counts the pages that held events, and *longest is
+ * the longest answer's line. */
+static size_t poll_seqs(struct berth_client *c, json_int_t since, int limit,
+			json_int_t *seqs, size_t max, int *pages,
+			size_t *longest)
+{
+	size_t n = 0;
+
+	*pages = 0;
+	*longest = 0;
+	for (;;) {
+		char params[96], *line;
+		json_t *msg, *page, *evs, *ev;
+		size_t i;
+
+		snprintf(params, sizeof params, "{\"since\":%lld,\"limit\":%d}",
+			 (long long)since, limit);
+		send_poll(c, params);
+		line = berth_client_read_line(c, 60000);
+		assert_non_null(line);
+		if (strlen(line) > *longest)
+			*longest = strlen(line);
+		msg = json_loads(line, 0, NULL);
+		free(line);
+		page = json_incref(json_object_get(msg, "result"));
+		json_decref(msg);
+		assert_non_null(page);
+		evs = json_object_get(page, "events");
+		if (json_array_size(evs) == 0) {
+			json_decref(page);
+			return n;
+		}
+		(*pages)++;
+		json_array_foreach(evs, i, ev) {
+			assert_true(n < max);
+			seqs[n++] = json_integer_value(json_object_get(ev, "seq"));
+		}
+		since = json_integer_value(json_object_get(page, "next"));
+		assert_int_equal(since, seqs[n - 1]);
+		json_decref(page);
+	}
+}
+
+/* events/poll ends a page after the event that takes it past 8 MiB, and
+ * its next goes on from there: ten events of 3 MiB are not one line of
+ * 30 MiB (or, with inputs of 10 MiB, a gigabyte), and nothing is lost or
+ * repeated across the pages. */
+static void poll__large_events__come_in_pages_of_about_8_mib(void **state)
+{
+	struct harness h;
+	struct berth_client *c;
+	json_int_t since, one[64], paged[64];
+	size_t n_one, n_paged, longest, ignored;
+	int pages, pages_one;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	since = last_seq(c);
+	submit_big(c, "big-poll", 5);
+	n_one = poll_seqs(c, since, 1, one, 64, &pages_one, &ignored);
+	n_paged = poll_seqs(c, since, 1000, paged, 64, &pages, &longest);
+	print_message("%zu events, %d pages, the longest %zu bytes\n", n_paged,
+		      pages, longest);
+	assert_int_equal(n_paged, n_one);
+	for (size_t i = 0; i < n_one; i++)
+		assert_int_equal(paged[i], one[i]);
+	/* The created and completed events carry 3 MiB each: ten of them. */
+	assert_true(pages >= 3);
+	assert_true(longest < PAGE_BYTES + BIG_INPUT + 4096);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
+/* jobs/list ends a page after the job that takes it past 8 MiB, with a
+ * cursor that goes on from there. */
+static void list__large_jobs__come_in_pages_of_about_8_mib(void **state)
+{
+	struct harness h;
+	struct berth_client *c;
+	json_t *cursor = NULL;
+	int pages = 0, jobs = 0, seen[5] = {0};
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	submit_big(c, "big-list", 5);
+	do {
+		json_t *params = json_pack("{s:s, s:i}", "runId", "big-list",
+					   "limit", 50), *page, *job;
+		size_t i;
+		char *text;
+
+		if (cursor)
+			json_object_set_new(params, "cursor", cursor);
+		page = call_ok(c, "jobs/list", params);
+		text = json_dumps(page, JSON_COMPACT);
+		/* A job here is 6 MiB, its input and output. */
+		assert_true(strlen(text) < PAGE_BYTES + 2 * BIG_INPUT + 4096);
+		free(text);
+		json_array_foreach(json_object_get(page, "jobs"), i, job) {
+			int k = (int)json_integer_value(json_object_get(
+				json_object_get(job, "input"), "i"));
+
+			assert_true(k >= 0 && k < 5);
+			seen[k]++;
+			jobs++;
+		}
+		cursor = json_incref(json_object_get(page, "nextCursor"));
+		json_decref(page);
+		pages++;
+	} while (cursor);
+	print_message("5 jobs of 6 MiB in %d pages\n", pages);
+	assert_int_equal(jobs, 5);
+	for (int k = 0; k < 5; k++)
+		assert_int_equal(seen[k], 1);
+	assert_true(pages >= 3);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
+/* A subscription's replay of large events sends each once and in order,
+ * a few at a time as its client reads. */
+static void subscribe__replay_of_large_events__sends_each_once_in_order(void **state)
+{
+	struct harness h;
+	struct berth_client *c, *s;
+	json_int_t since, want[64];
+	size_t n_want, ignored;
+	int pages;
+	char line[160], *reply;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	since = last_seq(c);
+	submit_big(c, "big-sub", 5);
+	n_want = poll_seqs(c, since, 1, want, 64, &pages, &ignored);
+	s = support_connect(&h);
+	snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":\"s\","
+		 "\"method\":\"events/subscribe\",\"params\":{\"since\":%lld}}",
+		 (long long)since);
+	assert_int_equal(berth_client_send_line(s, line, strlen(line)), 0);
+	reply = berth_client_read_line(s, 30000);
+	assert_non_null(reply);
+	assert_non_null(strstr(reply, "\"subscription\""));
+	free(reply);
+	for (size_t i = 0; i < n_want; i++) {
+		json_t *ev = next_event(s);
+
+		assert_int_equal(json_integer_value(json_object_get(ev, "seq")),
+				 want[i]);
+		json_decref(ev);
+	}
+	berth_client_close(s);
+	berth_client_close(c);
+	harness_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +931,9 @@ int main(void)
 		cmocka_unit_test(poll__with_types_and_wait_ms__wakes_only_on_those_types),
 		cmocka_unit_test(waits_and_subscriptions__pick_up_again_after_a_restart),
 		cmocka_unit_test(events__survive_a_crash_and_the_interrupted_run_is_logged),
+		cmocka_unit_test(poll__large_events__come_in_pages_of_about_8_mib),
+		cmocka_unit_test(list__large_jobs__come_in_pages_of_about_8_mib),
+		cmocka_unit_test(subscribe__replay_of_large_events__sends_each_once_in_order),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))

@@ -1240,6 +1240,144 @@ static void a_client_that_never_reads__is_cut_off_and_nobody_waits(void **state)
 }
 
 
+/* One reply longer than the 64 MiB of unread replies berthd allows is not
+ * a client that does not read: here a batch of five jobs/get of a job of
+ * 30 MiB (its 15 MiB input and its output) is one line of 150 MiB, which
+ * reaches the client whole, and the connection goes on. */
+static void a_reply_longer_than_the_cap__reaches_a_client_that_reads(void **state)
+{
+	struct berth_client *c = support_connect(&shared);
+	size_t big = 15u * 1024 * 1024, n = 0;
+	char *input = malloc(big + 16), batch[1024], *line;
+	json_t *job, *msg;
+
+	assert_non_null(input);
+	n = (size_t)snprintf(input, 16, "{\"s\":\"");
+	memset(input + n, 'q', big);
+	strcpy(input + n + big, "\"}");
+	job = submit(c, "noop", input);
+	free(input);
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	n = (size_t)snprintf(batch, sizeof batch, "[");
+	for (int i = 0; i < 5; i++)
+		n += (size_t)snprintf(batch + n, sizeof batch - n,
+				      "%s{\"jsonrpc\":\"2.0\",\"id\":%d,"
+				      "\"method\":\"jobs/get\",\"params\":"
+				      "{\"id\":\"%s\"}}",
+				      i ? "," : "", i, jstr(job, "id"));
+	snprintf(batch + n, sizeof batch - n, "]");
+	json_decref(job);
+	assert_int_equal(berth_client_send_line(c, batch, strlen(batch)), 0);
+	line = berth_client_read_line(c, 120000);
+	assert_non_null(line);
+	print_message("the batch's answer: %zu bytes\n", strlen(line));
+	assert_true(strlen(line) > 5 * 2 * big);
+	msg = json_loads(line, 0, NULL);
+	free(line);
+	assert_int_equal(json_array_size(msg), 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_non_null(json_object_get(json_array_get(msg, i),
+						"result"));
+	json_decref(msg);
+	json_decref(call_ok(c, "ping", NULL));
+	berth_client_close(c);
+}
+
+#define ASKED_CALLS 1100
+
+/* An MCP client whose tools/call wait for its own answers to berthd's
+ * elicitation/create is not one with that many requests unanswered: past
+ * 1024 such calls berthd still reads it, and so reads the answers that
+ * end the calls, and a ping after them. Before, it stopped reading at
+ * 1024 and the session hung for good. */
+static void calls_waiting_on_the_clients_own_answers__do_not_pause_it(void **state)
+{
+	struct berth_client *c = support_connect(&shared);
+	int fd = berth_client_fd(c), asked = 0, ended = 0;
+	size_t outcap = (ASKED_CALLS + 4) * 256, outlen = 0, outoff = 0;
+	size_t incap = 1 << 20, inlen = 0;
+	char *out = malloc(outcap), *in = malloc(incap);
+	bool pinged = false;
+	int64_t deadline = support_now_ms() + 60000;
+
+	assert_non_null(out);
+	assert_non_null(in);
+	outlen += (size_t)snprintf(out + outlen, outcap - outlen,
+		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+		"\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
+		"{\"elicitation\":{}},\"clientInfo\":{\"name\":\"t\","
+		"\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":"
+		"\"notifications/initialized\"}\n");
+	for (int i = 1; i <= ASKED_CALLS; i++)
+		outlen += (size_t)snprintf(out + outlen, outcap - outlen,
+			"{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			"\"params\":{\"name\":\"api-approve\",\"arguments\":"
+			"{\"action\":\"a%d\"}}}\n", i, i);
+	outlen += (size_t)snprintf(out + outlen, outcap - outlen,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"ping\",\"method\":\"ping\"}\n");
+	assert_true(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
+	while (!(pinged && ended == ASKED_CALLS) &&
+	       support_now_ms() < deadline) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		char *nl;
+		ssize_t n;
+
+		if (outoff < outlen)
+			pfd.events |= POLLOUT;
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		if ((pfd.revents & POLLOUT) &&
+		    (n = write(fd, out + outoff, outlen - outoff)) > 0)
+			outoff += (size_t)n;
+		if (!(pfd.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(fd, in + inlen, incap - inlen);
+		assert_true(n > 0);
+		inlen += (size_t)n;
+		while ((nl = memchr(in, '\n', inlen))) {
+			json_t *m = json_loadb(in, (size_t)(nl - in), 0, NULL);
+			const char *method = jstr(m, "method");
+			json_t *id = json_object_get(m, "id");
+
+			assert_non_null(m);
+			if (method && strcmp(method, "elicitation/create") == 0) {
+				/* Declined: the call ends, no tool runs. */
+				char *idt = json_dumps(id, JSON_ENCODE_ANY);
+				size_t need = 128 + strlen(idt);
+
+				if (outcap - outlen < need) {
+					memmove(out, out + outoff,
+						outlen - outoff);
+					outlen -= outoff;
+					outoff = 0;
+				}
+				assert_true(outcap - outlen >= need);
+				outlen += (size_t)snprintf(out + outlen,
+					outcap - outlen, "{\"jsonrpc\":\"2.0\","
+					"\"id\":%s,\"result\":{\"action\":"
+					"\"decline\"}}\n", idt);
+				free(idt);
+				asked++;
+			} else if (json_is_string(id)) {
+				pinged = true;
+			} else if (json_is_integer(id) &&
+				   json_integer_value(id) > 0) {
+				ended++;
+			}
+			json_decref(m);
+			inlen -= (size_t)(nl + 1 - in);
+			memmove(in, nl + 1, inlen);
+		}
+	}
+	print_message("%d calls asked about, %d ended, ping %s\n", asked,
+		      ended, pinged ? "answered" : "not answered");
+	assert_true(pinged);
+	assert_int_equal(ended, ASKED_CALLS);
+	free(out);
+	free(in);
+	berth_client_close(c);
+}
+
 /* A batch is at most 1000 requests: one more and it is refused as a whole
  * (-32600 with the limit), before any of it is parsed or run. */
 static void a_batch_over_1000__is_refused_before_it_is_parsed(void **state)
@@ -1478,6 +1616,8 @@ int main(void)
 		cmocka_unit_test(unix_clients_that_vanish__release_their_waits_at_once),
 		cmocka_unit_test(a_half_closed_unix_client__still_gets_its_answers),
 		cmocka_unit_test(ten_thousand_idle_connections__do_not_disturb_the_others),
+		cmocka_unit_test(a_reply_longer_than_the_cap__reaches_a_client_that_reads),
+		cmocka_unit_test(calls_waiting_on_the_clients_own_answers__do_not_pause_it),
 		cmocka_unit_test(a_client_that_never_reads__is_cut_off_and_nobody_waits),
 	};
 	int failed;
