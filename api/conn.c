@@ -439,14 +439,73 @@ static void send_error(struct api_conn *c, struct api_batch *b, json_t *id,
 	}
 }
 
+/* hex4 reads the 4 hex digits at p as a number, or -1. */
+static long hex4(const char *p)
+{
+	long v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int ch = (unsigned char)p[i], d;
+
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+			d = (ch | 0x20) - 'a' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+/* lone_surrogates returns a malloc'd copy of line whose escapes of lone
+ * UTF-16 surrogates (a \uD800 without its pair, which jansson refuses
+ * as it refuses a \u0000) are \uFFFD, of the same length, with *first
+ * the column of the first; NULL when there is none (or no memory).
+ * Escapes appear only in strings, so each backslash starts one. */
+static char *lone_surrogates(const char *line, size_t len, size_t *first)
+{
+	char *copy = NULL;
+
+	for (size_t i = 0; i + 1 < len; i++) {
+		long u, low;
+
+		if (line[i] != '\\')
+			continue;
+		if (line[i + 1] != 'u' || i + 6 > len) {
+			i++;
+			continue;
+		}
+		u = hex4(line + i + 2);
+		if (u >= 0xD800 && u <= 0xDBFF && i + 12 <= len &&
+		    line[i + 6] == '\\' && line[i + 7] == 'u' &&
+		    (low = hex4(line + i + 8)) >= 0xDC00 && low <= 0xDFFF) {
+			i += 11; /* a pair */
+			continue;
+		}
+		if (u >= 0xD800 && u <= 0xDFFF) {
+			if (!copy) {
+				if (!(copy = malloc(len)))
+					return NULL;
+				memcpy(copy, line, len);
+				*first = i + 1;
+			}
+			memcpy(copy + i + 2, "FFFD", 4);
+		}
+		i += 5;
+	}
+	return copy;
+}
+
 /*
  * not_loaded answers a line that jansson did not load (jerr: its error;
  * store_json_load leaves every text that is not valid JSON to json_loadb).
  * Most such lines are not JSON: -32700, id null. Some are JSON that berth
  * does not take, a \u0000 in a string or an integer beyond 64 bits (which
- * JavaScript's JSON.stringify writes for 2 ** 63): -32600, and a request
- * among them gets it with its own id, so that its client learns which
- * request failed instead of waiting for it. A notification is not
+ * JavaScript's JSON.stringify writes for 2 ** 63), a lone UTF-16
+ * surrogate (what JavaScript's slice of a string may leave): -32600, and
+ * a request among them gets it with its own id, so that its client learns
+ * which request failed instead of waiting for it. A notification is not
  * answered; a response or a batch gets it with id null.
  */
 static void not_loaded(struct api_conn *c, const char *line, size_t len,
@@ -458,13 +517,18 @@ static void not_loaded(struct api_conn *c, const char *line, size_t len,
 	bool exact;
 	char text[512];
 	double d;
+	size_t lone_at = 0;
+	char *patched = lone_surrogates(line, len, &lone_at);
 
+	if (patched)
+		line = patched;
 	v = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &again);
 	if (!v) {
 		v = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL |
 				   JSON_DECODE_INT_AS_REAL, &again);
 		reals = true;
 	}
+	free(patched);
 	if (!v) {
 		snprintf(text, sizeof text, "parse error: %s at column %d",
 			 jerr->text, jerr->column);
@@ -491,9 +555,15 @@ static void not_loaded(struct api_conn *c, const char *line, size_t len,
 		id = json_integer((json_int_t)d);
 	else
 		json_incref(id);
-	snprintf(text, sizeof text, "invalid request: %s at column %d (berth "
-		 "takes no \\u0000 in a string, and integers only within 64 "
-		 "bits)", jerr->text, jerr->column);
+	if (lone_at)
+		snprintf(text, sizeof text, "invalid request: a lone UTF-16 "
+			 "surrogate (an escape \\uD800 to \\uDFFF without its "
+			 "pair) at column %zu: a string holds Unicode characters "
+			 "only", lone_at);
+	else
+		snprintf(text, sizeof text, "invalid request: %s at column %d "
+			 "(berth takes no \\u0000 in a string, and integers only "
+			 "within 64 bits)", jerr->text, jerr->column);
 	send_error(c, NULL, id, API_INVALID_REQUEST, text, NULL);
 	json_decref(id);
 	json_decref(v);

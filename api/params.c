@@ -166,6 +166,10 @@ static void check_one(const struct api_param *p, const json_t *v,
 			add_error(errors, p->name, "format",
 				  "%s must be an ISO 8601 time such as "
 				  "2026-01-02T03:04:05.000Z", p->name);
+		else if (t < 0)
+			add_error(errors, p->name, "minimum",
+				  "%s must not be before "
+				  "1970-01-01T00:00:00.000Z", p->name);
 		break;
 	case API_P_ENUM: {
 		bool ok = false;

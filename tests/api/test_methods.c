@@ -303,6 +303,17 @@ static void submit__with_bad_params__is_invalid_params(void **state)
 	json_decref(call_err(c, "jobs/submit",
 			     json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
 				       "runAt", "tomorrow"), -32602));
+	/* A time before 1970 is refused as the others are, with data.errors
+	 * naming /runAt (it was a bare -32602 that named four params). */
+	err = call_err(c, "jobs/submit",
+		       json_pack("{s:s, s:{}, s:s}", "tool", "noop", "input",
+				 "runAt", "1969-12-31T23:59:59.999Z"),
+		       -32602);
+	assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(
+				     err, "data"), "errors"), 0),
+				 "instancePath"),
+			    "/runAt");
+	json_decref(err);
 	json_decref(call_err(c, "jobs/submit",
 			     json_pack("{s:s}", "tool", "noop"), -32602));
 	json_decref(call_err(c, "jobs/submit",
@@ -1085,15 +1096,29 @@ static void json_berth_does_not_take__is_refused_with_the_requests_id(
 	assert_int_equal(error_code(r), -32600);
 	assert_true(json_is_null(json_object_get(r, "id")));
 	json_decref(r);
-	/* A notification is not answered; a lone surrogate is not JSON
-	 * berth reads at all. */
+	/* A notification is not answered; a lone UTF-16 surrogate (what
+	 * JavaScript's slice of "smile 😀" leaves) is refused with the
+	 * request's id too, where it used to be -32700 with id null. */
 	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":"
 		     "{\"a\":\"\\u0000\"}}\n{\"jsonrpc\":\"2.0\",\"id\":8,"
-		     "\"method\":\"ping\",\"params\":{\"s\":\"\\ud800\"}}");
-	assert_int_equal(error_code(r), -32700);
-	assert_true(json_is_null(json_object_get(r, "id")));
+		     "\"method\":\"ping\",\"params\":{\"s\":\"\\ud83d\\ude00 "
+		     "\\\\ud800 \\ud800\"}}");
+	assert_int_equal(error_code(r), -32600);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 8);
+	assert_non_null(strstr(json_string_value(json_object_get(
+				       json_object_get(r, "error"), "message")),
+			       "lone UTF-16 surrogate"));
+	assert_non_null(strstr(json_string_value(json_object_get(
+				       json_object_get(r, "error"), "message")),
+			       "column 77"));
 	json_decref(r);
-	assert_pings(c, 9);
+	/* A pair is a character, and an escaped backslash before "ud800"
+	 * is no escape. */
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\","
+		     "\"params\":{\"s\":\"\\ud83d\\ude00 \\\\ud800\"}}");
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	assert_pings(c, 10);
 	berth_client_close(c);
 }
 
