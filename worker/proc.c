@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "store/jload.h"
 #include "worker/internal.h"
 
@@ -240,7 +241,7 @@ static void err_line(struct worker__proc *p, const char *s, size_t len);
 static void maybe_end(struct worker__proc *p)
 {
 	char status[64];
-	char tail[STDERR_TAIL + 1];
+	char *stderr_text;
 
 	if (!p->exited || !p->out_eof || !p->err_eof || p->ended)
 		return;
@@ -257,16 +258,20 @@ static void maybe_end(struct worker__proc *p)
 			snprintf(status, sizeof(status),
 				 "exited with status %lld",
 				 (long long)p->exit_status);
-		memcpy(tail, p->tail, p->tail_len);
-		tail[p->tail_len] = '\0';
+		/* The tail may begin inside a character: data's stderr is
+		 * made UTF-8 (the message is, by the run). */
+		stderr_text = berth_utf8_repair(p->tail, p->tail_len);
 		final(p, berth_error(
 				 true,
-				 json_pack("{s:I, s:i, s:s}", "exitStatus",
+				 json_pack("{s:I, s:i, s:s*}", "exitStatus",
 					   (json_int_t)p->exit_status, "signal",
-					   p->term_signal, "stderr", tail),
+					   p->term_signal, "stderr",
+					   stderr_text),
 				 "the tool %s without a final line; stderr "
 				 "ends with: %s",
-				 status, p->tail_len ? tail : "(nothing)"));
+				 status, p->tail_len && stderr_text
+						 ? stderr_text : "(nothing)"));
+		free(stderr_text);
 	}
 	close_all(p);
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "log/log.h"
 #include "worker/internal.h"
 
@@ -556,16 +557,21 @@ static json_t *error_json(const char *code, json_t *data, const char *fmt,
 			  ...)
 {
 	va_list ap;
-	char *msg;
+	char *msg, *text = NULL;
 	json_t *e;
 
 	va_start(ap, fmt);
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;
 	va_end(ap);
-	e = json_pack("{s:s, s:s, s:o*}", "message", msg ? msg : code, "code",
+	/* A message may quote what a tool printed: made UTF-8, or jansson
+	 * would refuse it and the job would fail with no error at all. */
+	if (msg)
+		text = berth_utf8_repair(msg, strlen(msg));
+	e = json_pack("{s:s, s:s, s:o*}", "message", text ? text : code, "code",
 		      code, "data", data);
 	free(msg);
+	free(text);
 	return e;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "log/log.h"
 #include "worker/internal.h"
 
@@ -205,6 +206,7 @@ void worker__job_log(struct worker *w, const char *job_id, const char *level,
 {
 	struct worker__op *op = worker__op_new(w, NULL, NULL);
 	struct store_log_line *l;
+	char *text;
 	va_list ap;
 
 	if (!op)
@@ -216,9 +218,13 @@ void worker__job_log(struct worker *w, const char *job_id, const char *level,
 	l->at = store_now();
 	l->level = strdup(level);
 	va_start(ap, fmt);
-	if (vasprintf(&l->message, fmt, ap) < 0)
-		l->message = NULL;
+	if (vasprintf(&text, fmt, ap) < 0)
+		text = NULL;
 	va_end(ap);
+	/* A line of a tool's stderr is whatever bytes it wrote: stored as
+	 * UTF-8, so that jobs/logs can give it back as a JSON string. */
+	l->message = text ? berth_utf8_repair(text, strlen(text)) : NULL;
+	free(text);
 	l->data = data ? json_deep_copy(data) : NULL;
 	if (!l->level || !l->message)
 		goto fail;

@@ -42,6 +42,13 @@ static const char *const manifests[][2] = {
 	{"garbage.json",
 	 "{\"id\":\"p-garbage\",\"command\":[\"/bin/sh\",\"-c\","
 	 "\"cat >/dev/null; echo 'hello world'; exec sleep 30\"]}"},
+	/* A line, then the tail of stderr, that are not UTF-8 (Latin-1). */
+	{"latin1.json",
+	 "{\"id\":\"p-latin1\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; printf 'caf\\\\351 au lait\\\\n'; exec sleep 30\"]}"},
+	{"latin1-err.json",
+	 "{\"id\":\"p-latin1-err\",\"command\":[\"/bin/sh\",\"-c\","
+	 "\"cat >/dev/null; printf 'd\\\\351j\\\\340 vu\\\\n' >&2; exit 3\"]}"},
 	{"silent.json",
 	 "{\"id\":\"p-silent\",\"command\":[\"/bin/sh\",\"-c\","
 	 "\"cat >/dev/null; echo 'something broke' >&2; exit 3\"]}"},
@@ -319,6 +326,33 @@ static void external_tool__garbage_line__fails_and_is_killed(void **state)
 	j = fx_get(f, id);
 	assert_non_null(strstr(error_message(j), "not a JSON object"));
 	assert_non_null(strstr(error_message(j), "hello world"));
+	store_job_free(j);
+}
+
+/* A tool's line or stderr that is not UTF-8 is quoted with U+FFFD for
+ * each bad byte: before, jansson refused the message, and the job failed
+ * with no error at all. */
+static void external_tool__bytes_that_are_not_utf8__are_quoted_as_u_fffd(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store_job *j;
+	char id[40];
+
+	fx_submit_ok(f, "p-latin1", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 3000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j), "not a JSON object"));
+	assert_non_null(strstr(error_message(j), "caf\xEF\xBF\xBD au lait"));
+	store_job_free(j);
+	fx_submit_ok(f, "p-latin1-err", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_FAILED, 3000);
+	j = fx_get(f, id);
+	assert_non_null(strstr(error_message(j),
+			       "d\xEF\xBF\xBDj\xEF\xBF\xBD vu"));
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(
+				       j->error, "data"), "stderr")),
+			       "d\xEF\xBF\xBDj\xEF\xBF\xBD vu"));
 	store_job_free(j);
 }
 
@@ -791,6 +825,7 @@ int main(void)
 		T(external_tool__suspend__is_resumed_with_its_data),
 		T(external_tool__error__fails_with_its_message_and_data),
 		T(external_tool__garbage_line__fails_and_is_killed),
+		T(external_tool__bytes_that_are_not_utf8__are_quoted_as_u_fffd),
 		T(external_tool__exit_without_final_line__quotes_status_and_stderr),
 		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
 		T(external_tool__cancelled__is_stopped),
