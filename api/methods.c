@@ -649,7 +649,7 @@ static void m_jobs_logs(struct api_req *r, json_t *params)
 
 #define REQ API_P_REQUIRED
 #define STR(name, flags) {name, API_P_STRING, flags, 0, 0, NULL, NULL}
-#define ID_PARAM {"id", API_P_STRING, REQ, 0, 64, NULL, NULL}
+#define ID_PARAM {"id", API_P_STRING, REQ | API_P_LOWER, 0, 64, NULL, NULL}
 #define INT(name, lo, hi) {name, API_P_INT, 0, lo, hi, NULL, NULL}
 #define END {NULL, 0, 0, 0, 0, NULL, NULL}
 
@@ -711,13 +711,13 @@ static const struct api_param p_poll[] = {
 	INT("since", 0, INT64_MAX),
 	INT("limit", 1, 1000),
 	INT("waitMs", 0, MS_MAX),
-	{"jobId", API_P_STRING, 0, 0, 64, NULL, NULL},
+	{"jobId", API_P_STRING, API_P_LOWER, 0, 64, NULL, NULL},
 	{"types", API_P_EVENT_TYPES, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_subscribe[] = {
 	INT("since", 0, INT64_MAX),
-	{"jobId", API_P_STRING, 0, 0, 64, NULL, NULL},
+	{"jobId", API_P_STRING, API_P_LOWER, 0, 64, NULL, NULL},
 	{"progress", API_P_BOOL, 0, 0, 0, NULL, NULL},
 	{"types", API_P_EVENT_TYPES, 0, 0, 0, NULL, NULL},
 	END,
@@ -736,21 +736,21 @@ static const struct api_param p_register[] = {
 static const char *const log_levels[] = {"debug", "info", "warn", "error",
 					 NULL};
 static const struct api_param p_wprogress[] = {
-	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"jobId", API_P_STRING, REQ | API_P_LOWER, 0, 64, NULL, NULL},
 	{"progress", API_P_NUMBER, REQ, 0, 0, NULL, NULL},
 	{"total", API_P_NUMBER, 0, 0, 0, NULL, NULL},
 	{"message", API_P_STRING, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_wlog[] = {
-	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"jobId", API_P_STRING, REQ | API_P_LOWER, 0, 64, NULL, NULL},
 	{"level", API_P_ENUM, 0, 0, 0, log_levels, NULL},
 	{"message", API_P_ANY, REQ, 0, 0, NULL, NULL},
 	{"data", API_P_ANY, 0, 0, 0, NULL, NULL},
 	END,
 };
 static const struct api_param p_wcheckpoint[] = {
-	{"jobId", API_P_STRING, REQ, 0, 64, NULL, NULL},
+	{"jobId", API_P_STRING, REQ | API_P_LOWER, 0, 64, NULL, NULL},
 	{"value", API_P_ANY, REQ, 0, 0, NULL, NULL},
 	END,
 };

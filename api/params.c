@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/store.h"
@@ -232,6 +233,25 @@ static void check_one(const struct api_param *p, const json_t *v,
  * table has so many) are looked up by name. */
 #define PARAMS_MAX 32
 
+/* lower_in_place sets the string s in lower case, when it is not. */
+static void lower_in_place(json_t *s)
+{
+	const char *v = json_string_value(s);
+	size_t len = json_string_length(s);
+	char *low;
+
+	if (!memchr(v, 0, len) && strspn(v, "0123456789abcdef-") == len)
+		return; /* the common case: an id as berth writes it */
+	if (!(low = malloc(len + 1)))
+		return;
+	for (size_t i = 0; i < len; i++)
+		low[i] = v[i] >= 'A' && v[i] <= 'Z' ? (char)(v[i] - 'A' + 'a')
+						    : v[i];
+	low[len] = '\0';
+	json_string_setn_nocheck(s, low, len);
+	free(low);
+}
+
 int api_params_check(const struct api_param *spec, const json_t *params,
 		     json_t **errors)
 {
@@ -269,6 +289,8 @@ int api_params_check(const struct api_param *spec, const json_t *params,
 			continue;
 		}
 		check_one(p, v, &errs);
+		if ((p->flags & API_P_LOWER) && json_is_string(v))
+			lower_in_place((json_t *)v);
 		if (p->excludes && json_object_get(params, p->excludes))
 			add_error(&errs, p->name, "not",
 				  "%s and %s may not both be given",

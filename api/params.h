@@ -30,6 +30,9 @@ enum api_param_type {
 };
 
 #define API_P_REQUIRED 1u
+/* A string that is set in lower case in params itself once checked: a
+ * job id, which is a UUID, read in either case (RFC 9562, section 4). */
+#define API_P_LOWER 2u
 
 /* struct api_param describes one member of params; a table of them ends
  * with a zeroed entry. Members not in the table are ignored (a client may
@@ -37,13 +40,14 @@ enum api_param_type {
 struct api_param {
 	const char *name;
 	int type;             /* enum api_param_type */
-	unsigned flags;       /* API_P_REQUIRED */
+	unsigned flags;       /* API_P_REQUIRED, API_P_LOWER */
 	int64_t min, max;     /* API_P_INT bounds; API_P_STRING max length */
 	const char *const *choices; /* API_P_ENUM, NULL-ended */
 	const char *excludes; /* a member that may not be given with this one */
 };
 
-/* api_params_check checks params (an object) against the table spec.
+/* api_params_check checks params (an object) against the table spec, and
+ * sets its API_P_LOWER strings in lower case (which changes params).
  * Returns 0, or -1 with *errors set to a new array of
  * {instancePath, keyword, message}, the shape of schema errors. */
 int api_params_check(const struct api_param *spec, const json_t *params,

@@ -2,6 +2,7 @@
  * test_methods.c: every method of PROTOCOL.md against a real berthd, and
  * the error codes each can answer.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -508,6 +509,26 @@ static void get__in_each_view__and_of_an_unknown_job(void **state)
 	}
 	json_decref(call_err(c, "jobs/get", json_pack("{s:s, s:s}", "id", id,
 						      "view", "fancy"), -32602));
+	/* An id is a UUID, read in either case (RFC 9562): jobs/get,
+	 * jobs/wait and events/poll's jobId find the job by its id in upper
+	 * case too (they answered -32011, or an empty page). */
+	{
+		char upper[64];
+		json_t *g, *page;
+
+		for (size_t i = 0; i <= strlen(id) && i < sizeof upper; i++)
+			upper[i] = (char)toupper((unsigned char)id[i]);
+		g = call_ok(c, "jobs/get", json_pack("{s:s}", "id", upper));
+		assert_string_equal(jstr(g, "id"), id);
+		json_decref(g);
+		g = call_ok(c, "jobs/wait", json_pack("{s:s}", "id", upper));
+		assert_string_equal(jstr(g, "id"), id);
+		json_decref(g);
+		page = call_ok(c, "events/poll", json_pack("{s:s}", "jobId",
+							   upper));
+		assert_true(json_array_size(json_object_get(page, "events")) > 0);
+		json_decref(page);
+	}
 	err = call_err(c, "jobs/get", json_pack("{s:s}", "id", "nope"), -32011);
 	assert_string_equal(jstr(json_object_get(err, "data"), "id"), "nope");
 	json_decref(err);
