@@ -135,11 +135,25 @@ struct mcp_conn {
 			      client declared the tasks extension */
 	json_t *client_info; /* initialize's clientInfo, or NULL */
 	struct mcp_watch *watches;
+	struct mcp_call *calls; /* tools/call whose job is not stored yet */
 	int nstatus;       /* status watches of tasks asked about */
 	int nowned;        /* status watches of tasks created here */
 };
 
 struct mcp_ask;
+
+/* A tools/call on its way through worker_submit: the request and the
+ * metadata its job is created with, which must live until the callback.
+ * It is listed in its connection's calls until then, so that a
+ * notifications/cancelled that comes before the job is stored is not
+ * lost: the call is then dropped unanswered once it is. */
+struct mcp_call {
+	struct api_req *r;
+	json_t *metadata;
+	struct mcp_conn *mc; /* NULL once the connection is gone */
+	struct mcp_call *next, **pprev;
+	bool cancelled;
+};
 
 struct mcp_watch {
 	struct mcp_watch *prev, *next;   /* in the hub's bucket */
@@ -363,6 +377,8 @@ static void mcp_conn_free(void *ext)
 
 	while (mc->watches)
 		watch_free(mc->watches);
+	for (struct mcp_call *call = mc->calls; call; call = call->next)
+		call->mc = NULL;
 	if (--hub->nconns == 0) {
 		store_remove_listener(hub->api->store, hub_on_event, hub);
 		free(hub);
@@ -1591,6 +1607,11 @@ static void m_cancelled(struct api_req *r, json_t *params)
 			break;
 		}
 	}
+	/* A call whose job is not stored yet is dropped once it is. */
+	for (struct mcp_call *call = mc ? mc->calls : NULL; call && id;
+	     call = call->next)
+		if (json_equal(call->r->id, id))
+			call->cancelled = true;
 	api_reply(r, json_object());
 }
 
@@ -1624,12 +1645,17 @@ static json_t *invalid_input_result(const char *tool,
 	return r;
 }
 
-/* A tools/call on its way through worker_submit: the request and the
- * metadata its job is created with, which must live until the callback. */
-struct mcp_call {
-	struct api_req *r;
-	json_t *metadata;
-};
+/* call_unlink takes call out of its connection's list, if it is still
+ * there. */
+static void call_unlink(struct mcp_call *call)
+{
+	if (!call->mc)
+		return;
+	*call->pprev = call->next;
+	if (call->next)
+		call->next->pprev = call->pprev;
+	call->mc = NULL;
+}
 
 /* on_submitted answers a tools/call once its job is durable: at once with
  * a CreateTaskResult for a task, else when the job ends (a watch). */
@@ -1639,13 +1665,15 @@ static void on_submitted(void *arg, const struct worker_result *res)
 	struct api_req *r = call->r;
 	bool task = json_object_get(r->params, "task") != NULL;
 	const char *name = api_params_str(r->params, "name");
+	bool cancelled = call->cancelled;
 	struct mcp_conn *mc;
 	struct mcp_watch *w;
 	char text[200];
 
+	call_unlink(call);
 	json_decref(call->metadata);
 	free(call);
-	if (api_req_dead(r)) {
+	if (api_req_dead(r) || cancelled) {
 		api_req_drop(r);
 		return;
 	}
@@ -1794,6 +1822,13 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	}
 	call->r = r;
 	call->metadata = call_metadata(mc, meta);
+	if ((call->mc = mcp_conn_get(r->conn))) {
+		call->next = call->mc->calls;
+		if (call->next)
+			call->next->pprev = &call->next;
+		call->pprev = &call->mc->calls;
+		call->mc->calls = call;
+	}
 	/* Absent arguments are an empty object; r->params keeps it alive. */
 	if (!json_object_get(params, "arguments"))
 		json_object_set_new(params, "arguments", json_object());
@@ -1812,6 +1847,7 @@ static void m_tools_call(struct api_req *r, json_t *params)
 	 * until r is answered. */
 	rc = worker_submit(a->worker, &s, on_submitted, call);
 	if (rc < 0) {
+		call_unlink(call);
 		json_decref(call->metadata);
 		free(call);
 		api_reply_error(r, API_INTERNAL_ERROR, rc == -ESHUTDOWN

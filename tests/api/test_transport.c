@@ -1378,6 +1378,52 @@ static void calls_waiting_on_the_clients_own_answers__do_not_pause_it(void **sta
 	berth_client_close(c);
 }
 
+/* An MCP notifications/cancelled that comes before the call's job is
+ * stored (here in the same write as the call) drops the call unanswered,
+ * as one that comes later does. Before, it matched nothing and the call
+ * was answered anyway. */
+static void a_cancel_right_after_its_call__drops_the_call(void **state)
+{
+	struct berth_client *c = support_connect(&shared);
+	static const char lines[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+		"\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
+		"{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+		"\"params\":{\"name\":\"noop\",\"arguments\":{\"k\":1}}}\n"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+		"\"params\":{\"requestId\":7,\"reason\":\"changed my mind\"}}\n"
+		"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+		"\"params\":{\"name\":\"noop\",\"arguments\":{\"k\":2}}}\n";
+	bool got7 = false, got8 = false;
+	int64_t until = 0;
+
+	assert_int_equal(berth_client_send_line(c, lines, sizeof lines - 2), 0);
+	/* Call 8 is answered; call 7 is not, in the second after. */
+	for (;;) {
+		int64_t left = until ? until - support_now_ms() : 30000;
+		char *line = left > 0 ? berth_client_read_line(c, (int)left)
+				      : NULL;
+		json_t *m, *id;
+
+		if (!line)
+			break;
+		m = json_loads(line, 0, NULL);
+		free(line);
+		id = json_object_get(m, "id");
+		if (json_is_integer(id) && json_integer_value(id) == 7)
+			got7 = true;
+		if (json_is_integer(id) && json_integer_value(id) == 8) {
+			got8 = true;
+			until = support_now_ms() + 1000;
+		}
+		json_decref(m);
+	}
+	assert_true(got8);
+	assert_false(got7);
+	berth_client_close(c);
+}
+
 /* A batch is at most 1000 requests: one more and it is refused as a whole
  * (-32600 with the limit), before any of it is parsed or run. */
 static void a_batch_over_1000__is_refused_before_it_is_parsed(void **state)
@@ -1618,6 +1664,7 @@ int main(void)
 		cmocka_unit_test(ten_thousand_idle_connections__do_not_disturb_the_others),
 		cmocka_unit_test(a_reply_longer_than_the_cap__reaches_a_client_that_reads),
 		cmocka_unit_test(calls_waiting_on_the_clients_own_answers__do_not_pause_it),
+		cmocka_unit_test(a_cancel_right_after_its_call__drops_the_call),
 		cmocka_unit_test(a_client_that_never_reads__is_cut_off_and_nobody_waits),
 	};
 	int failed;
