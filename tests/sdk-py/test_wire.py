@@ -38,6 +38,41 @@ class Encode(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "contains itself"):
             encode({"x": loop})
 
+    def test_encode__nul_or_lone_surrogate__says_where_it_is(self):
+        with self.assertRaisesRegex(berth.ParseError, "the output holds "
+                                    "U\\+0000 \\(NUL\\) in the string "
+                                    "at /a/1/b,"):
+            encode({"a": [1, {"b": "x\x00"}]}, "the output")
+        with self.assertRaisesRegex(berth.ParseError,
+                                    r"in the key at /k\\u0000~1"):
+            encode({"k\x00/": 1})
+        with self.assertRaisesRegex(ValueError, "not JSON: the string at "
+                                    "the top level holds '.ud800', a lone "
+                                    "surrogate"):
+            encode("\ud800")
+        with self.assertRaisesRegex(ValueError, "the string at /s/0 holds"):
+            encode({"n": "\x00 is only seen second", "s": ["\udc80"]})
+
+    def test_safe_text_and_scrub__put_u_fffd_for_what_berthd_refuses(self):
+        from berth.wire import safe_text, scrub
+        self.assertEqual(safe_text("a\x00b\ud800c\udfff"),
+                         "a\ufffdb\ufffdc\ufffd")
+        same = "é ok"
+        self.assertIs(safe_text(same), same)
+
+        @dataclasses.dataclass
+        class Line:
+            text: str
+
+        self.assertEqual(scrub({"k\x00": ["\ud800", ("t",), Line("\x00")],
+                                "n": [1, 2.5, None, True]}),
+                         {"k\ufffd": ["\ufffd", ["t"], {"text": "\ufffd"}],
+                          "n": [1, 2.5, None, True]})
+        encode(scrub({"x": "\x00\ud800"}))
+        loop: list = []
+        loop.append(loop)
+        self.assertIs(scrub(loop), loop)  # left for encode to refuse
+
     def test_encode__dataclasses_and_models__as_their_json(self):
         @dataclasses.dataclass
         class Point:

@@ -2,7 +2,8 @@
 docs/WORKERS.md: approval, decline, suspend/resume with schema errors,
 cancel and timeout reaching execute, retries, hooks that raise, transforms
 in views and events, kill -9 of the worker and of berthd, two workers
-sharing a tool, TCP with a token, a drain on SIGTERM.
+sharing a tool, TCP with a token, a drain on SIGTERM, answers berthd would
+refuse, odd exceptions, a run that ignores its timeout.
 
 These need berthd's side of the worker protocol. A berthd without it
 (worker/register is -32601) skips them all, with the reason printed,
@@ -238,6 +239,107 @@ class Aborts(WorkerTest):
         self.assertEqual(fatal["attempt"], 1)
         self.assertEqual(fatal["error"]["code"], "fatal")
         self.assertEqual(fatal["error"]["data"], {"why": "test"})
+
+
+class Answers(WorkerTest):
+    """What berthd would refuse in an answer of the worker's, exceptions
+    that are hard to make an error of, a run that ignores its timeout:
+    each job ends as it should, never held running until its timeout by
+    an answer that berthd dropped, nor failed by a refusal of the
+    worker's."""
+
+    async def logs(self, job: dict) -> list:
+        return [line async for line in self.c.logs(job["id"])]
+
+    async def test_text_berthd_refuses__in_an_error_and_log_lines__is_made_safe_and_the_error_retried(
+            self):
+        self.worker()
+        await self.connected(tool="py-odd-text")
+        job = await self.c.submit("py-odd-text", {"kind": "error"})
+        done = await self.done(job)
+        self.assertEqual(done["status"], "failed", done)
+        # The tool's own error, retryable: it reached berthd both times.
+        self.assertEqual(done["attempt"], 2, done)
+        self.assertEqual(done["error"]["message"],
+                         "ValueError: boom \ufffd \ufffd")
+        self.assertEqual(done["error"]["code"], "tool_error")
+        self.assertEqual(done["progress"]["message"], "progress \ufffd")
+        lines = [(line["message"], line.get("data"))
+                 for line in await self.logs(job)]
+        self.assertEqual(lines.count(("log \ufffd line \ufffd",
+                                      {"k": "v\ufffd"})), 2, lines)
+
+    async def test_text_berthd_refuses__in_an_output_or_suspend_payload__fails_the_run_saying_where(
+            self):
+        self.worker()
+        await self.connected(tool="py-odd-text")
+        for kind, code, says in (
+                ("output", "invalid_output",
+                 "the output holds U+0000 (NUL) in the string at /s/1"),
+                ("output-surrogate", "invalid_output",
+                 "the string at /s holds '\\ud800', a lone surrogate"),
+                ("suspend", "invalid_suspend",
+                 "the suspend payload holds U+0000 (NUL) in the string at "
+                 "/q")):
+            done = await self.done(await self.c.submit("py-odd-text",
+                                                       {"kind": kind}))
+            self.assertEqual(done["status"], "failed", done)
+            self.assertEqual(done["attempt"], 1, done)  # not retried
+            self.assertEqual(done["error"]["code"], code, done)
+            self.assertIn(says, done["error"]["message"])
+
+    async def test_odd_exceptions__keep_their_message_and_retryable(self):
+        self.worker()
+        await self.connected(tool="py-odd-raise")
+        for kind, attempts, error in (
+                ("str", 2, {"message": "StrRaises: the real message",
+                            "code": "tool_error"}),
+                ("base", 2, {"message": "BaseStrRaises: the real message",
+                             "code": "tool_error"}),
+                ("data", 1, {"message": "the real message", "code": "odd"}),
+                ("data-retryable", 2, {"message": "the real message",
+                                       "code": "tool_error"}),
+                ("surrogate", 1, {"message": "lone \ufffd surrogate",
+                                  "code": "odd"})):
+            job = await self.c.submit("py-odd-raise", {"kind": kind})
+            done = await self.done(job)
+            self.assertEqual((kind, done["status"], done["attempt"],
+                              done.get("error")),
+                             (kind, "failed", attempts, error))
+            if kind.startswith("data"):
+                self.assertTrue(any(
+                    line["message"].startswith("the data of the error was "
+                                               "left out: its data is not "
+                                               "JSON")
+                    for line in await self.logs(job)))
+
+    async def test_run_that_ignores_its_timeout__its_retry_runs_at_once_on_the_same_worker(
+            self):
+        # berthd pushes the retry to a connection with a free run at
+        # once, while the run it aborted still goes on.
+        self.worker()
+        await self.connected(tool="py-deaf")
+        job = await self.c.submit("py-deaf", {"seconds": 2})
+        done = await self.done(job)
+        self.assertEqual(done["status"], "completed", done)
+        self.assertEqual(done["output"], {"attempt": 2})
+        await self.mark("ended", job["id"], "1")
+
+    async def test_run_that_ignores_its_timeout__its_retry_after_the_kill_grace_runs_and_the_late_answer_is_dropped(
+            self):
+        # With no free run, berthd pushes the retry once it gave the run
+        # up, at the kill grace (5 s); the first attempt returns after
+        # that, and its answer, too late for berthd, is not sent.
+        self.worker(concurrency=1)
+        await self.connected(tool="py-deaf")
+        job = await self.c.submit("py-deaf", {"seconds": 6.5})
+        done = await self.done(job)
+        self.assertEqual(done["status"], "completed", done)
+        self.assertEqual(done["output"], {"attempt": 2})
+        await self.mark("ended", job["id"], "1")
+        await asyncio.sleep(0.5)
+        lines = [line["message"] for line in await self.logs(job)]
+        self.assertFalse([m for m in lines if "kill grace" in m], lines)
 
 
 class Functions(WorkerTest):

@@ -623,6 +623,74 @@ class Abort(PeerTest):
         out = (await c.answer("berth-r"))["result"]
         self.assertEqual(out["error"]["code"], "aborted")
 
+    def stubborn(self, gate: asyncio.Event, refused: list):
+        """stubborn is a tool whose first attempt ignores its abort until
+        gate is set, then tries to log, report progress and save a
+        checkpoint (refused are the checkpoint's refusals) and returns."""
+
+        @berth.tool(id="stubborn")
+        async def stubborn(input, ctx):
+            if ctx.attempt > 1:
+                return {"attempt": ctx.attempt}
+            while not gate.is_set():
+                try:
+                    await gate.wait()
+                except asyncio.CancelledError:
+                    pass  # a call that does not honour its abort
+            ctx.log("late line")
+            ctx.progress(1, 1, "late")
+            try:
+                await ctx.save_checkpoint({"late": True})
+            except berth.ConnectionClosed as e:
+                refused.append(str(e))
+            return {"attempt": 1}
+
+        return stubborn
+
+    async def test_run_again__of_a_job_running_here__refused_unless_berthd_aborted_it(
+            self):
+        gate, refused = asyncio.Event(), []
+        self.addCleanup(gate.set)  # the run ends, whatever the test did
+        c = await self.serve([self.stubborn(gate, refused)],
+                             heartbeat_ms=HOUR_MS)
+        first = await self.started(c, "J", "stubborn")
+        again = c.request("run", {"job": job("J", "stubborn", attempt=2)})
+        self.assertEqual((await c.answer(again))["error"]["code"], -32012)
+        # berthd times the run out, and pushes the retry here at once
+        # (the connection has a free run): it runs.
+        c.notify("abort", {"jobId": "J", "reason": "timed_out"})
+        retry = c.request("run", {"job": job("J", "stubborn", attempt=2)})
+        self.assertEqual((await c.answer(retry))["result"],
+                         {"output": {"attempt": 2}})
+        # The earlier run, within its abort grace, is answered by its own
+        # request id; what it sent by the job's id would be taken for the
+        # retry's, and is not sent.
+        gate.set()
+        self.assertEqual((await c.answer(first))["result"],
+                         {"output": {"attempt": 1}})
+        self.assertEqual([m for m in c.held if m.get("method")], [])
+        self.assertEqual(len(refused), 1, refused)
+        self.assertEqual(self.worker.running_jobs, [])
+
+    async def test_run_again__the_earlier_run_ending_after_its_abort_grace__is_not_answered(
+            self):
+        gate, refused = asyncio.Event(), []
+        self.addCleanup(gate.set)  # the run ends, whatever the test did
+        c = await self.serve([self.stubborn(gate, refused)],
+                             heartbeat_ms=HOUR_MS)
+        with mock.patch.object(worker_module, "ABORT_GRACE", 0.2):
+            first = await self.started(c, "J", "stubborn")
+            c.notify("abort", {"jobId": "J", "reason": "timed_out"})
+            await asyncio.sleep(0.3)
+        retry = c.request("run", {"job": job("J", "stubborn", attempt=2)})
+        self.assertEqual((await c.answer(retry))["result"],
+                         {"output": {"attempt": 2}})
+        gate.set()
+        await support.until(lambda: not self.worker._live, "the first run")
+        await c.answer(c.request("ping"))
+        self.assertEqual(answers(c, first), [])
+        self.assertEqual([m for m in c.held if m.get("method")], [])
+
     async def test_connection_drop__aborts_runs_and_registers_again(self):
         started = asyncio.Event()
         reasons = []

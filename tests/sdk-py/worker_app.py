@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk", "python"))
@@ -177,9 +178,68 @@ async def count(input, ctx):
             "attempt": ctx.attempt}
 
 
+@berth.tool(id="py-odd-text", input_schema=OBJECT,
+            background=berth.Background(max_retries=1, backoff=0.01))
+async def odd_text(input, ctx):
+    """Text that berthd refuses, U+0000 and a lone surrogate (a str holds
+    one as easily as a tool's subprocess output does), where input says."""
+    kind = input["kind"]
+    if kind == "output":
+        return {"s": ["fine", "nul \x00"]}
+    if kind == "output-surrogate":
+        return {"s": "lone \ud800"}
+    if kind == "suspend":
+        ctx.suspend({"q": "nul \x00"})
+    ctx.log("log \x00 line \ud800", {"k": "v\x00"})
+    ctx.progress(1, 2, "progress \ud800")
+    await asyncio.sleep(0.05)
+    raise ValueError("boom \ud800 \x00")
+
+
+def deaf(input, ctx):
+    """deaf ignores the abort of its first attempt (a call that nothing
+    interrupts), for input["seconds"]; later attempts return at once."""
+    if ctx.attempt == 1:
+        time.sleep(input["seconds"])
+        mark("ended", ctx.job_id, "1")
+    return {"attempt": ctx.attempt}
+
+
+class StrRaises(Exception):
+    def __str__(self):
+        raise RuntimeError("str() is broken")
+
+
+class BaseStrRaises(BaseException):
+    def __str__(self):
+        raise RuntimeError("str() is broken")
+
+
+@berth.tool(id="py-odd-raise", input_schema=OBJECT,
+            background=berth.Background(timeout=3, max_retries=1,
+                                        backoff=0.01))
+async def odd_raise(input, ctx):
+    """Exceptions that are hard to make an error of, as input says."""
+    kind = input["kind"]
+    if kind == "str":
+        raise StrRaises("the real message")
+    if kind == "base":
+        raise BaseStrRaises("the real message")
+    if kind == "data":
+        raise ToolError("the real message", code="odd",
+                        data={"set": {1, 2}}, retryable=False)
+    if kind == "data-retryable":
+        raise ToolError("the real message", data=object())
+    raise ToolError("lone \ud800 surrogate", code="odd", retryable=False)
+
+
 TOOLS = [echo, approve, approve_fn, ask, slow, tidy,
          berth.Tool("py-sync-slow", sync_slow, input_schema=OBJECT),
-         interrupt_fail, flaky, hooks, transform, count]
+         interrupt_fail, flaky, hooks, transform, count, odd_text,
+         berth.Tool("py-deaf", deaf, input_schema=OBJECT,
+                    background=berth.Background(timeout=0.5, max_retries=1,
+                                                backoff=0.01)),
+         odd_raise]
 
 
 def main() -> None:

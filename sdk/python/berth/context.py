@@ -45,7 +45,8 @@ import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Mapping, NoReturn
 
-from .wire import encode
+from .errors import ParseError
+from .wire import encode, scrub
 
 if TYPE_CHECKING:
     from .worker import _Run
@@ -297,14 +298,16 @@ class Context:
     def progress(self, progress: float, total: float | None = None,
                  message: str | None = None) -> None:
         """progress reports how far the run is (live, not in the log; the
-        last report of a loop turn wins)."""
+        last report of a loop turn wins). U+0000 and lone surrogates in
+        message become U+FFFD."""
         self._run.send_progress(_progress_params(self.job_id, progress,
                                                  total, message))
 
     def log(self, message: str, data: Any = None, *,
             level: LogLevel | str = "info") -> None:
         """log adds a line to the job's log (``jobs/logs``); level is
-        debug, info, warn (or warning) or error."""
+        debug, info, warn (or warning) or error. U+0000 and lone
+        surrogates in its text, which berthd refuses, become U+FFFD."""
         self._run.send_log(_log_params(self.job_id, message, data, level))
 
 
@@ -378,7 +381,12 @@ class SyncContext(Context):
     def log(self, message: str, data: Any = None, *,
             level: LogLevel | str = "info") -> None:
         p = _log_params(self.job_id, message, data, level)
-        encode(p, "the log line")  # not JSON: raised here, in the tool
+        try:
+            encode(p, "the log line")  # not JSON: raised here, in the tool
+        except (ValueError, ParseError):
+            # U+0000 or a lone surrogate, as _Run.send_log takes them.
+            p = scrub(p)
+            encode(p, "the log line")
         self._loop.call_soon_threadsafe(self._run.send_log, p)
 
     def _abort(self, reason: str) -> None:

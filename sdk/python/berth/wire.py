@@ -30,7 +30,8 @@ from .errors import (BerthError, ConnectionClosed, InvalidRequest,
                      ParseError)
 
 __all__ = ["Address", "Connection", "MAX_LINE", "MAX_DEPTH", "encode",
-           "open_connection", "parse_address", "default_address"]
+           "open_connection", "parse_address", "default_address",
+           "safe_text", "scrub"]
 
 log = logging.getLogger("berth")
 
@@ -113,7 +114,8 @@ def encode(msg: Any, what: str = "the message",
     Raises TypeError or ValueError for what is not JSON (an object json
     cannot encode, NaN, a lone surrogate), and the BerthError berthd would
     answer for a line it refuses (InvalidRequest over a limit, ParseError
-    for what its parser rejects). ``what`` names the message in errors.
+    for what its parser rejects). ``what`` names the message in errors,
+    and an error about a string names where in msg it is.
     """
     try:
         text = _dumps(msg)
@@ -127,11 +129,114 @@ def encode(msg: Any, what: str = "the message",
     try:
         line = text.encode()
     except UnicodeEncodeError as e:
-        raise ValueError("%s is not JSON: a string holds %r, a lone "
-                         "surrogate, which is not Unicode"
-                         % (what, e.object[e.start:e.end])) from None
-    check_line(line, what, max_line)
+        raise ValueError("%s is not JSON: %s holds %r, a lone surrogate, "
+                         "which is not Unicode"
+                         % (what, _where(msg, _SURROGATE) or "a string",
+                            e.object[e.start:e.end])) from None
+    try:
+        check_line(line, what, max_line)
+    except ParseError as e:
+        where = _where(msg, _NUL_CHAR) if _NUL.search(line) else None
+        if where is None:
+            raise
+        raise ParseError(e.code, "%s holds U+0000 (NUL) in %s, which "
+                         "berthd's JSON parser refuses" % (what, where)) \
+            from None
     return line + b"\n"
+
+
+# What a Python str may hold that berthd refuses: U+0000, and surrogates,
+# which are not Unicode (no UTF-8 carries one, and berthd's parser refuses
+# one written as an escape).
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL_CHAR = re.compile("\x00")
+
+
+def safe_text(text: str) -> str:
+    """safe_text returns text with U+FFFD, the replacement character, in
+    place of each U+0000 and surrogate: text berthd takes, for what is
+    only read (an error's message, a log line)."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub("\ufffd", text)
+
+
+def scrub(value: Any) -> Any:
+    """scrub returns value with :func:`safe_text` applied to each string
+    in it, keys included (a copy; dataclasses and pydantic models become
+    their JSON). What it cannot look into is left as it is."""
+    try:
+        return _scrub(value)
+    except RecursionError:
+        return value
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return safe_text(value)
+    if value is None or isinstance(value, (int, float)):
+        return value
+    if isinstance(value, dict):
+        return {safe_text(k) if isinstance(k, str) else k: _scrub(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v) for v in value]
+    try:
+        return _scrub(_default(value))
+    except TypeError:
+        return value
+
+
+def _where(value: Any, bad: re.Pattern) -> str | None:
+    """_where says where in value the first string that bad matches in is:
+    "the string at /a/0", "the key at /a/b" (a JSON pointer, with what bad
+    matches in it escaped), or None when there is none."""
+    try:
+        found = _find(value, bad, "")
+    except RecursionError:
+        return None
+    if found is None:
+        return None
+    pointer, key = found
+    return "the %s at %s" % ("key" if key else "string",
+                             pointer or "the top level")
+
+
+def _find(value: Any, bad: re.Pattern, pointer: str
+          ) -> tuple[str, bool] | None:
+    if isinstance(value, str):
+        return (pointer, False) if bad.search(value) else None
+    if value is None or isinstance(value, (int, float)):
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            part = "%s/%s" % (pointer, _pointer_part(k))
+            if isinstance(k, str) and bad.search(k):
+                return part, True
+            found = _find(v, bad, part)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _find(v, bad, "%s/%d" % (pointer, i))
+            if found is not None:
+                return found
+        return None
+    try:
+        return _find(_default(value), bad, pointer)
+    except TypeError:
+        return None
+
+
+def _pointer_part(key: Any) -> str:
+    """A member's name in a JSON pointer, with U+0000 and surrogates
+    written as escapes (the pointer is read in an error message)."""
+    if not isinstance(key, str):
+        key = json.dumps(key)
+    key = key.replace("~", "~0").replace("/", "~1")
+    return _UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), key)
 
 
 def check_line(line: bytes, what: str = "the message",

@@ -48,10 +48,11 @@ from .client import backoff_delays
 from .context import (CallInfo, Context, Suspend, SyncContext,
                       TransformContext, ToolError, _mapping, current_run)
 from .errors import (BerthError, Conflict, ConnectionClosed, InvalidParams,
-                     MethodNotFound, RegistrationError, Unauthorized)
+                     MethodNotFound, ParseError, RegistrationError,
+                     Unauthorized)
 from .tool import Tool, _Fn, parse_model
 from .wire import CONNECT_TIMEOUT, MAX_LINE, Address, Connection, \
-    check_connect_timeout, dial, encode, resolve_address
+    check_connect_timeout, dial, encode, resolve_address, safe_text, scrub
 
 __all__ = ["Worker", "serve"]
 
@@ -90,19 +91,95 @@ def _placeholder(stage: str) -> dict[str, str]:
     return {"message": "Tool %s payload unavailable" % stage}
 
 
-def _error_of(e: BaseException) -> dict[str, Any]:
-    if isinstance(e, ToolError):
-        err: dict[str, Any] = {"message": e.message}
-        if e.code is not None:
-            err["code"] = e.code
-        if e.data is not None:
-            err["data"] = e.data
-        if e.retryable is not None:
-            err["retryable"] = bool(e.retryable)
-        return err
-    text = str(e)
-    return {"message": "%s: %s" % (type(e).__name__, text) if text
-            else type(e).__name__}
+def _error_of(e: BaseException,
+              dropped: list[str] | None = None) -> dict[str, Any]:
+    """_error_of is the error outcome of e: a ToolError's fields, or
+    "Type: message" of any other exception. It never raises, whatever e
+    does (a __str__ or an attribute that raises), and what it returns can
+    be sent, so that the failure reaches berthd: U+0000 and lone
+    surrogates in its text, which berthd refuses, are U+FFFD; data that
+    cannot be sent (not JSON, over the line limit) is left out, and why is
+    appended to dropped. retryable is the ToolError's."""
+    try:
+        if isinstance(e, ToolError):
+            return _tool_error_of(e, dropped)
+        name = _type_name(e)
+        try:
+            text = str(e)
+        except Exception as x:
+            # The message it was made with, when str() of it fails.
+            text = _first_arg(e)
+            if text is None:
+                return {"message": safe_text("%s (str() of it raised %s)"
+                                             % (name, _type_name(x)))}
+        return {"message": safe_text("%s: %s" % (name, text) if text
+                                     else name)}
+    except Exception:
+        return {"message": "%s (the worker could not read it)"
+                % _type_name(e)}
+
+
+def _tool_error_of(e: ToolError, dropped: list[str] | None) -> dict[str, Any]:
+    message = _field(e, "message")
+    if not isinstance(message, str):
+        message = _first_arg(e) if message is None else _text(message)
+    err: dict[str, Any] = {"message": safe_text(message or _type_name(e))}
+    code = _field(e, "code")
+    if code is not None:
+        err["code"] = safe_text(code if isinstance(code, str)
+                                else _text(code) or "")
+    data = _field(e, "data")
+    if data is not None:
+        data = scrub(data)
+        try:
+            encode(data, "its data")
+            err["data"] = data
+        except (TypeError, ValueError, BerthError) as x:
+            if dropped is not None:
+                dropped.append(safe_text(x.message if isinstance(
+                    x, BerthError) else str(x)))
+    retryable = _field(e, "retryable")
+    if retryable is not None:
+        try:
+            err["retryable"] = bool(retryable)
+        except Exception:
+            err["retryable"] = False
+    return err
+
+
+def _field(e: BaseException, name: str) -> Any:
+    try:
+        return getattr(e, name, None)
+    except Exception:
+        return None
+
+
+def _first_arg(e: BaseException) -> str | None:
+    try:
+        first = e.args[0] if e.args else None
+    except Exception:
+        return None
+    return first if isinstance(first, str) else None
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return ""
+
+
+def _type_name(o: Any) -> str:
+    try:
+        return type(o).__name__
+    except Exception:
+        return "an exception"
+
+
+def _why(e: BaseException) -> str:
+    """_why is what a refusal of encode() says (a BerthError's message
+    without its code)."""
+    return e.message if isinstance(e, BerthError) else str(e)
 
 
 def _aborted(reason: str | None) -> dict[str, Any]:
@@ -144,7 +221,8 @@ class _Run:
     """One run berthd pushed: its request id, job and task."""
 
     __slots__ = ("session", "rid", "job", "job_id", "tool", "pending", "ctx",
-                 "task", "phase", "answered", "grace_end", "stopped")
+                 "task", "phase", "answered", "grace_end", "stopped",
+                 "decided", "superseded")
 
     def __init__(self, session: "_Session", rid: Any, job: dict, tool: Tool,
                  pending: Any):
@@ -168,10 +246,21 @@ class _Run:
         #: True when the run ended by its abort: the outcome is the SDK's
         #: ``aborted``, not one the tool returned or raised.
         self.stopped = False
+        #: True once berthd aborted the run (a cancel, a timeout, its
+        #: shutdown): berthd has decided its job, and may push the job's
+        #: next run to this connection while this one goes on.
+        self.decided = False
+        #: True once berthd pushed a later run of the job to this
+        #: connection: this one is given up, and what it still sends
+        #: (a log line, progress, a checkpoint) would be taken for the
+        #: later run's, so it sends nothing more; its answer, which goes
+        #: by its own request id, only within its abort grace.
+        self.superseded = False
 
     @property
     def live(self) -> bool:
-        return not self.answered and not self.session.conn.closed
+        return not self.answered and not self.superseded and \
+            not self.session.conn.closed
 
     def send_progress(self, params: dict) -> None:
         if self.live:
@@ -179,9 +268,20 @@ class _Run:
 
     def send_log(self, params: dict) -> None:
         if self.live:
-            self.session.conn.notify("worker/log", params)
+            try:
+                self.session.conn.notify("worker/log", params)
+            except (ValueError, ParseError):
+                # U+0000 or a lone surrogate, which berthd refuses: a log
+                # line is read, so it goes with U+FFFD in their place.
+                # What scrub() cannot cure (NaN, an integer beyond 64
+                # bits) raises again.
+                self.session.conn.notify("worker/log", scrub(params))
 
     async def save_checkpoint(self, value: Any) -> None:
+        if self.superseded:
+            raise ConnectionClosed("berthd gave this run up and started a "
+                                   "later run of the job; the checkpoint "
+                                   "was not saved")
         if not self.live:
             raise ConnectionClosed("the run is over or its connection to "
                                    "berthd is gone; the checkpoint was not "
@@ -257,6 +357,7 @@ class _Session:
             run = self.runs.get(params.get("jobId"))  # type: ignore[arg-type]
             if run is not None:
                 reason = params.get("reason")
+                run.decided = True
                 run.abort(reason if isinstance(reason, str) else "cancelled")
         elif method != "abort":
             log.debug("berth: dropped berthd's notification %s", method)
@@ -274,11 +375,26 @@ class _Session:
                 "message": "this worker does not serve the tool %s"
                 % job["tool"], "code": "unknown_tool", "retryable": True}})
             return
-        if job["id"] in self.runs:
+        earlier = self.runs.get(job["id"])
+        if earlier is not None and not earlier.decided:
             self.conn.respond_error(rid, -32012, "run: job %s is already "
                                     "running on this connection" % job["id"],
                                     {"status": "running"})
             return
+        if earlier is not None:
+            # berthd aborted the earlier run (its timeout) and pushes the
+            # job's retry here: at once when the connection has a free
+            # run, else at the kill grace. Refused, the retry would fail
+            # as worker_error; berthd has given the earlier run up, so
+            # does the worker, and the new run starts.
+            log.warning("berth: job %s: berthd started attempt %s while "
+                        "the execute of the run it aborted (%s) has not "
+                        "returned; that run is given up, and what it still "
+                        "sends is dropped", job["id"], job.get("attempt"),
+                        earlier.ctx.abort_reason)
+            earlier.superseded = True
+            del self.runs[job["id"]]
+            self._progress.pop(job["id"], None)
         if len(self.runs) >= self.worker.concurrency:
             self.conn.respond_error(rid, -32013, "run: this worker already "
                                     "runs %d jobs, its concurrency"
@@ -316,6 +432,18 @@ class _Session:
             log.debug("berth: job %s ended after its connection; its "
                       "outcome is dropped", run.job_id)
             return
+        if run.superseded:
+            # Its answer goes by its own request id: within the abort
+            # grace berthd takes it (and frees the run's room), after it
+            # berthd would drop it, logged on the job its later run has.
+            run.answered = True
+            if run.given_up(self.worker._loop.time()):
+                log.debug("berth: job %s: the run berthd gave up ended "
+                          "after its abort grace; its outcome is dropped",
+                          run.job_id)
+            else:
+                self._answer(run, outcome)
+            return
         p = self._progress.pop(run.job_id, None)
         if run.stopped and run.ctx.abort_reason == CLOSING:
             # Stopped by close()'s own abort: not answered, so that berthd
@@ -332,30 +460,60 @@ class _Session:
         self._answer(run, outcome)
 
     def _answer(self, run: _Run, outcome: dict) -> None:
-        """_answer sends the outcome, or, when it cannot be sent (not
-        JSON, over berthd's line limit), an error outcome that says why."""
+        """_answer sends the outcome, or, when berthd would refuse it,
+        what berthd takes. An output or a suspend payload that is not
+        JSON, holds U+0000 or a lone surrogate, or is over berthd's line
+        limit fails the run (invalid_output, invalid_suspend), saying
+        what and where. An error is sendable already (_error_of), but its
+        views may make the answer too long: then it goes without them,
+        and only an error that cannot be sent at all is invalid_error."""
         try:
             self.conn.respond(run.rid, outcome)
             return
         except (TypeError, ValueError, BerthError) as e:
-            why = str(e)
-        if "output" in outcome:
-            code, what = "invalid_output", "output"
-            for key in ("output", "modelOutput"):
+            why = _why(e)
+        if "output" in outcome or "suspend" in outcome:
+            if "output" in outcome:
+                code = "invalid_output"
+                parts = (("output", "output"), ("modelOutput", "model output"))
+            else:
+                code, parts = "invalid_suspend", (("suspend",
+                                                   "suspend payload"),)
+            what = parts[0][1]
+            for key, name in parts:
+                if key not in outcome:
+                    continue
                 try:
-                    encode(outcome.get(key), "the " + key,
-                           self.conn.max_line)
+                    encode(outcome[key], "the " + name, self.conn.max_line)
                 except (TypeError, ValueError, BerthError) as e:
-                    what, why = key, str(e)
+                    what, why = name, _why(e)
                     break
-        elif "suspend" in outcome:
-            code, what = "invalid_suspend", "suspend payload"
         else:
             code, what = "invalid_error", "error"
-        err = {"message": "the worker could not send the %s: %s"
-               % (what, why), "code": code, "retryable": False}
+            error = outcome.get("error")
+            tries = [{"error": error}]
+            if isinstance(error, dict) and "data" in error:
+                tries.append({"error": {k: v for k, v in error.items()
+                                        if k != "data"}})
+            for answer in tries:
+                try:
+                    self.conn.respond(run.rid, answer)
+                except (TypeError, ValueError, BerthError) as e:
+                    why = _why(e)
+                    continue
+                log.warning("berth: job %s: its error went without %s: %s",
+                            run.job_id, "its views" if answer is tries[0]
+                            else "its views and data", why)
+                return
+        err = {"message": safe_text("the worker could not send the %s: %s"
+                                    % (what, why)),
+               "code": code, "retryable": False}
         log.error("berth: job %s: %s", run.job_id, err["message"])
-        self.conn.respond(run.rid, {"error": err})
+        try:
+            self.conn.respond(run.rid, {"error": err})
+        except (TypeError, ValueError, BerthError) as e:
+            log.error("berth: job %s: no answer could be sent: %s",
+                      run.job_id, e)
 
     def _call(self, rid: Any, coro: Any) -> None:
         task = self.worker._loop.create_task(coro)
@@ -382,8 +540,8 @@ class _Session:
             try:
                 self.conn.respond(rid, task.result())
             except (TypeError, ValueError, BerthError) as e:
-                self.conn.respond_error(rid, -32603, "the worker could not "
-                                        "send its answer: %s" % e)
+                self.conn.respond_error(rid, -32603, safe_text(
+                    "the worker could not send its answer: %s" % e))
 
     def quiet(self, now: float) -> bool:
         """quiet says whether a draining connection has nothing left to
@@ -411,7 +569,12 @@ class _Session:
 
     def _notify(self, method: str, params: dict) -> None:
         try:
-            self.conn.notify(method, params)
+            try:
+                self.conn.notify(method, params)
+            except (ValueError, ParseError):
+                # U+0000 or a lone surrogate in a progress message: sent
+                # with U+FFFD in their place, as a log line is.
+                self.conn.notify(method, scrub(params))
         except ConnectionClosed:
             pass
         except (TypeError, ValueError, BerthError) as e:
@@ -701,7 +864,8 @@ class Worker:
             log.warning("berth: closed while the execute of %s had not "
                         "returned from its abort: berthd ends or re-queues "
                         "the jobs (onInterrupt)",
-                        _describe_jobs([r.job_id for r in self._live]))
+                        _describe_jobs(list(dict.fromkeys(
+                            r.job_id for r in self._live))))
 
     async def _open_session(self) -> _Session | None:
         """_open_session connects, authenticates and registers, and
@@ -975,19 +1139,26 @@ class Worker:
                 logs)
 
     def _report(self, run: _Run | None, job_id: str, message: str,
-                e: BaseException | None, logs: list | None = None) -> None:
+                e: BaseException | None, logs: list | None = None,
+                level: str = "error") -> None:
         """_report logs a failure of a tool's function on the worker's
         logger, and on the job: with worker/log while it runs here, else
         in logs, the ``logs`` of the answer to input or transform, which
         berthd adds to the job's log once the stage is committed
-        (docs/WORKERS.md)."""
+        (docs/WORKERS.md). Its text is made safe (safe_text): it holds
+        what the tool's exception says."""
         log.warning("berth: job %s: %s", job_id, message,
                     exc_info=e if e is not None and
                     log.isEnabledFor(logging.DEBUG) else None)
-        line: dict[str, Any] = {"level": "error", "message": message}
+        line: dict[str, Any] = {"level": level,
+                                "message": safe_text(message)}
         if e is not None:
-            line["data"] = {"traceback": "".join(
-                traceback.format_exception(e))}
+            try:
+                tb = "".join(traceback.format_exception(e))
+            except Exception:
+                tb = None
+            if tb is not None:
+                line["data"] = {"traceback": safe_text(tb)}
         if run is not None and run.live:
             try:
                 run.send_log({"jobId": job_id, **line})
@@ -1098,11 +1269,18 @@ class Worker:
                 task.uncancel()
             run.stopped = True
             return _aborted(ctx.abort_reason)
-        except Exception as e:
-            err = _error_of(e)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            # Any other BaseException of the tool's is its error too.
+            dropped: list[str] = []
+            err = _error_of(e, dropped)
             if not isinstance(e, ToolError):
                 self._report(run, run.job_id, "execute raised " +
                              err["message"], e)
+            for why in dropped:
+                self._report(run, run.job_id, "the data of the error was "
+                             "left out: " + why, None, level="warn")
             outcome = {"error": err}
             stage, payload = "error", err
         else:
