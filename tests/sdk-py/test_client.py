@@ -262,9 +262,9 @@ class Pipelining(Daemon):
                 cur = cur["a"]
             with self.assertRaises(berth.InvalidRequest):
                 await small.submit("noop", deep)
-            with self.assertRaises(berth.ParseError):
+            with self.assertRaises(berth.InvalidRequest):
                 await small.submit("noop", {"x": "nul\x00"})
-            with self.assertRaises(berth.ParseError):
+            with self.assertRaises(berth.InvalidRequest):
                 await small.submit("noop", {"x": 1 << 64})
             self.assertEqual((await small.submit("noop", {"x": 1 << 62}))
                              ["input"], {"x": 1 << 62})

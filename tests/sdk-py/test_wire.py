@@ -39,11 +39,11 @@ class Encode(unittest.TestCase):
             encode({"x": loop})
 
     def test_encode__nul_or_lone_surrogate__says_where_it_is(self):
-        with self.assertRaisesRegex(berth.ParseError, "the output holds "
+        with self.assertRaisesRegex(berth.InvalidRequest, "the output holds "
                                     "U\\+0000 \\(NUL\\) in the string "
                                     "at /a/1/b,"):
             encode({"a": [1, {"b": "x\x00"}]}, "the output")
-        with self.assertRaisesRegex(berth.ParseError,
+        with self.assertRaisesRegex(berth.InvalidRequest,
                                     r"in the key at /k\\u0000~1"):
             encode({"k\x00/": 1})
         with self.assertRaisesRegex(ValueError, "not JSON: the string at "
@@ -110,17 +110,17 @@ class Encode(unittest.TestCase):
             check_line(b'{"s":"\\\\"' + b",[" * 64 + b"]" * 64 + b"}")
 
     def test_check_line__nul__only_as_an_escape(self):
-        with self.assertRaises(berth.ParseError):
+        with self.assertRaises(berth.InvalidRequest):
             check_line(b'{"s":"a\\u0000"}')
-        with self.assertRaises(berth.ParseError):
+        with self.assertRaises(berth.InvalidRequest):
             check_line(b'{"s":"\\\\\\u0000"}')  # \\ then \u0000
         check_line(b'{"s":"\\\\u0000"}')  # a backslash, then text u0000
 
     def test_check_line__integers__within_64_bits(self):
         check_line(b'{"n":9223372036854775807,"m":-9223372036854775808}')
-        with self.assertRaises(berth.ParseError):
+        with self.assertRaises(berth.InvalidRequest):
             check_line(b'{"n":9223372036854775808}')
-        with self.assertRaises(berth.ParseError):
+        with self.assertRaises(berth.InvalidRequest):
             check_line(b'{"n":-9223372036854775809}')
         check_line(b'{"s":"99999999999999999999999","f":1.5e+300,'
                    b'"g":12345678901234567890.5}')

@@ -45,7 +45,7 @@ import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Mapping, NoReturn
 
-from .errors import ParseError
+from .errors import InvalidRequest
 from .wire import encode, scrub
 
 if TYPE_CHECKING:
@@ -383,7 +383,7 @@ class SyncContext(Context):
         p = _log_params(self.job_id, message, data, level)
         try:
             encode(p, "the log line")  # not JSON: raised here, in the tool
-        except (ValueError, ParseError):
+        except (ValueError, InvalidRequest):
             # U+0000 or a lone surrogate, as _Run.send_log takes them.
             p = scrub(p)
             encode(p, "the log line")

@@ -26,8 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import (BerthError, ConnectionClosed, InvalidRequest,
-                     ParseError)
+from .errors import BerthError, ConnectionClosed, InvalidRequest
 
 __all__ = ["Address", "Connection", "MAX_LINE", "MAX_DEPTH", "encode",
            "open_connection", "parse_address", "default_address",
@@ -113,8 +112,8 @@ def encode(msg: Any, what: str = "the message",
 
     Raises TypeError or ValueError for what is not JSON (an object json
     cannot encode, NaN, a lone surrogate), and the BerthError berthd would
-    answer for a line it refuses (InvalidRequest over a limit, ParseError
-    for what its parser rejects). ``what`` names the message in errors,
+    answer for a line it refuses (InvalidRequest, -32600: over a limit, or
+    holding what its parser rejects). ``what`` names the message in errors,
     and an error about a string names where in msg it is.
     """
     try:
@@ -135,13 +134,13 @@ def encode(msg: Any, what: str = "the message",
                             e.object[e.start:e.end])) from None
     try:
         check_line(line, what, max_line)
-    except ParseError as e:
+    except InvalidRequest as e:
         where = _where(msg, _NUL_CHAR) if _NUL.search(line) else None
         if where is None:
             raise
-        raise ParseError(e.code, "%s holds U+0000 (NUL) in %s, which "
-                         "berthd's JSON parser refuses" % (what, where)) \
-            from None
+        raise InvalidRequest(e.code, "%s holds U+0000 (NUL) in %s, which "
+                             "berthd's JSON parser refuses"
+                             % (what, where)) from None
     return line + b"\n"
 
 
@@ -263,15 +262,16 @@ def check_line(line: bytes, what: str = "the message",
             elif c != 0x22:
                 depth -= 1
     if b"\\u0000" in line and _NUL.search(line):
-        raise ParseError(-32700, "%s holds a string with U+0000 (NUL), "
-                         "which berthd's JSON parser refuses" % what)
+        raise InvalidRequest(-32600, "%s holds a string with U+0000 "
+                             "(NUL), which berthd's JSON parser refuses"
+                             % what)
     if _LONG_DIGITS.search(line):
         for m in _BIG_INT.finditer(line):
             t = m.group()
             if t[0] != 0x22 and not _INT64_MIN <= int(t) <= _INT64_MAX:
-                raise ParseError(-32700, "%s holds the integer %s, outside "
-                                 "the 64 bits berthd's JSON parser takes"
-                                 % (what, t.decode()))
+                raise InvalidRequest(-32600, "%s holds the integer %s, "
+                                     "outside the 64 bits berthd's JSON "
+                                     "parser takes" % (what, t.decode()))
 
 
 # ---- addresses --------------------------------------------------------------

@@ -48,7 +48,7 @@ from .client import backoff_delays
 from .context import (CallInfo, Context, Suspend, SyncContext,
                       TransformContext, ToolError, _mapping, current_run)
 from .errors import (BerthError, Conflict, ConnectionClosed, InvalidParams,
-                     MethodNotFound, ParseError, RegistrationError,
+                     InvalidRequest, MethodNotFound, RegistrationError,
                      Unauthorized)
 from .tool import Tool, _Fn, parse_model
 from .wire import CONNECT_TIMEOUT, MAX_LINE, Address, Connection, \
@@ -270,7 +270,7 @@ class _Run:
         if self.live:
             try:
                 self.session.conn.notify("worker/log", params)
-            except (ValueError, ParseError):
+            except (ValueError, InvalidRequest):
                 # U+0000 or a lone surrogate, which berthd refuses: a log
                 # line is read, so it goes with U+FFFD in their place.
                 # What scrub() cannot cure (NaN, an integer beyond 64
@@ -571,7 +571,7 @@ class _Session:
         try:
             try:
                 self.conn.notify(method, params)
-            except (ValueError, ParseError):
+            except (ValueError, InvalidRequest):
                 # U+0000 or a lone surrogate in a progress message: sent
                 # with U+FFFD in their place, as a log line is.
                 self.conn.notify(method, scrub(params))
