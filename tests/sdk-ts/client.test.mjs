@@ -104,6 +104,31 @@ describe('the client against a real berthd', () => {
     assert.equal(pages, 3);
   });
 
+  test('a_request_of_exactly_berthds_line_limit__is_read__and_one_a_byte_longer_rejects_at_once', async () => {
+    // A fresh connection, so that its requests' ids are 1 and 2.
+    const fresh = await connect({ socket: d.socket, reconnect: false });
+    try {
+      const limit = 16 * 1024 * 1024;
+      const params = (s) => ({ tool: 'no-such-tool', input: { s } });
+      const lineOf = (id, s) => JSON.stringify({ jsonrpc: '2.0', id, method: 'jobs/submit', params: params(s) });
+      const pad = (id, extra) => 'x'.repeat(limit - lineOf(id, '').length + extra);
+      const signal = AbortSignal.timeout(30000);
+      // At the limit berthd reads it, and answers the request: no such tool.
+      await assert.rejects(fresh.request('jobs/submit', params(pad(1, 0)), { signal }),
+        (e) => e instanceof BerthError && e.code !== ErrorCode.InvalidRequest);
+      // A byte more: berthd would answer with id null, which no request
+      // can be told of; it is refused before it is sent.
+      await assert.rejects(fresh.request('jobs/submit', params(pad(2, 1)), { signal }), (e) => {
+        assert.equal(e.code, ErrorCode.InvalidRequest, String(e));
+        assert.match(e.message, /jobs\/submit was not sent: the request is 16777217 bytes as a line, over berthd's line limit of 16777216 bytes/);
+        return true;
+      });
+      assert.equal((await fresh.info()).name, 'berth');
+    } finally {
+      fresh.close();
+    }
+  });
+
   test('pipelined_requests__are_answered_out_of_order_and_matched_by_id', async () => {
     const slow = await c.submit('sleep', { ms: 60000 });
     const waiting = c.wait(slow.id, { until: ['completed'] });

@@ -99,6 +99,13 @@ describe('toolDefinition', () => {
     assert.deepEqual((await toolDefinition(blockTool)).background, { enabled: true, maxRetries: 2, onInterrupt: 'retry' });
   });
 
+  test('background_retries__mastras_older_retry_config__is_sent_for_berthd_to_read__and_a_retryableErrors_function_is_refused', async () => {
+    const t = { id: 'older', description: 'd', execute: async () => ({}), background: { retries: { maxRetries: 3, retryDelayMs: 100 } } };
+    assert.deepEqual((await toolDefinition(t)).background, { retries: { maxRetries: 3, retryDelayMs: 100 } });
+    const f = { ...t, background: { retries: { maxRetries: 3, retryableErrors: () => true } } };
+    await assert.rejects(toolDefinition(f), (e) => e instanceof TypeError && /tool older: background\.retries\.retryableErrors is a function/.test(e.message));
+  });
+
   test('a_plain_object_tool_with_zod_3_and_valibot_schemas__is_served_like_a_mastra_one', async () => {
     const d = await toolDefinition({
       id: 'plain', description: 'd',

@@ -173,3 +173,87 @@ describe('the client framing', () => {
     await srv.close();
   });
 });
+
+// berthd cannot read a line over its line limit, or one with U+0000, a lone
+// surrogate or an integer beyond 64 bits in it (wire.ts), and answers it
+// with id null (or, for a request it could read the id of, with an error
+// the client gets): such a request used to wait for an answer forever.
+describe('requests berthd cannot read', () => {
+  // served connects a client to a server that answers every request with
+  // its method, records the methods, and runs fn; both are closed after,
+  // whatever fn did.
+  async function served(options, fn) {
+    const methods = [];
+    const srv = await script((m, s) => {
+      methods.push(m.method);
+      s.write(answer(m, { method: m.method }) + '\n');
+    });
+    const c = await connect({ socket: srv.path, ...options });
+    try {
+      await fn(c, methods);
+    } finally {
+      c.close();
+      await srv.close();
+    }
+  }
+
+  test('a_request_over_the_line_limit__rejects_at_once_naming_its_size_and_the_limit__and_is_not_sent', () => served({ maxSendLineBytes: 1000 }, async (c, methods) => {
+    await assert.rejects(c.submit('noop', { s: 'x'.repeat(1000) }, { signal: AbortSignal.timeout(5000) }), (e) => {
+      assert.ok(e instanceof BerthError, String(e));
+      assert.equal(e.code, ErrorCode.InvalidRequest);
+      assert.match(e.message, /jobs\/submit was not sent: the request is 10\d\d bytes as a line, over berthd's line limit of 1000 bytes/);
+      assert.equal(e.data.limit, 1000);
+      return true;
+    });
+    // The next request goes out and is answered: nothing of the refused one was sent.
+    assert.deepEqual(await c.request('after', {}), { method: 'after' });
+    assert.deepEqual(methods, ['after']);
+  }));
+
+  test('the_default_line_limit__is_berthds_16_MiB', () => served({}, async (c, methods) => {
+    await assert.rejects(c.submit('noop', { s: 'x'.repeat(16 * 1024 * 1024) }, { signal: AbortSignal.timeout(5000) }),
+      (e) => e.code === ErrorCode.InvalidRequest && /over berthd's line limit of 16777216 bytes/.test(e.message));
+    assert.deepEqual(methods, []);
+  }));
+
+  test('a_request_holding_U0000_a_lone_surrogate_or_a_64_bit_overflow__rejects_at_once_naming_where', () => served({}, async (c, methods) => {
+    const cases = [
+      [{ s: 'a\u0000' }, '/input/s', /\/input\/s holds U\+0000/],
+      [{ list: [1, 'a\udc00'] }, '/input/list/1', /\/input\/list\/1 holds a lone surrogate \(U\+DC00\)/],
+      [{ n: 2 ** 63 }, '/input/n', /\/input\/n is the integer 9223372036854776000, beyond 64 bits/],
+    ];
+    for (const [input, pointer, message] of cases) {
+      await assert.rejects(c.submit('noop', input, { signal: AbortSignal.timeout(5000) }), (e) => {
+        assert.ok(e instanceof BerthError, String(e));
+        assert.equal(e.code, ErrorCode.InvalidRequest);
+        assert.match(e.message, /jobs\/submit was not sent: berthd would refuse its params: /);
+        assert.match(e.message, message);
+        assert.equal(e.data.instancePath, pointer);
+        return true;
+      });
+    }
+    // A pair of surrogates, -2^63 and an integer written with an exponent are read by berthd.
+    await c.submit('noop', { s: '\ud83d\ude00', n: -(2 ** 63), big: 1e21 });
+    assert.deepEqual(methods, ['jobs/submit']);
+  }));
+
+  test('an_error_of_id_null__is_reported_to_the_clients_logger', async () => {
+    const srv = await script((m, s) => {
+      s.write(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error: something' } }) + '\n');
+      s.write(answer(m, {}) + '\n');
+    });
+    const lines = [];
+    const c = await connect({ socket: srv.path, logger: { warn: (m) => lines.push(m), error: (m) => lines.push(m) } });
+    try {
+      await c.ping();
+      assert.ok(lines.some((l) => /berthd refused a line it could not read: parse error: something \(-32700\)/.test(l)), lines.join('\n'));
+    } finally {
+      c.close();
+      await srv.close();
+    }
+  });
+
+  test('list_with_an_empty_list_of_statuses__throws_a_RangeError_at_once', () => served({}, async (c) => {
+    assert.throws(() => c.list({ status: [] }), (e) => e instanceof RangeError && /status is an empty list/.test(e.message));
+  }));
+});

@@ -49,6 +49,9 @@ class Peer {
       ...answers,
     };
     this.received = [];
+    // Every line the worker sent, as it came: none may be one that berthd
+    // would refuse ("what berthd cannot read", below).
+    this.lines = [];
     this.conns = [];
     // id -> {conn, method, resolve, reject} of each request sent and not answered.
     this.pending = new Map();
@@ -80,6 +83,7 @@ class Peer {
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
+        this.lines.push(line);
         this.onMessage(s, JSON.parse(line));
       }
     });
@@ -579,6 +583,214 @@ describe('serve() under load', () => {
     const r = await answer;
     assert.equal(r.result.output.aborted, true);
     assert.match(r.result.output.reason, /was cancelled/);
+  });
+});
+
+// berthd refuses a line with U+0000 in a string, a lone surrogate, an
+// integer beyond 64 bits, nesting deeper than 64, or over 16 MiB; for an
+// answer it cannot read it says nothing that names the run (an error of id
+// null, or nothing), and the job waited for its timeout. The worker sends
+// no such line: what a tool returns fails its run, naming where, and text
+// of the SDK's own making is made safe.
+describe('what berthd cannot read', () => {
+  let peer;
+  let worker;
+  let lines;
+  let release;
+
+  // refused finds a line berthd would refuse: "\u0000" or a lone
+  // surrogate's escape (JSON.stringify writes a pair as it is).
+  const refused = (l) => /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/.test(l) || /\d{19}/.test(l.replace(/"(?:[^"\\]|\\.)*"/g, '""'));
+  const nested = (n) => {
+    let v = 'bottom';
+    for (let i = 0; i < n; i++) v = [v];
+    return v;
+  };
+  const odd = {
+    // A null-prototype object: String() of it throws.
+    nullProto: () => Object.assign(Object.create(null), { message: 'real message', retryable: false }),
+    // An Error whose data getter throws.
+    badGetter: () => {
+      const e = new Error('real message');
+      e.retryable = false;
+      Object.defineProperty(e, 'data', { get() { throw new Error('data getter failed on purpose'); } });
+      return e;
+    },
+    // A proxy that throws whatever is asked of it.
+    proxy: () => new Proxy({}, { get() { throw new Error('no'); }, getPrototypeOf() { throw new Error('no'); }, ownKeys() { throw new Error('no'); } }),
+  };
+  const wire = {
+    id: 'peer-wire',
+    description: 'Returns, suspends with, throws or logs what input.kind names.',
+    inputSchema: { type: 'object' },
+    execute: async ({ kind }, ctx) => {
+      switch (kind) {
+        case 'out-nul': return { s: 'a\u0000b' };
+        case 'out-lone': return { list: ['ok', 'a\ud800'] };
+        case 'out-key': return { ['k\u0000']: 1 };
+        case 'out-int': return { n: 2 ** 64 };
+        case 'out-deep': return { deep: nested(70) };
+        case 'out-fn': return () => 1;
+        case 'out-big': return { s: 'x'.repeat(5000) };
+        case 'suspend-nul': await ctx.agent.suspend({ q: '\u0000' }); return undefined;
+        case 'suspend-big': await ctx.agent.suspend({ q: 'x'.repeat(5000) }); return undefined;
+        case 'throw-nul': throw Object.assign(new Error('bad\u0000 \udc00 text'), { retryable: false, code: 'odd_text', data: { at: 'x\u0000' } });
+        case 'throw-big': throw new Error('y'.repeat(70000));
+        case 'log-nul':
+          ctx.observe.log('warn', 'line\u0000 \ud800', { v: 'd\u0000', n: 2 ** 64 });
+          ctx.berth.progress(1, 2, 'step\u0000');
+          return { ok: true };
+        default:
+          if (kind in odd) throw odd[kind]();
+          return { ok: true };
+      }
+    },
+  };
+  const models = {
+    id: 'peer-models',
+    description: 'Its model output and view are what berthd cannot take.',
+    inputSchema: { type: 'object' },
+    execute: async ({ kind }) => ({ kind }),
+    toModelOutput: ({ kind }) => (kind === 'bigint' ? { n: 1n } : kind === 'nul' ? { type: 'text', value: '\u0000' } : { type: 'text', value: 'fine' }),
+    transform: { display: { output: ({ output }) => (output.kind === 'nul' ? { s: '\u0000' } : { kind: output.kind }) } },
+  };
+  const stubborn = {
+    id: 'peer-stubborn',
+    description: 'Its first attempt ignores its abort until the test releases it; the others return at once.',
+    inputSchema: { type: 'object' },
+    execute: async (_input, ctx) => {
+      if (ctx.berth.attempt > 1) return { attempt: ctx.berth.attempt };
+      await new Promise((resolve) => { release = resolve; });
+      return { attempt: 1, late: true };
+    },
+  };
+
+  beforeEach(async () => {
+    peer = new Peer();
+    await peer.listen();
+    lines = [];
+    const line = (m) => lines.push(m);
+    worker = await serve({
+      socket: peer.path, tools: [wire, models, stubborn], name: 'peer-wire', maxSendLineBytes: 4096,
+      logger: { debug: line, info: line, warn: line, error: line },
+    });
+  });
+  afterEach(async () => {
+    release?.();
+    await worker?.close({ force: true, timeoutMs: 1000 });
+    await peer.close();
+    const bad = peer.lines.filter(refused);
+    assert.deepEqual(bad, [], 'the worker sent lines that berthd would refuse');
+  });
+
+  const run = async (tool, kind, fields = {}) => (await peer.request('run', { job: job(tool, { input: { kind }, ...fields }) })).result;
+
+  test('an_output_holding_U0000_a_lone_surrogate_a_64_bit_overflow_or_deep_nesting__fails_the_run_as_invalid_output_naming_where', async () => {
+    const cases = [
+      ['out-nul', /output cannot be sent to berthd: \/s holds U\+0000/],
+      ['out-lone', /output cannot be sent to berthd: \/list\/1 holds a lone surrogate \(U\+D800\)/],
+      ['out-key', /output cannot be sent to berthd: \/k\ufffd has a member name that holds U\+0000/],
+      ['out-int', /output cannot be sent to berthd: \/n is the integer 18446744073709552000, beyond 64 bits/],
+      ['out-deep', /output cannot be sent to berthd: \/deep(\/0)+ nests deeper than berthd takes \(64 arrays and objects in a line\)/],
+    ];
+    for (const [kind, message] of cases) {
+      const r = await run('peer-wire', kind);
+      assert.equal(r.error?.code, 'invalid_output', `${kind}: ${JSON.stringify(r)}`);
+      assert.equal(r.error.retryable, false);
+      assert.match(r.error.message, message);
+    }
+  });
+
+  test('a_suspend_payload_holding_U0000__fails_the_run_as_invalid_suspend', async () => {
+    const r = await run('peer-wire', 'suspend-nul');
+    assert.equal(r.error?.code, 'invalid_suspend', JSON.stringify(r));
+    assert.match(r.error.message, /suspend payload cannot be sent to berthd: \/q holds U\+0000/);
+  });
+
+  test('an_error_and_log_text_holding_U0000_or_a_lone_surrogate__are_sent_made_safe', async () => {
+    const j = job('peer-wire', { input: { kind: 'throw-nul' } });
+    const r = (await peer.request('run', { job: j })).result;
+    assert.deepEqual(r.error, { message: 'bad\ufffd \ufffd text', code: 'odd_text', data: { at: 'x\ufffd' }, retryable: false });
+    const l = job('peer-wire', { input: { kind: 'log-nul' } });
+    assert.deepEqual((await peer.request('run', { job: l })).result, { output: { ok: true } });
+    const line = peer.logsOf(l.id).find((x) => x.level === 'warn');
+    assert.equal(line.message, 'line\ufffd \ufffd');
+    assert.deepEqual(line.data, { v: 'd\ufffd', n: '18446744073709552000' });
+    assert.equal(peer.messages('worker/progress').find((m) => m.params.jobId === l.id).params.message, 'step\ufffd');
+  });
+
+  test('a_thrown_value_that_cannot_be_read__fails_the_run_with_its_message__and_retryable_false_holds', async () => {
+    for (const kind of ['nullProto', 'badGetter']) {
+      const r = await run('peer-wire', kind);
+      assert.equal(r.error?.message, 'real message', `${kind}: ${JSON.stringify(r)}`);
+      assert.equal(r.error.retryable, false, kind);
+      assert.equal(r.error.data, undefined);
+    }
+    const r = await run('peer-wire', 'proxy');
+    assert.equal(typeof r.error?.message, 'string', JSON.stringify(r));
+    assert.equal(r.error.retryable, true);
+  });
+
+  test('an_execute_that_returns_a_function__fails_as_invalid_output_not_JSON', async () => {
+    const r = await run('peer-wire', 'out-fn');
+    assert.equal(r.error?.code, 'invalid_output', JSON.stringify(r));
+    assert.match(r.error.message, /the tool's output is not JSON: it is a function/);
+  });
+
+  test('a_model_output_or_view_berthd_cannot_take__is_logged__and_the_output_goes_without_it', async () => {
+    const big = job('peer-models', { input: { kind: 'bigint' } });
+    const r = (await peer.request('run', { job: big })).result;
+    assert.deepEqual(r, { output: { kind: 'bigint' }, views: { display: { output: { kind: 'bigint' } } } });
+    assert.ok(peer.logsOf(big.id).some((l) => /toModelOutput returned a value that is not JSON.*BigInt.*no model output/.test(l.message)),
+      JSON.stringify(peer.logsOf(big.id)));
+    const nul = job('peer-models', { input: { kind: 'nul' } });
+    const n = (await peer.request('run', { job: nul })).result;
+    assert.deepEqual(n, { output: { kind: 'nul' }, views: { display: { output: { message: 'Tool output-available payload unavailable' } } } });
+    assert.ok(peer.logsOf(nul.id).some((l) => /toModelOutput returned a value that cannot be sent to berthd: \/value holds U\+0000/.test(l.message)));
+    assert.ok(peer.logsOf(nul.id).some((l) => /transform\.display\.output returned a value that cannot be sent to berthd: \/s holds U\+0000 \(.*\); the view is a placeholder/.test(l.message)));
+  });
+
+  test('an_answer_over_the_line_limit__fails_the_run_naming_its_size_and_the_limit__and_a_long_error_is_cut', async () => {
+    const out = await run('peer-wire', 'out-big');
+    assert.equal(out.error?.code, 'invalid_output', JSON.stringify(out).slice(0, 300));
+    assert.match(out.error.message, /the tool's output is 5008 bytes as JSON: the answer would be \d+ bytes as a line, over berthd's line limit of 4096 bytes/);
+    assert.equal(out.error.data.limit, 4096);
+    const sus = await run('peer-wire', 'suspend-big');
+    assert.equal(sus.error?.code, 'invalid_suspend');
+    assert.match(sus.error.message, /over berthd's line limit of 4096 bytes/);
+    const err = await run('peer-wire', 'throw-big');
+    assert.match(err.error?.message, /^y+\.\.\. \(cut from 70000 bytes/);
+    assert.equal(err.error.retryable, true);
+    assert.ok(peer.lines.every((l) => Buffer.byteLength(l) <= 4096), 'a line over the limit was sent');
+  });
+
+  test('an_error_of_id_null_from_berthd__is_logged_with_its_message', async () => {
+    peer.send(peer.last, JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'invalid request: something unreadable' } }) + '\n');
+    await until(() => lines.some((l) => /berthd refused a line it could not read: invalid request: something unreadable \(-32600\)/.test(l)),
+      'the error in the log');
+  });
+
+  test('a_run_of_a_job_berthd_aborted__is_taken_while_the_old_execute_runs__whose_late_answer_is_dropped', async () => {
+    const j = job('peer-stubborn', { timeoutMs: 500 });
+    const first = peer.request('run', { job: j });
+    await until(() => release, 'the first attempt to run');
+    // Not aborted: a second run of the job is a mistake of berthd's.
+    const twice = await peer.request('run', { job: j });
+    assert.equal(twice.error?.code, ErrorCode.Conflict);
+    // A timeout's retry comes at once, while the run has its kill grace.
+    peer.notify('abort', { jobId: j.id, reason: 'timed_out' });
+    const again = await peer.request('run', { job: { ...j, attempt: 2 } });
+    assert.deepEqual(again.result, { output: { attempt: 2 } });
+    // Past the abort grace berthd has given the first run up: its answer
+    // is dropped, not sent.
+    await new Promise((resolve) => setTimeout(resolve, 5200));
+    let answered = false;
+    first.then(() => { answered = true; }, () => {});
+    release();
+    await until(() => lines.some((l) => /returned after the abort grace/.test(l)), 'the first run to return');
+    await peer.request('ping', {});
+    assert.equal(answered, false, 'the late answer was sent');
+    assert.equal(worker.running, 0);
   });
 });
 

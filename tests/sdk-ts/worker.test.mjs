@@ -197,6 +197,134 @@ describe('Mastra tools served by a worker', { skip }, () => {
   });
 });
 
+// What berthd cannot read (docs/API.md, "Limits"): a run answered with it
+// used to hold its job running until its timeout, and then ran it again.
+describe('answers berthd cannot read, and runs that ignore their abort', { skip }, () => {
+  const d = new Daemon();
+  let c;
+  let w;
+  let release = () => {};
+  let executes = 0;
+  const wire = {
+    id: 'sdk-wire',
+    description: 'Returns or throws what input.kind names',
+    inputSchema: { type: 'object' },
+    background: { maxRetries: 2, backoffMs: 10, timeoutMs: 60000 },
+    execute: async ({ kind }) => {
+      executes++;
+      switch (kind) {
+        case 'nul': return { s: 'a\u0000' };
+        case 'lone': return { s: 'a\ud800' };
+        case 'big': return { s: 'x'.repeat(17 * 1024 * 1024) };
+        case 'throw-nul': throw Object.assign(new Error('a\u0000b'), { retryable: false });
+        case 'null-proto': throw Object.assign(Object.create(null), { message: 'real message', retryable: false });
+        default: return { ok: true };
+      }
+    },
+  };
+  const model = createTool({
+    id: 'sdk-model-bigint',
+    description: 'Its model output is not JSON',
+    inputSchema: z.object({}),
+    outputSchema: z.object({ ok: z.boolean() }),
+    execute: async () => ({ ok: true }),
+    toModelOutput: () => ({ n: 1n }),
+  });
+  // sdk-stubborn-retry's first attempt ignores its abort until the test
+  // ends; a retry returns at once.
+  const stubborn = createTool({
+    id: 'sdk-stubborn-retry',
+    description: 'Ignores the abort of its first attempt',
+    inputSchema: z.object({}),
+    outputSchema: z.object({ attempt: z.number() }),
+    background: { timeoutMs: 500, maxRetries: 2, backoffMs: 10 },
+    execute: async (_input, ctx) => {
+      if (ctx.berth.attempt === 1) await new Promise((resolve) => { release = resolve; });
+      return { attempt: ctx.berth.attempt };
+    },
+  });
+  // Mastra's older background.retries, which berthd reads (docs/TOOLS.md).
+  const retries = createTool({
+    id: 'sdk-retries',
+    description: 'Sets its retries the older way',
+    inputSchema: z.object({}),
+    background: { retries: { maxRetries: 3, retryDelayMs: 20, maxRetryDelayMs: 40 } },
+    execute: async () => ({}),
+  });
+
+  before(async () => {
+    await d.start();
+    c = await connect({ socket: d.socket });
+    w = await serve({ socket: d.socket, tools: [wire, model, stubborn, retries], ...quiet });
+  });
+  after(async () => {
+    release();
+    await w?.close({ force: true, timeoutMs: 5000 });
+    c?.close();
+    await d.cleanup();
+  });
+
+  // done waits for the job to end, 20 s at most: a job whose answer
+  // berthd could not read stays running.
+  const done = async (kind) => {
+    const j = await c.submit('sdk-wire', { kind });
+    return c.wait(j.id, { timeoutMs: 20000 });
+  };
+
+  test('an_output_holding_U0000_or_a_lone_surrogate__fails_the_job_at_once_as_invalid_output_naming_where', async () => {
+    for (const [kind, problem] of [['nul', /\/s holds U\+0000/], ['lone', /\/s holds a lone surrogate/]]) {
+      const before = executes;
+      const job = await done(kind);
+      assert.equal(job.status, 'failed', `${kind}: ${JSON.stringify(job)}`);
+      assert.equal(job.error.code, 'invalid_output');
+      assert.match(job.error.message, problem);
+      assert.equal(executes - before, 1, 'not retried');
+    }
+  });
+
+  test('an_output_over_berthds_16_MiB_line_limit__fails_the_job_at_once_naming_its_size_and_the_limit', async () => {
+    const job = await done('big');
+    assert.equal(job.status, 'failed', JSON.stringify(job).slice(0, 500));
+    assert.equal(job.attempt, 1);
+    assert.equal(job.error.code, 'invalid_output');
+    assert.match(job.error.message, /the tool's output is 17825800 bytes as JSON: the answer would be \d+ bytes as a line, over berthd's line limit of 16777216 bytes/);
+  });
+
+  test('an_error_holding_U0000__reaches_berthd_made_safe__and_an_odd_thrown_value_keeps_its_message_and_retryable_false', async () => {
+    const nul = await done('throw-nul');
+    assert.equal(nul.status, 'failed', JSON.stringify(nul));
+    assert.equal(nul.error.message, 'a\ufffdb');
+    assert.equal(nul.attempt, 1);
+    const odd = await done('null-proto');
+    assert.equal(odd.status, 'failed', JSON.stringify(odd));
+    assert.equal(odd.error.message, 'real message');
+    assert.equal(odd.attempt, 1, 'retryable: false was kept');
+  });
+
+  test('a_toModelOutput_that_is_not_JSON__leaves_no_model_output__and_the_job_completes', async () => {
+    const j = await c.submit('sdk-model-bigint', {});
+    const job = await c.wait(j.id, { timeoutMs: 20000 });
+    assert.equal(job.status, 'completed', JSON.stringify(job));
+    assert.deepEqual(job.output, { ok: true });
+    assert.equal(job.modelOutput, undefined);
+    assert.ok((await c.logs(j.id)).lines.some((l) => /toModelOutput returned a value that is not JSON/.test(l.message)));
+  });
+
+  test('a_run_that_ignores_the_abort_of_its_timeout__does_not_fail_the_retry_of_its_job', async () => {
+    const j = await c.submit('sdk-stubborn-retry', {});
+    const job = await c.wait(j.id, { timeoutMs: 30000 });
+    assert.equal(job.status, 'completed', JSON.stringify(job));
+    assert.deepEqual(job.output, { attempt: 2 });
+  });
+
+  test('background_retries__mastras_older_retry_settings__are_read_by_berthd', async () => {
+    const t = (await c.tools()).find((x) => x.name === 'sdk-retries');
+    assert.equal(t.background.maxRetries, 3, JSON.stringify(t.background));
+    assert.equal(t.background.backoffMs, 20);
+    assert.equal(t.background.backoffMaxMs, 40);
+  });
+});
+
 describe('workers and crashes', { skip }, () => {
   test('kill_9_of_the_worker_mid_run__requeues_the_job__and_the_next_worker_resumes_from_its_checkpoint', async () => {
     const d = new Daemon();

@@ -1,4 +1,4 @@
-import { Address, Connection, Endpoint } from './rpc.js';
+import { Address, Connection, Endpoint, type Logger } from './rpc.js';
 import type { Event, EventPage, EventType, Job, JobPage, JobStatus, LogPage, ProgressUpdate, ServerInfo, Tool } from './types.js';
 export interface ReconnectOptions {
     /** The first wait before connecting again. Default 100 ms. */
@@ -13,8 +13,20 @@ export interface ConnectOptions extends Endpoint {
     signal?: AbortSignal;
     /** How long one connection attempt may take. Default 10 s. */
     connectTimeoutMs?: number;
-    /** The largest line accepted from berthd. Default 256 MiB. */
+    /** The largest line accepted from berthd. Default 256 MiB (berthd's answers may be longer than the lines it reads). */
     maxLineBytes?: number;
+    /**
+     * The longest line sent to berthd, in bytes: berthd's line limit, 16 MiB
+     * (docs/API.md, "Limits"), which berthd does not announce. A request over
+     * it rejects at once with InvalidRequest, naming its size and the limit.
+     */
+    maxSendLineBytes?: number;
+    /**
+     * Where the client reports what no call can be told of: an error berthd
+     * answers with id null (a line of the connection it could not read).
+     * Default: stderr; `false` drops them.
+     */
+    logger?: Logger | false;
 }
 export interface CallOptions {
     signal?: AbortSignal;
@@ -116,6 +128,7 @@ export declare class Client {
     private ignored;
     private readonly dropWatchers;
     private readonly closing;
+    private readonly logger;
     constructor(options?: ConnectOptions);
     /** True once close() was called. */
     get closed(): boolean;
@@ -157,7 +170,9 @@ export declare class Client {
     /**
      * list is one page of jobs when awaited, and every job of every page
      * when iterated with `for await`; `.pages()` iterates the pages. Several
-     * statuses are asked for one at a time and their pages follow each other.
+     * statuses are asked for one at a time and their pages follow each other
+     * (so they can only be iterated). An empty list of statuses throws a
+     * RangeError: it would ask for nothing, where no status asks for all.
      */
     list<I = unknown, O = unknown>(params?: ListParams): JobList<I, O>;
     /**

@@ -57,9 +57,11 @@ export class Client {
     ignored = new Set();
     dropWatchers = new Set();
     closing = new AbortController();
+    logger;
     constructor(options = {}) {
         this.options = options;
         this.address = resolveAddress(options);
+        this.logger = options.logger === false ? null : options.logger ?? defaultLogger(describeAddress(this.address));
         const r = options.reconnect ?? true;
         this.reconnect = r === false ? null : {
             initialDelayMs: (r === true ? undefined : r.initialDelayMs) ?? 100,
@@ -113,6 +115,8 @@ export class Client {
                     token: this.options.token,
                     timeoutMs: this.options.connectTimeoutMs,
                     maxLineBytes: this.options.maxLineBytes,
+                    maxSendLineBytes: this.options.maxSendLineBytes,
+                    logger: this.logger,
                     onNotification: (method, params) => this.onNotification(method, params),
                     onClose: (why) => { if (made)
                         this.onDrop(made, why); },
@@ -250,10 +254,15 @@ export class Client {
     /**
      * list is one page of jobs when awaited, and every job of every page
      * when iterated with `for await`; `.pages()` iterates the pages. Several
-     * statuses are asked for one at a time and their pages follow each other.
+     * statuses are asked for one at a time and their pages follow each other
+     * (so they can only be iterated). An empty list of statuses throws a
+     * RangeError: it would ask for nothing, where no status asks for all.
      */
     list(params = {}) {
         const { signal, status, ...rest } = params;
+        if (Array.isArray(status) && status.length === 0) {
+            throw new RangeError('berth: list()\'s status is an empty list: give a status, a list of them, or none for every status');
+        }
         const statuses = Array.isArray(status) ? status : [status];
         const page = (st, cursor) => {
             const p = dropUndefined({ ...rest, status: st });
@@ -601,6 +610,11 @@ class EventStream {
         }
         this.wake?.();
     }
+}
+// defaultLogger writes the client's reports to stderr, one line each.
+function defaultLogger(address) {
+    const line = (m) => console.error(`berth client (${address}): ${m}`);
+    return { warn: line, error: line };
 }
 function dropUndefined(o) {
     const out = {};

@@ -1,5 +1,5 @@
 import { SchemaConversionError } from './schema.js';
-import type { Background, JsonSchema, ViewStage, ViewTarget } from './types.js';
+import type { Background, JsonSchema, RetryConfig, ViewStage, ViewTarget } from './types.js';
 type AnyFn = (...args: any[]) => unknown;
 /**
  * The shape serve() reads: what `createTool()` from @mastra/core returns,
@@ -26,7 +26,11 @@ export interface ToolLike {
     needsApprovalFn?: AnyFn;
     /** berth's approval policy (docs/API.md), passed through. */
     approvalPolicy?: object;
-    background?: Background;
+    background?: Background & {
+        retries?: RetryConfig & {
+            retryableErrors?: AnyFn;
+        };
+    };
     mcp?: {
         annotations?: object;
         _meta?: object;
@@ -54,7 +58,9 @@ export interface Definition {
     providerOptions?: Record<string, Record<string, unknown>>;
     requireApproval?: boolean | 'function';
     approvalPolicy?: Record<string, unknown>;
-    background?: Background;
+    background?: Background & {
+        retries?: RetryConfig;
+    };
     mcp?: {
         annotations?: Record<string, unknown>;
         _meta?: Record<string, unknown>;

@@ -4,7 +4,9 @@
 // their results at the stages they belong to.
 import { SchemaConversionError, toJsonSchema } from './schema.js';
 import { VIEW_STAGES } from './types.js';
-const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt'];
+// berth's background settings, and Mastra's older `retries` (its
+// RetryConfig), which berthd reads into them (docs/TOOLS.md).
+const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt', 'retries'];
 /** approvalFunction is the function that decides approval per call, if the tool has one. */
 export function approvalFunction(tool) {
     if (typeof tool.needsApprovalFn === 'function')
@@ -73,6 +75,13 @@ export async function toolDefinition(tool) {
         for (const k of BACKGROUND_KEYS)
             if (given[k] !== undefined)
                 b[k] = given[k];
+        // retries.retryableErrors is a function, which a definition cannot
+        // hold and JSON would drop unsaid: berthd refuses it in a manifest.
+        const retries = given.retries;
+        if (retries && typeof retries === 'object' && retries.retryableErrors !== undefined) {
+            throw new TypeError(`berth: tool ${id}: background.retries.retryableErrors is a function, which berth has no place for: ` +
+                'an error with retryable: false (NonRetryableError) is not retried, any other is');
+        }
         if (Object.keys(b).length > 0)
             def.background = json(b, id, 'background');
     }

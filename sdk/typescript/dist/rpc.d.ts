@@ -1,5 +1,12 @@
 import net from 'node:net';
 import { BerthError } from './errors.js';
+/** Where the SDK's messages go (a worker's, a client's); `false` in the options drops them. */
+export interface Logger {
+    debug?(message: string, ...rest: unknown[]): void;
+    info?(message: string, ...rest: unknown[]): void;
+    warn(message: string, ...rest: unknown[]): void;
+    error(message: string, ...rest: unknown[]): void;
+}
 /** Where berthd listens: a Unix socket path, or a TCP address that needs a token. */
 export type Address = {
     kind: 'unix';
@@ -26,8 +33,12 @@ export interface Endpoint {
  */
 export declare function resolveAddress(ep: Endpoint): Address;
 export declare function describeAddress(a: Address): string;
-/** A request of berthd's own, and the answer the handler gives. */
-export type RequestHandler = (method: string, params: unknown) => Promise<unknown>;
+/**
+ * A request of berthd's own, and the answer the handler gives. `room` is
+ * the most bytes the result's JSON text may take for its answer to stay
+ * within the line limit.
+ */
+export type RequestHandler = (method: string, params: unknown, room: number) => Promise<unknown>;
 export type NotificationHandler = (method: string, params: unknown) => void;
 export interface ConnectionOptions {
     /** Answers berthd's requests; without it every request gets -32601. */
@@ -37,8 +48,20 @@ export interface ConnectionOptions {
     onAnswered?: (method: string) => void;
     /** Called once when the connection is gone, with why. */
     onClose?: (why: BerthError) => void;
-    /** A line from berthd larger than this closes the connection. Default 256 MiB. */
+    /**
+     * A line from berthd larger than this closes the connection. Default
+     * 256 MiB: berthd's answers may be longer than the lines it reads (a page
+     * of jobs with large outputs).
+     */
     maxLineBytes?: number;
+    /**
+     * The longest line sent to berthd, in bytes: berthd's line limit, 16 MiB
+     * (docs/API.md, "Limits"), which berthd does not announce. A request
+     * over it rejects without being sent.
+     */
+    maxSendLineBytes?: number;
+    /** Where a line that berthd refused (its error of id null) is reported. */
+    logger?: Logger | null;
 }
 /**
  * Connection is one socket to berthd. Its requests are answered in any
@@ -63,6 +86,8 @@ export declare class Connection {
      */
     lastReceived: number;
     private answersOwed;
+    /** The longest line this connection sends (ConnectionOptions.maxSendLineBytes). */
+    readonly maxSendLineBytes: number;
     constructor(socket: net.Socket, address: Address, opts?: ConnectionOptions);
     get closed(): boolean;
     /** Why the connection closed, once it has. */
@@ -78,11 +103,20 @@ export declare class Connection {
     /**
      * request sends one request and resolves with its result, or rejects with
      * a BerthError (berthd's error, or ConnectionClosed), or with the signal's
-     * reason when it aborts first (berthd's answer is then dropped).
+     * reason when it aborts first (berthd's answer is then dropped). A
+     * request that berthd would refuse unread (wire.ts) rejects at once with
+     * the InvalidRequest berthd would answer, naming the limit or the place
+     * in params; params that are not JSON reject with a TypeError.
      */
     request<T = unknown>(method: string, params?: unknown, signal?: AbortSignal): Promise<T>;
-    /** notify sends a notification (no answer). Returns false once closed. */
+    /**
+     * notify sends a notification (no answer), its params made safe to send
+     * (wire.ts: safeJson) when berthd would refuse them. Returns false once
+     * closed, and for a notification over the line limit, which is dropped
+     * and logged.
+     */
     notify(method: string, params?: unknown): boolean;
+    private refusal;
     private send;
     private flush;
     /** close ends the connection; pending requests reject with `why`. */

@@ -1,15 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { ReconnectOptions } from './client.js';
 import { type ToolLike } from './definition.js';
-import { Endpoint, type Address } from './rpc.js';
+import { Endpoint, type Address, type Logger } from './rpc.js';
 import type { Job, JobError, Views } from './types.js';
-/** Where the worker's messages go; `false` in ServeOptions drops them. */
-export interface Logger {
-    debug?(message: string, ...rest: unknown[]): void;
-    info?(message: string, ...rest: unknown[]): void;
-    warn(message: string, ...rest: unknown[]): void;
-    error(message: string, ...rest: unknown[]): void;
-}
+export type { Logger };
 export interface ServeOptions extends Endpoint {
     /** The tools to serve: createTool() results or plain objects of that shape, as a list or a record. */
     tools: ToolLike[] | Record<string, ToolLike>;
@@ -27,6 +21,12 @@ export interface ServeOptions extends Endpoint {
     connectTimeoutMs?: number;
     /** Given to execute as `context.mastra` (else the tool's own `mastra`, set when a Mastra instance registered it). */
     mastra?: unknown;
+    /**
+     * berthd's line limit in bytes, 16 MiB (docs/API.md, "Limits"; berthd
+     * does not announce it): a run whose answer would be longer fails as
+     * `invalid_output` (or `invalid_suspend`), saying so.
+     */
+    maxSendLineBytes?: number;
 }
 /** The job a run is about, as berthd pushes it (WORKERS.md, `run`). */
 export interface RunJob {
@@ -172,6 +172,7 @@ export declare class Worker extends EventEmitter {
     private RequestContextCtor;
     private conn;
     private readonly runs;
+    private readonly displaced;
     private closing;
     private readonly stopping;
     private deadline;
@@ -190,6 +191,7 @@ export declare class Worker extends EventEmitter {
     private loop;
     private register;
     private heartbeat;
+    private allRuns;
     private abortRuns;
     private abortRun;
     /**
@@ -229,6 +231,7 @@ export declare class Worker extends EventEmitter {
     private first;
     private finish;
     [Symbol.asyncDispose](): Promise<void>;
+    private readonly lineLogger;
     private onRequest;
     private onNotification;
     private servedTool;

@@ -20,8 +20,9 @@ import path from 'node:path';
 import { BerthError, ErrorCode, closedError } from './errors.js';
 import { requestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets } from './definition.js';
-import { NO_ANSWER, RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep } from './rpc.js';
+import { NO_ANSWER, RawJson, backoffDelay, describeAddress, dial, errorText, field, resolveAddress, sleep, } from './rpc.js';
 import { SDK_NAME, SDK_VERSION } from './version.js';
+import { WIRE_RULES, describeFault, overLimit, safeJson, safeText, utf8Bytes, wireFault } from './wire.js';
 const STAGE_PHASE = {
     input: 'input-available',
     output: 'output-available',
@@ -120,7 +121,13 @@ export class Worker extends EventEmitter {
     toolList;
     RequestContextCtor = null;
     conn = null;
+    // The run of each job running here.
     runs = new Map();
+    // Runs whose job came again while they ran (after berthd aborted them,
+    // or after their connection dropped), and whose execute has not
+    // returned: no longer their job's, but close() waits for them as for
+    // any aborted run, for the abort grace at most.
+    displaced = new Set();
     // The promise close() returns, once it has begun.
     closing = null;
     // Aborted when close() begins: it stops the backoff and a connection
@@ -233,8 +240,10 @@ export class Worker extends EventEmitter {
                 conn = await dial(this.address, {
                     token: this.options.token,
                     timeoutMs: this.options.connectTimeoutMs,
+                    maxSendLineBytes: this.options.maxSendLineBytes,
+                    logger: this.lineLogger,
                     signal: stop,
-                    onRequest: (method, params) => this.onRequest(conn, method, params),
+                    onRequest: (method, params, room) => this.onRequest(conn, method, params, room),
                     onNotification: (method, params) => this.onNotification(conn, method, params),
                     // close() waits until berthd's last request is answered on the wire.
                     onAnswered: () => this.poke(),
@@ -350,8 +359,13 @@ export class Worker extends EventEmitter {
         timer.unref();
         return timer;
     }
+    // allRuns is every run whose execute has not returned, displaced ones too.
+    *allRuns() {
+        yield* this.runs.values();
+        yield* this.displaced;
+    }
     abortRuns(conn, why) {
-        for (const run of this.runs.values()) {
+        for (const run of this.allRuns()) {
             if (run.conn === conn)
                 this.abortRun(run, abortReason('disconnected', why.message));
         }
@@ -438,7 +452,7 @@ export class Worker extends EventEmitter {
         return null;
     }
     runsOf(conn) {
-        return [...this.runs.values()].filter((run) => run.conn === conn);
+        return [...this.allRuns()].filter((run) => run.conn === conn);
     }
     // quiet says whether a draining connection has nothing left to wait for:
     // every request of berthd's is answered, but runs aborted longer than the
@@ -447,7 +461,7 @@ export class Worker extends EventEmitter {
         if (conn.owed === 0)
             return true;
         let givenUp = 0;
-        for (const run of this.runs.values()) {
+        for (const run of this.allRuns()) {
             if (run.conn !== conn)
                 continue;
             if (!run.abort.givenUp(t))
@@ -461,15 +475,16 @@ export class Worker extends EventEmitter {
     // abort grace at most: close() resolves after those that honour their
     // abortSignal, and without those that do not.
     async settle() {
-        for (const run of this.runs.values()) {
+        for (const run of this.allRuns()) {
             // Its connection is gone.
             if (!run.abort.aborted)
                 this.abortRun(run, abortReason('disconnected', 'the connection to berthd is gone'));
         }
-        await this.closeWait((t) => [...this.runs.values()].every((run) => run.abort.givenUp(t)), Infinity, false);
-        if (this.runs.size === 0)
+        await this.closeWait((t) => [...this.allRuns()].every((run) => run.abort.givenUp(t)), Infinity, false);
+        const left = new Set([...this.allRuns()].map((run) => run.job.id));
+        if (left.size === 0)
             return;
-        this.log('warn', `closed while the execute of ${describeJobs([...this.runs.keys()])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
+        this.log('warn', `closed while the execute of ${describeJobs([...left])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
     }
     // closeWait waits while the worker closes until done(t) holds, looking
     // again whenever poke() is called (a run answered or was aborted, a
@@ -499,7 +514,7 @@ export class Worker extends EventEmitter {
     // graceEnd is when the next abort grace of a run ends, after t.
     graceEnd(t) {
         let end = Infinity;
-        for (const run of this.runs.values()) {
+        for (const run of this.allRuns()) {
             const ends = run.abort.graceEnd;
             if (ends !== undefined && ends > t)
                 end = Math.min(end, ends);
@@ -533,10 +548,16 @@ export class Worker extends EventEmitter {
         await this.close();
     }
     // ---- berthd's requests
-    async onRequest(conn, method, params) {
+    // The connection's reports (a line berthd refused, a notification over
+    // the line limit) go to the worker's logger.
+    lineLogger = {
+        warn: (m) => this.log('warn', m),
+        error: (m) => this.log('error', m),
+    };
+    async onRequest(conn, method, params, room) {
         switch (method) {
             case 'run':
-                return this.run(conn, params);
+                return this.run(conn, params, room);
             case 'input':
                 return this.input(params);
             case 'transform':
@@ -554,6 +575,7 @@ export class Worker extends EventEmitter {
         const run = typeof p.jobId === 'string' ? this.runs.get(p.jobId) : undefined;
         if (!run || run.conn !== conn)
             return;
+        run.decided = true;
         const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
         this.abortRun(run, abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
     }
@@ -564,25 +586,35 @@ export class Worker extends EventEmitter {
         return s;
     }
     // run answers with the outcome as JSON text (RawJson): it is serialized
-    // once, by the check that JSON can carry it.
-    async run(conn, params) {
+    // once, by the check that berthd takes it (jsonOutcome), within `room`
+    // bytes.
+    async run(conn, params, room) {
         const p = (params ?? {});
         const job = p.job;
         if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
             throw new BerthError(ErrorCode.InvalidParams, 'run needs params.job with an id and a tool');
         }
-        // The same job may come back on a new connection while the execute
-        // of the connection that dropped has not returned yet (it ignored its
-        // abortSignal): that run is no longer anyone's, so the new one goes on.
+        // The same job may come back while an execute of it has not returned
+        // yet (it ignored its abortSignal): on a new connection after the old
+        // one dropped, or on this one after berthd aborted the run (its next
+        // attempt after a timeout, pushed at once when the connection has
+        // room, or after berthd's kill grace). That run is no longer the
+        // job's, so the new one goes on. berthd sends no other second run of
+        // a job (docs/WORKERS.md).
         const previous = this.runs.get(job.id);
-        if (previous && !previous.conn.closed) {
+        if (previous && !previous.conn.closed && !(previous.conn === conn && previous.decided)) {
             throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
         }
         const served = this.served.get(job.tool);
         if (!served) {
-            return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
+            return { error: { message: `this worker does not serve the tool ${safeText(job.tool)}`, code: 'unknown_tool', retryable: true } };
         }
-        const run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve(), stopped: false };
+        if (previous) {
+            this.runs.delete(job.id);
+            this.displaced.add(previous);
+            this.log('debug', `job ${job.id} came again (attempt ${job.attempt}) while the execute of its aborted run had not returned`);
+        }
+        const run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve(), stopped: false, decided: false };
         this.runs.set(job.id, run);
         // Pushed before berthd took the drain, after close()'s deadline: it
         // does not start, and is left to berthd.
@@ -590,10 +622,18 @@ export class Worker extends EventEmitter {
             this.abortRun(run, abortReason(CLOSING, 'the worker is closing'));
         this.emit('active', job);
         try {
-            const [outcome, text] = await this.execute(run, served, p.pending ?? {});
+            const [outcome, text] = await this.execute(run, served, p.pending ?? {}, room);
             // A checkpoint sent before the outcome must be durable before it
             // (an aborted run's checkpoints have stopped waiting already).
             await run.checkpoints;
+            if (run.decided && run.abort.givenUp(now())) {
+                // berthd aborted the run and has given it up at its kill grace
+                // (docs/WORKERS.md, `abort`): it would drop the answer, and log
+                // it as late. The job's fate was decided at the abort, and its
+                // next attempt may be running here already.
+                this.log('debug', `job ${job.id}: its run returned after the abort grace; berthd has given it up, so it is not answered`);
+                return NO_ANSWER;
+            }
             if (run.stopped && run.abort.byClose) {
                 // Stopped by close()'s own abort: not answered, so that berthd ends
                 // the job by its tool's onInterrupt once the connection closes, as
@@ -613,21 +653,24 @@ export class Worker extends EventEmitter {
         finally {
             if (this.runs.get(job.id) === run)
                 this.runs.delete(job.id);
+            this.displaced.delete(run);
             this.poke();
         }
     }
     // execute runs the job's execute and the functions of its stage, and
-    // returns the outcome with its JSON text (jsonOutcome).
-    async execute(run, served, pending) {
+    // returns the outcome with its JSON text (jsonOutcome), which takes
+    // `room` bytes at most.
+    async execute(run, served, pending, room) {
         const { tool } = served;
         const job = run.job;
         const views = {};
         const sink = (level, message, data) => this.jobLog(run, level, message, data);
+        const limit = run.conn.maxSendLineBytes;
         // Aborted before it began (with the run, or after close()'s deadline):
         // nothing of the tool's runs.
         const notBegun = () => {
             run.stopped = true;
-            return jsonOutcome({ error: jobError(run.abort.reason, true) }, sink);
+            return jsonOutcome({ error: jobError(run.abort.reason, true) }, sink, room, limit);
         };
         if (run.abort.aborted)
             return notBegun();
@@ -671,7 +714,12 @@ export class Worker extends EventEmitter {
                 if (typeof tool.toModelOutput === 'function') {
                     try {
                         const m = await tool.toModelOutput(output);
-                        if (m !== undefined)
+                        // As one that throws: a model output berthd cannot take is
+                        // logged, and the output goes without it.
+                        const why = m === undefined ? null : unsendable(m, OUTCOME_DEPTH);
+                        if (why)
+                            sink('error', `toModelOutput returned a value that ${why}; the job has no model output`);
+                        else if (m !== undefined)
                             outcome.modelOutput = m;
                     }
                     catch (e) {
@@ -689,7 +737,7 @@ export class Worker extends EventEmitter {
             const error = jobError(e, run.abort.aborted);
             // It stopped by its abort: it threw the abortSignal's reason, or the
             // AbortError of something the signal aborted.
-            run.stopped = run.abort.aborted && (e === run.abort.reason || e?.name === 'AbortError');
+            run.stopped = run.abort.aborted && (e === run.abort.reason || field(e, 'name') === 'AbortError');
             if (!(run.abort.aborted && e === run.abort.reason))
                 sink('error', `execute threw: ${error.message}`, errData(e));
             outcome = { error };
@@ -699,7 +747,7 @@ export class Worker extends EventEmitter {
         await this.addViews(views, tool, stage, job, fields, sink);
         if (views.display || views.transcript)
             outcome.views = views;
-        return jsonOutcome(outcome, sink);
+        return jsonOutcome(outcome, sink, room, limit);
     }
     // context builds execute's second argument: what the reference page
     // lists, mapped to berth, and berth's own `berth` member.
@@ -749,7 +797,17 @@ export class Worker extends EventEmitter {
             metadata: job.metadata,
             checkpoint: job.checkpoint,
             progress: (progress, total, message) => {
-                conn.notify('worker/progress', dropUndefined({ jobId: job.id, progress, total, message }));
+                // The progress of a run berthd aborted is no longer its job's
+                // (the job's next attempt may be running already).
+                if (run.decided)
+                    return;
+                if (!isWireNumber(progress) || (total !== undefined && !isWireNumber(total))) {
+                    log('warn', `progress(${textOf(progress)}, ${textOf(total)}) is not reported: progress and total must be finite numbers`);
+                    return;
+                }
+                conn.notify('worker/progress', dropUndefined({
+                    jobId: job.id, progress, total, message: message === undefined ? undefined : safeText(textOf(message)),
+                }));
             },
             log: (level, message, data) => log(level, message, data),
             saveCheckpoint,
@@ -867,8 +925,9 @@ export class Worker extends EventEmitter {
                         target, phase: STAGE_PHASE[stage], toolName: tool.id, toolCallId: job.toolCallId ?? job.id,
                         input: job.input, ...fields,
                     });
-                    if (view !== undefined && !isJson(view)) {
-                        sink('error', `transform.${target}.${stage} returned a value JSON cannot carry; the view is a placeholder`);
+                    const why = view === undefined ? null : unsendable(view, VIEW_DEPTH);
+                    if (why) {
+                        sink('error', `transform.${target}.${stage} returned a value that ${why}; the view is a placeholder`);
                         view = undefined;
                     }
                 }
@@ -884,27 +943,31 @@ export class Worker extends EventEmitter {
     }
     // jobLog sends a line of the job's log while its run is here; it is
     // dropped once the connection is gone (berthd could not take it).
+    // Its text is made safe to send (wire.ts): a log line is for reading.
     jobLog(run, level, message, data) {
         const lv = logLevel(level);
-        const params = { jobId: run.job.id, level: lv, message: String(message) };
+        const text = safeText(textOf(message));
+        const params = { jobId: run.job.id, level: lv, message: text };
         if (data !== undefined) {
-            const d = jsonOrUndefined(data);
+            const d = safeJson(data, 2);
             if (d !== undefined)
                 params.data = d;
         }
         run.conn.notify('worker/log', params);
         if (lv === 'error' || lv === 'warn')
-            this.log('debug', `job ${run.job.id}: ${message}`);
+            this.log('debug', `job ${run.job.id}: ${text}`);
     }
     // answerLog keeps a line for the answer to input or transform, which
     // berthd adds to the job's log once the stage is committed (a job that
     // does not run here takes no worker/log), and logs it here too.
     answerLog(logs, jobId, level, message, data) {
-        this.log('warn', `job ${jobId}: ${message}`);
+        const text = safeText(textOf(message));
+        this.log('warn', `job ${jobId}: ${text}`);
         if (logs.length >= ANSWER_LOGS)
             return;
-        const line = { level: logLevel(level), message: String(message) };
-        const d = jsonOrUndefined(data);
+        const line = { level: logLevel(level), message: text };
+        // The answer's line holds it in result.logs[i].data.
+        const d = safeJson(data, 4);
         if (d !== undefined)
             line.data = d;
         logs.push(line);
@@ -943,9 +1006,12 @@ function stagePayload(stage, job) {
 // error serve() rejects with; null for a dropped connection (try again).
 function registrationError(e, address) {
     if (!(e instanceof BerthError))
-        return new BerthError(ErrorCode.InternalError, String(e));
+        return new BerthError(ErrorCode.InternalError, errorText(e));
     if (e.code === ErrorCode.ConnectionClosed || e.code === ErrorCode.RequestTimeout)
         return null;
+    // The SDK's own refusal to send it (rpc.ts: a definition berthd could not read) says so itself.
+    if (e.message.startsWith('berth: '))
+        return e;
     if (e.code === ErrorCode.MethodNotFound) {
         return new BerthError(e.code, `berth: berthd at ${describeAddress(address)} does not speak the worker protocol (worker/register, docs/WORKERS.md): it is older than this SDK`, e.data);
     }
@@ -1018,7 +1084,7 @@ function validationData(tree) {
         }
     };
     walk(tree, '', 0);
-    const fields = (tree !== null && typeof tree === 'object') ? jsonOrUndefined(tree.fields) : undefined;
+    const fields = (tree !== null && typeof tree === 'object') ? safeJson(tree.fields) : undefined;
     return fields === undefined ? { errors } : { errors, fields };
 }
 function validationCode(message, job) {
@@ -1032,64 +1098,155 @@ function validationCode(message, job) {
         return job.resumeData !== undefined ? 'invalid_resume_data' : 'invalid_input';
     return 'validation_failed';
 }
+// jobError is the error outcome of a thrown value. It never throws,
+// whatever was thrown (an object without a prototype, a getter that
+// throws): the run's answer depends on it, and a handler that threw would
+// answer a JSON-RPC error, which berthd retries as worker_error whatever
+// the tool said.
 function jobError(e, aborted) {
-    const o = (e !== null && typeof e === 'object' ? e : {});
-    let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
+    let message = errorText(e);
     if (message === '')
         message = 'execute failed without a message';
-    const out = { message, retryable: o.retryable !== false };
-    if (typeof o.code === 'string')
-        out.code = o.code;
+    const out = { message, retryable: field(e, 'retryable') !== false };
+    const code = field(e, 'code');
+    if (typeof code === 'string')
+        out.code = code;
     else if (aborted)
         out.code = 'aborted';
-    const d = jsonOrUndefined(o.data);
+    // Where it is sent: result.error.data.
+    const d = safeJson(field(e, 'data'), 3);
     if (d !== undefined)
         out.data = d;
     return out;
 }
-// jsonOutcome makes sure the outcome can be sent: an output or payload that
-// JSON cannot carry (a BigInt, a cycle) fails the job with that reason
-// rather than the answer. It returns the outcome sent and its JSON text,
-// which the answer carries as it is.
-function jsonOutcome(outcome, sink) {
+// How many arrays and objects hold a run's output, suspend payload and
+// model output in the answer's line (the message, its result), and a view
+// (also result.views.TARGET) in the answer to run, input or transform.
+const OUTCOME_DEPTH = 2;
+const VIEW_DEPTH = 4;
+// checkJson gives the JSON text of v, a value inside `above` arrays and
+// objects of its line, or says why berthd cannot take it: JSON cannot
+// carry it (a BigInt, a cycle, a function), or berthd would refuse it
+// (wire.ts: U+0000, a lone surrogate, an integer beyond 64 bits, nesting
+// too deep).
+function checkJson(v, above) {
+    let text;
     try {
-        return [outcome, JSON.stringify(outcome)];
+        text = JSON.stringify(v);
     }
     catch (e) {
-        const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
-        const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
+        return { why: `is not JSON: ${safeText(errMessage(e))}` };
+    }
+    if (text === undefined) {
+        return { why: `is not JSON: ${typeof v === 'function' || typeof v === 'symbol' ? `it is a ${typeof v}` : 'its toJSON() returned undefined'}` };
+    }
+    const f = wireFault(text, above);
+    if (f)
+        return { why: `cannot be sent to berthd: ${describeFault(f)} (${WIRE_RULES})` };
+    return { text };
+}
+// unsendable says why berthd cannot take v (checkJson), or returns null.
+function unsendable(v, above) {
+    const r = checkJson(v, above);
+    return 'why' in r ? r.why : null;
+}
+// An error message is cut to this many characters when the error's answer
+// would be over the line limit (to fewer under a smaller limit).
+const ERROR_MESSAGE_CUT = 64 * 1024;
+// jsonOutcome makes sure that berthd takes the outcome: an output or
+// suspend payload that JSON cannot carry (a BigInt, a cycle, a function),
+// that berthd would refuse (checkJson), or whose answer would be over the
+// line limit (`room` bytes for the text, of `limit` for the line) fails
+// the run with that reason rather than the answer; an error is made safe
+// to send, and cut to fit. The model output and the views were checked
+// when they were made. It returns the outcome sent and its JSON text,
+// which the answer carries as it is.
+function jsonOutcome(outcome, sink, room, limit) {
+    if ('error' in outcome)
+        return errorOutcome(outcome, room);
+    const key = 'output' in outcome ? 'output' : 'suspend';
+    const what = key === 'output' ? 'output' : 'suspend payload';
+    const fail = (message, data) => {
         sink('error', message);
-        const failed = { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
-        return [failed, JSON.stringify(failed)];
+        const error = { message, code: key === 'output' ? 'invalid_output' : 'invalid_suspend', ...(data === undefined ? {} : { data }), retryable: false };
+        return errorOutcome({ error }, room);
+    };
+    const value = key === 'output' ? outcome.output : outcome.suspend;
+    const checked = checkJson(value, OUTCOME_DEPTH);
+    if ('why' in checked)
+        return fail(`the tool's ${what} ${checked.why}`);
+    // The rest (the model output, the views) beside the value's own text,
+    // so that a large output is serialized once.
+    const { [key]: _value, ...rest } = outcome;
+    const restText = JSON.stringify(rest);
+    const text = `{${JSON.stringify(key)}:${checked.text}${restText === '{}' ? '' : `,${restText.slice(1, -1)}`}}`;
+    const bytes = overLimit(text, room);
+    if (bytes > 0) {
+        const lineBytes = bytes + (limit - room);
+        const extras = restText === '{}' ? '' : ', with its model output and views';
+        return fail(`the tool's ${what} is ${utf8Bytes(checked.text)} bytes as JSON${extras}: the answer would be ${lineBytes} bytes as a line, ` +
+            `over berthd's line limit of ${limit} bytes`, { bytes: lineBytes, limit });
     }
+    return [outcome, text];
 }
-function isJson(v) {
-    try {
-        JSON.stringify(v);
-        return true;
-    }
-    catch {
-        return false;
-    }
-}
-function jsonOrUndefined(v) {
-    if (v === undefined)
-        return undefined;
-    try {
-        const s = JSON.stringify(v);
-        return s === undefined ? undefined : JSON.parse(s);
-    }
-    catch {
-        return undefined;
-    }
+// errorOutcome is an error outcome made safe to send (wire.ts: its text
+// through safeText, what JSON cannot carry left out), and cut to `room`
+// bytes: a message that long loses its end, its data and views.
+function errorOutcome(outcome, room) {
+    const safe = (safeJson(outcome, 1) ?? { error: { message: 'the error could not be sent' } });
+    const e = safe.error ?? { message: 'the error could not be sent' };
+    e.retryable = outcome.error.retryable !== false;
+    let text = JSON.stringify(safe);
+    if (overLimit(text, room) === 0)
+        return [safe, text];
+    const message = typeof e.message === 'string' ? e.message : '';
+    // A character takes 3 bytes at most, and a quarter of the room leaves
+    // the rest of the line plenty.
+    const keep = Math.min(ERROR_MESSAGE_CUT, Math.floor(room / 12));
+    const cut = {
+        error: {
+            message: message.length > keep
+                ? `${safeText(message.slice(0, keep))}... (cut from ${utf8Bytes(message)} bytes, with its data: the error was over berthd's line limit)`
+                : `${message} (its data is left out: the error was over berthd's line limit)`,
+            retryable: e.retryable,
+        },
+    };
+    if (typeof e.code === 'string' && e.code.length <= 128)
+        cut.error.code = e.code;
+    text = JSON.stringify(cut);
+    return [cut, text];
 }
 function errMessage(e) {
-    return e instanceof Error ? e.message : String(e);
+    return errorText(e);
+}
+// textOf is String(v), for any v (String of an object without a
+// prototype throws): a log line's message as the tool gave it.
+function textOf(v) {
+    if (typeof v === 'string')
+        return v;
+    try {
+        return String(v);
+    }
+    catch {
+        return errorText(v);
+    }
 }
 function errData(e) {
-    if (!(e instanceof Error))
+    let isError = false;
+    try {
+        isError = e instanceof Error;
+    }
+    catch {
+        // A proxy whose getPrototypeOf throws.
+    }
+    if (!isError)
         return undefined;
-    return dropUndefined({ name: e.name, stack: e.stack });
+    return dropUndefined({ name: field(e, 'name'), stack: field(e, 'stack') });
+}
+// isWireNumber says whether berthd takes n as a progress number: finite,
+// and an integer within 64 bits.
+function isWireNumber(n) {
+    return typeof n === 'number' && Number.isFinite(n) && !wireFault(JSON.stringify(n));
 }
 function logLevel(level) {
     switch (level) {

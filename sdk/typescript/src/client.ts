@@ -17,6 +17,7 @@ import {
   Address,
   Connection,
   Endpoint,
+  type Logger,
   backoffDelay,
   describeAddress,
   dial,
@@ -51,8 +52,20 @@ export interface ConnectOptions extends Endpoint {
   signal?: AbortSignal;
   /** How long one connection attempt may take. Default 10 s. */
   connectTimeoutMs?: number;
-  /** The largest line accepted from berthd. Default 256 MiB. */
+  /** The largest line accepted from berthd. Default 256 MiB (berthd's answers may be longer than the lines it reads). */
   maxLineBytes?: number;
+  /**
+   * The longest line sent to berthd, in bytes: berthd's line limit, 16 MiB
+   * (docs/API.md, "Limits"), which berthd does not announce. A request over
+   * it rejects at once with InvalidRequest, naming its size and the limit.
+   */
+  maxSendLineBytes?: number;
+  /**
+   * Where the client reports what no call can be told of: an error berthd
+   * answers with id null (a line of the connection it could not read).
+   * Default: stderr; `false` drops them.
+   */
+  logger?: Logger | false;
 }
 
 export interface CallOptions {
@@ -182,10 +195,12 @@ export class Client {
   private ignored = new Set<string>();
   private readonly dropWatchers = new Set<() => void>();
   private readonly closing = new AbortController();
+  private readonly logger: Logger | null;
 
   constructor(options: ConnectOptions = {}) {
     this.options = options;
     this.address = resolveAddress(options);
+    this.logger = options.logger === false ? null : options.logger ?? defaultLogger(describeAddress(this.address));
     const r = options.reconnect ?? true;
     this.reconnect = r === false ? null : {
       initialDelayMs: (r === true ? undefined : r.initialDelayMs) ?? 100,
@@ -237,6 +252,8 @@ export class Client {
           token: this.options.token,
           timeoutMs: this.options.connectTimeoutMs,
           maxLineBytes: this.options.maxLineBytes,
+          maxSendLineBytes: this.options.maxSendLineBytes,
+          logger: this.logger,
           onNotification: (method, params) => this.onNotification(method, params),
           onClose: (why) => { if (made) this.onDrop(made, why); },
           // close() ends an attempt under way, and so the calls that wait
@@ -371,10 +388,15 @@ export class Client {
   /**
    * list is one page of jobs when awaited, and every job of every page
    * when iterated with `for await`; `.pages()` iterates the pages. Several
-   * statuses are asked for one at a time and their pages follow each other.
+   * statuses are asked for one at a time and their pages follow each other
+   * (so they can only be iterated). An empty list of statuses throws a
+   * RangeError: it would ask for nothing, where no status asks for all.
    */
   list<I = unknown, O = unknown>(params: ListParams = {}): JobList<I, O> {
     const { signal, status, ...rest } = params;
+    if (Array.isArray(status) && status.length === 0) {
+      throw new RangeError('berth: list()\'s status is an empty list: give a status, a list of them, or none for every status');
+    }
     const statuses: (JobStatus | undefined)[] = Array.isArray(status) ? status : [status];
     const page = (st: JobStatus | undefined, cursor: string | undefined) => {
       const p: Record<string, unknown> = dropUndefined({ ...rest, status: st });
@@ -730,6 +752,12 @@ class EventStream implements AsyncIterableIterator<Item> {
     }
     this.wake?.();
   }
+}
+
+// defaultLogger writes the client's reports to stderr, one line each.
+function defaultLogger(address: string): Logger {
+  const line = (m: string) => console.error(`berth client (${address}): ${m}`);
+  return { warn: line, error: line };
 }
 
 function dropUndefined<T extends Record<string, unknown>>(o: T): T {

@@ -4,7 +4,7 @@
 // their results at the stages they belong to.
 
 import { SchemaConversionError, toJsonSchema } from './schema.js';
-import type { Background, JsonSchema, ViewStage, ViewTarget } from './types.js';
+import type { Background, JsonSchema, RetryConfig, ViewStage, ViewTarget } from './types.js';
 import { VIEW_STAGES } from './types.js';
 
 type AnyFn = (...args: any[]) => unknown;
@@ -32,7 +32,7 @@ export interface ToolLike {
   needsApprovalFn?: AnyFn;
   /** berth's approval policy (docs/API.md), passed through. */
   approvalPolicy?: object;
-  background?: Background;
+  background?: Background & { retries?: RetryConfig & { retryableErrors?: AnyFn } };
   mcp?: { annotations?: object; _meta?: object };
   toModelOutput?: AnyFn;
   transform?: Partial<Record<ViewTarget, Partial<Record<string, AnyFn>>>>;
@@ -56,7 +56,7 @@ export interface Definition {
   providerOptions?: Record<string, Record<string, unknown>>;
   requireApproval?: boolean | 'function';
   approvalPolicy?: Record<string, unknown>;
-  background?: Background;
+  background?: Background & { retries?: RetryConfig };
   mcp?: { annotations?: Record<string, unknown>; _meta?: Record<string, unknown> };
   functions?: {
     toModelOutput?: true;
@@ -66,7 +66,9 @@ export interface Definition {
   };
 }
 
-const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt'] as const;
+// berth's background settings, and Mastra's older `retries` (its
+// RetryConfig), which berthd reads into them (docs/TOOLS.md).
+const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt', 'retries'] as const;
 
 /** approvalFunction is the function that decides approval per call, if the tool has one. */
 export function approvalFunction(tool: ToolLike): AnyFn | undefined {
@@ -122,7 +124,14 @@ export async function toolDefinition(tool: ToolLike): Promise<Definition> {
     const b: Record<string, unknown> = {};
     const given = tool.background as Record<string, unknown>;
     for (const k of BACKGROUND_KEYS) if (given[k] !== undefined) b[k] = given[k];
-    if (Object.keys(b).length > 0) def.background = json(b, id, 'background') as Background;
+    // retries.retryableErrors is a function, which a definition cannot
+    // hold and JSON would drop unsaid: berthd refuses it in a manifest.
+    const retries = given.retries as { retryableErrors?: unknown } | null | undefined;
+    if (retries && typeof retries === 'object' && retries.retryableErrors !== undefined) {
+      throw new TypeError(`berth: tool ${id}: background.retries.retryableErrors is a function, which berth has no place for: ` +
+        'an error with retryable: false (NonRetryableError) is not retried, any other is');
+    }
+    if (Object.keys(b).length > 0) def.background = json(b, id, 'background') as Definition['background'];
   }
   if (tool.mcp && typeof tool.mcp === 'object') {
     const m: Record<string, unknown> = {};

@@ -2,12 +2,23 @@
 // one message per line, UTF-8 JSON ended by "\n" (a "\r" before it is
 // tolerated). Requests are pipelined and their answers matched by id in any
 // order; berthd's own requests (a worker's `run`, `ping`, ...) and
-// notifications go to the handlers the owner gave.
+// notifications go to the handlers the owner gave. No line that berthd
+// would refuse is sent (wire.ts): berthd could not say which line it
+// refused when it cannot read the line's id.
 
 import net from 'node:net';
 import path from 'node:path';
 
 import { BerthError, ErrorCode, closedError, rpcError } from './errors.js';
+import { MAX_LINE_BYTES, WIRE_RULES, describeFault, overLimit, safeJson, safeText, wireFault } from './wire.js';
+
+/** Where the SDK's messages go (a worker's, a client's); `false` in the options drops them. */
+export interface Logger {
+  debug?(message: string, ...rest: unknown[]): void;
+  info?(message: string, ...rest: unknown[]): void;
+  warn(message: string, ...rest: unknown[]): void;
+  error(message: string, ...rest: unknown[]): void;
+}
 
 /** Where berthd listens: a Unix socket path, or a TCP address that needs a token. */
 export type Address = { kind: 'unix'; path: string } | { kind: 'tcp'; host: string; port: number };
@@ -74,8 +85,12 @@ export function describeAddress(a: Address): string {
   return a.kind === 'unix' ? a.path : `tcp://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
 }
 
-/** A request of berthd's own, and the answer the handler gives. */
-export type RequestHandler = (method: string, params: unknown) => Promise<unknown>;
+/**
+ * A request of berthd's own, and the answer the handler gives. `room` is
+ * the most bytes the result's JSON text may take for its answer to stay
+ * within the line limit.
+ */
+export type RequestHandler = (method: string, params: unknown, room: number) => Promise<unknown>;
 export type NotificationHandler = (method: string, params: unknown) => void;
 
 export interface ConnectionOptions {
@@ -86,8 +101,20 @@ export interface ConnectionOptions {
   onAnswered?: (method: string) => void;
   /** Called once when the connection is gone, with why. */
   onClose?: (why: BerthError) => void;
-  /** A line from berthd larger than this closes the connection. Default 256 MiB. */
+  /**
+   * A line from berthd larger than this closes the connection. Default
+   * 256 MiB: berthd's answers may be longer than the lines it reads (a page
+   * of jobs with large outputs).
+   */
   maxLineBytes?: number;
+  /**
+   * The longest line sent to berthd, in bytes: berthd's line limit, 16 MiB
+   * (docs/API.md, "Limits"), which berthd does not announce. A request
+   * over it rejects without being sent.
+   */
+  maxSendLineBytes?: number;
+  /** Where a line that berthd refused (its error of id null) is reported. */
+  logger?: Logger | null;
 }
 
 /**
@@ -144,11 +171,14 @@ export class Connection {
    */
   lastReceived = performance.now();
   private answersOwed = 0;
+  /** The longest line this connection sends (ConnectionOptions.maxSendLineBytes). */
+  readonly maxSendLineBytes: number;
 
   constructor(socket: net.Socket, address: Address, opts: ConnectionOptions = {}) {
     this.socket = socket;
     this.address = address;
     this.opts = opts;
+    this.maxSendLineBytes = opts.maxSendLineBytes ?? MAX_LINE_BYTES;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err) => this.fail(closedError(`berth: connection to ${describeAddress(address)} failed: ${err.message}`, err)));
     socket.on('close', () => this.fail(closedError(`berth: berthd closed the connection (${describeAddress(address)})`)));
@@ -180,7 +210,10 @@ export class Connection {
   /**
    * request sends one request and resolves with its result, or rejects with
    * a BerthError (berthd's error, or ConnectionClosed), or with the signal's
-   * reason when it aborts first (berthd's answer is then dropped).
+   * reason when it aborts first (berthd's answer is then dropped). A
+   * request that berthd would refuse unread (wire.ts) rejects at once with
+   * the InvalidRequest berthd would answer, naming the limit or the place
+   * in params; params that are not JSON reject with a TypeError.
    */
   request<T = unknown>(method: string, params?: unknown, signal?: AbortSignal): Promise<T> {
     if (this.closeReason) return Promise.reject(this.closeReason);
@@ -194,6 +227,8 @@ export class Connection {
     } catch (e) {
       return Promise.reject(new TypeError(`berth: the params of ${method} are not JSON: ${(e as Error).message}`));
     }
+    const refused = this.refusal(method, line);
+    if (refused) return Promise.reject(refused);
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => {
         const p = this.pending.get(id);
@@ -213,13 +248,45 @@ export class Connection {
     });
   }
 
-  /** notify sends a notification (no answer). Returns false once closed. */
+  /**
+   * notify sends a notification (no answer), its params made safe to send
+   * (wire.ts: safeJson) when berthd would refuse them. Returns false once
+   * closed, and for a notification over the line limit, which is dropped
+   * and logged.
+   */
   notify(method: string, params?: unknown): boolean {
     if (this.closeReason) return false;
     const msg: Record<string, unknown> = { jsonrpc: '2.0', method };
     if (params !== undefined) msg.params = params;
-    this.send(JSON.stringify(msg));
+    let line = JSON.stringify(msg);
+    if (wireFault(line)) line = JSON.stringify(safeJson(msg));
+    const bytes = overLimit(line, this.maxSendLineBytes);
+    if (bytes > 0) {
+      this.opts.logger?.warn(`berth: a ${method} of ${bytes} bytes was not sent: over berthd's line limit of ${this.maxSendLineBytes} bytes`);
+      return false;
+    }
+    this.send(line);
     return true;
+  }
+
+  // refusal is the error berthd would answer the request `line` with,
+  // unread, or null when berthd would read it.
+  private refusal(method: string, line: string): BerthError | null {
+    const limit = this.maxSendLineBytes;
+    const bytes = overLimit(line, limit);
+    if (bytes > 0) {
+      return new BerthError(ErrorCode.InvalidRequest,
+        `berth: ${method} was not sent: the request is ${bytes} bytes as a line, over berthd's line limit of ${limit} bytes`,
+        { limit, bytes });
+    }
+    const fault = wireFault(line);
+    if (!fault) return null;
+    // The pointer into params, as the caller gave them.
+    const pointer = fault.pointer.startsWith('/params') ? fault.pointer.slice('/params'.length) : fault.pointer;
+    const where = describeFault({ ...fault, pointer });
+    return new BerthError(ErrorCode.InvalidRequest,
+      `berth: ${method} was not sent: berthd would refuse its params: ${where} (${WIRE_RULES})`,
+      { instancePath: safeText(pointer) });
   }
 
   // send queues one line for the flush at the end of this turn of the loop
@@ -335,6 +402,14 @@ export class Connection {
       }
       return;
     }
+    if (m.id === null && m.error !== undefined) {
+      // berthd could not read a line of ours far enough to know its id
+      // (wire.ts keeps such lines from being sent): no request is known
+      // to be its, so none fails; the error is reported, never dropped.
+      const e = rpcError(m.error);
+      this.opts.logger?.error(`berth: berthd refused a line it could not read: ${e.message} (${e.code})`);
+      return;
+    }
     if (typeof m.id !== 'number') return;
     const p = this.pending.get(m.id);
     if (!p) return;
@@ -356,7 +431,9 @@ export class Connection {
       reply({ error: { code: ErrorCode.MethodNotFound, message: `method not found: ${method}` } });
       return;
     }
-    handler(method, params).then(
+    // The answer's line is the result's text in this envelope.
+    const room = this.maxSendLineBytes - Buffer.byteLength(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":}`);
+    handler(method, params, room).then(
       (result) => {
         if (result !== NO_ANSWER) {
           reply({ result: result === undefined ? {} : result });
@@ -365,32 +442,89 @@ export class Connection {
         this.answersOwed--;
         this.opts.onAnswered?.(method);
       },
-      (err: unknown) => {
-        const e = err as { code?: unknown; message?: unknown; data?: unknown };
-        const error: Record<string, unknown> = {
-          code: typeof e?.code === 'number' ? e.code : ErrorCode.InternalError,
-          message: typeof e?.message === 'string' ? e.message : String(err),
-        };
-        if (e?.data !== undefined) error.data = e.data;
-        reply({ error });
-      },
+      (err: unknown) => reply({ error: answerError(err) }),
     );
   }
 
+  // write sends an answer. One that berthd would refuse becomes an error
+  // answer that says why (or is made safe, for an error's text): a run's
+  // outcome is checked before (worker.ts), so this is for the rest.
   private write(id: unknown, method: string, body: Record<string, unknown>): void {
     if (this.closeReason) return;
+    const fail = (message: string) => JSON.stringify({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message } });
     let line: string;
     try {
+      // RawJson is a run's outcome, checked already but for its size.
       line = body.result instanceof RawJson
         ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${body.result.text}}`
         : JSON.stringify({ jsonrpc: '2.0', id, ...body });
+      if (!(body.result instanceof RawJson)) {
+        const fault = wireFault(line);
+        if (fault && body.error !== undefined) line = JSON.stringify(safeJson({ jsonrpc: '2.0', id, ...body }));
+        else if (fault) line = fail(`the answer to ${method} cannot be sent: ${describeFault(fault)} (${WIRE_RULES})`);
+      }
     } catch (e) {
-      line = JSON.stringify({
-        jsonrpc: '2.0', id,
-        error: { code: ErrorCode.InternalError, message: `the answer to ${method} is not JSON: ${(e as Error).message}` },
-      });
+      line = fail(`the answer to ${method} is not JSON: ${safeText(errorText(e))}`);
     }
+    const bytes = overLimit(line, this.maxSendLineBytes);
+    if (bytes > 0) line = fail(`the answer to ${method} is ${bytes} bytes as a line, over berthd's line limit of ${this.maxSendLineBytes} bytes`);
     this.send(line);
+  }
+}
+
+// answerError is the JSON-RPC error of a request handler that threw e,
+// whatever e is: reading it must not throw in turn (a getter that throws,
+// an object without a prototype), or the request would stay unanswered.
+function answerError(e: unknown): Record<string, unknown> {
+  const code = field(e, 'code');
+  const error: Record<string, unknown> = {
+    code: typeof code === 'number' ? code : ErrorCode.InternalError,
+    message: errorText(e),
+  };
+  const data = safeJson(field(e, 'data'));
+  if (data !== undefined) error.data = data;
+  return error;
+}
+
+/**
+ * field reads member k of a thrown value, whatever it is: undefined for a
+ * primitive, and for a getter or a proxy that throws.
+ * @internal
+ */
+export function field(e: unknown, k: string): unknown {
+  if (e === null || (typeof e !== 'object' && typeof e !== 'function')) return undefined;
+  try {
+    return (e as Record<string, unknown>)[k];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * errorText is a thrown value as text, for any value, and never throws:
+ * its message when it has one, else its String() (which throws for an
+ * object without a prototype), else its JSON.
+ * @internal
+ */
+export function errorText(e: unknown): string {
+  const message = field(e, 'message');
+  if (typeof message === 'string' && message !== '') return message;
+  try {
+    return String(e);
+  } catch {
+    // An object without a prototype, or whose toString throws.
+  }
+  try {
+    const s = JSON.stringify(e);
+    if (s !== undefined) return s;
+  } catch {
+    // A cycle, a BigInt.
+  }
+  try {
+    return Object.prototype.toString.call(e);
+  } catch {
+    // A proxy whose every trap throws.
+    return 'a thrown value that cannot be shown';
   }
 }
 

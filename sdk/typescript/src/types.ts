@@ -129,6 +129,18 @@ export interface Background {
   onInterrupt?: 'retry' | 'fail';
 }
 
+/**
+ * Mastra's older RetryConfig, a tool's `background.retries`: berthd reads
+ * it into `maxRetries`, `backoffMs` and `backoffMaxMs` (docs/TOOLS.md); a
+ * value given both ways must agree, and `backoffMultiplier` may only be 2.
+ */
+export interface RetryConfig {
+  maxRetries?: number;
+  retryDelayMs?: number;
+  maxRetryDelayMs?: number;
+  backoffMultiplier?: number;
+}
+
 /** A tool as `tools/list` shows it: an MCP Tool with berth's fields beside it. */
 export interface Tool {
   name: string;

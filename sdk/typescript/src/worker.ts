@@ -23,17 +23,15 @@ import { BerthError, ErrorCode, closedError } from './errors.js';
 import type { ReconnectOptions } from './client.js';
 import { requestContextClass, type RequestContextClass } from './context.js';
 import { approvalFunction, toolDefinition, transformTargets, type Definition, type ToolLike } from './definition.js';
-import { Connection, Endpoint, NO_ANSWER, RawJson, backoffDelay, describeAddress, dial, resolveAddress, sleep, type Address } from './rpc.js';
+import {
+  Connection, Endpoint, NO_ANSWER, RawJson, backoffDelay, describeAddress, dial, errorText, field, resolveAddress, sleep,
+  type Address, type Logger,
+} from './rpc.js';
 import type { Job, JobError, ViewStage, ViewTarget, Views } from './types.js';
 import { SDK_NAME, SDK_VERSION } from './version.js';
+import { WIRE_RULES, describeFault, overLimit, safeJson, safeText, utf8Bytes, wireFault } from './wire.js';
 
-/** Where the worker's messages go; `false` in ServeOptions drops them. */
-export interface Logger {
-  debug?(message: string, ...rest: unknown[]): void;
-  info?(message: string, ...rest: unknown[]): void;
-  warn(message: string, ...rest: unknown[]): void;
-  error(message: string, ...rest: unknown[]): void;
-}
+export type { Logger };
 
 export interface ServeOptions extends Endpoint {
   /** The tools to serve: createTool() results or plain objects of that shape, as a list or a record. */
@@ -52,6 +50,12 @@ export interface ServeOptions extends Endpoint {
   connectTimeoutMs?: number;
   /** Given to execute as `context.mastra` (else the tool's own `mastra`, set when a Mastra instance registered it). */
   mastra?: unknown;
+  /**
+   * berthd's line limit in bytes, 16 MiB (docs/API.md, "Limits"; berthd
+   * does not announce it): a run whose answer would be longer fails as
+   * `invalid_output` (or `invalid_suspend`), saying so.
+   */
+  maxSendLineBytes?: number;
 }
 
 /** The job a run is about, as berthd pushes it (WORKERS.md, `run`). */
@@ -195,6 +199,12 @@ interface Run {
   // True when the run ended by its abort (its execute threw the abort, or
   // never began): the outcome is the SDK's `aborted`, not one of the tool.
   stopped: boolean;
+  // True once berthd aborted the run (a cancel, its timeout, its
+  // shutdown): the job's fate is decided, berthd waits for the run's
+  // answer for its kill grace only, and may push the job's next attempt
+  // to this connection meanwhile (a timeout's retry comes at once when
+  // the connection has room).
+  decided: boolean;
 }
 
 /**
@@ -277,7 +287,13 @@ export class Worker extends EventEmitter {
   private readonly toolList: ToolLike[];
   private RequestContextCtor: RequestContextClass | null = null;
   private conn: Connection | null = null;
+  // The run of each job running here.
   private readonly runs = new Map<string, Run>();
+  // Runs whose job came again while they ran (after berthd aborted them,
+  // or after their connection dropped), and whose execute has not
+  // returned: no longer their job's, but close() waits for them as for
+  // any aborted run, for the abort grace at most.
+  private readonly displaced = new Set<Run>();
   // The promise close() returns, once it has begun.
   private closing: Promise<void> | null = null;
   // Aborted when close() begins: it stops the backoff and a connection
@@ -388,8 +404,10 @@ export class Worker extends EventEmitter {
         conn = await dial(this.address, {
           token: this.options.token,
           timeoutMs: this.options.connectTimeoutMs,
+          maxSendLineBytes: this.options.maxSendLineBytes,
+          logger: this.lineLogger,
           signal: stop,
-          onRequest: (method, params) => this.onRequest(conn, method, params),
+          onRequest: (method, params, room) => this.onRequest(conn, method, params, room),
           onNotification: (method, params) => this.onNotification(conn, method, params),
           // close() waits until berthd's last request is answered on the wire.
           onAnswered: () => this.poke(),
@@ -499,8 +517,14 @@ export class Worker extends EventEmitter {
     return timer;
   }
 
+  // allRuns is every run whose execute has not returned, displaced ones too.
+  private *allRuns(): IterableIterator<Run> {
+    yield* this.runs.values();
+    yield* this.displaced;
+  }
+
   private abortRuns(conn: Connection, why: BerthError): void {
-    for (const run of this.runs.values()) {
+    for (const run of this.allRuns()) {
       if (run.conn === conn) this.abortRun(run, abortReason('disconnected', why.message));
     }
   }
@@ -588,7 +612,7 @@ export class Worker extends EventEmitter {
   }
 
   private runsOf(conn: Connection): Run[] {
-    return [...this.runs.values()].filter((run) => run.conn === conn);
+    return [...this.allRuns()].filter((run) => run.conn === conn);
   }
 
   // quiet says whether a draining connection has nothing left to wait for:
@@ -597,7 +621,7 @@ export class Worker extends EventEmitter {
   private quiet(conn: Connection, t: number): boolean {
     if (conn.owed === 0) return true;
     let givenUp = 0;
-    for (const run of this.runs.values()) {
+    for (const run of this.allRuns()) {
       if (run.conn !== conn) continue;
       if (!run.abort.givenUp(t)) return false;
       givenUp++;
@@ -610,13 +634,14 @@ export class Worker extends EventEmitter {
   // abort grace at most: close() resolves after those that honour their
   // abortSignal, and without those that do not.
   private async settle(): Promise<void> {
-    for (const run of this.runs.values()) {
+    for (const run of this.allRuns()) {
       // Its connection is gone.
       if (!run.abort.aborted) this.abortRun(run, abortReason('disconnected', 'the connection to berthd is gone'));
     }
-    await this.closeWait((t) => [...this.runs.values()].every((run) => run.abort.givenUp(t)), Infinity, false);
-    if (this.runs.size === 0) return;
-    this.log('warn', `closed while the execute of ${describeJobs([...this.runs.keys()])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
+    await this.closeWait((t) => [...this.allRuns()].every((run) => run.abort.givenUp(t)), Infinity, false);
+    const left = new Set([...this.allRuns()].map((run) => run.job.id));
+    if (left.size === 0) return;
+    this.log('warn', `closed while the execute of ${describeJobs([...left])} had not returned from its abort: berthd ends or re-queues the jobs (onInterrupt)`);
   }
 
   // closeWait waits while the worker closes until done(t) holds, looking
@@ -645,7 +670,7 @@ export class Worker extends EventEmitter {
   // graceEnd is when the next abort grace of a run ends, after t.
   private graceEnd(t: number): number {
     let end = Infinity;
-    for (const run of this.runs.values()) {
+    for (const run of this.allRuns()) {
       const ends = run.abort.graceEnd;
       if (ends !== undefined && ends > t) end = Math.min(end, ends);
     }
@@ -682,10 +707,17 @@ export class Worker extends EventEmitter {
 
   // ---- berthd's requests
 
-  private async onRequest(conn: Connection, method: string, params: unknown): Promise<unknown> {
+  // The connection's reports (a line berthd refused, a notification over
+  // the line limit) go to the worker's logger.
+  private readonly lineLogger: Logger = {
+    warn: (m: string) => this.log('warn', m),
+    error: (m: string) => this.log('error', m),
+  };
+
+  private async onRequest(conn: Connection, method: string, params: unknown, room: number): Promise<unknown> {
     switch (method) {
       case 'run':
-        return this.run(conn, params);
+        return this.run(conn, params, room);
       case 'input':
         return this.input(params);
       case 'transform':
@@ -702,6 +734,7 @@ export class Worker extends EventEmitter {
     const p = (params ?? {}) as { jobId?: unknown; reason?: unknown };
     const run = typeof p.jobId === 'string' ? this.runs.get(p.jobId) : undefined;
     if (!run || run.conn !== conn) return;
+    run.decided = true;
     const reason = typeof p.reason === 'string' ? p.reason : 'aborted';
     this.abortRun(run, abortReason(reason, `job ${run.job.id} was ${reason === 'timed_out' ? 'timed out' : reason === 'shutdown' ? 'stopped by berthd shutting down' : reason}`));
   }
@@ -713,35 +746,53 @@ export class Worker extends EventEmitter {
   }
 
   // run answers with the outcome as JSON text (RawJson): it is serialized
-  // once, by the check that JSON can carry it.
-  private async run(conn: Connection, params: unknown): Promise<Outcome | RawJson | typeof NO_ANSWER> {
+  // once, by the check that berthd takes it (jsonOutcome), within `room`
+  // bytes.
+  private async run(conn: Connection, params: unknown, room: number): Promise<Outcome | RawJson | typeof NO_ANSWER> {
     const p = (params ?? {}) as { job?: RunJob; pending?: { views?: ViewStage[]; onInputAvailable?: boolean } };
     const job = p.job;
     if (!job || typeof job !== 'object' || typeof job.id !== 'string' || typeof job.tool !== 'string') {
       throw new BerthError(ErrorCode.InvalidParams, 'run needs params.job with an id and a tool');
     }
-    // The same job may come back on a new connection while the execute
-    // of the connection that dropped has not returned yet (it ignored its
-    // abortSignal): that run is no longer anyone's, so the new one goes on.
+    // The same job may come back while an execute of it has not returned
+    // yet (it ignored its abortSignal): on a new connection after the old
+    // one dropped, or on this one after berthd aborted the run (its next
+    // attempt after a timeout, pushed at once when the connection has
+    // room, or after berthd's kill grace). That run is no longer the
+    // job's, so the new one goes on. berthd sends no other second run of
+    // a job (docs/WORKERS.md).
     const previous = this.runs.get(job.id);
-    if (previous && !previous.conn.closed) {
+    if (previous && !previous.conn.closed && !(previous.conn === conn && previous.decided)) {
       throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
     }
     const served = this.served.get(job.tool);
     if (!served) {
-      return { error: { message: `this worker does not serve the tool ${job.tool}`, code: 'unknown_tool', retryable: true } };
+      return { error: { message: `this worker does not serve the tool ${safeText(job.tool)}`, code: 'unknown_tool', retryable: true } };
     }
-    const run: Run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve(), stopped: false };
+    if (previous) {
+      this.runs.delete(job.id);
+      this.displaced.add(previous);
+      this.log('debug', `job ${job.id} came again (attempt ${job.attempt}) while the execute of its aborted run had not returned`);
+    }
+    const run: Run = { job, tool: served.tool, conn, abort: new RunAbort(), checkpoints: Promise.resolve(), stopped: false, decided: false };
     this.runs.set(job.id, run);
     // Pushed before berthd took the drain, after close()'s deadline: it
     // does not start, and is left to berthd.
     if (this.deadline !== Infinity && now() >= this.deadline) this.abortRun(run, abortReason(CLOSING, 'the worker is closing'));
     this.emit('active', job);
     try {
-      const [outcome, text] = await this.execute(run, served, p.pending ?? {});
+      const [outcome, text] = await this.execute(run, served, p.pending ?? {}, room);
       // A checkpoint sent before the outcome must be durable before it
       // (an aborted run's checkpoints have stopped waiting already).
       await run.checkpoints;
+      if (run.decided && run.abort.givenUp(now())) {
+        // berthd aborted the run and has given it up at its kill grace
+        // (docs/WORKERS.md, `abort`): it would drop the answer, and log
+        // it as late. The job's fate was decided at the abort, and its
+        // next attempt may be running here already.
+        this.log('debug', `job ${job.id}: its run returned after the abort grace; berthd has given it up, so it is not answered`);
+        return NO_ANSWER;
+      }
       if (run.stopped && run.abort.byClose) {
         // Stopped by close()'s own abort: not answered, so that berthd ends
         // the job by its tool's onInterrupt once the connection closes, as
@@ -756,22 +807,26 @@ export class Worker extends EventEmitter {
       return new RawJson(text);
     } finally {
       if (this.runs.get(job.id) === run) this.runs.delete(job.id);
+      this.displaced.delete(run);
       this.poke();
     }
   }
 
   // execute runs the job's execute and the functions of its stage, and
-  // returns the outcome with its JSON text (jsonOutcome).
-  private async execute(run: Run, served: Served, pending: { views?: ViewStage[]; onInputAvailable?: boolean }): Promise<[Outcome, string]> {
+  // returns the outcome with its JSON text (jsonOutcome), which takes
+  // `room` bytes at most.
+  private async execute(run: Run, served: Served, pending: { views?: ViewStage[]; onInputAvailable?: boolean },
+    room: number): Promise<[Outcome, string]> {
     const { tool } = served;
     const job = run.job;
     const views: Views = {};
     const sink = (level: string, message: string, data?: unknown) => this.jobLog(run, level, message, data);
+    const limit = run.conn.maxSendLineBytes;
     // Aborted before it began (with the run, or after close()'s deadline):
     // nothing of the tool's runs.
     const notBegun = (): [Outcome, string] => {
       run.stopped = true;
-      return jsonOutcome({ error: jobError(run.abort.reason, true) }, sink);
+      return jsonOutcome({ error: jobError(run.abort.reason, true) }, sink, room, limit);
     };
     if (run.abort.aborted) return notBegun();
 
@@ -813,7 +868,11 @@ export class Worker extends EventEmitter {
         if (typeof tool.toModelOutput === 'function') {
           try {
             const m = await tool.toModelOutput(output);
-            if (m !== undefined) outcome.modelOutput = m;
+            // As one that throws: a model output berthd cannot take is
+            // logged, and the output goes without it.
+            const why = m === undefined ? null : unsendable(m, OUTCOME_DEPTH);
+            if (why) sink('error', `toModelOutput returned a value that ${why}; the job has no model output`);
+            else if (m !== undefined) outcome.modelOutput = m;
           } catch (e) {
             sink('error', `toModelOutput threw: ${errMessage(e)}; the job has no model output`, errData(e));
           }
@@ -829,7 +888,7 @@ export class Worker extends EventEmitter {
       const error = jobError(e, run.abort.aborted);
       // It stopped by its abort: it threw the abortSignal's reason, or the
       // AbortError of something the signal aborted.
-      run.stopped = run.abort.aborted && (e === run.abort.reason || (e as { name?: unknown } | null)?.name === 'AbortError');
+      run.stopped = run.abort.aborted && (e === run.abort.reason || field(e, 'name') === 'AbortError');
       if (!(run.abort.aborted && e === run.abort.reason)) sink('error', `execute threw: ${error.message}`, errData(e));
       outcome = { error };
       stage = 'error';
@@ -837,7 +896,7 @@ export class Worker extends EventEmitter {
     }
     await this.addViews(views, tool, stage, job, fields, sink);
     if (views.display || views.transcript) outcome.views = views;
-    return jsonOutcome(outcome, sink);
+    return jsonOutcome(outcome, sink, room, limit);
   }
 
   // context builds execute's second argument: what the reference page
@@ -888,7 +947,16 @@ export class Worker extends EventEmitter {
       metadata: job.metadata,
       checkpoint: job.checkpoint,
       progress: (progress, total, message) => {
-        conn.notify('worker/progress', dropUndefined({ jobId: job.id, progress, total, message }));
+        // The progress of a run berthd aborted is no longer its job's
+        // (the job's next attempt may be running already).
+        if (run.decided) return;
+        if (!isWireNumber(progress) || (total !== undefined && !isWireNumber(total))) {
+          log('warn', `progress(${textOf(progress)}, ${textOf(total)}) is not reported: progress and total must be finite numbers`);
+          return;
+        }
+        conn.notify('worker/progress', dropUndefined({
+          jobId: job.id, progress, total, message: message === undefined ? undefined : safeText(textOf(message)),
+        }));
       },
       log: (level, message, data) => log(level, message, data),
       saveCheckpoint,
@@ -1005,8 +1073,9 @@ export class Worker extends EventEmitter {
             target, phase: STAGE_PHASE[stage], toolName: tool.id, toolCallId: job.toolCallId ?? job.id,
             input: job.input, ...fields,
           });
-          if (view !== undefined && !isJson(view)) {
-            sink('error', `transform.${target}.${stage} returned a value JSON cannot carry; the view is a placeholder`);
+          const why = view === undefined ? null : unsendable(view, VIEW_DEPTH);
+          if (why) {
+            sink('error', `transform.${target}.${stage} returned a value that ${why}; the view is a placeholder`);
             view = undefined;
           }
         } catch (e) {
@@ -1021,25 +1090,29 @@ export class Worker extends EventEmitter {
 
   // jobLog sends a line of the job's log while its run is here; it is
   // dropped once the connection is gone (berthd could not take it).
+  // Its text is made safe to send (wire.ts): a log line is for reading.
   private jobLog(run: Run, level: string, message: string, data?: unknown): void {
     const lv = logLevel(level);
-    const params: Record<string, unknown> = { jobId: run.job.id, level: lv, message: String(message) };
+    const text = safeText(textOf(message));
+    const params: Record<string, unknown> = { jobId: run.job.id, level: lv, message: text };
     if (data !== undefined) {
-      const d = jsonOrUndefined(data);
+      const d = safeJson(data, 2);
       if (d !== undefined) params.data = d;
     }
     run.conn.notify('worker/log', params);
-    if (lv === 'error' || lv === 'warn') this.log('debug', `job ${run.job.id}: ${message}`);
+    if (lv === 'error' || lv === 'warn') this.log('debug', `job ${run.job.id}: ${text}`);
   }
 
   // answerLog keeps a line for the answer to input or transform, which
   // berthd adds to the job's log once the stage is committed (a job that
   // does not run here takes no worker/log), and logs it here too.
   private answerLog(logs: LogLine[], jobId: string, level: string, message: string, data?: unknown): void {
-    this.log('warn', `job ${jobId}: ${message}`);
+    const text = safeText(textOf(message));
+    this.log('warn', `job ${jobId}: ${text}`);
     if (logs.length >= ANSWER_LOGS) return;
-    const line: LogLine = { level: logLevel(level), message: String(message) };
-    const d = jsonOrUndefined(data);
+    const line: LogLine = { level: logLevel(level), message: text };
+    // The answer's line holds it in result.logs[i].data.
+    const d = safeJson(data, 4);
     if (d !== undefined) line.data = d;
     logs.push(line);
   }
@@ -1084,8 +1157,10 @@ function stagePayload(stage: ViewStage, job: RunJob): TransformFields | null {
 // registrationError turns berthd's refusal of worker/register into the
 // error serve() rejects with; null for a dropped connection (try again).
 function registrationError(e: unknown, address: Address): BerthError | null {
-  if (!(e instanceof BerthError)) return new BerthError(ErrorCode.InternalError, String(e));
+  if (!(e instanceof BerthError)) return new BerthError(ErrorCode.InternalError, errorText(e));
   if (e.code === ErrorCode.ConnectionClosed || e.code === ErrorCode.RequestTimeout) return null;
+  // The SDK's own refusal to send it (rpc.ts: a definition berthd could not read) says so itself.
+  if (e.message.startsWith('berth: ')) return e;
   if (e.code === ErrorCode.MethodNotFound) {
     return new BerthError(e.code, `berth: berthd at ${describeAddress(address)} does not speak the worker protocol (worker/register, docs/WORKERS.md): it is older than this SDK`, e.data);
   }
@@ -1161,7 +1236,7 @@ function validationData(tree: unknown): unknown {
     }
   };
   walk(tree, '', 0);
-  const fields = (tree !== null && typeof tree === 'object') ? jsonOrUndefined((tree as Node).fields) : undefined;
+  const fields = (tree !== null && typeof tree === 'object') ? safeJson((tree as Node).fields) : undefined;
   return fields === undefined ? { errors } : { errors, fields };
 }
 
@@ -1173,60 +1248,152 @@ function validationCode(message: string, job: RunJob): string {
   return 'validation_failed';
 }
 
+// jobError is the error outcome of a thrown value. It never throws,
+// whatever was thrown (an object without a prototype, a getter that
+// throws): the run's answer depends on it, and a handler that threw would
+// answer a JSON-RPC error, which berthd retries as worker_error whatever
+// the tool said.
 function jobError(e: unknown, aborted: boolean): { message: string; code?: string; data?: unknown; retryable: boolean } {
-  const o = (e !== null && typeof e === 'object' ? e : {}) as { message?: unknown; code?: unknown; data?: unknown; retryable?: unknown };
-  let message = typeof o.message === 'string' && o.message !== '' ? o.message : String(e);
+  let message = errorText(e);
   if (message === '') message = 'execute failed without a message';
-  const out: { message: string; code?: string; data?: unknown; retryable: boolean } = { message, retryable: o.retryable !== false };
-  if (typeof o.code === 'string') out.code = o.code;
+  const out: { message: string; code?: string; data?: unknown; retryable: boolean } = { message, retryable: field(e, 'retryable') !== false };
+  const code = field(e, 'code');
+  if (typeof code === 'string') out.code = code;
   else if (aborted) out.code = 'aborted';
-  const d = jsonOrUndefined(o.data);
+  // Where it is sent: result.error.data.
+  const d = safeJson(field(e, 'data'), 3);
   if (d !== undefined) out.data = d;
   return out;
 }
 
-// jsonOutcome makes sure the outcome can be sent: an output or payload that
-// JSON cannot carry (a BigInt, a cycle) fails the job with that reason
-// rather than the answer. It returns the outcome sent and its JSON text,
-// which the answer carries as it is.
-function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, data?: unknown) => void): [Outcome, string] {
+// How many arrays and objects hold a run's output, suspend payload and
+// model output in the answer's line (the message, its result), and a view
+// (also result.views.TARGET) in the answer to run, input or transform.
+const OUTCOME_DEPTH = 2;
+const VIEW_DEPTH = 4;
+
+// checkJson gives the JSON text of v, a value inside `above` arrays and
+// objects of its line, or says why berthd cannot take it: JSON cannot
+// carry it (a BigInt, a cycle, a function), or berthd would refuse it
+// (wire.ts: U+0000, a lone surrogate, an integer beyond 64 bits, nesting
+// too deep).
+function checkJson(v: unknown, above: number): { text: string } | { why: string } {
+  let text: string | undefined;
   try {
-    return [outcome, JSON.stringify(outcome)];
+    text = JSON.stringify(v);
   } catch (e) {
-    const what = 'output' in outcome ? 'output' : 'suspend' in outcome ? 'suspend payload' : 'error';
-    const message = `the tool's ${what} is not JSON: ${errMessage(e)}`;
+    return { why: `is not JSON: ${safeText(errMessage(e))}` };
+  }
+  if (text === undefined) {
+    return { why: `is not JSON: ${typeof v === 'function' || typeof v === 'symbol' ? `it is a ${typeof v}` : 'its toJSON() returned undefined'}` };
+  }
+  const f = wireFault(text, above);
+  if (f) return { why: `cannot be sent to berthd: ${describeFault(f)} (${WIRE_RULES})` };
+  return { text };
+}
+
+// unsendable says why berthd cannot take v (checkJson), or returns null.
+function unsendable(v: unknown, above: number): string | null {
+  const r = checkJson(v, above);
+  return 'why' in r ? r.why : null;
+}
+
+// An error message is cut to this many characters when the error's answer
+// would be over the line limit (to fewer under a smaller limit).
+const ERROR_MESSAGE_CUT = 64 * 1024;
+
+// jsonOutcome makes sure that berthd takes the outcome: an output or
+// suspend payload that JSON cannot carry (a BigInt, a cycle, a function),
+// that berthd would refuse (checkJson), or whose answer would be over the
+// line limit (`room` bytes for the text, of `limit` for the line) fails
+// the run with that reason rather than the answer; an error is made safe
+// to send, and cut to fit. The model output and the views were checked
+// when they were made. It returns the outcome sent and its JSON text,
+// which the answer carries as it is.
+function jsonOutcome(outcome: Outcome, sink: (level: string, message: string, data?: unknown) => void,
+  room: number, limit: number): [Outcome, string] {
+  if ('error' in outcome) return errorOutcome(outcome, room);
+  const key = 'output' in outcome ? 'output' : 'suspend';
+  const what = key === 'output' ? 'output' : 'suspend payload';
+  const fail = (message: string, data?: unknown): [Outcome, string] => {
     sink('error', message);
-    const failed: Outcome = { error: { message, code: what === 'output' ? 'invalid_output' : what === 'suspend payload' ? 'invalid_suspend' : 'invalid_error', retryable: false } };
-    return [failed, JSON.stringify(failed)];
+    const error = { message, code: key === 'output' ? 'invalid_output' : 'invalid_suspend', ...(data === undefined ? {} : { data }), retryable: false };
+    return errorOutcome({ error }, room);
+  };
+  const value = key === 'output' ? (outcome as { output: unknown }).output : (outcome as { suspend: unknown }).suspend;
+  const checked = checkJson(value, OUTCOME_DEPTH);
+  if ('why' in checked) return fail(`the tool's ${what} ${checked.why}`);
+  // The rest (the model output, the views) beside the value's own text,
+  // so that a large output is serialized once.
+  const { [key]: _value, ...rest } = outcome as Record<string, unknown>;
+  const restText = JSON.stringify(rest);
+  const text = `{${JSON.stringify(key)}:${checked.text}${restText === '{}' ? '' : `,${restText.slice(1, -1)}`}}`;
+  const bytes = overLimit(text, room);
+  if (bytes > 0) {
+    const lineBytes = bytes + (limit - room);
+    const extras = restText === '{}' ? '' : ', with its model output and views';
+    return fail(`the tool's ${what} is ${utf8Bytes(checked.text)} bytes as JSON${extras}: the answer would be ${lineBytes} bytes as a line, ` +
+      `over berthd's line limit of ${limit} bytes`, { bytes: lineBytes, limit });
   }
+  return [outcome, text];
 }
 
-function isJson(v: unknown): boolean {
-  try {
-    JSON.stringify(v);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function jsonOrUndefined(v: unknown): unknown {
-  if (v === undefined) return undefined;
-  try {
-    const s = JSON.stringify(v);
-    return s === undefined ? undefined : JSON.parse(s);
-  } catch {
-    return undefined;
-  }
+// errorOutcome is an error outcome made safe to send (wire.ts: its text
+// through safeText, what JSON cannot carry left out), and cut to `room`
+// bytes: a message that long loses its end, its data and views.
+function errorOutcome(outcome: Extract<Outcome, { error: unknown }>, room: number): [Outcome, string] {
+  const safe = (safeJson(outcome, 1) ?? { error: { message: 'the error could not be sent' } }) as Extract<Outcome, { error: unknown }>;
+  const e = safe.error ?? { message: 'the error could not be sent' };
+  e.retryable = outcome.error.retryable !== false;
+  let text = JSON.stringify(safe);
+  if (overLimit(text, room) === 0) return [safe, text];
+  const message = typeof e.message === 'string' ? e.message : '';
+  // A character takes 3 bytes at most, and a quarter of the room leaves
+  // the rest of the line plenty.
+  const keep = Math.min(ERROR_MESSAGE_CUT, Math.floor(room / 12));
+  const cut: Outcome = {
+    error: {
+      message: message.length > keep
+        ? `${safeText(message.slice(0, keep))}... (cut from ${utf8Bytes(message)} bytes, with its data: the error was over berthd's line limit)`
+        : `${message} (its data is left out: the error was over berthd's line limit)`,
+      retryable: e.retryable,
+    },
+  };
+  if (typeof e.code === 'string' && e.code.length <= 128) cut.error.code = e.code;
+  text = JSON.stringify(cut);
+  return [cut, text];
 }
 
 function errMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  return errorText(e);
+}
+
+// textOf is String(v), for any v (String of an object without a
+// prototype throws): a log line's message as the tool gave it.
+function textOf(v: unknown): string {
+  if (typeof v === 'string') return v;
+  try {
+    return String(v);
+  } catch {
+    return errorText(v);
+  }
 }
 
 function errData(e: unknown): Record<string, unknown> | undefined {
-  if (!(e instanceof Error)) return undefined;
-  return dropUndefined({ name: e.name, stack: e.stack });
+  let isError = false;
+  try {
+    isError = e instanceof Error;
+  } catch {
+    // A proxy whose getPrototypeOf throws.
+  }
+  if (!isError) return undefined;
+  return dropUndefined({ name: field(e, 'name'), stack: field(e, 'stack') });
+}
+
+// isWireNumber says whether berthd takes n as a progress number: finite,
+// and an integer within 64 bits.
+function isWireNumber(n: unknown): boolean {
+  return typeof n === 'number' && Number.isFinite(n) && !wireFault(JSON.stringify(n));
 }
 
 function logLevel(level: string): 'debug' | 'info' | 'warn' | 'error' {
