@@ -14,7 +14,9 @@
  * subschema, whose node is made (or found) and linked, so reference cycles
  * become cycles of pointers rather than infinite recursion.  Finally a check
  * refuses cycles that would make evaluation recurse at the same instance
- * location forever ("$defs": {"a": {"$ref": "#/$defs/a"}}).
+ * location forever ("$defs": {"a": {"$ref": "#/$defs/a"}}), wherever they
+ * are: at the root, or below a "properties" where only some instances
+ * reach them.
  */
 #include "schema/internal.h"
 #include "schema/uri.h"
@@ -1259,14 +1261,19 @@ static struct schema__node *compile_node(struct compiler *c, long idx)
 
 /*
  * find_cycle looks for a cycle through the applicators that evaluate the
- * same instance location ("$ref", "allOf", "not", ...).  Such a cycle means
- * the evaluation of some instance never ends, so the schema is refused.
- * Applicators that move into the instance (properties, items, ...) cannot
- * loop forever on a finite instance and are not followed.  A "$dynamicRef"
- * is followed to its first target; the targets it may reach at run time are
- * bounded by max_depth instead.
+ * same instance location ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf",
+ * "not", "if", "then", "else", "dependentSchemas"), from n, which was
+ * reached from the node from (NULL for a start).  Such a cycle means the
+ * evaluation of some instance never ends (or, through "anyOf", doubles at
+ * each turn until the depth limit), so the schema is refused.  Applicators
+ * that move into the instance (properties, items, ...) cannot loop forever
+ * on a finite instance and are not followed.  A "$dynamicRef" is followed
+ * to its first target; the targets it may reach at run time are bounded by
+ * max_depth instead.  Nodes keep their marks between calls, so that a
+ * search from every node (schema_compile) visits each node once.
  */
-static bool find_cycle(struct compiler *c, struct schema__node *n, int depth)
+static bool find_cycle(struct compiler *c, struct schema__node *n,
+		       const struct schema__node *from, int depth)
 {
 	struct schema__node *next[8];
 	size_t k = 0;
@@ -1274,8 +1281,11 @@ static bool find_cycle(struct compiler *c, struct schema__node *n, int depth)
 	if (!n || n->mark == 2)
 		return false;
 	if (n->mark == 1) {
+		const char *via = from->loc[0] == '#' ? from->loc + 1 : from->loc;
+
 		fail(c, n->loc, "reference cycle: evaluating this schema leads back "
-		     "to it without moving into the instance");
+		     "to it (from %s) without moving into the instance",
+		     via[0] ? via : "the root");
 		return true;
 	}
 	if (depth > 4 * c->s->max_depth) {
@@ -1290,22 +1300,48 @@ static bool find_cycle(struct compiler *c, struct schema__node *n, int depth)
 	next[k++] = n->then_;
 	next[k++] = n->else_;
 	for (size_t i = 0; i < k; i++)
-		if (find_cycle(c, next[i], depth + 1))
+		if (find_cycle(c, next[i], n, depth + 1))
 			return true;
 	for (size_t i = 0; i < n->nall_of; i++)
-		if (find_cycle(c, n->all_of[i], depth + 1))
+		if (find_cycle(c, n->all_of[i], n, depth + 1))
 			return true;
 	for (size_t i = 0; i < n->nany_of; i++)
-		if (find_cycle(c, n->any_of[i], depth + 1))
+		if (find_cycle(c, n->any_of[i], n, depth + 1))
 			return true;
 	for (size_t i = 0; i < n->none_of; i++)
-		if (find_cycle(c, n->one_of[i], depth + 1))
+		if (find_cycle(c, n->one_of[i], n, depth + 1))
 			return true;
 	for (size_t i = 0; i < n->ndep_schemas; i++)
-		if (find_cycle(c, n->dep_schemas[i].node, depth + 1))
+		if (find_cycle(c, n->dep_schemas[i].node, n, depth + 1))
 			return true;
 	n->mark = 2;
 	return false;
+}
+
+/* find_cycle_everywhere runs find_cycle from the root, which names the
+ * same place as ever for a cycle there, then from every other node in the
+ * order they were compiled (outer places first), for the cycles that only
+ * some instance locations reach (below "properties", "items", ...). */
+static void find_cycle_everywhere(struct compiler *c)
+{
+	struct schema__node **order, *n;
+	size_t count = 0, i;
+
+	if (find_cycle(c, c->s->root, NULL, 0))
+		return;
+	for (n = c->s->nodes; n; n = n->next)
+		count++;
+	order = malloc(count * sizeof(*order));
+	if (!order) {
+		oom(c);
+		return;
+	}
+	/* s->nodes holds the newest first. */
+	for (n = c->s->nodes, i = count; n; n = n->next)
+		order[--i] = n;
+	for (i = 0; i < count && !c->err; i++)
+		find_cycle(c, order[i], NULL, 0);
+	free(order);
 }
 
 /* ---- Public API ---- */
@@ -1427,7 +1463,6 @@ void schema_free(struct schema *s)
 		free(r->uri);
 		free(r);
 	}
-	pcre2_match_context_free(s->mctx);
 	json_decref(s->docs);
 	json_decref(s->doc);
 	free(s);
@@ -1454,11 +1489,10 @@ struct schema *schema_compile(const json_t *doc, const struct schema_options *op
 	s->max_depth = c.opt->max_depth > 0 ? c.opt->max_depth : SCHEMA_DEFAULT_MAX_DEPTH;
 	s->doc = json_deep_copy(doc);
 	s->docs = json_array();
-	s->mctx = schema__regex_match_context();
 	c.by_ptr = json_object();
 	c.by_uri = json_object();
 	c.dyn_uris = json_object();
-	if (!s->doc || !s->docs || !s->mctx || !c.by_ptr || !c.by_uri || !c.dyn_uris) {
+	if (!s->doc || !s->docs || !c.by_ptr || !c.by_uri || !c.dyn_uris) {
 		oom(&c);
 		goto out;
 	}
@@ -1493,7 +1527,7 @@ struct schema *schema_compile(const json_t *doc, const struct schema_options *op
 	if (idx >= 0)
 		s->root = compile_node(&c, idx);
 	if (!c.err)
-		find_cycle(&c, s->root, 0);
+		find_cycle_everywhere(&c);
 	if (!c.err && s->root)
 		schema__mark_defaults(s);
 out:

@@ -133,9 +133,65 @@ struct schema {
 	struct schema__node *root;
 	struct schema__node *nodes;
 	struct schema__resource *resources;
-	pcre2_match_context *mctx;
 	int max_depth;
 };
+
+/* A JSON Pointer into an instance, as a chain of frames on the C stack; it
+ * is turned into a string only when an error names it. */
+struct schema__ipath {
+	const struct schema__ipath *up;
+	const char *key; /* NULL: index */
+	size_t index;
+};
+
+/*
+ * What one validation may still spend, and why it stopped.  Everything a
+ * validation evaluates draws on the same one: recursion, the branches of
+ * "anyOf" and "oneOf" (whose errors may be dropped), "not", "if" and
+ * "contains" (whose errors are never kept) and every pattern matched.
+ * Filling in defaults (defaults.c) draws on one too, and lends it to the
+ * validations it runs to choose an "anyOf" branch, so neither recursion nor
+ * a branch can start afresh.  A validation that runs out, or that cannot
+ * be finished (an instance nested too deeply, a pattern PCRE2 gives up on),
+ * is stopped: it fails with the error in stop alone, whatever keyword it
+ * was under, so that giving up can never turn into a pass (under "not",
+ * say).
+ */
+struct schema__run {
+	long long steps; /* left; below 0 once stopped */
+	pcre2_match_context *mctx; /* made at the first pattern matched */
+	pcre2_match_data *md;
+	bool stopped;
+	json_t *stop; /* the error object that says why (new), or NULL */
+};
+
+/* SCHEMA__RUN_INIT is a new run's initializer: SCHEMA_MAX_STEPS left. */
+#define SCHEMA__RUN_INIT { .steps = SCHEMA_MAX_STEPS }
+
+/* schema__run_finish frees what r holds, its stop error too (a caller that
+ * keeps it takes a reference of its own).  Most runs match no pattern and
+ * are not stopped, and pay a test; schema__run_release does the rest. */
+void schema__run_release(struct schema__run *r);
+
+static inline void schema__run_finish(struct schema__run *r)
+{
+	if (r->md || r->mctx || r->stop)
+		schema__run_release(r);
+}
+
+/* schema__run_stop stops r unless it is stopped already, with an error
+ * object as schema_validate reports them (instancePath from path,
+ * schemaPath loc + "/" + kw, or loc alone for an empty kw); returns false
+ * when out of memory. */
+__attribute__((format(printf, 5, 6)))
+bool schema__run_stop(struct schema__run *r, const struct schema__ipath *path,
+		      const char *loc, const char *kw, const char *fmt, ...);
+
+/* schema__error returns a new error object {"instancePath", "keyword",
+ * "schemaPath", "message"} (schemaPath as for schema__run_stop), or NULL
+ * when out of memory. */
+json_t *schema__error(const struct schema__ipath *path, const char *loc,
+		      const char *kw, const char *msg);
 
 /* regex.c */
 
@@ -145,15 +201,20 @@ struct schema {
 pcre2_code *schema__regex_compile(const char *source, size_t len, char *err,
 				  size_t errlen);
 
-/* schema__regex_match returns 1 when re matches somewhere in s, 0 when it
- * does not, and -1 when matching failed (a match limit, no memory); callers
- * treat -1 as "does not match", which fails closed. */
-int schema__regex_match(const struct schema *s, const pcre2_code *re,
-			const char *subject, size_t len);
+/* What schema__regex_match found. */
+enum {
+	SCHEMA__RE_MATCH = 1,
+	SCHEMA__RE_NO_MATCH = 0,
+	SCHEMA__RE_GAVE_UP = -1, /* past PCRE2's limits for one match */
+	SCHEMA__RE_OUT_OF_STEPS = -2, /* past what run had left */
+	SCHEMA__RE_NOMEM = -3,
+};
 
-/* schema__regex_match_context returns a new match context with berth's
- * limits on backtracking, or NULL when out of memory. */
-pcre2_match_context *schema__regex_match_context(void);
+/* schema__regex_match tells whether re matches somewhere in subject, and
+ * charges run with the work it took (regex.c says how); a result below 0
+ * is no answer, which the caller must not take for either. */
+int schema__regex_match(struct schema__run *run, const pcre2_code *re,
+			const char *subject, size_t len);
 
 /* format.c */
 
@@ -167,10 +228,13 @@ bool schema__format_check(int fmt, const char *s, size_t len);
 
 /* validate.c */
 
-/* schema__valid_node returns true when inst is valid against n, a node of
- * s, evaluated on its own (an empty dynamic scope). */
-bool schema__valid_node(const struct schema *s, const struct schema__node *n,
-			const json_t *inst);
+/* schema__valid_node returns 1 when inst is valid against n, a node of s,
+ * evaluated on its own (an empty dynamic scope) with what run has left, 0
+ * when it is not, -ECANCELED when run is stopped (run->stop says why; its
+ * instancePath starts at path, where inst is) and -ENOMEM. */
+int schema__valid_node(struct schema__run *run, const struct schema *s,
+		       const struct schema__node *n, const json_t *inst,
+		       const struct schema__ipath *path);
 
 /* defaults.c */
 

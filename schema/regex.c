@@ -13,12 +13,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Backtracking limits: generous for any sane pattern, small enough that a
- * catastrophic pattern on a long string fails in milliseconds rather than
- * stalling a worker.  A failed match counts as "does not match". */
+/* Limits of one match attempt (PCRE2 counts them afresh at each place in
+ * the subject where a match may start): generous for any sane pattern,
+ * small enough that a catastrophic pattern is given up in milliseconds.
+ * A match past them has no answer, and the validation stops with an error
+ * saying so (validate.c): taking it for "does not match" would be a pass
+ * under "not". */
 #define MATCH_LIMIT 1000000
 #define DEPTH_LIMIT 10000
 #define HEAP_LIMIT_KIB 16384
+
+/*
+ * What a match costs the run (struct schema__run), in steps.  PCRE2's own
+ * limits bound neither the time of one pcre2_match nor that of many: they
+ * apply to each start position afresh, so an unanchored pattern may take
+ * its match limit again at every character ("(a|a){0,18}!"), and a run of
+ * a character class is scanned without counting, so "\w+\s+\w+" on a
+ * megabyte of letters is quadratic (minutes) within any limit.  So
+ * patterns are compiled with PCRE2_AUTO_CALLOUT, which calls count before
+ * every item of the pattern the matcher tries, at every start position and
+ * after every backtrack, and count charges a step for each call and one
+ * for every BYTES_PER_STEP bytes the match moved through the subject since
+ * the call before (each way: a scan forward, then back to retry).  A step
+ * is then about as long as one evaluation of a subschema.  An e-mail or
+ * UUID pattern costs about 12 steps, 60 ns more than without callouts;
+ * when the run has no steps left, count stops the match.
+ */
+#define BYTES_PER_STEP 32
 
 /* ECMAScript spells Unicode general categories out ("\\p{Letter}"); PCRE2
  * before 10.43 knows only the short names, so the long ones are rewritten. */
@@ -107,7 +128,8 @@ pcre2_code *schema__regex_compile(const char *source, size_t len, char *err,
 	}
 	re = pcre2_compile((PCRE2_SPTR)translated, translate(source, len, translated),
 			   PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY |
-				   PCRE2_ALLOW_EMPTY_CLASS | PCRE2_MATCH_UNSET_BACKREF,
+				   PCRE2_ALLOW_EMPTY_CLASS | PCRE2_MATCH_UNSET_BACKREF |
+				   PCRE2_AUTO_CALLOUT,
 			   &code, &offset, cctx);
 	pcre2_compile_context_free(cctx);
 	free(translated);
@@ -118,31 +140,58 @@ pcre2_code *schema__regex_compile(const char *source, size_t len, char *err,
 	return re;
 }
 
-pcre2_match_context *schema__regex_match_context(void)
-{
-	pcre2_match_context *m = pcre2_match_context_create(NULL);
+/* A match in progress, for count. */
+struct counter {
+	struct schema__run *run;
+	PCRE2_SIZE last; /* where the subject was at the call before */
+};
 
-	if (!m)
-		return NULL;
-	pcre2_set_match_limit(m, MATCH_LIMIT);
-	pcre2_set_depth_limit(m, DEPTH_LIMIT);
-	pcre2_set_heap_limit(m, HEAP_LIMIT_KIB);
-	return m;
+static int count(pcre2_callout_block *cb, void *data)
+{
+	struct counter *k = data;
+	PCRE2_SIZE at = cb->current_position;
+	PCRE2_SIZE moved = at > k->last ? at - k->last : k->last - at;
+
+	k->last = at;
+	k->run->steps -= 1 + (long long)(moved / BYTES_PER_STEP);
+	return k->run->steps < 0 ? PCRE2_ERROR_CALLOUT : 0;
 }
 
-int schema__regex_match(const struct schema *s, const pcre2_code *re,
+int schema__regex_match(struct schema__run *run, const pcre2_code *re,
 			const char *subject, size_t len)
 {
-	/* One pair of offsets is enough: only whether it matched matters (a
-	 * too-small vector makes pcre2_match return 0, which is a match). */
-	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+	struct counter k = { run, 0 };
 	int rc;
 
-	if (!md)
-		return -1;
-	rc = pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, s->mctx);
-	pcre2_match_data_free(md);
+	if (!run->md) {
+		run->mctx = pcre2_match_context_create(NULL);
+		/* One pair of offsets is enough: only whether it matched
+		 * matters (a too-small vector makes pcre2_match return 0,
+		 * which is a match). */
+		run->md = pcre2_match_data_create(1, NULL);
+		if (!run->mctx || !run->md)
+			return SCHEMA__RE_NOMEM;
+		pcre2_set_match_limit(run->mctx, MATCH_LIMIT);
+		pcre2_set_depth_limit(run->mctx, DEPTH_LIMIT);
+		pcre2_set_heap_limit(run->mctx, HEAP_LIMIT_KIB);
+	}
+	/* The start of a match may scan the whole subject for a character
+	 * the pattern needs, before any callout. */
+	run->steps -= 1 + (long long)(len / BYTES_PER_STEP);
+	if (run->steps < 0)
+		return SCHEMA__RE_OUT_OF_STEPS;
+	pcre2_set_callout(run->mctx, count, &k);
+	rc = pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, run->md, run->mctx);
 	if (rc >= 0)
-		return 1;
-	return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
+		return SCHEMA__RE_MATCH;
+	switch (rc) {
+	case PCRE2_ERROR_NOMATCH:
+		return SCHEMA__RE_NO_MATCH;
+	case PCRE2_ERROR_CALLOUT:
+		return SCHEMA__RE_OUT_OF_STEPS;
+	case PCRE2_ERROR_NOMEMORY:
+		return SCHEMA__RE_NOMEM;
+	default:
+		return SCHEMA__RE_GAVE_UP;
+	}
 }

@@ -48,8 +48,36 @@ struct schema_options {
 #define SCHEMA_DEFAULT_MAX_DEPTH 512
 
 /* The most errors schema_validate reports for one instance; a huge bad
- * instance cannot produce an unbounded reply. */
+ * instance cannot produce an unbounded reply, and once they are collected
+ * validation goes no further than it must to reach its verdict. */
 #define SCHEMA_MAX_ERRORS 100
+
+/*
+ * The most steps one validation, or one filling of defaults with the
+ * validations it runs to choose a branch, may take.  A step is a subschema
+ * evaluated, or the work a subschema does on its own for about as long
+ * (a member or item visited, a value compared or copied, 64 bytes of a
+ * string scanned, an item of a pattern tried; schema/validate.c and
+ * schema/regex.c say what each costs).  A typical tool input takes tens of
+ * steps, and a 1 MiB one a few hundred thousand; ten million take about a
+ * third of a second of one core in a release build.  It bounds what no other
+ * limit does: a schema whose references fan out ("allOf" twice to the next
+ * "$defs" entry, forty times over) or patterns that backtrack on every
+ * string of a long array.  Past it, validation fails with one error, "the
+ * schema takes too long to check this value", at the place it stopped.
+ */
+#define SCHEMA_MAX_STEPS 10000000
+
+/*
+ * The most values one filling of defaults (schema_fill_defaults) may
+ * insert, counting every value inside each default inserted (a default
+ * {"a": [1, 2]} is four) and one more for every 64 bytes of a string.  Far
+ * above what any tool's defaults fill in (a few, or a few per item of an
+ * array), and small enough in memory (some megabytes): without it a
+ * default that holds a "$ref" back to its own schema fills a tree as wide
+ * as two to the power of half the depth limit.
+ */
+#define SCHEMA_MAX_DEFAULT_VALUES 100000
 
 /* schema_registry_create returns a new, empty registry, or NULL when out of
  * memory.  The caller frees it with schema_registry_destroy. */
@@ -111,6 +139,14 @@ bool schema_valid(const struct schema *s, const json_t *instance);
  *    "schemaPath": "#/properties/items/...", where that keyword sits
  *    "message": "must be string, got number"}
  * On 0 and -ENOMEM, *errors is set to NULL.
+ *
+ * A validation that cannot be finished fails with one error alone, wherever
+ * it was ("not" and "anyOf" included): more than SCHEMA_MAX_STEPS steps
+ * (keyword "", schemaPath the subschema it stopped at, "the schema takes
+ * too long to check this value: ..."), an instance nested deeper than
+ * max_depth (keyword "$ref"), or a "pattern" or "patternProperties" whose
+ * regular expression PCRE2 gives up on ("cannot check pattern ...").
+ * schema_valid is false for them.
  */
 int schema_validate(const struct schema *s, const json_t *instance,
 		    json_t **errors);
@@ -122,20 +158,33 @@ int schema_validate(const struct schema *s, const json_t *instance,
 bool schema_has_defaults(const struct schema *s);
 
 /*
- * schema_apply_defaults returns a new reference to instance (borrowed) with
- * the defaults of s filled in where it lacks them, as Zod's parse and Ajv's
- * useDefaults fill them: absent properties of "properties" and missing
- * trailing places of "prefixItems" get their "default", recursively through
- * the values that are there, "$ref", "allOf", and an "anyOf" or "oneOf"
- * branch when exactly one accepts the instance (schema/defaults.c has the
- * whole rule and why).  instance itself is never changed: when anything is
- * filled the result is a new value, otherwise it is instance (a new
- * reference to it).  Validation is separate: a caller fills, then
- * validates what it got, so that a property that is "required" and has a
- * default passes when absent, as it does in Zod.  Returns NULL when instance
- * is NULL or memory runs out.  Safe from several threads at once, like
- * validation.
+ * schema_fill_defaults sets *filled to a new reference to instance
+ * (borrowed) with the defaults of s filled in where it lacks them, as Zod's
+ * parse and Ajv's useDefaults fill them: absent properties of "properties"
+ * and missing trailing places of "prefixItems" get their "default",
+ * recursively through the values that are there, "$ref", "allOf", and an
+ * "anyOf" or "oneOf" branch when exactly one accepts the instance
+ * (schema/defaults.c has the whole rule and why).  instance itself is
+ * never changed: when anything is filled the result is a new value,
+ * otherwise it is instance (a new reference to it).  Validation is
+ * separate: a caller fills, then validates what it got, so that a property
+ * that is "required" and has a default passes when absent, as it does in
+ * Zod.  Safe from several threads at once, like validation.
+ *
+ * Returns 0; -EINVAL when instance is NULL (*errors NULL) or when filling
+ * would go past SCHEMA_MAX_DEFAULT_VALUES values inserted or
+ * SCHEMA_MAX_STEPS steps, or meets a pattern PCRE2 gives up on: then, if
+ * errors is not NULL, *errors is a new array of one error object as
+ * schema_validate reports them (keyword "default" and the default's
+ * schemaPath for the first limit), at the place filling stopped; or
+ * -ENOMEM.  *filled is NULL unless 0 is returned.
  */
+int schema_fill_defaults(const struct schema *s, const json_t *instance,
+			 json_t **filled, json_t **errors);
+
+/* schema_apply_defaults is schema_fill_defaults without the errors: it
+ * returns the filled value (new), or NULL when instance is NULL, memory
+ * runs out or a limit stops the filling. */
 json_t *schema_apply_defaults(const struct schema *s, const json_t *instance);
 
 /* schema_doc returns the schema document s was compiled from (a borrowed

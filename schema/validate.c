@@ -18,7 +18,21 @@
  *
  * Recursion is bounded by schema->max_depth, counted per node evaluated, so
  * a deep instance or a "$dynamicRef" loop ends with an error instead of a
- * stack overflow.
+ * stack overflow.  Time is bounded by a budget of SCHEMA_MAX_STEPS (struct
+ * schema__run): every node evaluated costs a step, and so does the work a
+ * node does on its own in proportion to the instance or to its keywords
+ * (members and items visited, values compared, bytes scanned, patterns
+ * matched), so that no schema, however its references fan out, and no
+ * instance can keep the caller's thread for long.  A validation that runs
+ * out, or is nested too deeply, or meets a pattern PCRE2 gives up on, is
+ * stopped and fails with that one error.
+ *
+ * Once SCHEMA_MAX_ERRORS errors are collected, a keyword that fails ends
+ * the evaluation of its node, as it does when errors are not collected:
+ * the node has failed either way and no more errors would be kept, so the
+ * verdict is the same and a huge bad instance costs no more than its first
+ * errors.  (Errors are only reported on a failing path; the failed branches
+ * of a passing "anyOf" drop theirs, and then there is room again.)
  */
 #include "schema/internal.h"
 
@@ -30,14 +44,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A JSON Pointer into the instance, as a chain of frames on the C stack;
- * it is turned into a string only when an error is reported. */
-struct ipath {
-	const struct ipath *up;
-	const char *key; /* NULL: index */
-	size_t index;
-};
 
 /* The dynamic scope: the resources entered so far, innermost first. */
 struct scope {
@@ -59,10 +65,17 @@ struct vctx {
 	json_t *errors;
 	bool oom;
 	int depth;
+	struct schema__run run;
 };
 
+/* What a reported error costs in steps: its message and path are
+ * formatted and allocated, which takes about as long as evaluating forty
+ * nodes, and the errors of failed branches may be reported and dropped
+ * over and over. */
+#define REPORT_STEPS 40
+
 static bool eval(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		 const struct ipath *path, const struct scope *scope, struct ann *a);
+		 const struct schema__ipath *path, const struct scope *scope, struct ann *a);
 
 /* ---- Errors ---- */
 
@@ -94,13 +107,13 @@ static void put_token(char **out, size_t *len, size_t *cap, const char *s, bool 
 }
 
 /* instance_path returns the JSON Pointer of p as a new string. */
-static char *instance_path(const struct ipath *p, bool *oom)
+static char *instance_path(const struct schema__ipath *p, bool *oom)
 {
 	size_t depth = 0, len = 0, cap = 64, i = 0;
-	const struct ipath **frames;
+	const struct schema__ipath **frames;
 	char *out = malloc(cap);
 
-	for (const struct ipath *q = p; q; q = q->up)
+	for (const struct schema__ipath *q = p; q; q = q->up)
 		depth++;
 	frames = malloc((depth + 1) * sizeof(*frames));
 	if (!out || !frames) {
@@ -110,7 +123,7 @@ static char *instance_path(const struct ipath *p, bool *oom)
 		return NULL;
 	}
 	out[0] = '\0';
-	for (const struct ipath *q = p; q; q = q->up)
+	for (const struct schema__ipath *q = p; q; q = q->up)
 		frames[depth - ++i] = q;
 	for (i = 0; i < depth && !*oom; i++) {
 		char num[32];
@@ -130,31 +143,123 @@ static char *instance_path(const struct ipath *p, bool *oom)
 	return out;
 }
 
+json_t *schema__error(const struct schema__ipath *path, const char *loc,
+		      const char *kw, const char *msg)
+{
+	char *ipath, *spath = NULL;
+	bool oom = false;
+	json_t *e = NULL;
+
+	ipath = instance_path(path, &oom);
+	if (ipath && asprintf(&spath, "%s%s%s", loc, kw[0] ? "/" : "", kw) >= 0)
+		e = json_pack("{s:s, s:s, s:s, s:s}", "instancePath", ipath,
+			      "keyword", kw, "schemaPath", spath, "message", msg);
+	free(ipath);
+	free(spath);
+	return e;
+}
+
 __attribute__((format(printf, 5, 6)))
-static void report(struct vctx *v, const struct ipath *path,
+static void report(struct vctx *v, const struct schema__ipath *path,
 		   const struct schema__node *n, const char *kw, const char *fmt, ...)
 {
-	char msg[600], *ipath, *spath = NULL;
+	char msg[600];
 	json_t *e;
 	va_list ap;
 
 	if (!v->errors || json_array_size(v->errors) >= SCHEMA_MAX_ERRORS)
 		return;
+	v->run.steps -= REPORT_STEPS;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ipath = instance_path(path, &v->oom);
-	if (!ipath || asprintf(&spath, "%s/%s", n->loc, kw) < 0) {
-		free(ipath);
-		v->oom = true;
-		return;
-	}
-	e = json_pack("{s:s, s:s, s:s, s:s}", "instancePath", ipath, "keyword", kw,
-		      "schemaPath", spath, "message", msg);
+	e = schema__error(path, n->loc, kw, msg);
 	if (!e || json_array_append_new(v->errors, e))
 		v->oom = true;
-	free(ipath);
-	free(spath);
+}
+
+/* ---- Stopping ---- */
+
+void schema__run_release(struct schema__run *r)
+{
+	pcre2_match_data_free(r->md);
+	pcre2_match_context_free(r->mctx);
+	json_decref(r->stop);
+	r->md = NULL;
+	r->mctx = NULL;
+	r->stop = NULL;
+}
+
+bool schema__run_stop(struct schema__run *r, const struct schema__ipath *path,
+		      const char *loc, const char *kw, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	if (r->stopped)
+		return true;
+	/* Below 0, so that every node evaluated from here on fails at its
+	 * first test (eval). */
+	r->steps = -1;
+	r->stopped = true;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->stop = schema__error(path, loc, kw, msg);
+	return r->stop != NULL;
+}
+
+/* halt stops the validation at node n, path; returns false, the result of
+ * whatever was being evaluated. */
+__attribute__((format(printf, 5, 6)))
+static bool halt(struct vctx *v, const struct schema__ipath *path,
+		 const struct schema__node *n, const char *kw, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	if (v->run.stopped)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!schema__run_stop(&v->run, path, n->loc, kw, "%s", msg))
+		v->oom = true;
+	return false;
+}
+
+static bool out_of_steps(struct vctx *v, const struct schema__ipath *path,
+			 const struct schema__node *n)
+{
+	return halt(v, path, n, "", "the schema takes too long to check this "
+		    "value: more than %d steps (stopped at %s)", SCHEMA_MAX_STEPS,
+		    n->loc);
+}
+
+/* match runs a pattern for keyword kw of n; returns 1 or 0, or -1 after
+ * stopping the validation when there is no answer. */
+static int match(struct vctx *v, const struct schema__ipath *path,
+		 const struct schema__node *n, const char *kw, const pcre2_code *re,
+		 const char *source, const char *subject, size_t len)
+{
+	switch (schema__regex_match(&v->run, re, subject, len)) {
+	case SCHEMA__RE_MATCH:
+		return 1;
+	case SCHEMA__RE_NO_MATCH:
+		return 0;
+	case SCHEMA__RE_OUT_OF_STEPS:
+		out_of_steps(v, path, n);
+		return -1;
+	case SCHEMA__RE_NOMEM:
+		v->oom = true;
+		halt(v, path, n, kw, "out of memory");
+		return -1;
+	default:
+		halt(v, path, n, kw, "cannot check pattern \"%s\": the regular "
+		     "expression needs too much backtracking for this %s",
+		     source, strcmp(kw, "pattern") ? "property name" : "value");
+		return -1;
+	}
 }
 
 static size_t error_mark(const struct vctx *v)
@@ -189,6 +294,7 @@ static void ann_item(struct vctx *v, struct ann *a, size_t i, size_t n)
 	if (!a || a->all_items)
 		return;
 	if (!a->items) {
+		v->run.steps -= (long long)(n / 64);
 		a->items = calloc(n ? n : 1, 1);
 		a->nitems = n;
 		if (!a->items) {
@@ -213,8 +319,12 @@ static void ann_merge(struct vctx *v, struct ann *dst, const struct ann *src)
 	dst->all_props |= src->all_props;
 	dst->all_items |= src->all_items;
 	if (src->props && !dst->all_props)
-		json_object_foreach(src->props, key, val)
+		json_object_foreach(src->props, key, val) {
+			v->run.steps--;
 			ann_prop(v, dst, key);
+		}
+	if (src->items)
+		v->run.steps -= (long long)(src->nitems / 64);
 	for (size_t i = 0; src->items && i < src->nitems; i++)
 		if (src->items[i])
 			ann_item(v, dst, i, src->nitems);
@@ -229,7 +339,7 @@ static void ann_finish(struct ann *a)
 /* apply evaluates sub at the same instance location; its annotations reach
  * a only if it passes. */
 static bool apply(struct vctx *v, const struct schema__node *sub, const json_t *inst,
-		  const struct ipath *path, const struct scope *scope, struct ann *a)
+		  const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	struct ann child = { 0 };
 	bool ok;
@@ -247,7 +357,7 @@ static bool apply(struct vctx *v, const struct schema__node *sub, const json_t *
  * subschema errors are not errors of the instance ("not", "if",
  * "contains"). */
 static bool silent(struct vctx *v, const struct schema__node *sub, const json_t *inst,
-		   const struct ipath *path, const struct scope *scope, struct ann *a)
+		   const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	json_t *saved = v->errors;
 	bool ok;
@@ -356,13 +466,15 @@ static int compare(const json_t *a, const json_t *b)
 }
 
 /* equal compares two instances the way JSON Schema does: 1 and 1.0 are the
- * same number, object members are unordered. */
-static bool equal(const json_t *a, const json_t *b, int depth)
+ * same number, object members are unordered.  Each value compared costs a
+ * step. */
+static bool equal(struct vctx *v, const json_t *a, const json_t *b, int depth)
 {
 	const char *key;
 	json_t *va;
 	size_t i;
 
+	v->run.steps--;
 	if (depth > 4096)
 		return false;
 	if (json_is_number(a) && json_is_number(b))
@@ -378,7 +490,7 @@ static bool equal(const json_t *a, const json_t *b, int depth)
 		if (json_array_size(a) != json_array_size(b))
 			return false;
 		json_array_foreach(a, i, va)
-			if (!equal(va, json_array_get(b, i), depth + 1))
+			if (!equal(v, va, json_array_get(b, i), depth + 1))
 				return false;
 		return true;
 	case JSON_OBJECT:
@@ -387,7 +499,7 @@ static bool equal(const json_t *a, const json_t *b, int depth)
 		json_object_foreach((json_t *)a, key, va) {
 			json_t *vb = json_object_get(b, key);
 
-			if (!vb || !equal(va, vb, depth + 1))
+			if (!vb || !equal(v, va, vb, depth + 1))
 				return false;
 		}
 		return true;
@@ -396,14 +508,16 @@ static bool equal(const json_t *a, const json_t *b, int depth)
 	}
 }
 
-/* hash is consistent with equal: equal instances hash alike. */
-static uint64_t hash(const json_t *j, int depth)
+/* hash is consistent with equal: equal instances hash alike.  Each value
+ * hashed costs a step, and a string one per 64 bytes. */
+static uint64_t hash(struct vctx *v, const json_t *j, int depth)
 {
 	uint64_t h = 1469598103934665603ULL;
 	const char *key;
 	json_t *val;
 	size_t i;
 
+	v->run.steps--;
 	if (depth > 4096)
 		return 0;
 	switch (json_typeof(j)) {
@@ -418,12 +532,13 @@ static uint64_t hash(const json_t *j, int depth)
 		return bits * 0x9E3779B97F4A7C15ULL;
 	}
 	case JSON_STRING:
+		v->run.steps -= (long long)(json_string_length(j) / 64);
 		for (i = 0; i < json_string_length(j); i++)
 			h = (h ^ (unsigned char)json_string_value(j)[i]) * 1099511628211ULL;
 		return h;
 	case JSON_ARRAY:
 		json_array_foreach(j, i, val)
-			h = (h ^ hash(val, depth + 1)) * 1099511628211ULL;
+			h = (h ^ hash(v, val, depth + 1)) * 1099511628211ULL;
 		return h + 1;
 	case JSON_OBJECT: {
 		uint64_t sum = 0;
@@ -433,7 +548,7 @@ static uint64_t hash(const json_t *j, int depth)
 
 			for (const char *p = key; *p; p++)
 				k = (k ^ (unsigned char)*p) * 1099511628211ULL;
-			sum += k * (hash(val, depth + 1) | 1);
+			sum += k * (hash(v, val, depth + 1) | 1);
 		}
 		return sum + 2;
 	}
@@ -472,11 +587,13 @@ static bool find_duplicate(struct vctx *v, const json_t *arr, size_t *first, siz
 		return false;
 	}
 	for (size_t i = 0; i < n; i++)
-		hs[i] = (struct hashed){ hash(json_array_get(arr, i), 0), i };
+		hs[i] = (struct hashed){ hash(v, json_array_get(arr, i), 0), i };
+	v->run.steps -= (long long)n;
 	qsort(hs, n, sizeof(*hs), by_hash);
 	for (size_t i = 0; i < n && !found; i++)
 		for (size_t k = i + 1; k < n && hs[k].h == hs[i].h && !found; k++)
-			if (equal(json_array_get(arr, hs[i].i), json_array_get(arr, hs[k].i), 0)) {
+			if (equal(v, json_array_get(arr, hs[i].i),
+				  json_array_get(arr, hs[k].i), 0)) {
 				*first = hs[i].i;
 				*second = hs[k].i;
 				found = true;
@@ -496,7 +613,16 @@ static size_t utf8_length(const char *s, size_t len)
 
 /* ---- Keyword groups ---- */
 
-#define STOP_EARLY(ok) do { if (!(ok) && !v->errors) return false; } while (0)
+/* stop_early tells whether a node whose keyword failed is done: when
+ * errors are not collected, when no more would be kept (the file's
+ * comment), or when the validation is stopped. */
+static bool stop_early(const struct vctx *v)
+{
+	return !v->errors || v->run.stopped ||
+	       json_array_size(v->errors) >= SCHEMA_MAX_ERRORS;
+}
+
+#define STOP_EARLY(ok) do { if (!(ok) && stop_early(v)) return false; } while (0)
 
 static bool multiple_of(const json_t *x, const json_t *m)
 {
@@ -512,7 +638,7 @@ static bool multiple_of(const json_t *x, const json_t *m)
 }
 
 static bool numeric(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		    const struct ipath *path)
+		    const struct schema__ipath *path)
 {
 	static const struct {
 		size_t off;
@@ -551,7 +677,7 @@ static bool numeric(struct vctx *v, const struct schema__node *n, const json_t *
 }
 
 static bool string(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		   const struct ipath *path)
+		   const struct schema__ipath *path)
 {
 	const char *s = json_string_value(inst);
 	size_t len = json_string_length(inst);
@@ -560,6 +686,7 @@ static bool string(struct vctx *v, const struct schema__node *n, const json_t *i
 	if (n->max_length >= 0 || n->min_length >= 0) {
 		size_t chars = utf8_length(s, len);
 
+		v->run.steps -= (long long)(len / 64);
 		if (n->max_length >= 0 && chars > (size_t)n->max_length) {
 			report(v, path, n, "maxLength", "must not have more than %lld %s",
 			       n->max_length, n->max_length == 1 ? "character" : "characters");
@@ -573,11 +700,19 @@ static bool string(struct vctx *v, const struct schema__node *n, const json_t *i
 			STOP_EARLY(ok);
 		}
 	}
-	if (n->pattern && schema__regex_match(v->s, n->pattern, s, len) != 1) {
-		report(v, path, n, "pattern", "must match pattern \"%s\"", n->pattern_source);
-		ok = false;
-		STOP_EARLY(ok);
+	if (n->pattern) {
+		int m = match(v, path, n, "pattern", n->pattern, n->pattern_source, s, len);
+
+		if (m == 0)
+			report(v, path, n, "pattern", "must match pattern \"%s\"",
+			       n->pattern_source);
+		if (m != 1) {
+			ok = false;
+			STOP_EARLY(ok);
+		}
 	}
+	if (n->format)
+		v->run.steps -= 1 + (long long)(len / 16);
 	if (n->format && !schema__format_check(n->format, s, len)) {
 		report(v, path, n, "format", "must match format \"%s\"", n->format_name);
 		ok = false;
@@ -586,7 +721,7 @@ static bool string(struct vctx *v, const struct schema__node *n, const json_t *i
 }
 
 static bool array(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		  const struct ipath *path, const struct scope *scope, struct ann *a)
+		  const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	size_t size = json_array_size(inst), i0 = 0, i1 = 0;
 	bool ok = true;
@@ -610,7 +745,7 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 		STOP_EARLY(ok);
 	}
 	for (size_t i = 0; i < size && i < n->nprefix_items; i++) {
-		struct ipath cp = { path, NULL, i };
+		struct schema__ipath cp = { path, NULL, i };
 
 		ok &= eval(v, n->prefix_items[i], json_array_get(inst, i), &cp, scope, NULL);
 		STOP_EARLY(ok);
@@ -628,7 +763,7 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 			STOP_EARLY(ok);
 		} else {
 			for (size_t i = n->nprefix_items; i < size; i++) {
-				struct ipath cp = { path, NULL, i };
+				struct schema__ipath cp = { path, NULL, i };
 
 				ok &= eval(v, n->items, json_array_get(inst, i), &cp, scope, NULL);
 				STOP_EARLY(ok);
@@ -642,8 +777,10 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 		long long count = 0;
 
 		for (size_t i = 0; i < size; i++) {
-			struct ipath cp = { path, NULL, i };
+			struct schema__ipath cp = { path, NULL, i };
 
+			if (v->run.stopped)
+				return false;
 			if (silent(v, n->contains, json_array_get(inst, i), &cp, scope, NULL)) {
 				count++;
 				ann_item(v, a, i, size);
@@ -674,7 +811,7 @@ static bool array(struct vctx *v, const struct schema__node *n, const json_t *in
 }
 
 static bool object(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		   const struct ipath *path, const struct scope *scope, struct ann *a)
+		   const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	size_t size = json_object_size(inst);
 	const char *key;
@@ -695,6 +832,7 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 		ok = false;
 		STOP_EARLY(ok);
 	}
+	v->run.steps -= (long long)n->nrequired;
 	for (size_t i = 0; i < n->nrequired; i++)
 		if (!json_object_get(inst, n->required[i])) {
 			report(v, path, n, "required", "must have required property '%s'",
@@ -705,8 +843,10 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 	for (size_t i = 0; i < n->ndep_required; i++) {
 		const struct schema__dep *d = &n->dep_required[i];
 
+		v->run.steps--;
 		if (!json_object_get(inst, d->name))
 			continue;
+		v->run.steps -= (long long)d->n;
 		for (size_t k = 0; k < d->n; k++)
 			if (!json_object_get(inst, d->names[k])) {
 				report(v, path, n, n->draft7 ? "dependencies"
@@ -719,10 +859,11 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 	}
 	if (n->properties || n->pattern_props || n->additional_properties || n->property_names) {
 		json_object_foreach((json_t *)inst, key, val) {
-			struct ipath cp = { path, key, 0 };
+			struct schema__ipath cp = { path, key, 0 };
 			json_t *idx = n->prop_index ? json_object_get(n->prop_index, key) : NULL;
 			bool matched = false;
 
+			v->run.steps--;
 			if (idx) {
 				matched = true;
 				ok &= eval(v, n->properties[json_integer_value(idx)].node, val,
@@ -731,8 +872,12 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 			}
 			for (size_t i = 0; i < n->npattern_props; i++) {
 				const struct schema__pattern *p = &n->pattern_props[i];
+				int m = match(v, &cp, n, "patternProperties", p->re,
+					      p->source, key, strlen(key));
 
-				if (schema__regex_match(v->s, p->re, key, strlen(key)) == 1) {
+				if (m < 0)
+					return false;
+				if (m == 1) {
 					matched = true;
 					ok &= eval(v, p->node, val, &cp, scope, NULL);
 					STOP_EARLY(ok);
@@ -773,6 +918,7 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 		}
 	}
 	for (size_t i = 0; i < n->ndep_schemas; i++) {
+		v->run.steps--;
 		if (!json_object_get(inst, n->dep_schemas[i].name))
 			continue;
 		ok &= apply(v, n->dep_schemas[i].node, inst, path, scope, a);
@@ -783,7 +929,7 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 
 /* combinators applies allOf, anyOf, oneOf, not and if/then/else. */
 static bool combinators(struct vctx *v, const struct schema__node *n, const json_t *inst,
-			const struct ipath *path, const struct scope *scope, struct ann *a)
+			const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	bool ok = true;
 
@@ -868,7 +1014,7 @@ static bool combinators(struct vctx *v, const struct schema__node *n, const json
 }
 
 static bool unevaluated(struct vctx *v, const struct schema__node *n, const json_t *inst,
-			const struct ipath *path, const struct scope *scope, struct ann *a)
+			const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	const struct schema__node *u;
 	const char *key;
@@ -877,7 +1023,7 @@ static bool unevaluated(struct vctx *v, const struct schema__node *n, const json
 
 	if ((u = n->unevaluated_properties) && json_is_object(inst) && !a->all_props) {
 		json_object_foreach((json_t *)inst, key, val) {
-			struct ipath cp = { path, key, 0 };
+			struct schema__ipath cp = { path, key, 0 };
 
 			if (a->props && json_object_get(a->props, key))
 				continue;
@@ -894,7 +1040,7 @@ static bool unevaluated(struct vctx *v, const struct schema__node *n, const json
 	}
 	if ((u = n->unevaluated_items) && json_is_array(inst) && !a->all_items) {
 		for (size_t i = 0; i < json_array_size(inst); i++) {
-			struct ipath cp = { path, NULL, i };
+			struct schema__ipath cp = { path, NULL, i };
 
 			if (ann_has_item(a, i))
 				continue;
@@ -914,20 +1060,21 @@ static bool unevaluated(struct vctx *v, const struct schema__node *n, const json
 
 /* dynamic_target finds the outermost resource in the dynamic scope with a
  * "$dynamicAnchor" called name. */
-static const struct schema__node *dynamic_target(const struct scope *scope,
+static const struct schema__node *dynamic_target(struct vctx *v,
+						 const struct scope *scope,
 						 const char *name)
 {
 	const struct schema__node *found = NULL;
 
 	for (; scope; scope = scope->up)
-		for (size_t i = 0; i < scope->res->ndyn; i++)
+		for (size_t i = 0; i < scope->res->ndyn; i++, v->run.steps--)
 			if (scope->res->dyn[i].node && strcmp(scope->res->dyn[i].name, name) == 0)
 				found = scope->res->dyn[i].node;
 	return found;
 }
 
 static bool eval_object(struct vctx *v, const struct schema__node *n, const json_t *inst,
-			const struct ipath *path, const struct scope *scope, struct ann *a)
+			const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	bool ok = true;
 
@@ -939,7 +1086,7 @@ static bool eval_object(struct vctx *v, const struct schema__node *n, const json
 		const struct schema__node *target = NULL;
 
 		if (n->dynref_anchor)
-			target = dynamic_target(scope, n->dynref_anchor);
+			target = dynamic_target(v, scope, n->dynref_anchor);
 		ok &= apply(v, target ? target : n->dynref, inst, path, scope, a);
 		STOP_EARLY(ok);
 	}
@@ -955,14 +1102,14 @@ static bool eval_object(struct vctx *v, const struct schema__node *n, const json
 		bool found = false;
 
 		for (size_t i = 0; i < json_array_size(n->enum_values) && !found; i++)
-			found = equal(inst, json_array_get(n->enum_values, i), 0);
+			found = equal(v, inst, json_array_get(n->enum_values, i), 0);
 		if (!found) {
 			report(v, path, n, "enum", "%s", n->enum_msg);
 			ok = false;
 			STOP_EARLY(ok);
 		}
 	}
-	if (n->const_value && !equal(inst, n->const_value, 0)) {
+	if (n->const_value && !equal(v, inst, n->const_value, 0)) {
 		report(v, path, n, "const", "%s", n->const_msg);
 		ok = false;
 		STOP_EARLY(ok);
@@ -993,22 +1140,24 @@ static bool eval_object(struct vctx *v, const struct schema__node *n, const json
 }
 
 static bool eval(struct vctx *v, const struct schema__node *n, const json_t *inst,
-		 const struct ipath *path, const struct scope *scope, struct ann *a)
+		 const struct schema__ipath *path, const struct scope *scope, struct ann *a)
 {
 	struct scope here;
 	struct ann local = { 0 };
 	bool ok;
 
+	/* The one test a node pays for the budget; a stopped validation
+	 * fails here too, as steps is below 0 then. */
+	if (--v->run.steps < 0)
+		return out_of_steps(v, path, n);
 	if (n->is_bool) {
 		if (!n->bool_value)
 			report(v, path, n, "false", "is not allowed here (the schema is false)");
 		return n->bool_value;
 	}
-	if (v->depth >= v->s->max_depth) {
-		report(v, path, n, "$ref", "is nested too deeply to validate (more than %d "
-		       "levels of schemas)", v->s->max_depth);
-		return false;
-	}
+	if (v->depth >= v->s->max_depth)
+		return halt(v, path, n, "$ref", "is nested too deeply to validate (more "
+			    "than %d levels of schemas)", v->s->max_depth);
 	if (!scope || scope->res != n->resource) {
 		here.up = scope;
 		here.res = n->resource;
@@ -1023,22 +1172,36 @@ static bool eval(struct vctx *v, const struct schema__node *n, const json_t *ins
 
 bool schema_valid(const struct schema *s, const json_t *instance)
 {
-	struct vctx v = { .s = s };
+	struct vctx v = { .s = s, .run = SCHEMA__RUN_INIT };
+	bool ok;
 
-	return instance && eval(&v, s->root, instance, NULL, NULL, NULL) && !v.oom;
+	if (!instance)
+		return false;
+	ok = eval(&v, s->root, instance, NULL, NULL, NULL);
+	ok = ok && !v.oom && !v.run.stopped;
+	schema__run_finish(&v.run);
+	return ok;
 }
 
-bool schema__valid_node(const struct schema *s, const struct schema__node *n,
-			const json_t *inst)
+int schema__valid_node(struct schema__run *run, const struct schema *s,
+		       const struct schema__node *n, const json_t *inst,
+		       const struct schema__ipath *path)
 {
-	struct vctx v = { .s = s };
+	struct vctx v = { .s = s, .run = *run };
+	bool ok;
 
-	return inst && eval(&v, n, inst, NULL, NULL, NULL) && !v.oom;
+	ok = eval(&v, n, inst, path, NULL, NULL);
+	*run = v.run;
+	if (v.oom)
+		return -ENOMEM;
+	if (run->stopped)
+		return -ECANCELED;
+	return ok;
 }
 
 int schema_validate(const struct schema *s, const json_t *instance, json_t **errors)
 {
-	struct vctx v = { .s = s };
+	struct vctx v = { .s = s, .run = SCHEMA__RUN_INIT };
 	bool ok;
 
 	if (errors)
@@ -1049,6 +1212,15 @@ int schema_validate(const struct schema *s, const json_t *instance, json_t **err
 	if (errors && !v.errors)
 		return -ENOMEM;
 	ok = eval(&v, s->root, instance, NULL, NULL, NULL);
+	if (v.run.stopped && !v.oom) {
+		/* The error that stopped it is the answer: the others were
+		 * collected on the way to a verdict it never reached. */
+		ok = false;
+		if (v.errors && (json_array_clear(v.errors) ||
+				 json_array_append(v.errors, v.run.stop)))
+			v.oom = true;
+	}
+	schema__run_finish(&v.run);
 	if (v.oom) {
 		json_decref(v.errors);
 		return -ENOMEM;

@@ -224,13 +224,17 @@ int worker__check(const struct worker_tool *t, int kind, const json_t *inst,
 			*filled = json_incref((json_t *)inst);
 		return rc;
 	}
-	v = schema_apply_defaults(t->schema[kind], inst);
-	if (!v) {
+	/* Filling has limits of its own (schema_fill_defaults), past which
+	 * the value is refused with the error that says which. */
+	rc = schema_fill_defaults(t->schema[kind], inst, &v, errors);
+	if (rc == -ENOMEM) {
 		*errors = json_pack("[{s:s, s:s, s:s}]", "instancePath", "",
 				    "keyword", "", "message",
 				    "out of memory while filling defaults");
 		return -EINVAL;
 	}
+	if (rc)
+		return rc;
 	rc = worker__validate(t, kind, v, errors);
 	if (rc == 0 && filled)
 		*filled = v;

@@ -5,6 +5,7 @@
  * whose application depends on it; and a schema without defaults costs
  * nothing and changes nothing.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +281,134 @@ static void defaults__of_a_recursive_schema__follow_the_instance(
 		      "{\"label\":\"node\"}]}");
 }
 
+/* ---- Bounded filling ---- */
+
+/* fill_error fills instance with the defaults of s, which must fail, and
+ * returns its one error (new). */
+static json_t *fill_error(const struct schema *s, const char *instance)
+{
+	json_t *in = parse(instance), *filled = NULL, *errors = NULL, *e;
+
+	assert_int_equal(schema_fill_defaults(s, in, &filled, &errors), -EINVAL);
+	assert_null(filled);
+	assert_non_null(errors);
+	assert_int_equal(json_array_size(errors), 1);
+	e = json_incref(json_array_get(errors, 0));
+	json_decref(errors);
+	json_decref(in);
+	return e;
+}
+
+static const char *member(const json_t *e, const char *name)
+{
+	const char *v = json_string_value(json_object_get(e, name));
+
+	assert_non_null(v);
+	return v;
+}
+
+/* Two properties whose default {} refers back to the root would fill a
+ * binary tree as deep as the depth limit (2^256 values): filling stops at
+ * SCHEMA_MAX_DEFAULT_VALUES with an error that names the default and the
+ * limit. A tool's inputExamples are filled the same way at registration. */
+static void defaults__that_refer_back_to_their_own_schema__stop_at_the_limit(
+	void **state)
+{
+	static const char bomb[] =
+		"{\"type\":\"object\",\"properties\":{"
+		"\"a\":{\"$ref\":\"#\",\"default\":{}},"
+		"\"b\":{\"$ref\":\"#\",\"default\":{}}}}";
+	/* With a depth limit of 36 the tree has 2^17 nodes, past the limit,
+	 * yet small enough to be built where there is no limit. */
+	struct schema_options shallow = { .max_depth = 36 };
+	struct schema *s = schema_compile_text(bomb, &shallow, NULL, NULL);
+	json_t *in = parse("{}"), *got, *e;
+	char want[64];
+
+	assert_non_null(s);
+	got = schema_apply_defaults(s, in);
+	if (got) {
+		char *text = json_dumps(got, JSON_COMPACT);
+
+		fail_msg("filled in %zu bytes of defaults", text ? strlen(text) : 0);
+	}
+	schema_free(s);
+
+	s = compile(bomb);
+	assert_null(schema_apply_defaults(s, in));
+	e = fill_error(s, "{}");
+	assert_string_equal(member(e, "keyword"), "default");
+	assert_non_null(strstr(member(e, "schemaPath"), "/default"));
+	assert_string_equal(member(e, "instancePath"), "");
+	snprintf(want, sizeof(want), "more than %d values",
+		 SCHEMA_MAX_DEFAULT_VALUES);
+	assert_non_null(strstr(member(e, "message"), want));
+	json_decref(e);
+	json_decref(in);
+	schema_free(s);
+}
+
+/* An anyOf at every level of a nested instance makes filling try both
+ * branches of the level below for each branch of the level above (2^40
+ * here), even with nothing to insert: one budget of SCHEMA_MAX_STEPS pays
+ * for filling and for the validations that choose a branch, and running
+ * out of it fails the filling. (Each level has its defaults already, so
+ * nothing is inserted and only the budget stops it.) */
+static void defaults__of_nested_unions__stop_at_the_step_limit(void **state)
+{
+	static const char nested[] =
+		"{\"$ref\":\"#/$defs/n\",\"$defs\":{\"n\":{\"anyOf\":["
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"$ref\":"
+		"\"#/$defs/n\"},\"d\":{\"default\":1}}},"
+		"{\"type\":\"object\",\"properties\":{\"x\":{\"$ref\":"
+		"\"#/$defs/n\"},\"e\":{\"default\":1}},\"required\":[\"y\"]}"
+		"]}}}";
+	struct schema *s = compile(nested);
+	json_t *in = json_object(), *cur = in, *e;
+
+	for (int i = 0; i < 40; i++) {
+		json_t *next = json_object();
+
+		json_object_set_new(cur, "d", json_integer(0));
+		json_object_set_new(cur, "e", json_integer(0));
+		json_object_set_new(cur, "x", next);
+		cur = next;
+	}
+	json_object_set_new(cur, "d", json_integer(0));
+	json_object_set_new(cur, "e", json_integer(0));
+	assert_null(schema_apply_defaults(s, in));
+	{
+		char *text = json_dumps(in, JSON_COMPACT);
+
+		e = fill_error(s, text);
+		free(text);
+	}
+	assert_non_null(strstr(member(e, "message"), "takes too long"));
+	json_decref(e);
+	json_decref(in);
+	schema_free(s);
+}
+
+/* Under the limits, a large instance gets every default. */
+static void defaults__of_a_large_array__are_all_filled(void **state)
+{
+	struct schema *s = compile("{\"type\":\"array\",\"items\":{"
+				   "\"type\":\"object\",\"properties\":{"
+				   "\"unit\":{\"default\":\"C\"}}}}");
+	json_t *in = json_array(), *got;
+
+	for (int i = 0; i < 20000; i++)
+		json_array_append_new(in, json_object());
+	got = schema_apply_defaults(s, in);
+	assert_non_null(got);
+	assert_int_equal(json_array_size(got), 20000);
+	assert_string_equal(json_string_value(json_object_get(
+		json_array_get(got, 19999), "unit")), "C");
+	json_decref(got);
+	json_decref(in);
+	schema_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,10 +423,16 @@ int main(int argc, char **argv)
 		cmocka_unit_test(defaults__under_conditional_keywords__are_not_filled),
 		cmocka_unit_test(defaults__of_a_schema_without_any__return_the_instance_itself),
 		cmocka_unit_test(defaults__of_a_recursive_schema__follow_the_instance),
+		cmocka_unit_test(defaults__that_refer_back_to_their_own_schema__stop_at_the_limit),
+		cmocka_unit_test(defaults__of_nested_unions__stop_at_the_step_limit),
+		cmocka_unit_test(defaults__of_a_large_array__are_all_filled),
 	};
 
+	/* usage: test_defaults [FIXTURES [TEST-NAME-PATTERN]] */
 	if (argc > 1)
 		fixtures_dir = argv[1];
+	if (argc > 2)
+		cmocka_set_test_filter(argv[2]);
 	return cmocka_run_group_tests_name("schema defaults", tests, NULL,
 					   NULL);
 }

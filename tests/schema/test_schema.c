@@ -400,6 +400,26 @@ static void compile__ref_cycle_without_progress__is_refused(void **state)
 	assert_compile_error("{\"$ref\":\"#\"}", "reference cycle");
 }
 
+/* A cycle below the root is reached only by the instances that have the
+ * property, but it loops on them just the same (and through "anyOf", twice
+ * over at each turn): it is refused where it is. */
+static void compile__ref_cycle_below_the_root__is_refused_with_its_place(void **state)
+{
+	assert_compile_error("{\"type\":\"object\",\"properties\":{\"a\":{\"anyOf\":"
+			     "[{\"$ref\":\"#/properties/a\"},{\"$ref\":\"#/properties/a\"}]}}}",
+			     "/properties/a: reference cycle");
+	assert_compile_error("{\"type\":\"object\",\"properties\":{\"a\":"
+			     "{\"$ref\":\"#/properties/a\"}}}",
+			     "/properties/a: reference cycle");
+	assert_compile_error("{\"additionalProperties\":{\"not\":"
+			     "{\"$ref\":\"#/additionalProperties\"}}}",
+			     "/additionalProperties: reference cycle");
+	assert_compile_error("{\"items\":{\"$ref\":\"#/$defs/b\"},\"$defs\":{"
+			     "\"b\":{\"if\":true,\"then\":{\"$ref\":\"#/$defs/c\"}},"
+			     "\"c\":{\"dependentSchemas\":{\"k\":{\"$ref\":\"#/$defs/b\"}}}}}",
+			     "reference cycle");
+}
+
 static void compile__recursive_schema_through_properties__is_accepted(void **state)
 {
 	struct fixture f = { 0 };
@@ -504,6 +524,198 @@ static void validate__catastrophic_regex__is_stopped_by_the_match_limit(void **s
 	assert_true((double)(clock() - start) / CLOCKS_PER_SEC < 5.0);
 	json_decref(inst);
 	schema_free(s);
+}
+
+/* fan_out returns a schema (new) of n "$defs", each applying the next one
+ * twice through kw, the last one leaf: 2^n evaluations from a schema of a
+ * few kilobytes, with no cycle. */
+static json_t *fan_out(const char *kw, int n, json_t *leaf)
+{
+	json_t *defs = json_object();
+	char name[32], ref[64];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(ref, sizeof(ref), "#/$defs/d%d", i + 1);
+		snprintf(name, sizeof(name), "d%d", i);
+		json_object_set_new(defs, name, json_pack("{s:[{s:s},{s:s}]}", kw,
+							  "$ref", ref, "$ref", ref));
+	}
+	snprintf(name, sizeof(name), "d%d", n);
+	json_object_set_new(defs, name, leaf);
+	return json_pack("{s:o, s:{s:{s:s}}}", "$defs", defs, "properties", "x",
+			 "$ref", "#/$defs/d0");
+}
+
+/* check_too_long asserts that validating text against doc (stolen) stops
+ * at the step limit, with that one error whatever the keywords around it;
+ * schema_valid is asked too when both is true (each run takes a second
+ * under the sanitizers). */
+static void check_too_long(json_t *doc, const char *text, bool both)
+{
+	struct fixture f = { 0 };
+	json_t *inst = json_loads(text, 0, NULL);
+	char want[128];
+
+	f.schema = schema_compile(doc, NULL, NULL, NULL);
+	assert_non_null(f.schema);
+	if (both)
+		assert_int_equal(check(&f, text), 1);
+	else
+		assert_int_equal(schema_validate(f.schema, inst, &f.errors), -EINVAL);
+	assert_int_equal(json_array_size(f.errors), 1);
+	snprintf(want, sizeof(want), "the schema takes too long to check this value: "
+		 "more than %d steps", SCHEMA_MAX_STEPS);
+	if (strncmp(field(&f, 0, "message"), want, strlen(want)) != 0) {
+		print_errors(&f);
+		fail_msg("not stopped at the step limit");
+	}
+	json_decref(inst);
+	json_decref(f.errors);
+	schema_free(f.schema);
+	json_decref(doc);
+}
+
+/* 2^40 evaluations from 2.9 KB: validation stops at SCHEMA_MAX_STEPS, on a
+ * valid instance, under "not" (where giving up must not become a pass) and
+ * under "anyOf", whose failed branches drop their errors. */
+static void validate__schema_that_fans_out__stops_at_the_step_limit(void **state)
+{
+	json_t *doc;
+
+	check_too_long(fan_out("allOf", 40, json_pack("{s:s}", "type", "string")),
+		       "{\"x\":\"ok\"}", true);
+	doc = fan_out("allOf", 40, json_pack("{s:s}", "type", "string"));
+	json_object_set_new(json_object_get(doc, "properties"), "x", json_pack(
+		"{s:{s:s}}", "not", "$ref", "#/$defs/d0"));
+	check_too_long(doc, "{\"x\":\"ok\"}", false);
+	/* At each level, a branch that fails after the level below passed,
+	 * its errors dropped when the other branch passes. */
+	doc = fan_out("anyOf", 40, json_pack("{s:s}", "type", "string"));
+	for (int i = 0; i < 40; i++) {
+		char name[32], ref[64];
+		json_t *d;
+
+		snprintf(name, sizeof(name), "d%d", i);
+		snprintf(ref, sizeof(ref), "#/$defs/d%d", i + 1);
+		d = json_object_get(json_object_get(doc, "$defs"), name);
+		json_array_set_new(json_object_get(d, "anyOf"), 0, json_pack(
+			"{s:[{s:s},{s:s}]}", "allOf", "$ref", ref, "type", "number"));
+	}
+	check_too_long(doc, "{\"x\":\"ok\"}", false);
+}
+
+/* Once SCHEMA_MAX_ERRORS errors are collected, validation goes no further
+ * than its verdict needs: 5,000 bad items, each 2^12 evaluations, would
+ * take 2^24 steps (past the step limit) if each were checked. */
+static void validate__after_the_error_cap__goes_no_further(void **state)
+{
+	struct fixture f = { 0 };
+	json_t *doc, *inst = json_array();
+	clock_t start = clock();
+	char *text;
+
+	doc = fan_out("allOf", 12, json_pack("{s:s}", "type", "string"));
+	json_object_set_new(doc, "items", json_pack("{s:s}", "$ref", "#/$defs/d0"));
+	json_object_del(doc, "properties");
+	f.schema = schema_compile(doc, NULL, NULL, NULL);
+	assert_non_null(f.schema);
+	for (int i = 0; i < 5000; i++)
+		json_array_append_new(inst, json_integer(i));
+	text = json_dumps(inst, JSON_COMPACT);
+	assert_int_equal(check(&f, text), SCHEMA_MAX_ERRORS);
+	assert_error(&f, "/0", "type", "must be string, got number");
+	assert_true((double)(clock() - start) / CLOCKS_PER_SEC < 2.0);
+	free(text);
+	json_decref(inst);
+	json_decref(doc);
+	json_decref(f.errors);
+	schema_free(f.schema);
+}
+
+/* A match that PCRE2 gives up on is no answer: it stops the validation
+ * with an error that says so, not "must match pattern" (the string below
+ * does match "^a*b$"), and not a pass under "not". The first string of
+ * 1,000 ends it, rather than each taking PCRE2's limit in turn. */
+static void validate__regex_past_its_limit__says_the_engine_gave_up(void **state)
+{
+	static const char gave_up[] = "cannot check pattern \"^(a+)+$|^a*b$\": the "
+				      "regular expression needs too much backtracking "
+				      "for this value";
+	struct fixture f = { 0 };
+	char text[40000];
+	size_t len = 0;
+	clock_t start = clock();
+
+	f.schema = schema_compile_text("{\"pattern\":\"^(a+)+$|^a*b$\"}", NULL, NULL, NULL);
+	assert_int_equal(check(&f, "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\""), 1);
+	assert_error(&f, "", "pattern", gave_up);
+	assert_int_equal(check(&f, "\"aaaaaaaaab\""), 0);
+	schema_free(f.schema);
+
+	f.schema = schema_compile_text("{\"not\":{\"pattern\":\"^(a+)+$|^a*b$\"}}",
+				       NULL, NULL, NULL);
+	assert_int_equal(check(&f, "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\""), 1);
+	assert_error(&f, "", "pattern", gave_up);
+	schema_free(f.schema);
+
+	f.schema = schema_compile_text("{\"patternProperties\":{\"^(a+)+$|^a*b$\":true},"
+				       "\"additionalProperties\":false}", NULL, NULL, NULL);
+	assert_int_equal(check(&f, "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\":1}"), 1);
+	assert_error(&f, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "patternProperties",
+		     "cannot check pattern \"^(a+)+$|^a*b$\": the regular expression "
+		     "needs too much backtracking for this property name");
+	schema_free(f.schema);
+
+	f.schema = schema_compile_text("{\"items\":{\"pattern\":\"^(a|a)*$\"}}",
+				       NULL, NULL, NULL);
+	text[len++] = '[';
+	for (int i = 0; i < 1000; i++)
+		len += (size_t)sprintf(text + len, "%s\"aaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"",
+				       i ? "," : "");
+	text[len++] = ']';
+	text[len] = '\0';
+	assert_int_equal(check(&f, text), 1);
+	assert_non_null(strstr(field(&f, 0, "message"), "needs too much backtracking"));
+	assert_true((double)(clock() - start) / CLOCKS_PER_SEC < 5.0);
+	json_decref(f.errors);
+	schema_free(f.schema);
+}
+
+/* PCRE2's limits apply to each start position afresh and do not count a
+ * scan of a character class, so "\w+\s+\w+" on a megabyte of letters is
+ * quadratic within them (minutes); matching counts against the step
+ * limit. */
+static void validate__regex_on_a_long_string__counts_against_the_step_limit(void **state)
+{
+	static const char schemas[][64] = {
+		"{\"pattern\":\"\\\\w+\\\\s+\\\\w+\"}",
+		"{\"pattern\":\"(?:a|a){0,14}(?:!|b)\"}",
+	};
+	size_t n = 1 << 20;
+	char *s = malloc(n + 1);
+	json_t *inst;
+	clock_t start = clock();
+
+	memset(s, 'a', n);
+	s[n] = '\0';
+	inst = json_string(s);
+	for (size_t i = 0; i < sizeof(schemas) / sizeof(schemas[0]); i++) {
+		struct schema *schema = schema_compile_text(schemas[i], NULL, NULL, NULL);
+		json_t *errors = NULL;
+		const char *msg;
+
+		assert_non_null(schema);
+		assert_false(schema_valid(schema, inst));
+		assert_int_equal(schema_validate(schema, inst, &errors), -EINVAL);
+		msg = json_string_value(json_object_get(json_array_get(errors, 0), "message"));
+		if (!msg || !strstr(msg, "takes too long"))
+			fail_msg("%s: %s", schemas[i], msg ? msg : "no error");
+		json_decref(errors);
+		schema_free(schema);
+	}
+	assert_true((double)(clock() - start) / CLOCKS_PER_SEC < 10.0);
+	json_decref(inst);
+	free(s);
 }
 
 static void validate__large_array_with_unique_items__is_checked_quickly(void **state)
@@ -785,6 +997,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(compile__invalid_regex__is_reported_at_compile_time),
 		cmocka_unit_test(compile__unresolvable_ref__names_the_reference),
 		cmocka_unit_test(compile__ref_cycle_without_progress__is_refused),
+		cmocka_unit_test(compile__ref_cycle_below_the_root__is_refused_with_its_place),
 		cmocka_unit_test(compile__recursive_schema_through_properties__is_accepted),
 		cmocka_unit_test(compile__array_items_in_2020__points_to_prefixItems),
 		cmocka_unit_test(compile__invalid_json_text__reports_line_and_column),
@@ -792,6 +1005,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(validate__very_deep_instance__fails_cleanly_instead_of_overflowing),
 		cmocka_unit_test(validate__huge_bad_instance__caps_the_number_of_errors),
 		cmocka_unit_test(validate__catastrophic_regex__is_stopped_by_the_match_limit),
+		cmocka_unit_test(validate__schema_that_fans_out__stops_at_the_step_limit),
+		cmocka_unit_test(validate__after_the_error_cap__goes_no_further),
+		cmocka_unit_test(validate__regex_past_its_limit__says_the_engine_gave_up),
+		cmocka_unit_test(validate__regex_on_a_long_string__counts_against_the_step_limit),
 		cmocka_unit_test(validate__large_array_with_unique_items__is_checked_quickly),
 		cmocka_unit_test(format__is_an_annotation_unless_assertion_is_asked_for),
 		cmocka_unit_test(registry__remote_ref__resolves_from_registered_documents_only),
@@ -814,7 +1031,10 @@ int main(int argc, char **argv)
 						setup_arktype, teardown),
 	};
 
+	/* usage: test_schema [FIXTURES [TEST-NAME-PATTERN]] */
 	if (argc > 1)
 		fixtures_dir = argv[1];
+	if (argc > 2)
+		cmocka_set_test_filter(argv[2]);
 	return cmocka_run_group_tests_name("schema", tests, NULL, NULL);
 }

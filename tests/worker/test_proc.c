@@ -42,6 +42,13 @@ static const char *const manifests[][2] = {
 	{"garbage.json",
 	 "{\"id\":\"p-garbage\",\"command\":[\"/bin/sh\",\"-c\","
 	 "\"cat >/dev/null; echo 'hello world'; exec sleep 30\"]}"},
+	/* Defaults that refer back to their own schema: filling them in
+	 * never ends but at its limit. */
+	{"defaults-bomb.json",
+	 "{\"id\":\"p-defaults-bomb\",\"inputSchema\":{\"type\":\"object\","
+	 "\"properties\":{\"a\":{\"$ref\":\"#\",\"default\":{}},"
+	 "\"b\":{\"$ref\":\"#\",\"default\":{}}}},"
+	 "\"command\":[\"/bin/true\"]}"},
 	/* A line, then the tail of stderr, that are not UTF-8 (Latin-1). */
 	{"latin1.json",
 	 "{\"id\":\"p-latin1\",\"command\":[\"/bin/sh\",\"-c\","
@@ -327,6 +334,27 @@ static void external_tool__garbage_line__fails_and_is_killed(void **state)
 	assert_non_null(strstr(error_message(j), "not a JSON object"));
 	assert_non_null(strstr(error_message(j), "hello world"));
 	store_job_free(j);
+}
+
+/* A submission whose schema's defaults would grow without end is refused
+ * with the error that says so (schema_fill_defaults' limit), not "out of
+ * memory", and berthd goes on: before, it filled a tree of defaults until
+ * it was killed. */
+static void submit__defaults_without_end__are_refused_at_their_limit(
+	void **state)
+{
+	struct fx *f = *state;
+	struct fx_res res;
+
+	fx_submit(f, "p-defaults-bomb", "{}", NULL, &res);
+	assert_int_equal(res.err, WORKER_EINVAL);
+	assert_non_null(strstr(json_string_value(json_object_get(
+				       json_array_get(json_object_get(res.data,
+								      "errors"),
+						      0),
+				       "message")),
+			       "cannot fill in defaults"));
+	fx_res_finish(&res);
 }
 
 /* A tool's line or stderr that is not UTF-8 is quoted with U+FFFD for
@@ -826,6 +854,7 @@ int main(void)
 		T(external_tool__error__fails_with_its_message_and_data),
 		T(external_tool__garbage_line__fails_and_is_killed),
 		T(external_tool__bytes_that_are_not_utf8__are_quoted_as_u_fffd),
+		T(submit__defaults_without_end__are_refused_at_their_limit),
 		T(external_tool__exit_without_final_line__quotes_status_and_stderr),
 		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
 		T(external_tool__cancelled__is_stopped),
