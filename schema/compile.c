@@ -1076,10 +1076,18 @@ static void compile_object(struct compiler *c, struct schema__node *n,
 					struct schema__dep *d = &n->dep_required[n->ndep_required];
 					char *l2;
 
-					if (!json_is_array(e))
-						continue; /* a draft-07 schema dependency */
 					if (!(l2 = child_loc(c, l, key)))
 						break;
+					if (!json_is_array(e) && draft7) {
+						free(l2);
+						continue; /* a draft-07 schema dependency */
+					}
+					if (!json_is_array(e)) {
+						fail(c, l2, "must be an array of property "
+						     "names");
+						free(l2);
+						break;
+					}
 					d->name = strdup(key);
 					d->names = string_list(c, e, l2, &d->n);
 					n->ndep_required++;

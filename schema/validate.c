@@ -906,7 +906,12 @@ static bool object(struct vctx *v, const struct schema__node *n, const json_t *i
 					v->oom = true;
 					return false;
 				}
-				r = eval(v, n->property_names, name, &cp, scope, NULL);
+				/* A name has no place of its own in the
+				 * instance: its errors are the object's
+				 * (at cp they would name the member's
+				 * value). */
+				r = eval(v, n->property_names, name, path, scope,
+					 NULL);
 				json_decref(name);
 				if (!r) {
 					report(v, path, n, "propertyNames",

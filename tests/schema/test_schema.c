@@ -374,6 +374,27 @@ static void compile__wrong_keyword_values__say_what_is_expected(void **state)
 	assert_compile_error("{\"multipleOf\":0}", "/multipleOf: must be a number greater than 0");
 	assert_compile_error("{\"items\":{\"not\":3}}", "/items/not: must be a schema");
 	assert_compile_error("{\"$anchor\":\"1x\"}", "$anchor must be a name");
+	/* Was accepted, and the constraint silently dropped. */
+	assert_compile_error("{\"dependentRequired\":{\"a\":\"b\"}}",
+			     "/dependentRequired/a: must be an array of property names");
+}
+
+/* A property name has no place of its own in the instance: the errors of
+ * propertyNames are the object's, not the member's value's (/abcd). */
+static void property_names__errors_are_at_the_object(void **state)
+{
+	struct fixture f = { 0 };
+
+	f.schema = schema_compile_text("{\"properties\":{\"o\":{\"propertyNames\":"
+				       "{\"maxLength\":3}}}}", NULL, NULL, NULL);
+	assert_non_null(f.schema);
+	assert_true(check(&f, "{\"o\":{\"abcd\":1}}") >= 2);
+	for (size_t i = 0; i < json_array_size(f.errors); i++)
+		assert_string_equal(field(&f, i, "instancePath"), "/o");
+	assert_true(has_error(&f, "/o", "propertyNames",
+			      "property name 'abcd' is invalid"));
+	schema_free(f.schema);
+	json_decref(f.errors);
 }
 
 static void compile__invalid_regex__is_reported_at_compile_time(void **state)
@@ -994,6 +1015,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(compile__non_schema_document__is_refused_at_the_root),
 		cmocka_unit_test(compile__unknown_type__is_located_with_a_json_pointer),
 		cmocka_unit_test(compile__wrong_keyword_values__say_what_is_expected),
+		cmocka_unit_test(property_names__errors_are_at_the_object),
 		cmocka_unit_test(compile__invalid_regex__is_reported_at_compile_time),
 		cmocka_unit_test(compile__unresolvable_ref__names_the_reference),
 		cmocka_unit_test(compile__ref_cycle_without_progress__is_refused),
