@@ -168,11 +168,12 @@ struct schema__run {
 /* SCHEMA__RUN_INIT is a new run's initializer: SCHEMA_MAX_STEPS left. */
 #define SCHEMA__RUN_INIT { .steps = SCHEMA_MAX_STEPS }
 
+/* schema__run_release frees what r holds (schema__run_finish's work). */
+void schema__run_release(struct schema__run *r);
+
 /* schema__run_finish frees what r holds, its stop error too (a caller that
  * keeps it takes a reference of its own).  Most runs match no pattern and
  * are not stopped, and pay a test; schema__run_release does the rest. */
-void schema__run_release(struct schema__run *r);
-
 static inline void schema__run_finish(struct schema__run *r)
 {
 	if (r->md || r->mctx || r->stop)
