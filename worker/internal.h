@@ -126,6 +126,7 @@ struct worker_tool {
 	 * declares the target and the stages whose views its functions
 	 * compute (1u << BERTH_PAYLOAD_*). */
 	json_t *definition;
+	size_t definition_size; /* its compact JSON's bytes */
 	unsigned fns; /* WORKER__FN_* */
 	bool view_declared[2];
 	unsigned view_stages[2];

@@ -37,6 +37,11 @@
 #define DEFAULT_CONCURRENCY 16
 /* Tools one registration may carry. */
 #define MAX_TOOLS 1000
+/* The stored definitions of worker processes' tools berthd keeps, in
+ * count and in their compact JSON's bytes: a worker adds to them until
+ * tools/forget, and each costs memory while berthd runs. */
+#define MAX_STORED_TOOLS 10000
+#define MAX_STORED_BYTES ((size_t)64 << 20)
 /* Differences a conflict names, and log lines an answer may carry. */
 #define MAX_DIFFERENCES 20
 #define MAX_ANSWER_LOGS 100
@@ -431,6 +436,8 @@ static int parse_definition(const json_t *def, struct worker_tool **out,
 		rc = -EINVAL;
 	if (rc == 0 && !(t->definition = json_deep_copy(def)))
 		rc = -ENOMEM;
+	if (rc == 0)
+		t->definition_size = json_dumpb(def, NULL, 0, JSON_COMPACT);
 	if (rc) {
 		worker__tool_free(t);
 		return rc;
@@ -678,6 +685,55 @@ static int check_ids(struct worker *w, struct worker__op *op,
 	return 1;
 }
 
+/* check_room refuses a registration that would take the stored
+ * definitions past MAX_STORED_TOOLS or MAX_STORED_BYTES; one that
+ * replaces definitions counts the new in place of the old. Returns 0, or
+ * 1 after answering op. */
+static int check_room(struct worker *w, struct worker__op *op,
+		      struct worker_tool **parsed, size_t n)
+{
+	size_t count = 0, bytes = 0;
+	char msg[400];
+
+	for (size_t i = 0; i < w->ntools; i++)
+		if (w->tools[i]->definition) {
+			count++;
+			bytes += w->tools[i]->definition_size;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct worker_tool *old = worker__tool_find(w, parsed[i]->id);
+
+		if (old) /* a worker process's: check_ids refused the rest */
+			bytes -= old->definition_size;
+		else
+			count++;
+		bytes += parsed[i]->definition_size;
+	}
+	if (count > MAX_STORED_TOOLS) {
+		snprintf(msg, sizeof(msg),
+			 "worker processes' tools would be %zu, over berthd's "
+			 "limit of %d stored definitions; tools/forget removes "
+			 "the tools no worker serves any more",
+			 count, MAX_STORED_TOOLS);
+		refuse(op, parsed, n, WORKER_EOVERLOAD, msg,
+		       json_pack("{s:i}", "limit", MAX_STORED_TOOLS));
+		return 1;
+	}
+	if (bytes > MAX_STORED_BYTES) {
+		snprintf(msg, sizeof(msg),
+			 "the stored definitions of worker processes' tools "
+			 "would take %zu bytes, over berthd's limit of %zu "
+			 "(64 MiB of compact JSON); tools/forget removes the "
+			 "tools no worker serves any more",
+			 bytes, MAX_STORED_BYTES);
+		refuse(op, parsed, n, WORKER_EOVERLOAD, msg,
+		       json_pack("{s:I}", "limit",
+				 (json_int_t)MAX_STORED_BYTES));
+		return 1;
+	}
+	return 0;
+}
+
 static void heartbeat_cb(uv_timer_t *h);
 
 int worker_remote_register(struct worker *w,
@@ -772,7 +828,7 @@ int worker_remote_register(struct worker *w,
 		return 0;
 	}
 	json_decref(errors);
-	if (check_ids(w, op, parsed, n))
+	if (check_ids(w, op, parsed, n) || check_room(w, op, parsed, n))
 		return 0;
 
 	rem = calloc(1, sizeof(*rem));

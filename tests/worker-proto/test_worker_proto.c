@@ -91,6 +91,15 @@ static int setup(void **state)
 	return start(state, args);
 }
 
+/* setup_quiet is setup for tests whose registrations take seconds to
+ * store (under ASan) and whose clients answer no heartbeats. */
+static int setup_quiet(void **state)
+{
+	static const char *const args[] = {"--heartbeat", "60s", NULL};
+
+	return start(state, args);
+}
+
 /* kill_worker stops worker i with sig and reaps it. */
 static void kill_worker(struct fixture *f, int i, int sig)
 {
@@ -530,6 +539,80 @@ static void register__another_definition_with_no_worker_connected__replaces_the_
 	id = submit(f, json_pack("{s:s, s:{s:s}}", "tool", "wp-echo", "input",
 				 "words", "new shape"));
 	free(id);
+}
+
+/* register_on registers tools (taken) on a connection of its own, which
+ * it then closes, and returns the error, or NULL once registered. */
+static json_t *register_on(struct fixture *f, json_t *tools)
+{
+	struct berth_client *c = harness_connect(&f->h);
+	json_t *error = NULL;
+
+	json_decref(harness_call(c, "worker/register",
+				 json_pack("{s:o}", "tools", tools), &error));
+	berth_client_close(c);
+	return error;
+}
+
+static void assert_limit(json_t *e, json_int_t limit)
+{
+	assert_non_null(e);
+	assert_int_equal(json_integer_value(json_object_get(e, "code")), -32013);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(e, "data"), "limit")),
+			 limit);
+	assert_non_null(strstr(jstr(e, "message"), "tools/forget"));
+	json_decref(e);
+}
+
+static void register__past_10000_stored_definitions__is_refused_until_one_is_forgotten(
+	void **state)
+{
+	struct fixture *f = *state;
+	char id[32];
+	json_t *tools;
+
+	for (int r = 0; r < 10; r++) {
+		tools = json_array();
+		for (int i = 0; i < 1000; i++) {
+			snprintf(id, sizeof(id), "n-%d-%d", r, i);
+			json_array_append_new(tools, json_pack("{s:s}", "id", id));
+		}
+		assert_null(register_on(f, tools));
+	}
+	assert_limit(register_on(f, json_pack("[{s:s}]", "id", "one-more")),
+		     10000);
+	assert_null(tool(f, "one-more"));
+	/* A definition in place of a stored one takes no more room. */
+	assert_null(register_on(f, json_pack("[{s:s, s:s}]", "id", "n-0-0",
+					     "description", "new")));
+	json_decref(call(f, "tools/forget", json_pack("{s:s}", "name", "n-0-1")));
+	assert_null(register_on(f, json_pack("[{s:s}]", "id", "one-more")));
+}
+
+static void register__past_64_mib_of_stored_definitions__is_refused_until_one_is_forgotten(
+	void **state)
+{
+	struct fixture *f = *state;
+	size_t len = (size_t)15 << 20;
+	char *text = malloc(len + 1), id[16];
+
+	assert_non_null(text);
+	memset(text, 'x', len);
+	text[len] = '\0';
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof(id), "big-%d", i);
+		assert_null(register_on(f, json_pack("[{s:s, s:s}]", "id", id,
+						     "description", text)));
+	}
+	assert_limit(register_on(f, json_pack("[{s:s, s:s}]", "id", "big-4",
+					      "description", text)),
+		     (json_int_t)64 << 20);
+	/* A smaller definition in place of a big one makes room. */
+	assert_null(register_on(f, json_pack("[{s:s}]", "id", "big-0")));
+	assert_null(register_on(f, json_pack("[{s:s, s:s}]", "id", "big-4",
+					     "description", text)));
+	free(text);
 }
 
 /* ---- persistence and jobs without a worker --------------------------- */
@@ -1575,6 +1658,12 @@ int main(void)
 			register__another_definition_with_no_worker_connected__replaces_the_stored_one,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
+			register__past_10000_stored_definitions__is_refused_until_one_is_forgotten,
+			setup_quiet, teardown),
+		cmocka_unit_test_setup_teardown(
+			register__past_64_mib_of_stored_definitions__is_refused_until_one_is_forgotten,
+			setup_quiet, teardown),
+		cmocka_unit_test_setup_teardown(
 			definitions__survive_a_restart__and_jobs_are_submitted_approved_and_resumed_with_no_worker,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -1648,5 +1737,7 @@ int main(void)
 			setup, teardown),
 	};
 
+	if (getenv("BERTH_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("BERTH_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
