@@ -240,6 +240,9 @@ struct worker__run {
 	struct store_job *job;   /* as claimed; never changed while running */
 	int state;               /* enum worker__run_state */
 	int abort_reason;        /* enum worker__abort */
+	/* A timeout's error, while the process or worker process it told to
+	 * stop is still there: the try ends with it once that is gone. */
+	json_t *timed_out;
 	atomic_bool aborted;     /* pool: berth_ctx_aborted */
 	bool slot_held;
 	bool thread_slot;        /* the slot is also one of cfg.threads */
@@ -807,6 +810,10 @@ void worker__run_put_back(struct worker__run *r, const char *reason);
 void worker__run_cancelled(struct worker__run *r);
 /* worker__run_give_up ends a run whose C tool does not return. */
 void worker__run_give_up(struct worker__run *r);
+/* worker__run_end_timed_out ends r's try with the timeout that waited
+ * for its process or worker process to be gone (r->timed_out), and
+ * returns true; false when there is none. */
+bool worker__run_end_timed_out(struct worker__run *r);
 /* worker__interrupt_retry fills op's transition for r's interrupted job
  * to run again (pending, its attempt raised), as the recovery after a
  * crash would, and returns true; false when r's tool must not run again
@@ -980,6 +987,12 @@ void worker__orphans_record(struct worker *w, const char *job_id, pid_t pid,
 /* worker__keeper_note tells the keeper of the process group led by group,
  * started, or reaped (keeper.c). */
 void worker__keeper_note(pid_t group, bool reaped);
+/* worker__keeper_watch watches the keeper on loop, to replace it should
+ * it end before berthd; worker__keeper_unwatch closes the watch, and
+ * returns true when cb is to be called once it is closed (with data as
+ * the handle's data). */
+int worker__keeper_watch(uv_loop_t *loop);
+bool worker__keeper_unwatch(uv_close_cb cb, void *data);
 /* worker__orphans_kill SIGKILLs the recorded process groups of this node
  * that are still alive and still the ones recorded, waits for them to go,
  * and forgets every record. Start-up only (it blocks, briefly). Returns

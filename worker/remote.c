@@ -1341,7 +1341,10 @@ static void run_answered(void *arg, json_t *result, json_t *error)
 		worker__run_unref(r);
 		return;
 	}
-	if (r->w && r->state == WORKER__RUN_ACTIVE) {
+	/* An answer to an abort decides nothing: the abort's cause does
+	 * (remote_end ends a timed-out try with its timeout). */
+	if (r->w && r->state == WORKER__RUN_ACTIVE &&
+	    r->abort_reason == WORKER__ABORT_NONE) {
 		outcome_of(r, r->remote ? r->remote->id : "?", result, error,
 			   &o);
 		/* The transition the answer makes is the worker's. */
@@ -1786,10 +1789,12 @@ void worker_remote_detach(struct worker_remote *rem, const char *why)
 			if (r->state == WORKER__RUN_ACTIVE &&
 			    r->abort_reason == WORKER__ABORT_NONE)
 				worker__run_interrupted(r, why);
-			else if (r->state == WORKER__RUN_ACTIVE)
+			else if (r->state == WORKER__RUN_ACTIVE &&
+				 !r->timed_out)
 				/* Stopped by a shutdown, which puts its job
 				 * back (worker.c). */
 				worker__run_give_up(r);
+			/* A timed-out run ends with its timeout here. */
 			give_up(r);
 			worker__run_unref(r);
 		}

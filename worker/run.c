@@ -47,6 +47,7 @@ static void run_free(struct worker__run *r)
 	json_decref(r->progress_latest);
 	json_decref(r->progress_next);
 	json_decref(r->fresh);
+	json_decref(r->timed_out);
 	free(r->code);
 	if (r->hub)
 		worker__hub_unref(r->hub);
@@ -194,6 +195,20 @@ static void run_set_done(struct worker__run *r)
 void worker__run_give_up(struct worker__run *r)
 {
 	run_set_done(r);
+}
+
+static void run_fail(struct worker__run *r, json_t *error, bool retryable,
+		     bool timed_out);
+
+bool worker__run_end_timed_out(struct worker__run *r)
+{
+	json_t *error = r->timed_out;
+
+	if (!error || r->state != WORKER__RUN_ACTIVE)
+		return false;
+	r->timed_out = NULL;
+	run_fail(r, error, true, true);
+	return true;
 }
 
 void worker__run_abort(struct worker__run *r, int reason)
@@ -580,14 +595,23 @@ static void timeout_cb(uv_timer_t *h)
 	struct worker__run *r = h->data;
 	int64_t ms = r->job->timeout_ms > 0 ? r->job->timeout_ms
 					    : r->w->cfg.default_timeout_ms;
+	json_t *error;
 
 	if (r->state != WORKER__RUN_ACTIVE)
 		return;
+	error = error_json("timeout", NULL, "timed out after %lld ms",
+			   (long long)ms);
 	worker__run_abort(r, WORKER__ABORT_TIMEOUT);
-	run_fail(r,
-		 error_json("timeout", NULL, "timed out after %lld ms",
-			    (long long)ms),
-		 true, true);
+	/* A process, or a worker process's run, ends the try once it is
+	 * gone (worker__run_exec_ended): after SIGTERM, and SIGKILL at the
+	 * kill grace, or the worker's answer to its abort, or the grace.
+	 * Its retry, or timed_out, must not come while it still runs. A C
+	 * tool cannot be stopped: its try ends now. */
+	if (!r->c && r->exec_started && !r->exec_done && !r->w->now) {
+		r->timed_out = error;
+		return;
+	}
+	run_fail(r, error, true, true);
 }
 
 /*
@@ -789,8 +813,10 @@ void worker__run_exec_ended(struct worker__run *r)
 	r->exec_done = true;
 	if (!r->w)
 		return;
-	if (r->state == WORKER__RUN_ACTIVE) {
-		if (r->abort_reason == WORKER__ABORT_SHUTDOWN)
+	/* A timeout waited for the executor to be gone. */
+	if (r->state == WORKER__RUN_ACTIVE && !worker__run_end_timed_out(r)) {
+		if (r->abort_reason != WORKER__ABORT_NONE)
+			/* A shutdown's, which puts the job back. */
 			run_set_done(r);
 		else
 			run_fail(r,

@@ -837,6 +837,10 @@ int worker_start(struct worker *w, char **errmsg)
 	}
 	w->started = true;
 	w->backlog = true; /* until the first claim comes back short */
+	if ((rc = worker__keeper_watch(w->loop)) < 0)
+		log_warn("the keeper cannot be watched (%s): should it end, "
+			 "berthd would not replace it",
+			 strerror(-rc));
 	/* Terminal jobs past the retention are pruned now and hourly. */
 	uv_timer_start(&w->prune_timer, prune_cb, 0, 3600 * 1000);
 	uv_unref((uv_handle_t *)&w->prune_timer);
@@ -951,6 +955,8 @@ static void finish_shutdown(uv_timer_t *h)
 	w->runs = NULL;
 	memset(w->by_id, 0, w->nby_id * sizeof(*w->by_id));
 	worker__remote_shutdown(w);
+	if (worker__keeper_unwatch(handle_closed, w))
+		w->open_handles++;
 	hub_close(w->hub);
 	close_handle(w, &w->run_timer);
 	close_handle(w, &w->expiry_timer);
@@ -1048,7 +1054,9 @@ int worker_shutdown_now(struct worker *w)
 		if (r->state != WORKER__RUN_ACTIVE)
 			continue;
 		n++;
-		put_back_interrupted(w, r);
+		/* One whose timeout waits for its process ends with it. */
+		if (!worker__run_end_timed_out(r))
+			put_back_interrupted(w, r);
 		worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
 		/* A C tool cannot be killed: its thread is left to return,
 		 * and what it returns is dropped. */

@@ -104,6 +104,16 @@ static const char *const manifests[][2] = {
 	 "s=$(sqlite3 \\\"$DB\\\" \\\"select status from jobs where id = "
 	 "'$BERTH_JOB_ID'\\\"); printf '{\\\"output\\\":{\\\"status\\\":"
 	 "\\\"%s\\\"}}\\\\n' \\\"$s\\\"\"]}"},
+	/* Ignores SIGTERM; each try writes "ran" to DIR/JOB.log, and
+	 * "overlap" first when the try before it is still there. */
+	{"stubborn-retried.json",
+	 "{\"id\":\"p-stubborn-retried\",\"env\":{\"DIR\":\"@DIR@\"},"
+	 "\"background\":{\"timeoutMs\":200,\"maxRetries\":1,"
+	 "\"backoffMs\":1},\"command\":[\"/bin/sh\",\"-c\",\"trap '' TERM; "
+	 "f=\\\"$DIR/$BERTH_JOB_ID\\\"; if [ -s \\\"$f.pid\\\" ] && kill -0 "
+	 "$(cat \\\"$f.pid\\\") 2>/dev/null; then echo overlap >> "
+	 "\\\"$f.log\\\"; fi; echo $$ > \\\"$f.pid\\\"; echo ran >> "
+	 "\\\"$f.log\\\"; cat >/dev/null; exec sleep 30\"]}"},
 	/* Writes its pid into DIR/JOB.pid, then waits. */
 	{"lingers.json",
 	 "{\"id\":\"p-lingers\",\"env\":{\"DIR\":\"@DIR@\"},"
@@ -611,6 +621,24 @@ static void external_tool__ignoring_sigterm__is_killed_on_timeout(
 	assert_int_equal(st.busy, 0);
 }
 
+static void external_tool__timed_out__is_retried_once_its_process_is_gone(
+	void **state)
+{
+	struct fx *f = *state;
+	char id[40], path[600], log[64] = "";
+	FILE *fp;
+
+	fx_submit_ok(f, "p-stubborn-retried", "{}", NULL, id);
+	fx_wait_status(f, id, STORE_TIMED_OUT, 5000);
+	snprintf(path, sizeof(path), "%s/%s.log", f->dir, id);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	log[fread(log, 1, sizeof(log) - 1, fp)] = '\0';
+	fclose(fp);
+	/* The retry, and the end, come after SIGKILL at the grace. */
+	assert_string_equal(log, "ran\nran\n");
+}
+
 static void external_tool__cancelled__is_stopped(void **state)
 {
 	struct fx *f = *state;
@@ -857,6 +885,7 @@ int main(void)
 		T(submit__defaults_without_end__are_refused_at_their_limit),
 		T(external_tool__exit_without_final_line__quotes_status_and_stderr),
 		T(external_tool__ignoring_sigterm__is_killed_on_timeout),
+		T(external_tool__timed_out__is_retried_once_its_process_is_gone),
 		T(external_tool__cancelled__is_stopped),
 		T(external_tool__with_a_free_slot__starts_by_its_creation_once_durable),
 		T(external_tool__cancelled_as_it_starts__leaves_no_process),

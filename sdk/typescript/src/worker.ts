@@ -757,10 +757,9 @@ export class Worker extends EventEmitter {
     // The same job may come back while an execute of it has not returned
     // yet (it ignored its abortSignal): on a new connection after the old
     // one dropped, or on this one after berthd aborted the run (its next
-    // attempt after a timeout, pushed at once when the connection has
-    // room, or after berthd's kill grace). That run is no longer the
-    // job's, so the new one goes on. berthd sends no other second run of
-    // a job (docs/WORKERS.md).
+    // attempt after a timeout, pushed once berthd gave the run up at its
+    // kill grace). That run is no longer the job's, so the new one goes
+    // on. berthd sends no other second run of a job (docs/WORKERS.md).
     const previous = this.runs.get(job.id);
     if (previous && !previous.conn.closed && !(previous.conn === conn && previous.decided)) {
       throw new BerthError(ErrorCode.Conflict, `job ${job.id} is already running on this worker`, { status: 'running' });
