@@ -26,16 +26,25 @@
  *
  * A record is 4 bytes, written whole (a pipe write of at most PIPE_BUF
  * bytes is atomic), from the loop thread.
+ *
+ * A keeper that ends before berthd (the OOM killer, an operator's kill)
+ * is reaped, logged and replaced (worker__keeper_watch): berthd keeps the
+ * groups it listed, and writes them to the new keeper. The fork comes
+ * from a process with threads then, which the keeper allows: from the
+ * fork on it makes system calls only, and allocates nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "log/log.h"
 #include "worker/internal.h"
 #include "worker/worker.h"
 
@@ -44,6 +53,15 @@
 #define KEEPER_MAX (1 << 16)
 
 static int keeper_fd = -1; /* the pipe's writing end, or -1 */
+static pid_t keeper_pid;
+/* The groups the keeper lists, as berthd wrote them: what a new keeper is
+ * told. Loop thread only. */
+static pid_t *listed;
+static size_t nlisted, caplisted;
+/* The keeper's pidfd, readable once it ended, and its watch. */
+static int keeper_pidfd = -1;
+static uv_poll_t watch;
+static bool watching;
 
 /* keeper_main is the keeper's life: list the groups berthd writes, and
  * kill those still listed at the end of the pipe. Only system calls: the
@@ -93,13 +111,12 @@ static void keeper_main(int fd)
 	_exit(0);
 }
 
-int worker_keeper_start(void)
+/* fork_keeper starts a keeper; keeper_fd and keeper_pid are its. */
+static int fork_keeper(void)
 {
 	int fds[2];
 	pid_t pid;
 
-	if (keeper_fd >= 0)
-		return 0;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
 	pid = fork();
@@ -121,15 +138,154 @@ int worker_keeper_start(void)
 	}
 	close(fds[0]);
 	keeper_fd = fds[1];
+	keeper_pid = pid;
 	return 0;
+}
+
+int worker_keeper_start(void)
+{
+	return keeper_fd >= 0 ? 0 : fork_keeper();
+}
+
+/* list keeps berthd's copy of the keeper's list. A group it cannot keep
+ * (out of memory) is still written to the keeper; only a new keeper
+ * would miss it, and the store's record (orphans.c) has it. */
+static void list(pid_t group, bool reaped)
+{
+	if (reaped) {
+		for (size_t i = 0; i < nlisted; i++)
+			if (listed[i] == group) {
+				listed[i] = listed[--nlisted];
+				break;
+			}
+		return;
+	}
+	if (nlisted == caplisted) {
+		size_t cap = caplisted ? caplisted * 2 : 64;
+		pid_t *p = realloc(listed, cap * sizeof(*p));
+
+		if (!p)
+			return;
+		listed = p;
+		caplisted = cap;
+	}
+	listed[nlisted++] = group;
 }
 
 void worker__keeper_note(pid_t group, bool reaped)
 {
 	int32_t rec = reaped ? -(int32_t)group : (int32_t)group;
 
-	/* Nothing to do about a keeper that is gone: the store's record
-	 * (orphans.c) is still there for the next start. */
-	if (keeper_fd >= 0 && group > 0)
-		(void)!write(keeper_fd, &rec, sizeof rec);
+	if (keeper_fd < 0 || group <= 0)
+		return;
+	list(group, reaped);
+	/* A keeper that is gone fails the write (EPIPE): its watch replaces
+	 * it, and tells the new one of the listed groups. */
+	(void)!write(keeper_fd, &rec, sizeof rec);
+}
+
+static void watch_closed(uv_handle_t *h);
+
+/* keeper_ended reaps a keeper that ended before berthd, and starts
+ * another, which is told of every group the old one listed. */
+static void keeper_ended(uv_poll_t *h, int status, int events)
+{
+	int wstatus = 0, rc;
+	pid_t old = keeper_pid;
+	char how[48];
+
+	(void)status;
+	(void)events;
+	if (waitpid(old, &wstatus, WNOHANG) != old)
+		return; /* not ended after all */
+	if (WIFSIGNALED(wstatus))
+		snprintf(how, sizeof how, "killed by signal %d",
+			 WTERMSIG(wstatus));
+	else
+		snprintf(how, sizeof how, "exit status %d",
+			 WEXITSTATUS(wstatus));
+	close(keeper_fd);
+	keeper_fd = -1;
+	if ((rc = fork_keeper()) < 0) {
+		log_error("the keeper (pid %d) ended (%s), and another cannot "
+			  "be started (%s): should berthd die, what its tools "
+			  "started runs on until its next start",
+			  (int)old, how, strerror(-rc));
+	} else {
+		log_warn("the keeper (pid %d) ended (%s); keeper %d takes its "
+			 "place, told of the %zu process group%s of tools "
+			 "running",
+			 (int)old, how, (int)keeper_pid, nlisted,
+			 nlisted == 1 ? "" : "s");
+		for (size_t i = 0; i < nlisted; i++) {
+			int32_t rec = (int32_t)listed[i];
+
+			(void)!write(keeper_fd, &rec, sizeof rec);
+		}
+	}
+	/* The new keeper is watched once this watch is closed. */
+	uv_close((uv_handle_t *)h, watch_closed);
+}
+
+/* watch_start watches the keeper: its pidfd becomes readable when it
+ * ends. Returns 0, or a negative errno (no pidfd: Linux before 5.3). */
+static int watch_start(uv_loop_t *loop)
+{
+	int fd, rc;
+
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, keeper_pid, 0);
+#else
+	fd = -1;
+	errno = ENOSYS;
+#endif
+	if (fd < 0)
+		return -errno;
+	if ((rc = uv_poll_init(loop, &watch, fd)) < 0) {
+		close(fd);
+		return rc;
+	}
+	keeper_pidfd = fd;
+	watching = true;
+	uv_unref((uv_handle_t *)&watch);
+	uv_poll_start(&watch, UV_READABLE, keeper_ended);
+	return 0;
+}
+
+static uv_close_cb unwatch_cb;
+static void *unwatch_data;
+static bool unwatched;
+
+static void watch_closed(uv_handle_t *h)
+{
+	close(keeper_pidfd);
+	keeper_pidfd = -1;
+	watching = false;
+	if (unwatched) {
+		h->data = unwatch_data;
+		unwatch_cb(h);
+		return;
+	}
+	if (keeper_fd >= 0 && watch_start(h->loop) < 0)
+		log_warn("the keeper %d cannot be watched: should it end, "
+			 "berthd would not replace it", (int)keeper_pid);
+}
+
+int worker__keeper_watch(uv_loop_t *loop)
+{
+	if (keeper_fd < 0 || watching || unwatched)
+		return 0;
+	return watch_start(loop);
+}
+
+bool worker__keeper_unwatch(uv_close_cb cb, void *data)
+{
+	if (!watching || unwatched)
+		return false;
+	unwatched = true;
+	unwatch_cb = cb;
+	unwatch_data = data;
+	if (!uv_is_closing((uv_handle_t *)&watch))
+		uv_close((uv_handle_t *)&watch, watch_closed);
+	return true;
 }

@@ -14,6 +14,8 @@
  *   client_disconnects__mid_request_and_mid_batch__harm_no_one
  *   security__socket_tools_limits_tcp_and_ids
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -846,6 +848,72 @@ static void kill9__what_a_tool_started_stops_with_berthd(void **state)
 	harness_cleanup(&h);
 }
 
+/* keeper_of returns the live keeper that berthd (parent) forked, or 0. */
+static pid_t keeper_of(pid_t parent)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char path[300], comm[64], state;
+		int pid, ppid;
+		FILE *fp;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if (!(fp = fopen(path, "r")))
+			continue;
+		if (fscanf(fp, "%d (%63[^)]) %c %d", &pid, comm, &state,
+			   &ppid) == 4 &&
+		    ppid == parent && state != 'Z' &&
+		    strcmp(comm, "berthd-keeper") == 0)
+			found = pid;
+		fclose(fp);
+	}
+	closedir(d);
+	return found;
+}
+
+/* A keeper that ends before berthd (the OOM killer, an operator) is
+ * replaced, and the new one is told of the groups running: what a tool
+ * started still stops with a berthd killed with kill -9. Before, the
+ * keeper stayed a zombie, and the tool's ticking child went on. */
+static void kill9__after_its_keeper_was_killed__what_a_tool_started_stops_with_berthd(
+	void **state)
+{
+	struct harness h = {.no_examples = true};
+	char ticks[400];
+	long pids[8], offset;
+	int npids = 0, lines;
+	char *id = start_ticking(&h, ticks, pids, &npids);
+	pid_t keeper = keeper_of(h.pid), next = 0;
+
+	(void)state;
+	assert_true(keeper > 0);
+	assert_int_equal(kill(keeper, SIGKILL), 0);
+	for (int waited = 0; waited < 10000; waited += 50) {
+		next = keeper_of(h.pid);
+		if (next > 0 && next != keeper)
+			break;
+		sleep_ms(50);
+	}
+	assert_true(next > 0 && next != keeper);
+	assert_int_equal(harness_kill9(&h), 0);
+	sleep_ms(1000);
+	offset = file_size(ticks);
+	sleep_ms(2000);
+	lines = tick_pids(ticks, offset, pids, &npids);
+	fprintf(stderr, "keeper %d killed, %d took its place; kill -9: %d "
+		"ticks 1 to 3 s after it\n",
+		(int)keeper, (int)next, lines);
+	assert_int_equal(lines, 0);
+	free(id);
+	harness_cleanup(&h);
+}
+
 /* An external tool whose run a kill -9 of berthd interrupted: its own
  * process dies with berthd, and what it left running in its group is
  * killed by the restarted berthd before the job runs again. Exactly one
@@ -1203,6 +1271,8 @@ int main(void)
 		cmocka_unit_test(
 			kill9__a_tool_left_running__is_killed_before_its_job_runs_again),
 		cmocka_unit_test(kill9__what_a_tool_started_stops_with_berthd),
+		cmocka_unit_test(
+			kill9__after_its_keeper_was_killed__what_a_tool_started_stops_with_berthd),
 		cmocka_unit_test(
 			client_disconnects__mid_request_and_mid_batch__harm_no_one),
 		cmocka_unit_test(security__socket_tools_limits_tcp_and_ids),
