@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import unittest
 
 import support
@@ -484,6 +485,30 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
             await stream.close()
         self.assertEqual(got, list(range(1, last + 1)))
 
+    async def test_events__live_stream_that_handed_out_nothing__resumes_from_where_it_began(
+            self):
+        # A stream without since knows where in the log it began, so that
+        # what was committed while berthd was down, or before the stream
+        # subscribed again, is not lost.
+        c = berth.Client(self.d.socket)
+        async with c:
+            before = await c.submit("noop", {"before": True})
+            await c.wait(before["id"], timeout=support.DEADLINE)
+            async with c.events() as stream:
+                self.d.kill()
+                await support.until(lambda: not c.connected,
+                                    "the client to see berthd gone")
+                self.d.start()
+                async with berth.Client(self.d.socket) as other:
+                    after = await other.submit("noop", {"after": True})
+                    await other.wait(after["id"], timeout=support.DEADLINE)
+                got = await support.collect(
+                    stream, lambda e: e["jobId"] == after["id"] and
+                    e["type"] == "completed", timeout=10)
+        self.assertEqual([e["type"] for e in got],
+                         ["created", "started", "completed"])
+        self.assertEqual({e["jobId"] for e in got}, {after["id"]})
+
     async def test_events__types__asked_for_again_after_a_restart(self):
         c = berth.Client(self.d.socket)
         async with c:
@@ -535,6 +560,31 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
                 await c.ping()  # nobody listens: the reconnect fails
             self.d.start()
             self.assertIsNone(await c.ping())  # and comes back
+
+    async def test_wait__timeout__bounded_with_berthd_gone_or_stopped(self):
+        loop = asyncio.get_running_loop()
+        gone = berth.Client(os.path.join(self.dir.path, "nobody.sock"))
+        start = loop.time()
+        with self.assertRaises(OSError):
+            await asyncio.wait_for(gone.wait("x", timeout=2),
+                                   support.DEADLINE)
+        self.assertLess(loop.time() - start, 2.5)
+        await gone.close()
+        # A berthd that takes the connection and never answers.
+        c = await berth.connect(self.d.socket)
+        os.kill(self.d.proc.pid, signal.SIGSTOP)
+        try:
+            start = loop.time()
+            with self.assertRaisesRegex(TimeoutError, "jobs/wait"):
+                await asyncio.wait_for(c.wait("x", timeout=1), 10)
+            took = loop.time() - start
+            self.assertGreaterEqual(took, 1)
+            self.assertLess(took, 2.5)
+        finally:
+            os.kill(self.d.proc.pid, signal.SIGCONT)
+        # The connection is still good for what follows.
+        self.assertIsNone(await c.ping())
+        await c.close()
 
     async def test_tcp__token__authenticates_and_a_wrong_one_is_refused(self):
         async with berth.Client(url=self.d.url, token=self.d.token) as c:

@@ -87,6 +87,20 @@ class Definitions(unittest.TestCase):
             "backoffMaxMs": 60000, "maxRetries": 0, "concurrency": 4,
             "onInterrupt": "retry"})
 
+    def test_background__a_duration_under_a_millisecond__is_refused_naming_it(
+            self):
+        # 0 ms is berthd's "not given": the tool would get the default.
+        for field in ("timeout", "backoff", "backoff_max"):
+            for value in (0, 0.0004):
+                with self.subTest(field=field, value=value):
+                    with self.assertRaisesRegex(
+                            ValueError, "background.%s must be at least "
+                            "0.001 s" % field):
+                        berth.Tool("t", noop, background=berth.Background(
+                            **{field: value}))
+        t = berth.Tool("t", noop, background=berth.Background(timeout=0.001))
+        self.assertEqual(t.definition()["background"], {"timeoutMs": 1})
+
     def test_functions__are_declared_by_stage(self):
         t = berth.Tool("t", noop, require_approval=lambda i: True,
                        to_model_output=lambda o: o,

@@ -53,6 +53,15 @@ class Encode(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "the string at /s/0 holds"):
             encode({"n": "\x00 is only seen second", "s": ["\udc80"]})
 
+    def test_encode__integer_beyond_64_bits__says_where_it_is(self):
+        with self.assertRaisesRegex(berth.InvalidRequest, "the output holds "
+                                    "the integer 18446744073709551616 at "
+                                    "/a/1/b, outside the 64 bits"):
+            encode({"a": [1, {"b": 2 ** 64}]}, "the output")
+        with self.assertRaisesRegex(berth.InvalidRequest, "integer "
+                                    "-9223372036854775809 at the top level"):
+            encode(-(2 ** 63) - 1)
+
     def test_safe_text_and_scrub__put_u_fffd_for_what_berthd_refuses(self):
         from berth.wire import safe_text, scrub
         self.assertEqual(safe_text("a\x00b\ud800c\udfff"),

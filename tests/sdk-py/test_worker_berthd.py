@@ -313,10 +313,11 @@ class Answers(WorkerTest):
                                                "JSON")
                     for line in await self.logs(job)))
 
-    async def test_run_that_ignores_its_timeout__its_retry_runs_at_once_on_the_same_worker(
+    async def test_run_that_ignores_its_timeout__its_retry_runs_on_the_same_worker_beside_it(
             self):
-        # berthd pushes the retry to a connection with a free run at
-        # once, while the run it aborted still goes on.
+        # berthd pushes the retry once it gave the aborted run up, at the
+        # kill grace (5 s), while that run's execute still goes on: the
+        # worker takes it.
         self.worker()
         await self.connected(tool="py-deaf")
         job = await self.c.submit("py-deaf", {"seconds": 2})
@@ -327,9 +328,9 @@ class Answers(WorkerTest):
 
     async def test_run_that_ignores_its_timeout__its_retry_after_the_kill_grace_runs_and_the_late_answer_is_dropped(
             self):
-        # With no free run, berthd pushes the retry once it gave the run
-        # up, at the kill grace (5 s); the first attempt returns after
-        # that, and its answer, too late for berthd, is not sent.
+        # With one run, the retry takes the room berthd freed at the kill
+        # grace (5 s); the first attempt returns after that, and its
+        # answer, too late for berthd, is not sent.
         self.worker(concurrency=1)
         await self.connected(tool="py-deaf")
         job = await self.c.submit("py-deaf", {"seconds": 6.5})
@@ -340,6 +341,25 @@ class Answers(WorkerTest):
         await asyncio.sleep(0.5)
         lines = [line["message"] for line in await self.logs(job)]
         self.assertFalse([m for m in lines if "kill grace" in m], lines)
+
+    async def test_run_that_ignores_its_timeout__another_jobs_run_at_the_kill_grace_runs(
+            self):
+        # berthd frees the room of the run it gave up at its kill grace
+        # (5 s) and pushes the next job there, while the first execute
+        # still sleeps: the worker runs it rather than refusing it as
+        # beyond its concurrency (which would fail it as worker_error).
+        self.worker(concurrency=1)
+        await self.connected(tool="py-deaf")
+        deaf = await self.c.submit("py-deaf", {"seconds": 8},
+                                   max_retries=0)
+        await self.c.wait(deaf["id"], until="running",
+                          timeout=support.DEADLINE)
+        other = await self.c.submit("py-echo", {"after": "deaf"})
+        done = await self.done(deaf)
+        self.assertEqual(done["status"], "timed_out", done)
+        echoed = await self.done(other)
+        self.assertEqual(echoed["status"], "completed", echoed)
+        self.assertEqual(echoed["output"]["input"], {"after": "deaf"})
 
 
 class Functions(WorkerTest):

@@ -566,6 +566,116 @@ class Runs(PeerTest):
                                 ("on_output", Out)])
 
 
+    async def test_run__pydantic_aliases__outputs_suspends_and_checkpoints_by_alias(
+            self):
+        # The schema sent is pydantic's, which names the fields by alias:
+        # what is sent must too, or the tool's own output fails it.
+        if pydantic is None:
+            self.skipTest("pydantic is not installed")
+
+        class In(pydantic.BaseModel):
+            first_name: str = pydantic.Field(alias="firstName")
+
+        class Out(pydantic.BaseModel):
+            full_name: str = pydantic.Field(alias="fullName")
+
+        class Ask(pydantic.BaseModel):
+            ask_me: str = pydantic.Field(alias="askMe")
+
+        @berth.tool(id="alias", input_schema=In, output_schema=Out,
+                    suspend_schema=Ask)
+        async def alias(input: In, ctx) -> Out:
+            if input.first_name == "s":
+                ctx.suspend(Ask(askMe="why?"))
+            await ctx.save_checkpoint(Out(fullName="cp"))
+            return Out(fullName=input.first_name + " Smith")
+
+        c = await self.serve([alias])
+        defs = self.register["params"]["tools"][0]
+        self.assertEqual(defs["inputSchema"]["required"], ["firstName"])
+        self.assertEqual(defs["outputSchema"]["required"], ["fullName"])
+        self.assertEqual(defs["suspendSchema"]["required"], ["askMe"])
+        rid = c.request("run", {"job": job("AL", "alias",
+                                           {"firstName": "Ann"})})
+        ck = await c.expect("worker/checkpoint")
+        self.assertEqual(ck["params"]["value"], {"fullName": "cp"})
+        c.reply(ck["id"], {})
+        self.assertEqual((await c.answer(rid))["result"],
+                         {"output": {"fullName": "Ann Smith"}})
+        self.assertEqual(await self.run_job(c, job("AS", "alias",
+                                                   {"firstName": "s"})),
+                         {"suspend": {"askMe": "why?"}})
+
+    async def test_run__pydantic_1_aliases__outputs_by_alias(self):
+        try:
+            from pydantic import v1 as pydantic_v1
+        except ImportError:
+            self.skipTest("pydantic.v1 is not installed")
+
+        class Out(pydantic_v1.BaseModel):
+            full_name: str = pydantic_v1.Field(alias="fullName")
+
+        @berth.tool(id="alias1", output_schema=Out)
+        async def alias1(input, ctx):
+            return Out(fullName="Bo")
+
+        c = await self.serve([alias1])
+        defs = self.register["params"]["tools"][0]
+        self.assertEqual(defs["outputSchema"]["required"], ["fullName"])
+        self.assertEqual(await self.run_job(c, job("A1", "alias1")),
+                         {"output": {"fullName": "Bo"}})
+
+    async def test_run__pydantic_resume_model_refusing__is_invalid_resume_data(
+            self):
+        if pydantic is None:
+            self.skipTest("pydantic is not installed")
+
+        class Res(pydantic.BaseModel):
+            answer: str
+
+            @pydantic.field_validator("answer")
+            @classmethod
+            def not_x(cls, v):
+                if v == "x":
+                    raise ValueError("x is no answer")
+                return v
+
+        @berth.tool(id="res", resume_schema=Res)
+        async def res(input, ctx):
+            return {"answer": ctx.resume_data.answer}
+
+        c = await self.serve([res])
+        out = await self.run_job(c, job("R", "res", resumeData={"answer":
+                                                               "x"}))
+        self.assertEqual(out["error"]["code"], "invalid_resume_data", out)
+        self.assertEqual(out["error"]["retryable"], False)
+        self.assertIn("x is no answer", out["error"]["message"])
+        self.assertEqual(await self.run_job(c, job(
+            "R2", "res", resumeData={"answer": "y"})),
+            {"output": {"answer": "y"}})
+
+    async def test_run__error_code_berthd_would_not_take__left_out_and_logged(
+            self):
+        # berthd takes a code of 1 to 128 bytes, and would put tool_error
+        # in place of another without a word.
+        @berth.tool(id="coded")
+        async def coded(input, ctx):
+            raise ToolError("declined", code=input["code"], retryable=False)
+
+        c = await self.serve([coded])
+        for code, says in (("x" * 129, "it is 129 bytes"),
+                           ("", "it is empty")):
+            out = await self.run_job(c, job("C", "coded", {"code": code}))
+            self.assertEqual(out, {"error": {"message": "declined",
+                                             "retryable": False}})
+            line = await c.expect("worker/log")
+            self.assertEqual(line["params"]["level"], "warn")
+            self.assertIn("the code of the error was left out: " + says,
+                          line["params"]["message"])
+        out = await self.run_job(c, job("C", "coded", {"code": "é" * 64}))
+        self.assertEqual(out["error"]["code"], "é" * 64)  # 128 bytes
+
+
 class Abort(PeerTest):
 
     async def test_abort__cancels_an_async_execute_which_may_answer(self):
@@ -690,6 +800,39 @@ class Abort(PeerTest):
         await c.answer(c.request("ping"))
         self.assertEqual(answers(c, first), [])
         self.assertEqual([m for m in c.held if m.get("method")], [])
+
+    async def test_run_berthd_aborted_that_goes_on__does_not_count_against_concurrency(
+            self):
+        # berthd frees the room of a run it gave up (at the answer or its
+        # kill grace) and pushes another job's run: the worker runs it.
+        gate = asyncio.Event()
+        self.addCleanup(gate.set)  # the run ends, whatever the test did
+
+        @berth.tool(id="deaf")
+        async def deaf(input, ctx):
+            while not gate.is_set():
+                try:
+                    await gate.wait()
+                except asyncio.CancelledError:
+                    pass  # a call that does not honour its abort
+            return {"attempt": ctx.attempt}
+
+        c = await self.serve([deaf, echo], heartbeat_ms=HOUR_MS,
+                             concurrency=1)
+        first = await self.started(c, "J", "deaf")
+        full = c.request("run", {"job": job("K0", "echo")})
+        self.assertEqual((await c.answer(full))["error"]["code"], -32013)
+        c.notify("abort", {"jobId": "J", "reason": "timed_out"})
+        other = c.request("run", {"job": job("K", "echo")})
+        self.assertEqual((await c.answer(other))["result"]["output"]["job"],
+                         "K")
+        # Berthd still counts a run it aborted while it has not given it
+        # up, and sends nothing beyond the concurrency meanwhile; that
+        # count is berthd's, so the worker does not refuse either.
+        gate.set()
+        self.assertEqual((await c.answer(first))["result"],
+                         {"output": {"attempt": 1}})
+        self.assertEqual(self.worker.running_jobs, [])
 
     async def test_connection_drop__aborts_runs_and_registers_again(self):
         started = asyncio.Event()
@@ -1393,6 +1536,73 @@ class Functions(PeerTest):
                                          "retryable": False},
                                "views": {"display": {"error": {
                                    "failed": True}}}})
+
+    async def test_run__errors_the_sdk_makes__carry_the_pending_and_error_views(
+            self):
+        # An error outcome of the SDK's own (a pydantic model refusing, a
+        # to_model_output that raises, an output or suspend payload
+        # berthd cannot take) carries the views as any error does, or
+        # they stay pending for good.
+        if pydantic is None:
+            self.skipTest("pydantic is not installed")
+
+        class In(pydantic.BaseModel):
+            name: str
+
+            @pydantic.field_validator("name")
+            @classmethod
+            def not_bob(cls, v):
+                if v == "bob":
+                    raise ValueError("no bob")
+                return v
+
+        def to_model(output):
+            if output["name"] == "tmo":
+                raise RuntimeError("no model output")
+            return "ok"
+
+        @berth.tool(id="v", input_schema=In, to_model_output=to_model,
+                    transform={"display": {
+                        "input": lambda t: {"shown": t.input["name"]},
+                        "error": lambda t: {"code": t.error.get("code")}}})
+        async def v(input, ctx):
+            if input.name == "set":
+                return {"name": {1, 2}}
+            if input.name == "nul":
+                ctx.suspend({"q": "\x00"})
+            return {"name": input.name}
+
+        c = await self.serve([v])
+        for name, code in (("bob", "invalid_input"),
+                           ("tmo", "to_model_output_failed"),
+                           ("set", "invalid_output"),
+                           ("nul", "invalid_suspend")):
+            out = await self.run_job(c, job("V-" + name, "v",
+                                            {"name": name}),
+                                     pending={"views": ["input"]})
+            self.assertEqual(out["error"]["code"], code, out)
+            self.assertEqual(out.get("views"), {"display": {
+                "input": {"shown": name}, "error": {"code": code}}},
+                (name, out))
+
+    async def test_transform_returning_none__is_a_placeholder_logged_on_the_job(
+            self):
+        c = await self.serve([self.make()])
+        out = await self.run_job(c, job("N1", "pay", {"amount": 3}))
+        self.assertEqual(out["views"]["transcript"]["output"],
+                         {"message": "Tool output payload unavailable"})
+        lines = [(await c.expect("worker/log"))["params"] for _ in range(2)]
+        self.assertIn(("warn", "transform.transcript.output returned None; "
+                       "the view is a placeholder"),
+                      [(x["level"], x["message"]) for x in lines], lines)
+        # In the answer's logs where berthd asks before the stage commits.
+        rid = c.request("transform", {"jobId": "N2", "tool": "pay",
+                                      "stage": "output",
+                                      "payload": {"public": 1}})
+        out = (await c.answer(rid))["result"]
+        self.assertEqual([(x["level"], x["message"]) for x in out["logs"]],
+                         [("warn", "transform.transcript.output returned "
+                           "None; the view is a placeholder")])
 
     async def test_run__pending__runs_the_hook_and_returns_missing_views(self):
         c = await self.serve([self.make()])

@@ -24,7 +24,7 @@ import logging
 import random
 from typing import Any, AsyncIterator, Iterable, Iterator, Literal
 
-from .errors import ConnectionClosed
+from .errors import BerthError, ConnectionClosed
 from .types import (TERMINAL, Event, EventPage, Job, JobPage, LogLine,
                     LogPage, ProgressEvent, ServerInfo, Tool)
 from .wire import (CONNECT_TIMEOUT, MAX_LINE, Address, Connection,
@@ -40,6 +40,10 @@ Duration = float | int | datetime.timedelta
 #: its caller gave up (cancelled) holds berthd's side for at most this
 #: long: the protocol has no way to call a wait off.
 WAIT_PIECE = 30.0
+#: How long after the end of its timeout a wait gives up on berthd's
+#: answer (which berthd sends at that end): a wait with a timeout returns
+#: or raises by then, whatever berthd does.
+WAIT_ANSWER_GRACE = 1.0
 #: Reconnecting: the first delay, doubled up to the last (WORKERS.md).
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 #: Events a stream keeps for a consumer that does not read; past it, the
@@ -62,6 +66,12 @@ def ms(value: Duration | None, name: str) -> int | None:
         raise ValueError("%s must be a finite number of seconds >= 0, not "
                          "%r" % (name, value))
     return round(value * 1000)
+
+
+def _seconds(value: Duration | None) -> str:
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    return "%g" % value if value is not None else "none"
 
 
 def iso_time(value: datetime.datetime | str, name: str) -> str:
@@ -335,8 +345,11 @@ class Client:
         any but ``pending`` and ``running``), or terminal, or as it is when
         ``timeout`` seconds have passed (check its ``status``). Without a
         timeout it waits for as long as it takes, across reconnects to
-        berthd unless ``reconnect=False``. Cancel the calling task to stop
-        waiting."""
+        berthd unless ``reconnect=False``. With one it returns or raises
+        by then: when berthd cannot be reached until the timeout, the
+        last attempt's OSError; when berthd took the connection and does
+        not answer (stopped, hung), TimeoutError a second after it. Cancel
+        the calling task to stop waiting."""
         loop = asyncio.get_running_loop()
         left_ms = ms(timeout, "timeout")
         deadline = None if left_ms is None else loop.time() + left_ms / 1000
@@ -351,15 +364,24 @@ class Client:
             p: dict[str, Any] = {"id": id, "timeoutMs": round(piece * 1000)}
             _put(p, "until", want)
             try:
-                job: Job = await self.call("jobs/wait", p)
+                if deadline is None:
+                    job: Job = await self.call("jobs/wait", p)
+                else:
+                    # Bounded here too: a berthd that takes the connection
+                    # and does not answer (stopped, hung) would hold the
+                    # wait past its timeout.
+                    job = await self._bounded_wait(p, piece, timeout)
             except (ConnectionClosed, OSError):
                 if not reconnect or self._closed:
                     raise
+                if deadline is not None and loop.time() >= deadline:
+                    raise  # berthd could not be asked in time
                 if delays is None:
                     delays = backoff_delays()
-                await asyncio.sleep(next(delays))
-                if deadline is not None and loop.time() >= deadline:
-                    return await self.get(id)
+                delay = next(delays)
+                if deadline is not None:
+                    delay = min(delay, deadline - loop.time())
+                await asyncio.sleep(delay)
                 continue
             delays = None
             status = job.get("status")
@@ -369,6 +391,23 @@ class Client:
                 return job
             if deadline is not None and loop.time() >= deadline:
                 return job
+
+    async def _bounded_wait(self, params: dict, piece: float,
+                            timeout: Duration | None) -> Job:
+        """_bounded_wait is one jobs/wait of piece seconds, given up
+        WAIT_ANSWER_GRACE after berthd should have answered it (with
+        TimeoutError)."""
+        try:
+            async with asyncio.timeout(piece + WAIT_ANSWER_GRACE) as bound:
+                return await self.call("jobs/wait", params)
+        except TimeoutError:
+            if not bound.expired():
+                raise  # connect_timeout's
+            raise TimeoutError(
+                "berthd at %s did not answer jobs/wait within %g s of its "
+                "timeout (%s s): it is stopped or overloaded"
+                % (self.address, WAIT_ANSWER_GRACE, _seconds(timeout))
+            ) from None
 
     async def resume(self, id: str, data: Any) -> Job:
         """``jobs/resume`` of a suspended job with resume data (checked
@@ -443,6 +482,34 @@ class Client:
         _put(p, "types", _names(types, "types"))
         return await self.call("events/poll", p)
 
+    async def _head_seq(self) -> int:
+        """_head_seq is the seq of the newest event in the log (0 when it
+        is empty), found by bisection over events/poll, as the TypeScript
+        SDK's headSeq does: berthd has no method that says it."""
+        async def after(x: int) -> int | None:
+            page = await self.poll_events(since=x, limit=1)
+            events = page.get("events") or ()
+            return events[0].get("seq") if events else None
+
+        first = await after(0)
+        if first is None:
+            return 0
+        lo, step = first, 1024
+        while True:
+            s = await after(lo + step)
+            if s is None:
+                hi = lo + step
+                break
+            lo, step = s, step * 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            s = await after(mid)
+            if s is None:
+                hi = mid
+            else:
+                lo = s
+        return lo
+
     def events(self, *, since: int | None = None, job_id: str | None = None,
                progress: bool = False,
                types: str | Iterable[str] | None = None,
@@ -450,9 +517,10 @@ class Client:
         """The event log as an async iterator (``events/subscribe``).
 
         With ``since`` it replays the events after that seq, then goes
-        live; without, it starts with the next event. After a reconnect it
-        subscribes again from the last event it handed out, so none is
-        lost or repeated. The subscription starts at once when the client
+        live; without, it starts with the next event, and looks up where
+        the log ends (events/poll) for a reconnect that comes before its
+        first event. After a reconnect it subscribes again from the last
+        event it handed out, so none is lost or repeated. The subscription starts at once when the client
         is connected, else at ``async with`` or the first read.
         ``types`` (an event type, or an iterable of them: berth.types's
         EventType) makes it hand out only events of those types, replayed
@@ -513,6 +581,9 @@ class EventStream:
         self._lost: BaseException | None = None
         self._ended = False
         self._starting: asyncio.Future | None = None
+        #: The lookup of the end of the log, for a stream that started
+        #: live: where it resumes from until it has an event.
+        self._head: asyncio.Future | None = None
         client._streams.add(self)
         # Subscribed at once when the client is connected, so that the
         # stream sees what the caller does next; else at async with or at
@@ -590,6 +661,13 @@ class EventStream:
                 if self._watched is not conn:
                     self._watched = conn
                     conn.on_close(self._connection_lost)
+                if self._since is None and self._reconnect and (
+                        self._head is None or self._head.done()):
+                    # Started live: find where the log ends, so that a
+                    # reconnect before the first event resumes from there
+                    # rather than live again, which would lose what was
+                    # committed meanwhile.
+                    self._head = asyncio.ensure_future(self._find_head())
 
         _, fut = conn.start_request("events/subscribe", p, on_result=route_in)
         # Retrieved here too, for a stream nobody iterates.
@@ -604,6 +682,21 @@ class EventStream:
         if self._sub is None:
             raise ConnectionClosed("berthd answered events/subscribe "
                                    "without a subscription id")
+        head = self._head
+        if head is not None and not head.done():
+            # The stream's position is known once it is subscribed.
+            await asyncio.shield(head)
+
+    async def _find_head(self) -> None:
+        try:
+            head = await self._client._head_seq()
+        except (BerthError, OSError) as e:
+            log.debug("berth: events: the end of the log was not found "
+                      "(%s); a reconnect before the first event goes on "
+                      "live", e)
+            return
+        if self._since is None:
+            self._since = head
 
     def _deliver(self, method: str, params: dict) -> None:
         if method == "events/event":

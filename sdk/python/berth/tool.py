@@ -61,7 +61,15 @@ class Background:
                 ("backoffMs", self.backoff, "background.backoff"),
                 ("backoffMaxMs", self.backoff_max, "background.backoff_max")):
             if value is not None:
-                out[key] = ms(value, name)
+                n = ms(value, name)
+                if n == 0:
+                    # berthd takes 0 ms for "not given": the tool would
+                    # get berthd's default, not what was asked for.
+                    raise ValueError("%s must be at least 0.001 s (berthd "
+                                     "counts whole milliseconds, and takes "
+                                     "0 for its default), not %r"
+                                     % (name, value))
+                out[key] = n
         for key, value, name in (
                 ("maxRetries", self.max_retries, "background.max_retries"),
                 ("concurrency", self.concurrency, "background.concurrency")):

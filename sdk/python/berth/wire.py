@@ -47,13 +47,15 @@ READ_LIMIT = 256 * 1024 * 1024
 
 def _default(o: Any) -> Any:
     """The JSON of what json cannot encode by itself: pydantic models (as
-    their JSON), dataclass instances (as dicts)."""
+    their JSON, by alias, as their JSON Schema names the fields: the
+    schema a tool registers is the model's), dataclass instances (as
+    dicts)."""
     dump = getattr(o, "model_dump", None)
     if dump is not None and not isinstance(o, type):
-        return dump(mode="json")
+        return dump(mode="json", by_alias=True)
     if hasattr(o, "__fields__") and hasattr(o, "json") and \
             not isinstance(o, type):
-        return json.loads(o.json())  # pydantic 1
+        return json.loads(o.json(by_alias=True))  # pydantic 1
     if dataclasses.is_dataclass(o) and not isinstance(o, type):
         return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
     raise TypeError("Object of type %s is not JSON serializable"
@@ -134,6 +136,13 @@ def encode(msg: Any, what: str = "the message",
                             e.object[e.start:e.end])) from None
     try:
         check_line(line, what, max_line)
+    except _BigInteger as e:
+        where = _where_integer(msg)
+        if where is None:
+            raise InvalidRequest(e.code, e.message, e.data) from None
+        raise InvalidRequest(e.code, "%s holds the integer %d at %s, "
+                             "outside the 64 bits berthd's JSON parser "
+                             "takes" % (what, e.integer, where)) from None
     except InvalidRequest as e:
         where = _where(msg, _NUL_CHAR) if _NUL.search(line) else None
         if where is None:
@@ -142,6 +151,27 @@ def encode(msg: Any, what: str = "the message",
                              "berthd's JSON parser refuses"
                              % (what, where)) from None
     return line + b"\n"
+
+
+class _BigInteger(InvalidRequest):
+    """check_line's refusal of an integer beyond 64 bits, which encode
+    tells where it is."""
+
+    def __init__(self, code: int, message: str, integer: int):
+        super().__init__(code, message)
+        self.integer = integer
+
+
+def _where_integer(value: Any) -> str | None:
+    """_where_integer is the JSON pointer of the first integer in value
+    that is outside 64 bits ("/a/0", or "the top level"), or None."""
+    try:
+        found = _find(value, None, "")
+    except RecursionError:
+        return None
+    if found is None:
+        return None
+    return found[0] or "the top level"
 
 
 # What a Python str may hold that berthd refuses: U+0000, and surrogates,
@@ -202,16 +232,22 @@ def _where(value: Any, bad: re.Pattern) -> str | None:
                              pointer or "the top level")
 
 
-def _find(value: Any, bad: re.Pattern, pointer: str
+def _find(value: Any, bad: re.Pattern | None, pointer: str
           ) -> tuple[str, bool] | None:
+    """_find finds the first string that bad matches in, or, with bad
+    None, the first integer outside 64 bits."""
     if isinstance(value, str):
-        return (pointer, False) if bad.search(value) else None
-    if value is None or isinstance(value, (int, float)):
+        return (pointer, False) if bad is not None and bad.search(value) \
+            else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (pointer, False) if bad is None and not \
+            _INT64_MIN <= value <= _INT64_MAX else None
+    if value is None or isinstance(value, float):
         return None
     if isinstance(value, dict):
         for k, v in value.items():
             part = "%s/%s" % (pointer, _pointer_part(k))
-            if isinstance(k, str) and bad.search(k):
+            if isinstance(k, str) and bad is not None and bad.search(k):
                 return part, True
             found = _find(v, bad, part)
             if found is not None:
@@ -269,9 +305,10 @@ def check_line(line: bytes, what: str = "the message",
         for m in _BIG_INT.finditer(line):
             t = m.group()
             if t[0] != 0x22 and not _INT64_MIN <= int(t) <= _INT64_MAX:
-                raise InvalidRequest(-32600, "%s holds the integer %s, "
-                                     "outside the 64 bits berthd's JSON "
-                                     "parser takes" % (what, t.decode()))
+                raise _BigInteger(-32600, "%s holds the integer %s, "
+                                  "outside the 64 bits berthd's JSON "
+                                  "parser takes" % (what, t.decode()),
+                                  int(t))
 
 
 # ---- addresses --------------------------------------------------------------

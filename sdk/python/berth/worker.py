@@ -80,6 +80,9 @@ CLOSING = "closing"
 #: The log lines an answer to input or transform carries at most (berthd
 #: keeps 100, docs/WORKERS.md).
 ANSWER_LOGS = 100
+#: The longest error code berthd takes, in bytes (docs/WORKERS.md); it
+#: puts tool_error in place of a longer one, or an empty one.
+MAX_CODE = 128
 
 _BEFORE, _EXECUTE, _AFTER = 0, 1, 2
 
@@ -98,8 +101,10 @@ def _error_of(e: BaseException,
     does (a __str__ or an attribute that raises), and what it returns can
     be sent, so that the failure reaches berthd: U+0000 and lone
     surrogates in its text, which berthd refuses, are U+FFFD; data that
-    cannot be sent (not JSON, over the line limit) is left out, and why is
-    appended to dropped. retryable is the ToolError's."""
+    cannot be sent (not JSON, over the line limit), and a code berthd
+    would put tool_error in place of (not 1 to 128 bytes), are left out,
+    and what was and why is appended to dropped. retryable is the
+    ToolError's."""
     try:
         if isinstance(e, ToolError):
             return _tool_error_of(e, dropped)
@@ -126,8 +131,17 @@ def _tool_error_of(e: ToolError, dropped: list[str] | None) -> dict[str, Any]:
     err: dict[str, Any] = {"message": safe_text(message or _type_name(e))}
     code = _field(e, "code")
     if code is not None:
-        err["code"] = safe_text(code if isinstance(code, str)
-                                else _text(code) or "")
+        code = safe_text(code if isinstance(code, str)
+                         else _text(code) or "")
+        size = len(code.encode())
+        if 1 <= size <= MAX_CODE:
+            err["code"] = code
+        elif dropped is not None:
+            dropped.append("the code of the error was left out: %s, and "
+                           "berthd takes 1 to %d bytes (the job's code is "
+                           "tool_error)" % ("it is empty" if not size else
+                                            "it is %d bytes" % size,
+                                            MAX_CODE))
     data = _field(e, "data")
     if data is not None:
         data = scrub(data)
@@ -136,8 +150,9 @@ def _tool_error_of(e: ToolError, dropped: list[str] | None) -> dict[str, Any]:
             err["data"] = data
         except (TypeError, ValueError, BerthError) as x:
             if dropped is not None:
-                dropped.append(safe_text(x.message if isinstance(
-                    x, BerthError) else str(x)))
+                dropped.append("the data of the error was left out: "
+                               + safe_text(x.message if isinstance(
+                                   x, BerthError) else str(x)))
     retryable = _field(e, "retryable")
     if retryable is not None:
         try:
@@ -209,6 +224,27 @@ def _input_of(tool: Tool, job: dict) -> Any:
         return job.get("input")
 
 
+class _Refused(Exception):
+    """_Refused ends a run with an error outcome of the SDK's own,
+    before execute: its views are made as for any error."""
+
+    def __init__(self, error: dict[str, Any]):
+        super().__init__(error["message"])
+        self.error = error
+
+
+def _parsed(model: Any, value: Any, code: str) -> Any:
+    """_parsed is value as an instance of the tool's pydantic model, or
+    raises _Refused with code (invalid_input, invalid_resume_data) when
+    the model refuses what berthd validated."""
+    try:
+        return parse_model(model, value)
+    except Exception as e:
+        raise _Refused({"message": safe_text(
+            "the tool's pydantic model refused what berthd validated: %s"
+            % _text(e)), "code": code, "retryable": False}) from None
+
+
 def _stage_payload(job: dict, stage: str) -> Any:
     # The approval stage's payload is the input the approver decides on
     # (docs/WORKERS.md).
@@ -222,7 +258,7 @@ class _Run:
 
     __slots__ = ("session", "rid", "job", "job_id", "tool", "pending", "ctx",
                  "task", "phase", "answered", "grace_end", "stopped",
-                 "decided", "superseded")
+                 "decided", "superseded", "early_views")
 
     def __init__(self, session: "_Session", rid: Any, job: dict, tool: Tool,
                  pending: Any):
@@ -256,6 +292,10 @@ class _Run:
         #: later run's, so it sends nothing more; its answer, which goes
         #: by its own request id, only within its abort grace.
         self.superseded = False
+        #: The views pending.views asked for, once made (None when none
+        #: were): an error sent in place of an outcome berthd could not
+        #: take carries them (_Session._fail_answer).
+        self.early_views: dict[str, dict] | None = None
 
     @property
     def live(self) -> bool:
@@ -321,6 +361,8 @@ class _Session:
         self.worker = worker
         self.conn = conn
         self.runs: dict[str, _Run] = {}
+        #: How many of the runs berthd aborted (their ``decided``).
+        self.aborted = 0
         self.calls: set[asyncio.Task] = set()  # input and transform
         self.worker_id: str | None = None
         self.heartbeat = HEARTBEAT
@@ -357,7 +399,9 @@ class _Session:
             run = self.runs.get(params.get("jobId"))  # type: ignore[arg-type]
             if run is not None:
                 reason = params.get("reason")
-                run.decided = True
+                if not run.decided:
+                    run.decided = True
+                    self.aborted += 1
                 run.abort(reason if isinstance(reason, str) else "cancelled")
         elif method != "abort":
             log.debug("berth: dropped berthd's notification %s", method)
@@ -383,8 +427,9 @@ class _Session:
             return
         if earlier is not None:
             # berthd aborted the earlier run (its timeout) and pushes the
-            # job's retry here: at once when the connection has a free
-            # run, else at the kill grace. Refused, the retry would fail
+            # job's retry here while its execute goes on (once berthd gave
+            # it up at its kill grace; an older berthd, at once when the
+            # connection had a free run). Refused, the retry would fail
             # as worker_error; berthd has given the earlier run up, so
             # does the worker, and the new run starts.
             log.warning("berth: job %s: berthd started attempt %s while "
@@ -394,11 +439,18 @@ class _Session:
                         earlier.ctx.abort_reason)
             earlier.superseded = True
             del self.runs[job["id"]]
+            self.aborted -= 1
             self._progress.pop(job["id"], None)
-        if len(self.runs) >= self.worker.concurrency:
+        # A run berthd aborted does not count: berthd keeps that count
+        # (it frees the run's room at its answer or its kill grace, and
+        # pushes nothing beyond the concurrency before), and an execute
+        # that ignores its abort must not make the worker refuse a run
+        # berthd is entitled to send, which would fail as worker_error.
+        running = len(self.runs) - self.aborted
+        if running >= self.worker.concurrency:
             self.conn.respond_error(rid, -32013, "run: this worker already "
                                     "runs %d jobs, its concurrency"
-                                    % len(self.runs),
+                                    % running,
                                     {"limit": self.worker.concurrency})
             return
         run = _Run(self, rid, job, tool, params.get("pending"))
@@ -415,6 +467,8 @@ class _Session:
     def _run_done(self, run: _Run, task: asyncio.Task) -> None:
         if self.runs.get(run.job_id) is run:
             del self.runs[run.job_id]
+            if run.decided:
+                self.aborted -= 1
         self.worker._live.discard(run)
         self.worker._poke()
         if task.cancelled():
@@ -466,7 +520,9 @@ class _Session:
         limit fails the run (invalid_output, invalid_suspend), saying
         what and where. An error is sendable already (_error_of), but its
         views may make the answer too long: then it goes without them,
-        and only an error that cannot be sent at all is invalid_error."""
+        and only an error that cannot be sent at all is invalid_error.
+        The error sent in place of the outcome carries the views the tool
+        declares for it (_fail_answer)."""
         try:
             self.conn.respond(run.rid, outcome)
             return
@@ -509,8 +565,43 @@ class _Session:
                                     % (what, why)),
                "code": code, "retryable": False}
         log.error("berth: job %s: %s", run.job_id, err["message"])
+        self._fail_answer(run, err)
+
+    def _fail_answer(self, run: _Run, err: dict[str, Any]) -> None:
+        """_fail_answer answers run with err, an error of the SDK's own in
+        place of an outcome berthd could not take, and with the views the
+        tool declares for it, as any error outcome has: those pending.views
+        asked for, and the error's (made in a task, as transforms may be
+        async; counted among the questions close() waits for)."""
+        if not run.tool.transforms:
+            self._send_failure(run, {"error": err})
+            return
+        task = self.worker._loop.create_task(self.worker._error_views(
+            run, err))
+        self.calls.add(task)
+        task.add_done_callback(functools.partial(self._failure_views, run,
+                                                 err))
+
+    def _failure_views(self, run: _Run, err: dict[str, Any],
+                       task: asyncio.Task) -> None:
+        self.calls.discard(task)
+        self.worker._poke()
+        if self.conn.closed:
+            return
+        outcome: dict[str, Any] = {"error": err}
+        if not task.cancelled() and task.exception() is None:
+            outcome["views"] = task.result()
+            try:
+                self.conn.respond(run.rid, outcome)
+                return
+            except (TypeError, ValueError, BerthError) as e:
+                log.warning("berth: job %s: its error went without its "
+                            "views: %s", run.job_id, _why(e))
+        self._send_failure(run, {"error": err})
+
+    def _send_failure(self, run: _Run, outcome: dict[str, Any]) -> None:
         try:
-            self.conn.respond(run.rid, {"error": err})
+            self.conn.respond(run.rid, outcome)
         except (TypeError, ValueError, BerthError) as e:
             log.error("berth: job %s: no answer could be sent: %s",
                       run.job_id, e)
@@ -1183,6 +1274,11 @@ class Worker:
                 v = await self._call_fn(fn, (tc,))
                 if v is not None:
                     encode(v, "the view", self._max_line)
+                else:
+                    self._report(run, t.get("job_id") or "",
+                                 "transform.%s.%s returned None; the view "
+                                 "is a placeholder" % (target, stage), None,
+                                 logs, level="warn")
             except Exception as e:
                 self._report(run, t.get("job_id") or "", "transform.%s.%s "
                              "raised %s" % (target, stage,
@@ -1191,6 +1287,18 @@ class Worker:
                 v = None
             views.setdefault(target, {})[stage] = \
                 _placeholder(stage) if v is None else v
+
+    async def _error_views(self, run: _Run, err: dict[str, Any]
+                           ) -> dict[str, dict]:
+        """_error_views is VIEWS of an error the SDK sends in place of
+        run's outcome: the views pending.views asked for, and the error's
+        of each target the tool transforms it for."""
+        views = {target: dict(v)
+                 for target, v in (run.early_views or {}).items()}
+        t = self._tfields(run.job, "error", err)
+        t["error"] = err
+        await self._views(views, run.tool, "error", t, run)
+        return views
 
     @staticmethod
     def _tfields(job: dict, stage: str, payload: Any) -> dict[str, Any]:
@@ -1230,22 +1338,22 @@ class Worker:
                                 views, tool, stage, self._tfields(
                                     job, stage, _stage_payload(job, stage)),
                                 run)
+            if views:
+                # Kept for an outcome that cannot be sent: the error sent
+                # in its place carries them too.
+                run.early_views = {target: dict(v)
+                                   for target, v in views.items()}
             if ctx.cancelled:
                 run.stopped = True
                 return _aborted(ctx.abort_reason)
             value = job.get("input")
             model = tool.models.get("inputSchema")
-            try:
-                if model is not None:
-                    value = parse_model(model, value)
-                model = tool.models.get("resumeSchema")
-                if model is not None and "resumeData" in job:
-                    ctx._resume = parse_model(model, job["resumeData"])
-            except Exception as e:
-                return {"error": {
-                    "message": "the tool's pydantic model refused what "
-                    "berthd validated: %s" % e, "code": "invalid_input",
-                    "retryable": False}}
+            if model is not None:
+                value = _parsed(model, value, "invalid_input")
+            model = tool.models.get("resumeSchema")
+            if model is not None and "resumeData" in job:
+                ctx._resume = _parsed(model, job["resumeData"],
+                                      "invalid_resume_data")
             fn = tool.execute
             run.phase = _EXECUTE
             try:
@@ -1263,6 +1371,9 @@ class Worker:
         except Suspend as s:
             outcome: dict[str, Any] = {"suspend": s.payload}
             stage, payload = "suspend", s.payload
+        except _Refused as r:
+            outcome = {"error": r.error}
+            stage, payload = "error", r.error
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
@@ -1279,8 +1390,7 @@ class Worker:
                 self._report(run, run.job_id, "execute raised " +
                              err["message"], e)
             for why in dropped:
-                self._report(run, run.job_id, "the data of the error was "
-                             "left out: " + why, None, level="warn")
+                self._report(run, run.job_id, why, None, level="warn")
             outcome = {"error": err}
             stage, payload = "error", err
         else:
@@ -1293,12 +1403,12 @@ class Worker:
                 except Exception as e:
                     self._report(run, run.job_id, "to_model_output raised "
                                  + _error_of(e)["message"], e)
-                    return {"error": {
-                        "message": "to_model_output raised %s"
-                        % _error_of(e)["message"],
-                        "code": "to_model_output_failed",
-                        "retryable": False}}
-            if tool.on_output is not None:
+                    payload = {"message": "to_model_output raised %s"
+                               % _error_of(e)["message"],
+                               "code": "to_model_output_failed",
+                               "retryable": False}
+                    outcome, stage = {"error": payload}, "error"
+            if stage == "output" and tool.on_output is not None:
                 await self._hook(run, tool.on_output, result,
                                  info or CallInfo.of_job(tool.id, job))
         if tool.transforms:
