@@ -73,6 +73,19 @@ void api_reply_store_error(struct api_req *r, int rc, const char *id)
 				json_pack("{s:s}", "id", id ? id : ""));
 	} else if (rc == -ENOMEM) {
 		api_reply_error(r, API_INTERNAL_ERROR, "out of memory", NULL);
+	} else if (rc == -EIO && store_shared(api_of(r)->store)) {
+		/* On PostgreSQL -EIO is the server out of reach or the
+		 * connection lost, as writes say (worker.c): SQLite's "disk
+		 * I/O error" sent operators to the wrong place. The callers
+		 * only read. */
+		char msg[240];
+
+		snprintf(msg, sizeof msg, "storage failure: PostgreSQL could "
+			 "not be reached, or the connection was lost (%s); "
+			 "nothing was changed", strerror(-rc));
+		api_reply_error(r, API_STORAGE, msg,
+				json_pack("{s:s, s:s}", "sqlite", strerror(-rc),
+					  "backend", "postgresql"));
 	} else {
 		snprintf(text, sizeof text, "storage failure: %s",
 			 sqlite_text(rc));

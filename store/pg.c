@@ -96,6 +96,7 @@ enum stmt_id {
 	S_SEQ_TAKE,
 	S_RENEW,
 	S_REAP_SCAN,
+	S_REAP_LOCK,
 	S_REAP_RETRY,
 	S_REAP_FAIL,
 	S_PROC_PUT,
@@ -153,10 +154,15 @@ static const char *const sql_text[S_NSTMT] = {
 	 * resume data, $13 checkpoint, $14 decision, $15 reason, $16
 	 * expires_at, $17 progress, $18 this node, $19 the lease, $20 by,
 	 * $21 via, $22 approvals, $23 quorum, $24 the approvals the job
-	 * must hold, $25 views. As in sqlite.c, plus the lease: a job
-	 * entering running is this node's,
+	 * must hold, $25 views, $26 the run's attempt (0: any). As in
+	 * sqlite.c, plus the lease: a job entering running is this node's,
 	 * a job leaving it is nobody's; a transition from exactly running
-	 * (the end of a run) needs this node to hold the lease. */
+	 * (the end of a run) needs this node to hold the lease, and a run's
+	 * end the attempt it ran: this node's lease is no proof that the
+	 * run is the one the job is at, as after an outage longer than the
+	 * lease the node may have claimed the recovered job again while its
+	 * last run's end waited to be stored (the audit saw that end
+	 * committed as the new attempt's result). */
 	[S_TRANSITION] =
 		"UPDATE jobs SET status = $3::int, updated_at = $4::bigint,"
 		" run_at = CASE WHEN $5::int & 1 <> 0 THEN $6::bigint ELSE run_at END,"
@@ -199,6 +205,7 @@ static const char *const sql_text[S_NSTMT] = {
 		" WHERE id = $1 AND ((1 << status) & $2::int) <> 0"
 		" AND (status <> 2 OR $2::int <> 4 OR lease_owner IS NULL"
 		"   OR lease_owner = $18::text)"
+		" AND (status <> 2 OR $26::int = 0 OR attempt = $26::int)"
 		" AND ($5::int & 4096 = 0"
 		"   OR coalesce(json_array_length(approvals::json), 0) = $24::int)"
 		" RETURNING " STORE__JOB_COLS,
@@ -320,8 +327,16 @@ static const char *const sql_text[S_NSTMT] = {
 		       " RETURNING n",
 	[S_RENEW] = "UPDATE jobs SET lease_until = $2::bigint"
 		    " WHERE status = 2 AND lease_owner = $1",
-	[S_REAP_SCAN] = "SELECT id, tool, attempt, max_retries, lease_owner"
-			" FROM jobs WHERE status = 2"
+	/* The tools of the jobs of expired leases, read without a lock: a
+	 * node locks only the jobs of the tools it knows (S_REAP_LOCK), so
+	 * that a node without a job's tool never holds it from one that has
+	 * it, and jobs it must leave never fill its LIMIT. */
+	[S_REAP_SCAN] = "SELECT DISTINCT tool FROM jobs WHERE status = 2"
+			" AND lease_owner IS DISTINCT FROM $1::text"
+			" AND (lease_until IS NULL OR lease_until < $2::bigint)",
+	/* The jobs of those tools of $3 this node knows, locked. */
+	[S_REAP_LOCK] = "SELECT id, tool, attempt, max_retries, lease_owner"
+			" FROM jobs WHERE tool = ANY($3::text[]) AND status = 2"
 			" AND lease_owner IS DISTINCT FROM $1::text"
 			" AND (lease_until IS NULL OR lease_until < $2::bigint)"
 			" ORDER BY id LIMIT 256 FOR UPDATE SKIP LOCKED",
@@ -1732,6 +1747,7 @@ static int send_transition(struct pg *q, struct store__wreq *w)
 	p_int(&p, tr->quorum);
 	p_int(&p, tr->approvals_had);
 	p_str(&p, t[STORE__T_VIEWS]);
+	p_int(&p, tr->run_attempt);
 	return send_params(q, S_TRANSITION, &p, PK_TRANSITION, w);
 }
 
@@ -3225,11 +3241,36 @@ static int pg_notified(void *be)
 	return any;
 }
 
+/* reap_known returns a malloc'd array literal of the tools of the scan r
+ * this node knows (policy >= 0), or NULL with *none set when there are
+ * none (or NULL when out of memory). */
+static char *reap_known(PGresult *r, int (*policy)(void *arg, const char *tool),
+			void *arg, bool *none)
+{
+	int rows = PQntuples(r);
+	const char **tools = calloc((size_t)rows + 1, sizeof(*tools));
+	size_t n = 0;
+	*none = false;
+	if (tools == NULL)
+		return NULL;
+	for (int i = 0; i < rows; i++)
+		if (policy(arg, PQgetvalue(r, i, 0)) >= 0)
+			tools[n++] = PQgetvalue(r, i, 0);
+	char *lit = n > 0 ? text_array(tools, n) : NULL;
+	*none = n == 0;
+	free(tools);
+	return lit;
+}
+
 /* reap recovers, in one transaction on the reader's connection, the
  * running jobs of other nodes whose leases expired: by the policy of
- * store_recover (may_rerun and the retries left). Returns the number of
- * jobs recovered or an error. */
-static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
+ * store_recover (may_rerun and the retries left). A job of a tool this
+ * node does not know (policy -1) is left alone: whether it may run again
+ * is its tool's to say, and a node without the tool failed jobs that
+ * would have been retried (the audit: a worker tool registered on the
+ * node that died). A node that has the tool recovers it, the dead node's
+ * restart among them. Returns the number of jobs recovered or an error. */
+static int reap(struct pg *q, int (*policy)(void *arg, const char *tool),
 		void *arg)
 {
 	struct conn *c = &q->r;
@@ -3238,13 +3279,30 @@ static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
 	const char **texts = NULL;
 	char **owned = NULL;
 	int rows = 0, done = 0;
-	int rc = simple(c->pg, "BEGIN");
-	if (rc != 0)
-		return rc;
 	struct params p = {0};
 	p_str(&p, q->node);
 	p_int(&p, now);
+	/* Outside a transaction: most ticks find nothing, and pay one
+	 * statement for it. */
 	PGresult *r = exec(c, S_REAP_SCAN, &p);
+	int rc = ok(c->pg, r, PGRES_TUPLES_OK);
+	if (rc != 0)
+		return rc;
+	bool none = PQntuples(r) == 0;
+	char *tools = none ? NULL : reap_known(r, policy, arg, &none);
+	PQclear(r);
+	r = NULL;
+	if (none)
+		return 0;
+	if (tools == NULL)
+		return -ENOMEM;
+	if ((rc = simple(c->pg, "BEGIN")) != 0) {
+		free(tools);
+		return rc;
+	}
+	p_str(&p, tools);
+	r = exec(c, S_REAP_LOCK, &p);
+	free(tools);
 	if ((rc = ok(c->pg, r, PGRES_TUPLES_OK)) != 0) {
 		r = NULL;
 		goto out;
@@ -3262,7 +3320,10 @@ static int reap(struct pg *q, bool (*may_rerun)(void *arg, const char *tool),
 		int attempt = (int)get_int(r, i, 2);
 		int max_retries = (int)get_int(r, i, 3);
 		const char *owner = PQgetisnull(r, i, 4) ? "none" : PQgetvalue(r, i, 4);
-		bool rerun = may_rerun(arg, tool) && attempt <= max_retries;
+		int may = policy(arg, tool);
+		if (may < 0)
+			continue;
+		bool rerun = may > 0 && attempt <= max_retries;
 		struct params up = {0};
 		p_str(&up, id);
 		p_int(&up, now);
@@ -3323,7 +3384,7 @@ static int64_t pg_tick_ms(void *be)
 	return t < 50 ? 50 : t > 1000 ? 1000 : t;
 }
 
-static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
+static int pg_tick(void *be, int (*policy)(void *arg, const char *tool),
 		   void *arg)
 {
 	struct pg *q = be;
@@ -3359,9 +3420,9 @@ static int pg_tick(void *be, bool (*may_rerun)(void *arg, const char *tool),
 			return rc;
 		q->last_renew = now;
 	}
-	if (may_rerun == NULL)
+	if (policy == NULL)
 		return 0;
-	return reap(q, may_rerun, arg);
+	return reap(q, policy, arg);
 }
 
 /* ---- open and close ----------------------------------------------------- */

@@ -20,6 +20,7 @@
  * jobs of nodes whose leases expired, and catches up in case a
  * notification was lost.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -120,6 +121,8 @@ struct store {
 	bool fatal_told;
 	bool (*may_rerun)(void *arg, const char *tool);
 	void *may_rerun_arg;
+	bool (*known)(void *arg, const char *tool); /* store_know_tools */
+	void *known_arg;
 };
 
 /* ---- batches ----------------------------------------------------------- */
@@ -639,11 +642,22 @@ static void watch(struct store *st)
 	uv_poll_start(&st->poll, UV_READABLE, on_poll);
 }
 
-/* rerun answers for the tick's recoveries with store_recover's policy. */
-static bool rerun(void *arg, const char *tool)
+/* rerun answers for the tick's recoveries with store_recover's policy,
+ * and -1 for a tool this node does not know (store_know_tools), whose
+ * policy is a node's that has it. */
+static int rerun(void *arg, const char *tool)
 {
 	struct store *st = arg;
+	if (st->known != NULL && !st->known(st->known_arg, tool))
+		return -1;
 	return st->may_rerun == NULL || st->may_rerun(st->may_rerun_arg, tool);
+}
+
+void store_know_tools(struct store *st, bool (*known)(void *arg, const char *tool),
+		      void *arg)
+{
+	st->known = known;
+	st->known_arg = arg;
 }
 
 static void on_tick(uv_timer_t *h)
@@ -662,24 +676,85 @@ static void on_tick(uv_timer_t *h)
 	}
 }
 
-/* redact returns a malloc'd copy of a URL with its password replaced by
- * "***", for server/info and logs; anything else is copied as is. */
+/* secret_key is true for a URI query parameter that holds a password
+ * (libpq's password and sslpassword), given its key's n characters as
+ * written: libpq decodes %XX in keys too, so "pass%77ord" is one. */
+static bool secret_key(const char *k, size_t n)
+{
+	char key[16];
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)k[i];
+		if (c == '%' && i + 2 < n &&
+		    isxdigit((unsigned char)k[i + 1]) &&
+		    isxdigit((unsigned char)k[i + 2])) {
+			char hex[3] = {k[i + 1], k[i + 2], '\0'};
+			c = (int)strtol(hex, NULL, 16);
+			i += 2;
+		}
+		if (len + 1 >= sizeof(key))
+			return false;
+		key[len++] = (char)c;
+	}
+	key[len] = '\0';
+	return strcmp(key, "password") == 0 || strcmp(key, "sslpassword") == 0;
+}
+
+/* redact returns a malloc'd copy of a URL with every password replaced by
+ * "***", for server/info and logs: the one of user:password@ and those
+ * of the query's password= (and sslpassword=), which libpq takes as
+ * well, wherever they are. Anything else is copied as is. */
 static char *redact(const char *url)
 {
 	const char *scheme = strstr(url, "://");
 	if (!store__is_pg_url(url) || scheme == NULL)
 		return strdup(url);
-	const char *auth = scheme + 3;
-	const char *at = strchr(auth, '@');
-	const char *slash = strchr(auth, '/');
-	if (at == NULL || (slash != NULL && slash < at))
-		return strdup(url);
-	const char *colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL)
-		return strdup(url);
-	char *s = NULL;
-	if (asprintf(&s, "%.*s:***%s", (int)(colon - url), url, at) < 0)
+	size_t len = strlen(url);
+	/* A password, even an empty one, becomes "***": 3 characters more
+	 * at most for the userinfo's, and for each of the query's, which
+	 * takes 9 characters of url or more ("password="). */
+	char *s = malloc(len + 3 * (len / 9 + 2) + 1);
+	if (s == NULL)
 		return NULL;
+	const char *p = scheme + 3;
+	size_t o = (size_t)(p - url);
+	memcpy(s, url, o);
+	/* The userinfo ends at the first '@' before any '/' (libpq's own
+	 * reading of the URI). */
+	const char *at = strchr(p, '@');
+	const char *slash = strchr(p, '/');
+	if (at != NULL && (slash == NULL || at < slash)) {
+		const char *colon = memchr(p, ':', (size_t)(at - p));
+		if (colon != NULL) {
+			memcpy(s + o, p, (size_t)(colon - p));
+			o += (size_t)(colon - p);
+			memcpy(s + o, ":***", 4);
+			o += 4;
+			p = at;
+		}
+	}
+	const char *q = strchr(p, '?');
+	if (q == NULL)
+		q = url + len;
+	memcpy(s + o, p, (size_t)(q - p));
+	o += (size_t)(q - p);
+	/* The query: key=value pairs split by '&'. */
+	while (*q != '\0') {
+		s[o++] = *q++; /* the '?' or '&' */
+		size_t n = strcspn(q, "&");
+		const char *eq = memchr(q, '=', n);
+		if (eq != NULL && secret_key(q, (size_t)(eq - q))) {
+			memcpy(s + o, q, (size_t)(eq - q) + 1);
+			o += (size_t)(eq - q) + 1;
+			memcpy(s + o, "***", 3);
+			o += 3;
+		} else {
+			memcpy(s + o, q, n);
+			o += n;
+		}
+		q += n;
+	}
+	s[o] = '\0';
 	return s;
 }
 

@@ -431,6 +431,14 @@ struct store_transition {
 	json_t *approvals;
 	int approvals_had;
 	int quorum;
+	/* The attempt of the run a transition from running ends (0: any).
+	 * On a shared store (PostgreSQL) a job running at another attempt
+	 * is a conflict: the end of an earlier run of the job, held back
+	 * while the database was out of reach, after another node recovered
+	 * the job and this node claimed it again. A node of its own
+	 * (SQLite) never finds its job at another attempt while a run of it
+	 * lasts, and does not check it. */
+	int run_attempt;
 };
 
 /* A claim: moves up to limit runnable jobs (status pending, run_at <= now,
@@ -778,6 +786,22 @@ int store_recover(struct store *st, bool (*may_rerun)(void *arg, const char *too
 		  void *arg);
 
 /*
+ * store_know_tools tells a shared store (PostgreSQL) which tools this node
+ * knows, for its recovery of other nodes' expired leases: a job whose tool
+ * known(arg, tool) does not know is left running, with its lease expired,
+ * for a node that knows the tool's interrupt policy (the dead node's
+ * restart, or any node that has the tool) to recover it. may_rerun alone
+ * cannot tell "must not run again" from "not a tool of this node", and a
+ * node without the tool failed jobs that its policy would have retried.
+ * known NULL (the default): every tool is known, and may_rerun decides for
+ * all. Call before store_recover, on the loop thread; arg must stay valid
+ * as store_recover's does. A store of one node (SQLite) ignores it: its own
+ * restart recovers its jobs by may_rerun.
+ */
+void store_know_tools(struct store *st, bool (*known)(void *arg, const char *tool),
+		      void *arg);
+
+/*
  * store_requeue_running puts every running job back to pending without
  * raising attempt (a clean shutdown, which uses up no retry), with a
  * "retrying" event whose data is {"reason": "shutdown"}. Synchronous, for
@@ -793,8 +817,8 @@ int store_requeue_running(struct store *st);
  * database named by the URL to (migrated first; it must hold no job and
  * no event): jobs, their payloads and decisions, events with their seq,
  * job logs and tool state, in one transaction. Running jobs stay running
- * with no lease, so the first node to start recovers them by the interrupt
- * policy. The SQLite database is locked as a daemon would lock it, so it
+ * with no lease, so the first node to start with their tools recovers
+ * them by the interrupt policy (store_know_tools). The SQLite database is locked as a daemon would lock it, so it
  * must not be in use. Returns 0, or a negative code and sets *errmsg to a
  * malloc'd sentence.
  */

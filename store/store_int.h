@@ -199,13 +199,16 @@ struct store__backend {
 	 * returns 1 when other events may have committed, 0 when not, or a
 	 * negative code (the connection is lost; tick reconnects). tick runs
 	 * every tick_ms: it renews this node's leases and recovers the jobs
-	 * of expired leases by may_rerun (NULL: before store_recover, or
-	 * after store_requeue_running: no recovery).
+	 * of expired leases by policy (NULL: before store_recover, or after
+	 * store_requeue_running: no recovery), which answers 1 for a tool
+	 * whose job may run again, 0 for one that must not, and -1 for a
+	 * tool this node does not know: that job is left to a node that
+	 * knows it (store_know_tools).
 	 */
 	bool shared;
 	int (*watch_fd)(void *be);
 	int (*notified)(void *be);
-	int (*tick)(void *be, bool (*may_rerun)(void *arg, const char *tool),
+	int (*tick)(void *be, int (*policy)(void *arg, const char *tool),
 		    void *arg);
 	int64_t (*tick_ms)(void *be);
 };

@@ -72,6 +72,12 @@ int worker__op_submit(struct worker__op *op,
 	op->then = then;
 	op->req.done = op_store_done;
 	op->req.data = op;
+	/* A run's own transition (its end, run.c) holds for the attempt it
+	 * ran alone: on a shared database the node may have claimed the job
+	 * again, at the next attempt, while that end waited for the
+	 * database (store_transition.run_attempt). */
+	if (op->run && op->req.op == STORE_OP_TRANSITION)
+		op->req.u.transition.run_attempt = op->run->job->attempt;
 	return store_submit(op->w->st, &op->req);
 }
 
@@ -568,6 +574,14 @@ static bool may_rerun(void *arg, const char *tool)
 	return t && t->bg.on_interrupt == BERTH_INTERRUPT_RETRY;
 }
 
+/* knows_tool answers the store's recovery of another node's expired lease
+ * (store_know_tools): a job of a tool this node does not have is left to
+ * a node that has it, which knows whether it may run again. */
+static bool knows_tool(void *arg, const char *tool)
+{
+	return worker__tool_find(arg, tool) != NULL;
+}
+
 static void prune_done(struct worker__op *op, int rc)
 {
 	worker__op_free(op);
@@ -818,6 +832,7 @@ int worker_start(struct worker *w, char **errmsg)
 	 * registers them again (remote.c logs it). */
 	worker__remote_load(w);
 	count_interrupted(w, &rerun, &fail);
+	store_know_tools(w->st, knows_tool, w);
 	rc = store_recover(w->st, may_rerun, w);
 	if (rc < 0) {
 		if (errmsg)

@@ -17,6 +17,14 @@
 #      have been taken ahead of the run's final commit and counted it;
 #   6. berth events --type completed reads the completed events alone on
 #      the nodes still running, as many as the database holds.
+#   (7, 8: the log's format; the server out of reach: writes and reads
+#      answered -32014 saying so.)
+#   9. a node killed with SIGKILL while running a job of a tool only it
+#      has: the others leave the job running, and a node started with
+#      the tool runs it again (its URL's password= shown as ***);
+#  10. the end of a run that meets its job at another attempt (the same
+#      node's new claim of it, made directly in the database here) is
+#      dropped, not stored as that attempt's result.
 set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,7 +68,7 @@ start() {
 	node=$1
 	shift
 	BERTH_NODE=$node BERTH_LEASE_MS=1500 ASAN_OPTIONS=detect_leaks=0 \
-		"$build/berthd/berthd" --db "$db" --socket "$dir/$node.sock" \
+		"$build/berthd/berthd" --db "${dburl:-$db}" --socket "$dir/$node.sock" \
 		--tools "$dir/tools" --workers 3 --quiet "$@" >>"$dir/$node.log" 2>&1 &
 	eval "pid_$node=$!"
 	pids="$pids $!"
@@ -197,7 +205,65 @@ check "a submit while PostgreSQL is down is refused -32014" \
 	"$(printf '%s' "$out" | jq -r '.error.code // .code // empty' 2>/dev/null | head -n 1)" -32014
 check "... saying the commit's outcome is unknown" \
 	"$(printf '%s' "$out" | jq -r '(.error.data // .data).committed // empty' 2>/dev/null | head -n 1)" unknown
+# A read says so too, as a write does (before: "storage failure: disk I/O
+# error", data.sqlite alone, as on SQLite).
+out=$(berth $live --json get "$id" 2>&1)
+check "a read while PostgreSQL is down says PostgreSQL could not be reached" \
+	"$(printf '%s' "$out" | jq -r '(.error.message // .message) // empty' 2>/dev/null | grep -c 'PostgreSQL could not be reached')" 1
+check "... with data.backend postgresql" \
+	"$(printf '%s' "$out" | jq -r '(.error.data // .data).backend // empty' 2>/dev/null | head -n 1)" postgresql
 "$here/pgctl.sh" start "$pgdir" "$pgport" >/dev/null 2>&1
+# The nodes reconnect by themselves; the first request may fail once.
+i=0
+while ! berth $live info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+
+# 9. A job of a tool only the killed node has (its own --tools): the
+# other nodes do not know the tool's onInterrupt, so they leave the job
+# (before: they failed it "interrupted", though the tool says retry); a
+# node started with the tool recovers it by that policy, at attempt 2.
+mkdir -p "$dir/tools-d"
+jq '.id = "only-d"' "$dir/tools/count-to.json" >"$dir/tools-d/only-d.json"
+cp "$dir/tools/count-to.sh" "$dir/tools-d/"
+start d --tools "$dir/tools-d"
+i=0
+while ! berth d info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+jid=$(berth d --json submit only-d '{"to":20,"delayMs":200}' | jq -r .id)
+poll_q d 100 "SELECT lease_owner FROM jobs WHERE id = '$jid' AND status = 2" >/dev/null
+kill -9 "$pid_d"
+# The lease (1.5 s) expires and the other nodes' ticks pass over it.
+sleep 4
+check "the other nodes leave the killed node's job of a tool they lack running" \
+	"$(q "SELECT status || ' ' || attempt FROM jobs WHERE id = '$jid'")" "2 1"
+dburl="$db?application_name=berth-e&password=pw-secret"
+start e --tools "$dir/tools-d"
+dburl=""
+i=0
+while ! berth e info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+berth e wait "$jid" --timeout 60s >/dev/null 2>&1
+check "a node with the tool ran it again and it completed" \
+	"$(q "SELECT status || ' ' || attempt FROM jobs WHERE id = '$jid'")" "4 2"
+check "server/info shows the password= of the URL's query as ***" \
+	"$(berth e --json info | jq -r .database | sed -n 's|.*\(password=[^&]*\).*|\1|p')" "password=***"
+check "no node's log shows that password" "$(cat "$dir"/*.log | grep -c pw-secret)" 0
+
+# 10. A run's end at another attempt than its job's: the job, running,
+# is moved to attempt 2 under the same lease, as an outage longer than
+# the lease leaves it when the node claims its recovered job again while
+# the end of its first run waits to be stored. That end is dropped
+# (before: stored as attempt 2's result).
+jid=$(berth $live --json submit count-to '{"to":10,"delayMs":200}' | jq -r .id)
+owner=$(poll_q x 100 "SELECT CASE WHEN status = 2 THEN 'x' END FROM jobs WHERE id = '$jid'" >/dev/null;
+	q "SELECT lease_owner FROM jobs WHERE id = '$jid'")
+q "UPDATE jobs SET attempt = 2 WHERE id = '$jid' AND status = 2" >/dev/null
+i=0
+while ! grep -q "job $jid: its result is dropped" "$dir/$owner.log" 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i+1))
+done
+check "the first run's end did not complete the job at attempt 2" \
+	"$(q "SELECT status || ' ' || attempt || ' ' || (output IS NULL) FROM jobs WHERE id = '$jid'")" "2 2 true"
+check "... and was dropped as a conflict" "$(grep -c "job $jid: its result is dropped" "$dir/$owner.log")" 1
+berth $live cancel "$jid" >/dev/null 2>&1
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail
