@@ -16,6 +16,10 @@
  *   browser sends a host's cookies to every port of that host, so a
  *   cookie would reach any other server on 127.0.0.1. T is good once and
  *   for HTTP_LOGIN_MS; opening a used or expired one logs a new URL.
+ *   Credentials are looked at on a request's head only, so a session's
+ *   end (logout, its place taken, expiry) also closes the connections
+ *   of the event streams and waits it opened (conn.c): they would go on
+ *   serving whoever held it.
  * - Guessing: a token that is none of these is logged with the peer's
  *   address and counted (api_auth_failed), and the api's throttle
  *   (api_auth_gate) refuses further tokens from that peer unchecked for
@@ -27,10 +31,11 @@
  *   web page that rebinds its own DNS name to 127.0.0.1 cannot talk to it.
  * - Cross-site requests: a state-changing request (POST, DELETE) is
  *   refused when its Origin (or Sec-Fetch-Site) says it comes from
- *   another site, and, unless it carries a token (which a cross-site page
- *   cannot set without a CORS preflight the gateway never grants), it
- *   must be Content-Type application/json for the same reason. Pages may
- *   not be framed.
+ *   another site (an Origin is this site when its host and port are the
+ *   Host's, over http or, through a TLS proxy, https), and, unless it
+ *   carries a token (which a cross-site page cannot set without a CORS
+ *   preflight the gateway never grants), it must be Content-Type
+ *   application/json for the same reason. Pages may not be framed.
  */
 #include "log/log.h"
 #include "http/internal.h"
@@ -106,6 +111,10 @@ int http_auth_init(struct http *h, char **errmsg)
 	h->login_ms = e ? strtoll(e, NULL, 10) : 0;
 	if (h->login_ms <= 0)
 		h->login_ms = HTTP_LOGIN_MS;
+	e = getenv("BERTH_HTTP_SESSION_MS");
+	h->session_ms = e ? strtoll(e, NULL, 10) : 0;
+	if (h->session_ms <= 0)
+		h->session_ms = HTTP_SESSION_MS;
 	if (new_login_token(h) < 0) {
 		*errmsg = strdup("cannot read random bytes for the login URL");
 		return -EIO;
@@ -151,6 +160,7 @@ int http_auth_check(struct http_conn *c)
 	struct http_session *s;
 
 	c->principal = NULL;
+	c->session = NULL;
 	if (h->cfg.open) {
 		c->principal = api_auth_anonymous(api);
 		return c->principal ? HTTP_AUTH_OPEN : HTTP_AUTH_NONE;
@@ -162,6 +172,9 @@ int http_auth_check(struct http_conn *c)
 	len = strlen(t);
 	if (len && (s = find_session(h, t, len))) {
 		c->principal = s->principal;
+		c->session = s;
+		c->session_gen = s->gen;
+		c->session_expires = s->expires;
 		return HTTP_AUTH_SESSION;
 	}
 	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
@@ -200,26 +213,51 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 	struct http_session *slot = &h->sessions[0];
 	uint64_t now = uv_now(h->loop);
 	struct timespec ts;
+	struct http_session *own = NULL;
+	int owned = 0;
 
 	if (http_random_hex(sid, 32) < 0)
 		return -1;
-	/* A free or expired slot, else the one that expires first. */
+	/* The principal's oldest when it has its share already (a
+	 * principal's sessions never take another's place, internal.h);
+	 * else a free or expired slot, else the one that expires first.
+	 * Every session lasts as long, so the one that expires first is the
+	 * one opened first: gen tells, where expires (in ms) may be the
+	 * same for sessions opened in one millisecond. */
 	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
 		struct http_session *s = &h->sessions[i];
 
-		if (!s->id[0] || s->expires <= now) {
-			slot = s;
-			break;
+		if (s->id[0] && s->expires > now &&
+		    s->principal == c->principal) {
+			owned++;
+			if (!own || s->gen < own->gen)
+				own = s;
 		}
-		if (s->expires < slot->expires)
-			slot = s;
 	}
+	if (owned >= HTTP_PRINCIPAL_SESSIONS) {
+		slot = own;
+	} else {
+		for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
+			struct http_session *s = &h->sessions[i];
+
+			if (!s->id[0] || s->expires <= now) {
+				slot = s;
+				break;
+			}
+			if (s->gen < slot->gen)
+				slot = s;
+		}
+	}
+	/* The session whose place this takes ends, with what it opened. */
+	if (slot->id[0])
+		http_conn_end_session(h, slot);
 	memcpy(slot->id, sid, 65);
-	slot->expires = now + HTTP_SESSION_MS;
+	slot->expires = now + (uint64_t)h->session_ms;
+	slot->gen = ++h->session_gen;
 	slot->principal = c->principal;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*expires = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-		   HTTP_SESSION_MS;
+		   h->session_ms;
 	if (auth == HTTP_AUTH_LOGIN) {
 		memcpy(h->spent_token, h->login_token, sizeof h->spent_token);
 		if (new_login_token(h) == 0)
@@ -228,7 +266,7 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 	return 0;
 }
 
-int http_session_close(struct http_conn *c)
+int http_session_close(struct http_conn *c, const struct http_session **ended)
 {
 	const char *auth = http_header_get(c, "Authorization");
 	struct http_session *s;
@@ -241,19 +279,50 @@ int http_session_close(struct http_conn *c)
 	s = find_session(c->http, t, strlen(t));
 	if (!s)
 		return -1;
-	memset(s, 0, sizeof *s);
+	/* Free, with its gen kept: that tells the connections it opened. */
+	memset(s->id, 0, sizeof s->id);
+	s->expires = 0;
+	s->principal = NULL;
+	*ended = s;
 	return 0;
 }
 
-/* same_host is true when origin ("http://HOST[:PORT]") names the Host the
- * request was sent to. */
+/* authority_eq compares two authorities (HOST[:PORT]) as the same
+ * server of a scheme whose default port is port: "host" and "host:443"
+ * are one for https, as "host" and "host:80" are for http. A browser
+ * leaves the default port out of Origin; a client or proxy may write it
+ * in Host. */
+static bool authority_eq(const char *a, const char *b, const char *port)
+{
+	size_t la = strlen(a), lb = strlen(b), lp = strlen(port);
+
+	if (la > lp && strcasecmp(a + la - lp, port) == 0)
+		la -= lp;
+	if (lb > lp && strcasecmp(b + lb - lp, port) == 0)
+		lb -= lp;
+	return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* same_host is true when origin ("http://HOST[:PORT]", or https) names the
+ * Host the request was sent to. An https:// Origin comes through a TLS
+ * reverse proxy that keeps Host (docs/HTTP.md): the browser's origin is
+ * the proxy's, whose host and port are the ones the request names. A
+ * page of another scheme, host or port is another site. */
 static bool same_host(const char *origin, const char *host)
 {
-	static const char scheme[] = "http://";
+	static const struct {
+		const char *scheme, *port;
+	} schemes[] = {{"http://", ":80"}, {"https://", ":443"}};
 
-	if (!host || strncasecmp(origin, scheme, sizeof scheme - 1) != 0)
+	if (!host)
 		return false;
-	return strcasecmp(origin + sizeof scheme - 1, host) == 0;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+		size_t n = strlen(schemes[i].scheme);
+
+		if (strncasecmp(origin, schemes[i].scheme, n) == 0)
+			return authority_eq(origin + n, host, schemes[i].port);
+	}
+	return false;
 }
 
 bool http_csrf_ok(struct http_conn *c, int auth, const char **why)

@@ -27,6 +27,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,28 @@ void http_conn_close(struct http_conn *c)
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, on_handle_close);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_close);
+}
+
+/* session_bound is true when c's answer is one that lasts (an event
+ * stream, a wait) opened with a session: it ends with the session. */
+static bool session_bound(const struct http_conn *c)
+{
+	return c->session &&
+	       (c->state == HC_STREAMING ||
+		(c->state == HC_HANDLING && (c->long_poll || c->sse)));
+}
+
+void http_conn_end_session(struct http *h, const struct http_session *s)
+{
+	for (struct http_conn *c = h->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->session == s && c->session_gen == s->gen &&
+		    session_bound(c)) {
+			log_debug("http: closed an event stream or a wait whose "
+				  "session ended");
+			http_conn_close(c);
+		}
+	}
 }
 
 const char *http_header_get(const struct http_conn *c, const char *name)
@@ -359,13 +382,33 @@ void http_respond_error(struct http_conn *c, int status, int code,
 					 : NULL, hdr);
 }
 
+static void on_ping(uv_timer_t *t);
+
+/* stream_arm sets c's timer for its stream's next ping, or for the end of
+ * the session that opened it when that comes first. */
+static void stream_arm(struct http_conn *c)
+{
+	uint64_t now = uv_now(c->http->loop), wait = HTTP_SSE_PING_MS;
+
+	if (c->session && c->session_expires < now + wait)
+		wait = c->session_expires > now ? c->session_expires - now : 0;
+	uv_timer_start(&c->timer, on_ping, wait, 0);
+}
+
 static void on_ping(uv_timer_t *t)
 {
 	static const char ping[] = ": ping\n\n";
 	struct http_conn *c = t->data;
 
-	if (c->state == HC_STREAMING)
-		http_stream_send(c, ping, sizeof ping - 1);
+	if (c->state != HC_STREAMING)
+		return;
+	if (c->session && c->session_expires <= uv_now(c->http->loop)) {
+		log_debug("http: closed an event stream whose session expired");
+		http_conn_close(c);
+		return;
+	}
+	if (http_stream_send(c, ping, sizeof ping - 1) == 0)
+		stream_arm(c);
 }
 
 void http_stream_start(struct http_conn *c)
@@ -402,7 +445,7 @@ void http_stream_start(struct http_conn *c)
 	c->keep_alive = false;
 	if (conn_write(c, copy, sizeof head - 1, NULL, 0) < 0)
 		return;
-	uv_timer_start(&c->timer, on_ping, HTTP_SSE_PING_MS, HTTP_SSE_PING_MS);
+	stream_arm(c);
 }
 
 int http_stream_send(struct http_conn *c, const char *text, size_t len)
@@ -591,7 +634,8 @@ bad:
 static void on_deadline(uv_timer_t *t);
 
 /* conn_due returns when c's current wait ends (internal.h's bounds), or
- * 0 when it has none: a request being answered waits for berthd. */
+ * 0 when it has none: a request being answered waits for berthd, a wait
+ * opened with a session until the session expires at most. */
 static uint64_t conn_due(const struct http_conn *c)
 {
 	uint64_t due = 0;
@@ -606,11 +650,39 @@ static uint64_t conn_due(const struct http_conn *c)
 			due = c->head_started + HTTP_HEAD_MS;
 		else
 			due = c->waiting_since + HTTP_IDLE_MS;
+	} else if (session_bound(c)) {
+		due = c->session_expires;
 	}
 	if (!c->trusted && c->state != HC_CLOSING &&
 	    (!due || c->accepted + (uint64_t)login < due))
 		due = c->accepted + (uint64_t)login;
 	return due;
+}
+
+/* hangup_watched is true when c waits for a long answer (a wait) while
+ * it is not read, because it pipelined more than its buffer holds behind
+ * the wait: its EOF cannot be read then, so it is looked at once a second
+ * for a peer that hung up (peer_hung_up), as the socket looks at the
+ * connections it does not read. */
+static bool hangup_watched(const struct http_conn *c)
+{
+	return c->state == HC_HANDLING && c->long_poll && !c->reading &&
+	       !c->eof;
+}
+
+/* peer_hung_up is true when c's peer sent its end (or reset): TCP cannot
+ * tell a close from a half-close, so it is taken as gone, as at EOF
+ * (on_read). */
+static bool peer_hung_up(struct http_conn *c)
+{
+	struct pollfd p = {.events = POLLRDHUP};
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0)
+		return true;
+	p.fd = fd;
+	return poll(&p, 1, 0) == 1 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* conn_arm sets c's timer for its deadline; an event stream's timer
@@ -623,6 +695,8 @@ static void conn_arm(struct http_conn *c)
 	    c->shutting_down)
 		return;
 	due = conn_due(c);
+	if (hangup_watched(c) && (!due || due > now + 1000))
+		due = now + 1000;
 	if (!due)
 		uv_timer_stop(&c->timer);
 	else
@@ -635,7 +709,12 @@ static void on_deadline(uv_timer_t *t)
 	struct http_conn *c = t->data;
 	uint64_t now = uv_now(c->http->loop), due = conn_due(c);
 
-	if (due > now) {
+	if (hangup_watched(c) && peer_hung_up(c)) {
+		log_debug("http: closed a wait whose client hung up");
+		http_conn_close(c);
+		return;
+	}
+	if (due > now || (!due && hangup_watched(c))) {
 		conn_arm(c);
 		return;
 	}
@@ -836,9 +915,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			parse_next(c);
 		} else if (c->len >= c->cap) {
 			/* A client that pipelines more than the buffer
-			 * holds waits until its earlier answers are out. */
+			 * holds waits until its earlier answers are out;
+			 * while it waits for a wait, its hang-up is watched
+			 * for (conn_arm). */
 			uv_read_stop(s);
 			c->reading = false;
+			conn_arm(c);
 		}
 		return;
 	}

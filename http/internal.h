@@ -63,13 +63,17 @@
 /*
  * Sessions of the page (auth.c): a login URL's token is good for
  * HTTP_LOGIN_MS and one use ($BERTH_HTTP_LOGIN_MS overrides it, for
- * tests); a session it opens lasts HTTP_SESSION_MS or until its logout,
- * and at most HTTP_MAX_SESSIONS are open (a new one takes the place of
- * the one that expires first). A connection on which HTTP_AUTH_TRIES
- * credentials failed is closed after its answer.
+ * tests); a session it opens lasts HTTP_SESSION_MS ($BERTH_HTTP_SESSION_MS
+ * likewise) or until its logout, and at most HTTP_MAX_SESSIONS are open
+ * (a new one takes the place of the one that expires first), at most
+ * HTTP_PRINCIPAL_SESSIONS of them one principal's (its new one takes the
+ * place of its own oldest, so that no principal can push out another's).
+ * A connection on which HTTP_AUTH_TRIES credentials failed is closed
+ * after its answer.
  */
 #define HTTP_LOGIN_MS (10LL * 60 * 1000)
 #define HTTP_MAX_SESSIONS 64
+#define HTTP_PRINCIPAL_SESSIONS 8
 #define HTTP_SESSION_MS (7LL * 24 * 3600 * 1000)
 #define HTTP_AUTH_TRIES 3
 
@@ -80,6 +84,8 @@ struct api_principal;
 struct http_session {
 	char id[65];        /* hex; "" when the slot is free */
 	uint64_t expires;   /* uv_now */
+	uint64_t gen;       /* which session holds the slot (http->session_gen
+			       when it opened): a slot is used again */
 	/* Who it acts as (borrowed from the api): the principal whose token
 	 * opened it, or berthd's own user for the login URL's. */
 	const struct api_principal *principal;
@@ -98,6 +104,8 @@ struct http {
 	int64_t login_ms;     /* its lifetime */
 	char spent_token[65]; /* the one used last, to say so */
 	struct http_session sessions[HTTP_MAX_SESSIONS];
+	uint64_t session_gen; /* of the newest session */
+	int64_t session_ms;   /* a session's lifetime */
 
 	size_t max_body;      /* the api's limits (api_local_limits) */
 	int max_depth;
@@ -208,6 +216,12 @@ struct http_conn {
 	/* The principal of the current request's credentials (borrowed):
 	 * its requests run as it on the local connection. */
 	const struct api_principal *principal;
+	/* The session of the current request's credentials (HTTP_AUTH_SESSION),
+	 * or NULL: an event stream or a wait the request opens ends when the
+	 * session does (logout, its place taken, expiry), which session_gen
+	 * (its gen then) and session_expires (uv_now) tell. */
+	const struct http_session *session;
+	uint64_t session_gen, session_expires;
 	int64_t retry_ms;       /* HTTP_AUTH_THROTTLED: when to try again */
 
 	struct http_conn *prev, *next; /* in http->conns */
@@ -221,6 +235,9 @@ void http_handle_closed(struct http *h);
 
 void http_conn_accept(struct http *h);
 void http_conn_close(struct http_conn *c);
+/* http_conn_end_session closes the connections whose event stream or
+ * wait session s (which is ending) opened. */
+void http_conn_end_session(struct http *h, const struct http_session *s);
 
 /* http_header_get returns the value of the current request's header name
  * (case-insensitive), or NULL; borrowed from c->buf. */
@@ -303,8 +320,10 @@ bool http_host_ok(struct http_conn *c);
 int http_session_open(struct http_conn *c, int auth, char sid[65],
 		      int64_t *expires);
 /* http_session_close ends the session c's request carries; returns 0, or
- * -1 when it carries none. */
-int http_session_close(struct http_conn *c);
+ * -1 when it carries none. *ended is its slot, whose gen is kept, for
+ * http_conn_end_session to close what it opened once the logout is
+ * answered. */
+int http_session_close(struct http_conn *c, const struct http_session **ended);
 int http_auth_init(struct http *h, char **errmsg);
 void http_auth_finish(struct http *h);
 /* http_login_url logs where to log in (the login URL, with its token). */

@@ -41,6 +41,7 @@
 #include "api/frame.h"
 #include "api/local.h"
 #include "api/principal.h"
+#include "common/utf8.h"
 #include "store/jload.h"
 
 /* Query members that are integers in their method's params; every other
@@ -161,9 +162,23 @@ static void add_list(json_t *params, const char *name, const char *v)
 	}
 }
 
+/* utf8_ok is true when s is UTF-8 throughout, as a JSON string must be:
+ * jansson's json_string returns NULL for any other, and setting a member
+ * to NULL drops it without a word. */
+static bool utf8_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0, k; i < n; i += k)
+		if (!(k = berth_utf8_seq((const unsigned char *)s + i, n - i)))
+			return false;
+	return true;
+}
+
 /* query_params returns a new object of the query string q (modified in
- * place), or NULL for a malformed one. */
-static json_t *query_params(char *q)
+ * place), or NULL for a malformed one; or NULL with *bad the name of a
+ * member whose name or value is not UTF-8 (in q). */
+static json_t *query_params(char *q, const char **bad)
 {
 	json_t *params = json_object();
 
@@ -180,6 +195,14 @@ static json_t *query_params(char *q)
 			*eq = '\0';
 		if (unescape(q, true) < 0 || unescape(v, true) < 0) {
 			json_decref(params);
+			return NULL;
+		}
+		if (!utf8_ok(q) || !utf8_ok(v)) {
+			/* Neither can be a JSON string: refused, naming it,
+			 * rather than dropped and answered as if the filter
+			 * it is were not there. */
+			json_decref(params);
+			*bad = q;
 			return NULL;
 		}
 		if (!*q) {
@@ -516,13 +539,45 @@ static void method_not_allowed(struct http_conn *c, unsigned allow)
 					    -32601, "message", text), hdr);
 }
 
+/* not_found answers 404 naming path (at most its first 200 bytes), made
+ * UTF-8 for the JSON of the message: a byte that is not UTF-8 there is
+ * U+FFFD, and the answer a 404 still. */
 static void not_found(struct http_conn *c, const char *path)
 {
-	char text[300];
+	char *shown = berth_utf8_repair(path, strnlen(path, 200));
+	char text[700];
 
-	snprintf(text, sizeof text, "not found: no route %.16s %.200s",
-		 http_str(c, c->req.method), path);
+	snprintf(text, sizeof text, "not found: no route %.16s %s",
+		 http_str(c, c->req.method), shown ? shown : "");
+	free(shown);
 	http_respond_error(c, 404, -32601, text, NULL);
+}
+
+/* not_utf8 answers a request with a param that is not UTF-8 (name: a
+ * query member's, or "id" for the job's id in the path), which no JSON
+ * string holds: 400 with the socket's -32602 naming the member, as the
+ * socket's params check names a member of the wrong type. */
+static void not_utf8(struct http_conn *c, const char *name, bool in_name)
+{
+	char *shown = berth_utf8_repair(name, strnlen(name, 100));
+	char msg[400], text[500], ptr[320];
+
+	if (!shown) {
+		http_respond_error(c, 500, -32603, "out of memory", NULL);
+		return;
+	}
+	snprintf(ptr, sizeof ptr, "/%s", shown);
+	if (in_name)
+		snprintf(msg, sizeof msg, "the name of the query parameter "
+			 "%s is not UTF-8", shown);
+	else
+		snprintf(msg, sizeof msg, "%s is not UTF-8", shown);
+	free(shown);
+	snprintf(text, sizeof text, "invalid params: %s", msg);
+	http_respond_error(c, 400, -32602, text,
+			   json_pack("{s:[{s:s, s:s, s:s}]}", "errors",
+				     "instancePath", ptr, "keyword", "type",
+				     "message", msg));
 }
 
 /* refuse_auth answers a request whose credentials (auth) are not enough,
@@ -583,14 +638,19 @@ int http_route_head(struct http_conn *c)
 	unsigned bit = method_bit(m);
 	const char *why;
 	int auth = HTTP_AUTH_NONE;
+	char asked[201];
 
 	c->req.query = 0;
 	c->req.job = 0;
 	c->req.action = NULL;
+	c->session = NULL;
 	if (query) {
 		*query++ = '\0';
 		c->req.query = (uint32_t)(query - c->buf);
 	}
+	/* The path as requested, for a 404: route_find cuts and decodes
+	 * it in place. */
+	snprintf(asked, sizeof asked, "%s", path);
 	if (!http_host_ok(c)) {
 		http_respond_error(c, 403, -32010, "forbidden: this Host is not "
 				   "the loopback address an --http-open "
@@ -605,7 +665,7 @@ int http_route_head(struct http_conn *c)
 		return -1;
 	}
 	if (!r) {
-		not_found(c, path);
+		not_found(c, asked);
 		return -1;
 	}
 	if (!r->open) {
@@ -640,9 +700,13 @@ void http_route(struct http_conn *c)
  * answering 400. */
 static json_t *query_of(struct http_conn *c)
 {
-	json_t *q = query_params(c->req.query ? c->buf + c->req.query : NULL);
+	const char *bad = NULL;
+	json_t *q = query_params(c->req.query ? c->buf + c->req.query : NULL,
+				 &bad);
 
-	if (!q)
+	if (!q && bad)
+		not_utf8(c, bad, !utf8_ok(bad));
+	else if (!q)
 		http_respond_error(c, 400, -32600, "invalid request: a "
 				   "malformed query string", NULL);
 	return q;
@@ -674,6 +738,8 @@ static void h_metrics(struct http_conn *c)
 		snprintf(msg, sizeof msg, "forbidden: %.64s may not read "
 			 "/metrics, which needs the role read",
 			 c->principal ? c->principal->name : "?");
+		/* Counted as the socket counts its refusals. */
+		api_refused(c->http->api, API_REFUSED_FORBIDDEN);
 		http_respond_error(c, 403, -32010, msg,
 				   json_pack("{s:s, s:s, s:s}", "reason",
 					     "forbidden", "principal",
@@ -755,13 +821,19 @@ static void h_session(struct http_conn *c)
 	struct tm tm;
 
 	if (method_bit(http_str(c, c->req.method)) == M_DELETE) {
-		if (http_session_close(c) < 0) {
+		const struct http_session *ended;
+
+		if (http_session_close(c, &ended) < 0) {
 			http_respond_error(c, 400, -32600, "invalid request: "
 					   "this request carries no session "
 					   "to end", NULL);
 			return;
 		}
+		/* The logout is answered before the streams and waits of
+		 * the session are closed, so that a page that logs out
+		 * hears that first as a rule (both in this loop turn). */
 		http_respond(c, 204, "text/plain", NULL, NULL, 0);
+		http_conn_end_session(c->http, ended);
 		return;
 	}
 	if (http_session_open(c, c->auth, sid, &expires) < 0) {
@@ -785,6 +857,13 @@ static void h_job(struct http_conn *c)
 	const char *id = c->buf + c->req.job, *action = c->req.action;
 	json_t *params;
 
+	if (!utf8_ok(id)) {
+		/* No job's id: refused as the socket refuses an id that
+		 * is not one (400, naming it), not dropped, which would
+		 * answer "id is required" to a client that sent one. */
+		not_utf8(c, "id", false);
+		return;
+	}
 	if (!action || strcmp(action, "wait") == 0 ||
 	    strcmp(action, "logs") == 0 || strcmp(action, "events") == 0) {
 		params = query_of(c);

@@ -291,6 +291,8 @@ async function connect() {
     }
     $('#live').textContent = 'reconnecting…';
     await new Promise((done) => setTimeout(done, 1000));
+    // Logged out meanwhile (berthd ends a session's streams): no new one.
+    if (ctl.signal.aborted) return;
   }
 }
 

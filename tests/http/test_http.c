@@ -2077,6 +2077,459 @@ static void auth__bearer_tokens_and_sessions__act_as_their_principals(void **sta
 	rmdir(dir);
 }
 
+/* ---- the audit's findings ------------------------------------------------ */
+
+/* raw_status sends text (a whole request, which asks for Connection:
+ * close) on a new connection, reads the response into buf and returns its
+ * status. */
+static int raw_status(const char *text, char *buf, size_t cap)
+{
+	int fd = http_connect(gw.port);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	read_all(fd, buf, cap);
+	close(fd);
+	return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : -1;
+}
+
+/* Behind a TLS reverse proxy that keeps Host (Caddy's default), the
+ * page's POSTs carry Origin https://HOST: the same site, whose default
+ * port 443 a browser leaves out. Another host, another port or another
+ * scheme is cross-site still. Before, every https:// Origin was refused
+ * 403, so the page could not even log in behind TLS. */
+static void auth__an_https_origin_naming_this_host__is_the_same_site(void **state)
+{
+	static const struct {
+		const char *origin, *host;
+		int status;
+	} cases[] = {
+		{"https://berth.example.com", "berth.example.com", 404},
+		{"https://berth.example.com", "berth.example.com:443", 404},
+		{"https://BERTH.example.com:8443", "berth.example.com:8443", 404},
+		{"https://[::1]:8443", "[::1]:8443", 404},
+		{"http://berth.example.com", "berth.example.com", 404},
+		{"http://berth.example.com", "berth.example.com:80", 404},
+		{"https://evil.example", "berth.example.com", 403},
+		{"https://berth.example.com.evil.example", "berth.example.com", 403},
+		{"https://berth.example.com:8443", "berth.example.com", 403},
+		{"https://berth.example.com", "berth.example.com:8443", 403},
+		{"https://berth.example.com", "berth.example.com:80", 403},
+		{"http://berth.example.com", "berth.example.com:443", 403},
+		{"https://berth.example.com:443", "berth.example.com:8443", 403},
+		{"ftp://berth.example.com", "berth.example.com", 403},
+		{"null", "berth.example.com", 403},
+	};
+	char rq[512], buf[4096];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		/* A job that does not exist: 404 once the request passed the
+		 * cross-site check, which leaves nothing behind. */
+		snprintf(rq, sizeof rq, "POST /api/jobs/nope/cancel HTTP/1.1\r\n"
+			 "Host: %s\r\nOrigin: %s\r\nSec-Fetch-Site: same-origin\r\n"
+			 BEARER JSON_CT "Content-Length: 2\r\nConnection: close"
+			 "\r\n\r\n{}", cases[i].host, cases[i].origin);
+		if (raw_status(rq, buf, sizeof buf) != cases[i].status)
+			fprintf(stderr, "Origin %s, Host %s: %.60s\n",
+				cases[i].origin, cases[i].host, buf);
+		assert_int_equal(atoi(buf + 9), cases[i].status);
+	}
+}
+
+/* A query value, or a job's id in the path, that is not UTF-8 cannot be
+ * a JSON string: it is refused 400 with the socket's -32602 naming it, as
+ * a value of the wrong type is. Before, it was dropped without a word and
+ * the answer was for no filter: every event of every job for
+ * /api/events?jobId=%FF, every job for /api/jobs?tool=%FF. */
+static void rest__a_query_value_or_job_id_not_in_utf8__is_refused_naming_it(
+	void **state)
+{
+	static const struct {
+		const char *path, *pointer;
+	} cases[] = {
+		{"/api/jobs?tool=%FF", "/tool"},
+		{"/api/jobs?runId=a%C3", "/runId"},
+		{"/api/jobs?cursor=%FF%FE", "/cursor"},
+		{"/api/jobs?limit=5&status=completed,%FF", "/status"},
+		{"/api/tools?cursor=%ED%A0%80", "/cursor"}, /* a surrogate */
+		{"/api/jobs/%FF", "/id"},
+		{"/api/jobs/%FF/wait?timeoutMs=1", "/id"},
+		{"/api/jobs/%FF/events", "/id"},
+		{"/api/jobs/x/logs?after=%C0%80", "/after"}, /* overlong NUL */
+		{"/api/jobs/x?view=%FF", "/view"},
+	};
+	char *id = submit("deploy", "{\"service\":\"utf8\"}");
+	char path[256];
+	json_t *v;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		refused_naming(cases[i].path, cases[i].pointer);
+	/* A name that is not UTF-8 is refused too, though it could only be
+	 * a name no method takes. */
+	v = req(400, "GET", "/api/jobs?%FF=1", BEARER, NULL);
+	assert_int_equal(err_code(v), -32602);
+	/* The action routes, and the stream. */
+	v = req(400, "POST", "/api/jobs/%FF/cancel", BEARER JSON_CT, "{}");
+	assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(
+		json_object_get(v, "error"), "data"), "errors"), 0),
+		"instancePath"), "/id");
+	json_decref(v);
+	v = sse_refused("?since=0&jobId=%FF");
+	assert_string_equal(jstr(json_array_get(json_object_get(json_object_get(
+		json_object_get(v, "error"), "data"), "errors"), 0),
+		"instancePath"), "/jobId");
+	json_decref(v);
+	/* What is UTF-8 still goes through. */
+	snprintf(path, sizeof path, "/api/jobs?runId=d%%C3%%A9ploy&limit=1");
+	v = req(200, "GET", path, BEARER, NULL);
+	assert_int_equal(json_array_size(json_object_get(v, "jobs")), 0);
+	json_decref(v);
+	snprintf(path, sizeof path, "/api/jobs/%s/cancel", id);
+	json_decref(req(200, "POST", path, BEARER JSON_CT, "{}"));
+	free(id);
+}
+
+/* open_long sends GET path with the Bearer token on a new connection and
+ * returns it; for an event stream (stream), once its head arrived. */
+static int open_long(int port, const char *path, const char *token,
+		     bool stream)
+{
+	int fd = http_connect(port);
+	char rq[512], buf[4096];
+	size_t len = 0;
+
+	assert_true(fd >= 0);
+	snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: "
+		 "Bearer %s\r\n\r\n", path, token);
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	while (stream && !memmem(buf, len, "\r\n\r\n", 4)) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t n;
+
+		assert_int_equal(poll(&p, 1, 30000), 1);
+		n = read(fd, buf + len, sizeof buf - len);
+		assert_true(n > 0);
+		len += (size_t)n;
+	}
+	if (stream)
+		assert_int_equal(strncmp(buf, "HTTP/1.1 200 ", 13), 0);
+	return fd;
+}
+
+/* open_waits opens, with token, an event stream and two waits on job (one
+ * that never ends on its own): jobs/wait and a job's events with waitMs.
+ * fds gets the three. */
+static void open_waits(int port, const char *token, const char *job, int fds[3])
+{
+	char path[256];
+	struct resp r;
+
+	fds[0] = open_long(port, "/api/events", token, true);
+	snprintf(path, sizeof path, "/api/jobs/%s/wait?timeoutMs=600000&until="
+		 "completed", job);
+	fds[1] = open_long(port, path, token, false);
+	snprintf(path, sizeof path, "/api/jobs/%s/events?since=999999999&"
+		 "waitMs=600000", job);
+	fds[2] = open_long(port, path, token, false);
+	/* The waits started: berthd has read them by the time it answers
+	 * a request sent after them. */
+	usleep(200 * 1000);
+	assert_int_equal(http_do(port, "GET", "/api/info", BEARER, NULL, &r), 0);
+	resp_free(&r);
+	for (int i = 1; i < 3; i++) {
+		struct pollfd p = {fds[i], POLLIN, 0};
+
+		assert_int_equal(poll(&p, 1, 0), 0); /* no answer yet */
+	}
+}
+
+/* assert_ended asserts that berthd closes each of the n connections
+ * within timeout_ms, sending nothing more on the waits but perhaps
+ * events on a stream. */
+static void assert_ended(int *fds, int n, int timeout_ms)
+{
+	static char got[1 << 20];
+
+	for (int i = 0; i < n; i++) {
+		bool closed = wait_closed(fds[i], timeout_ms, got, sizeof got);
+
+		if (!closed)
+			fprintf(stderr, "connection %d still open\n", i);
+		assert_true(closed);
+		close(fds[i]);
+	}
+}
+
+/* Logging out ends the session, and with it the event streams and waits
+ * it opened (their connections are closed): before, a stream opened with
+ * the session went on sending every job's events after the logout, for
+ * as long as its connection lived. What a token opened goes on. */
+static void auth__logout__ends_the_streams_and_waits_of_its_session(void **state)
+{
+	char *job = submit("deploy", "{\"service\":\"logout\"}");
+	char *sid = open_session(&gw, "secret"), hdr[128];
+	int fds[3], kept;
+	struct sse s = {0};
+	json_t *ev;
+
+	open_waits(gw.port, sid, job, fds);
+	kept = open_long(gw.port, "/api/events", "secret", true);
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	json_decref(req(204, "DELETE", "/api/session", hdr, NULL));
+	assert_ended(fds, 3, 5000);
+	/* The token's stream is live still. */
+	s.fd = kept;
+	free(submit("deploy", "{\"service\":\"after-logout\"}"));
+	ev = sse_next(&s);
+	assert_non_null(ev);
+	json_decref(ev);
+	close(kept);
+	free(sid);
+	free(job);
+}
+
+/* A session that expires ($BERTH_HTTP_SESSION_MS here; 7 days by default)
+ * ends the streams and waits it opened at that moment, as a logout
+ * does. Before, they outlived it without end. */
+static void auth__an_expired_session__ends_the_streams_and_waits_it_opened(
+	void **state)
+{
+	struct gw g, saved = gw;
+	char *job, *sid;
+	int fds[3];
+	struct timespec t0, t1;
+	long ms;
+
+	setenv("BERTH_HTTP_SESSION_MS", "3000", 1);
+	assert_int_equal(gw_start(&g, false, NULL), 0);
+	unsetenv("BERTH_HTTP_SESSION_MS");
+	gw = g; /* for req() and submit() */
+	job = submit("deploy", "{\"service\":\"expiry\"}");
+	sid = open_session(&g, "secret");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	open_waits(g.port, sid, job, fds);
+	assert_ended(fds, 3, 10000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	/* At the expiry, not before it (nor at a ping, 15 s apart). */
+	assert_true(ms >= 2500);
+	{
+		char hdr[128];
+
+		snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+		assert_int_equal(err_code(req(401, "GET", "/api/info", hdr,
+					      NULL)), -32010);
+	}
+	gw = saved;
+	free(sid);
+	free(job);
+	gw_stop(&g);
+}
+
+/* A 404 names the path as it was requested, as text fit for JSON: before,
+ * a path with a byte that is not UTF-8 was answered 500 "out of memory"
+ * (its message could not be made), and an unknown action of a job named
+ * the path cut before it (/api/jobs/abc for /api/jobs/abc/bogus). */
+static void routes__a_404__names_the_path_as_requested(void **state)
+{
+	json_t *v, *e;
+
+	v = req(404, "GET", "/nope\xff", BEARER, NULL);
+	e = json_object_get(v, "error");
+	assert_int_equal(json_integer_value(json_object_get(e, "code")), -32601);
+	assert_string_equal(jstr(e, "message"),
+			    "not found: no route GET /nope\xef\xbf\xbd");
+	json_decref(v);
+	v = req(404, "GET", "/api/jobs/abc/bogus", BEARER, NULL);
+	assert_string_equal(jstr(json_object_get(v, "error"), "message"),
+			    "not found: no route GET /api/jobs/abc/bogus");
+	json_decref(v);
+	v = req(404, "POST", "/api/jobs/abc/bogus", BEARER JSON_CT, "{}");
+	assert_string_equal(jstr(json_object_get(v, "error"), "message"),
+			    "not found: no route POST /api/jobs/abc/bogus");
+	json_decref(v);
+}
+
+#define T_WORKER "wk-0123456789abcdef0123456789abcdef0123"
+#define T_READER "reader-0123456789abcdef0123456789abcdef"
+
+/* principals_start starts pg with --principals (in a new folder, whose
+ * name goes to dir): alice (approve, so read), wk (worker: no role the
+ * gateway serves) and reader (read). */
+static void principals_start(struct gw *pg, char dir[64])
+{
+	const char *extra[] = {"--principals", NULL, NULL};
+	char file[128];
+	FILE *f;
+
+	snprintf(dir, 64, "/tmp/berth-http-princ-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof file, "%s/principals.json", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("{\"principals\": ["
+	      "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
+	      " \"roles\": [\"approve\"]},"
+	      "{\"name\": \"wk\", \"token\": \"" T_WORKER "\","
+	      " \"roles\": [\"worker\"]},"
+	      "{\"name\": \"reader\", \"token\": \"" T_READER "\","
+	      " \"roles\": [\"read\"]}]}", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(file, 0600), 0);
+	extra[1] = file;
+	assert_int_equal(gw_start(pg, false, extra), 0);
+}
+
+static void principals_stop(struct gw *pg, const char *dir)
+{
+	char file[128];
+
+	gw_stop(pg);
+	snprintf(file, sizeof file, "%s/principals.json", dir);
+	unlink(file);
+	rmdir(dir);
+}
+
+/* forbidden_refusals returns berth_refusals_total{reason="forbidden"} of
+ * pg's /metrics, read as reader. */
+static long forbidden_refusals(struct gw *pg)
+{
+	static const char name[] = "\nberth_refusals_total{reason=\"forbidden\"} ";
+	struct resp r;
+	const char *p;
+	long n;
+
+	assert_int_equal(http_do(pg->port, "GET", "/metrics", "Authorization: "
+				 "Bearer " T_READER "\r\n", NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	p = strstr(r.body, name);
+	assert_non_null(p);
+	n = atol(p + strlen(name));
+	resp_free(&r);
+	return n;
+}
+
+/* /metrics refused to a principal without the role read is counted in
+ * berth_refusals_total{reason="forbidden"}, as every other refusal is.
+ * Before, those refusals were not counted. */
+static void metrics__a_refusal_of_metrics__is_counted_as_forbidden(void **state)
+{
+	static struct gw pg;
+	char dir[64];
+	long before;
+	struct resp r;
+
+	principals_start(&pg, dir);
+	before = forbidden_refusals(&pg);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(http_do(pg.port, "GET", "/metrics", "Authorization: "
+					 "Bearer " T_WORKER "\r\n", NULL, &r), 0);
+		assert_int_equal(r.status, 403);
+		assert_non_null(strstr(r.body, "\"reason\":\"forbidden\""));
+		resp_free(&r);
+	}
+	assert_int_equal(forbidden_refusals(&pg) - before, 3);
+	principals_stop(&pg, dir);
+}
+
+/* session_status returns the status of GET /api/info with session sid. */
+static int session_status(struct gw *pg, const char *sid)
+{
+	char hdr[128];
+	struct resp r;
+	int status;
+
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	assert_int_equal(http_do(pg->port, "GET", "/api/info", hdr, NULL, &r), 0);
+	status = r.status;
+	resp_free(&r);
+	return status;
+}
+
+/* A principal has at most 8 sessions: a ninth replaces its own oldest,
+ * whose streams end, and never another principal's. Before, any
+ * principal (one with no role the page can use included) could open 64
+ * sessions and so log every person's page out. */
+static void auth__a_principal_past_8_sessions__replaces_its_own_oldest(
+	void **state)
+{
+	static struct gw pg;
+	char dir[64], *alice[9], *wk[64];
+	int stream;
+
+	principals_start(&pg, dir);
+	for (int i = 0; i < 8; i++)
+		alice[i] = open_session(&pg, T_ALICE);
+	stream = open_long(pg.port, "/api/events", alice[0], true);
+	alice[8] = open_session(&pg, T_ALICE);
+	/* Alice's oldest went, with its stream; the other eight are hers. */
+	assert_ended(&stream, 1, 5000);
+	assert_int_equal(session_status(&pg, alice[0]), 401);
+	for (int i = 1; i < 9; i++)
+		assert_int_equal(session_status(&pg, alice[i]), 200);
+	/* A principal with no role the page uses opens 64 sessions: its own
+	 * replace each other, alice keeps hers. */
+	for (int i = 0; i < 64; i++)
+		wk[i] = open_session(&pg, T_WORKER);
+	for (int i = 1; i < 9; i++)
+		assert_int_equal(session_status(&pg, alice[i]), 200);
+	/* Its last 8 are open (403: they may not read); of the others,
+	 * only two are tried, as a session that ended is a wrong token,
+	 * which the throttle counts. */
+	assert_int_equal(session_status(&pg, wk[0]), 401);
+	assert_int_equal(session_status(&pg, wk[55]), 401);
+	for (int i = 56; i < 64; i++)
+		assert_int_equal(session_status(&pg, wk[i]), 403);
+	for (int i = 0; i < 9; i++)
+		free(alice[i]);
+	for (int i = 0; i < 64; i++)
+		free(wk[i]);
+	principals_stop(&pg, dir);
+}
+
+/* A client that hangs up while its wait is pending ends the wait, even
+ * when it pipelined more requests behind it than berthd reads ahead (64
+ * KiB): berthd stops reading such a client, and looks at it once a second
+ * for a peer that hung up instead. Before, the hang-up went unseen, and
+ * the wait held its connection until its timeoutMs. */
+static void conn__a_hang_up_behind_64_kib_of_pipelined_requests__ends_the_wait(
+	void **state)
+{
+	char *id = submit("deploy", "{\"service\":\"pipelined\"}");
+	static char more[80 * 1024];
+	char rq[512], pad[1024];
+	size_t len = 0;
+	int fd, base, now = 0;
+	pid_t pid = gw_pid();
+
+	memset(pad, 'a', sizeof pad - 1);
+	pad[sizeof pad - 1] = '\0';
+	while (len + 1200 < sizeof more)
+		len += (size_t)snprintf(more + len, sizeof more - len,
+					"GET /api/info HTTP/1.1\r\nHost: x\r\n"
+					BEARER "X-Pad: %s\r\n\r\n", pad);
+	base = settled_fds(pid);
+	fd = http_connect(gw.port);
+	assert_true(fd >= 0);
+	snprintf(rq, sizeof rq, "GET /api/jobs/%s/wait?timeoutMs=600000&until="
+		 "completed HTTP/1.1\r\nHost: x\r\n" BEARER "\r\n", id);
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	usleep(200 * 1000);
+	assert_int_equal(write(fd, more, len), (ssize_t)len);
+	usleep(300 * 1000);
+	assert_true(count_fds(pid) >= base + 1);
+	close(fd);
+	for (int tries = 0; tries < 100; tries++) {
+		if ((now = count_fds(pid)) <= base)
+			break;
+		usleep(100000);
+	}
+	assert_true(now <= base);
+	snprintf(rq, sizeof rq, "/api/jobs/%s/cancel", id);
+	json_decref(req(200, "POST", rq, BEARER JSON_CT, "{}"));
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2113,6 +2566,14 @@ int main(void)
 		cmocka_unit_test(metrics__parse_as_prometheus_text),
 		cmocka_unit_test(openapi__describes_every_route_and_no_other),
 		cmocka_unit_test(auth__bearer_tokens_and_sessions__act_as_their_principals),
+		cmocka_unit_test(auth__an_https_origin_naming_this_host__is_the_same_site),
+		cmocka_unit_test(rest__a_query_value_or_job_id_not_in_utf8__is_refused_naming_it),
+		cmocka_unit_test(auth__logout__ends_the_streams_and_waits_of_its_session),
+		cmocka_unit_test(auth__an_expired_session__ends_the_streams_and_waits_it_opened),
+		cmocka_unit_test(routes__a_404__names_the_path_as_requested),
+		cmocka_unit_test(metrics__a_refusal_of_metrics__is_counted_as_forbidden),
+		cmocka_unit_test(auth__a_principal_past_8_sessions__replaces_its_own_oldest),
+		cmocka_unit_test(conn__a_hang_up_behind_64_kib_of_pipelined_requests__ends_the_wait),
 	};
 
 	struct rlimit rl;
