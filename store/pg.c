@@ -952,10 +952,25 @@ static void on_notice(void *arg, const char *message)
 	log_debug("PostgreSQL: %.*s", (int)strcspn(message, "\n"), message);
 }
 
+/* Bounds on a server that vanished from the network, which the URL may
+ * set otherwise (docs/POSTGRES.md): reads and reconnections run on the
+ * loop thread, and libpq waits without end by default. A connection
+ * attempt gives up after 10 s; data the server does not acknowledge
+ * within 20 s, or an idle wait for an answer whose server stops
+ * answering keepalives (10 s, then 3 probes 5 s apart), ends the
+ * connection, which is then lost as at a restart of the server. */
+static const char *const pg_keys[] = {
+	"connect_timeout", "keepalives", "keepalives_idle",
+	"keepalives_interval", "keepalives_count", "tcp_user_timeout",
+	"dbname", NULL};
+
 int store__pg_connect(const char *url, PGconn **out, char **errmsg)
 {
 	char why[256];
-	PGconn *pg = PQconnectdb(url);
+	/* The URL last: its own settings take the place of these. */
+	const char *const values[] = {"10", "1", "10", "5", "3", "20000", url,
+				      NULL};
+	PGconn *pg = PQconnectdbParams(pg_keys, values, 1);
 	*out = NULL;
 	if (pg == NULL || PQstatus(pg) != CONNECTION_OK) {
 		/* The URL may hold a password: name the server, not the URL. */

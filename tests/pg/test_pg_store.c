@@ -21,6 +21,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include "store/pg.h"
 #include "store/store.h"
 #include "tests/store/lists.h"
 
@@ -1076,6 +1077,55 @@ static void open__a_password_anywhere_in_the_url__is_shown_as_stars(void **state
 	}
 }
 
+/* conninfo_value returns the value of option key that pg runs with
+ * (malloc'd; "" when unset). */
+static char *conninfo_value(PGconn *pg, const char *key)
+{
+	PQconninfoOption *opts = PQconninfo(pg);
+	char *v = NULL;
+
+	assert_non_null(opts);
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (strcmp(o->keyword, key) == 0)
+			v = strdup(o->val ? o->val : "");
+	PQconninfoFree(opts);
+	assert_non_null(v);
+	return v;
+}
+
+/* berthd's connections give up on a server that vanished from the
+ * network (docs/POSTGRES.md): libpq's defaults wait without end, on the
+ * loop thread. A URL's own settings take their place. */
+static void connect__bounds_a_vanished_server__unless_the_url_says_otherwise(
+	void **state)
+{
+	static const char *const want[][2] = {
+		{"connect_timeout", "10"}, {"keepalives", "1"},
+		{"keepalives_idle", "10"}, {"keepalives_interval", "5"},
+		{"keepalives_count", "3"}, {"tcp_user_timeout", "20000"}};
+	struct fx *f = *state;
+	char url[700], *err = NULL, *v;
+	PGconn *pg = NULL;
+
+	assert_int_equal(store__pg_connect(f->url, &pg, &err), 0);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		v = conninfo_value(pg, want[i][0]);
+		assert_string_equal(v, want[i][1]);
+		free(v);
+	}
+	PQfinish(pg);
+	snprintf(url, sizeof url, "%s?tcp_user_timeout=5000&connect_timeout=3",
+		 f->url);
+	assert_int_equal(store__pg_connect(url, &pg, &err), 0);
+	v = conninfo_value(pg, "tcp_user_timeout");
+	assert_string_equal(v, "5000");
+	free(v);
+	v = conninfo_value(pg, "connect_timeout");
+	assert_string_equal(v, "3");
+	free(v);
+	PQfinish(pg);
+}
+
 /* The lock on a node's name, held for a while by another connection as a
  * closed node's server process holds it until it has ended. */
 struct held_lock {
@@ -1926,6 +1976,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lease__expired__a_tool_the_node_lacks__is_left_to_a_node_that_has_it,
 						setup_known, teardown),
 		cmocka_unit_test_setup_teardown(transition__a_runs_end_at_another_attempt__conflicts,
+						setup_one, teardown),
+		cmocka_unit_test_setup_teardown(connect__bounds_a_vanished_server__unless_the_url_says_otherwise,
 						setup_one, teardown),
 		cmocka_unit_test_setup_teardown(open__a_password_anywhere_in_the_url__is_shown_as_stars,
 						setup_copy, teardown),
