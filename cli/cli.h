@@ -27,6 +27,7 @@ enum {
 	CLI_JOB_DECLINED = 7,
 	CLI_JOB_CANCELLED = 8,
 	CLI_JOB_EXPIRED = 9,
+	CLI_WRITE = 10, /* the output could not be written */
 };
 
 struct cli {
@@ -69,6 +70,13 @@ int cli_error(int status, const char *cmd, const char *fmt, ...)
 /* cli_refusal prints berthd's error object err (borrowed) and returns its
  * exit status: CLI_USAGE for invalid params, else CLI_REFUSED. */
 int cli_refusal(const char *cmd, const json_t *err);
+
+/* cli_output_status flushes stdout and returns CLI_OK when all that was
+ * printed to it was written, else CLI_WRITE after saying why ("cannot
+ * write the output: No space left on device"). A reader that went away
+ * (EPIPE, with SIGPIPE ignored) ends berth by SIGPIPE, with no word, as
+ * when SIGPIPE is not ignored: `berth ls | head -1` is no error. */
+int cli_output_status(void);
 
 /* cli_parse_int reads a whole decimal number in [min, max]. */
 int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/commands.h"
 #include "common/duration.h"
@@ -215,18 +216,29 @@ static bool until_has(const json_t *until, const char *s)
 	return false;
 }
 
+/* now_ms returns a monotonic clock in milliseconds. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
  * watch_job waits for job id with a progress bar on the terminal: it
  * subscribes to the job's events and live progress first, then reads the
  * job, so that no change can fall between the two. Returns an exit code
- * and the job as it is at the end in *out.
+ * and the job as it is at the end in *out. The timeout is a deadline on
+ * the clock: a job that reports progress more often than each read's
+ * slice still has its wait end on time.
  */
 static int watch_job(struct cli *cli, const char *id, const json_t *until,
 		     int64_t timeout_ms, json_t **out)
 {
 	json_t *sub, *job, *progress = NULL;
 	const char *status;
-	int64_t waited = 0;
+	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	int rc;
 
 	rc = cli_call(cli, "events/subscribe",
@@ -241,14 +253,20 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 	status = json_string_value(json_object_get(job, "status"));
 	progress = json_incref(json_object_get(job, "progress"));
 	while (status && !until_has(until, status)) {
-		int slice = 250;
+		int64_t slice = 250;
 		json_t *note, *params;
 		const char *method;
 
 		cli_progress_bar(stdout, status, progress);
-		if (timeout_ms >= 0 && waited >= timeout_ms)
-			break;
-		note = berth_client_next_notification(cli->client, slice);
+		if (deadline >= 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				break;
+			if (left < slice)
+				slice = left;
+		}
+		note = berth_client_next_notification(cli->client, (int)slice);
 		if (!note) {
 			if (errno != ETIMEDOUT) {
 				cli_progress_done(stdout);
@@ -257,7 +275,6 @@ static int watch_job(struct cli *cli, const char *id, const json_t *until,
 				return cli_error(CLI_NOCONN, NULL, "berthd closed "
 						 "the connection");
 			}
-			waited += slice;
 			continue;
 		}
 		method = json_string_value(json_object_get(note, "method"));
@@ -358,6 +375,53 @@ static int wait_job(struct cli *cli, const char *cmd, const char *id,
 	show_job(cli, job);
 	fflush(stdout);
 	return job_exit(cmd, status, until);
+}
+
+/* The job statuses of PROTOCOL.md, which `wait --until` takes. */
+static const char *const job_statuses[] = {
+	"pending", "awaiting_approval", "running", "suspended", "completed",
+	"failed", "timed_out", "declined", "cancelled", "expired", NULL,
+};
+
+#define JOB_STATUSES_TEXT                                                     \
+	"pending, awaiting_approval, running, suspended, completed, failed, " \
+	"timed_out, declined, cancelled, expired"
+
+/* until_list turns --until's "a,b,c" into a new array of job statuses, or
+ * returns NULL after a usage error that names what is not one. It is
+ * checked here, before berth connects, so that a terminal (where berth
+ * watches the job itself) and a pipe (where berthd's jobs/wait would
+ * refuse it) refuse the same names with the same words. */
+static json_t *until_list(const char *s)
+{
+	json_t *arr = json_array();
+
+	for (const char *p = s;; p++) {
+		size_t n = strcspn(p, ","), i;
+
+		if (n == 0) {
+			cli_usage_error("wait", "--until '%s' has an empty name; "
+					"it takes job statuses, comma-separated "
+					"(" JOB_STATUSES_TEXT ")", s);
+			break;
+		}
+		for (i = 0; job_statuses[i]; i++)
+			if (strlen(job_statuses[i]) == n &&
+			    strncmp(job_statuses[i], p, n) == 0)
+				break;
+		if (!job_statuses[i]) {
+			cli_usage_error("wait", "--until takes job statuses ("
+					JOB_STATUSES_TEXT "), not '%.*s'",
+					(int)n, p);
+			break;
+		}
+		json_array_append_new(arr, json_string(job_statuses[i]));
+		p += n;
+		if (*p != ',')
+			return arr;
+	}
+	json_decref(arr);
+	return NULL;
 }
 
 /* status_list turns "a,b,c" into a new array of strings. */
@@ -673,6 +737,53 @@ int cmd_get(struct cli *cli, int argc, char **argv)
 	return show_job(cli, job);
 }
 
+/* put_word writes s to out as one word of a POSIX shell: as it is when
+ * it holds nothing a shell reads, else in single quotes. */
+static void put_word(FILE *out, const char *s)
+{
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789_-./:,=@%+") == strlen(s)) {
+		fputs(s, out);
+		return;
+	}
+	fputc('\'', out);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", out);
+		else
+			fputc(*s, out);
+	fputc('\'', out);
+}
+
+/* print_more_hint prints, to stderr, the command that lists the page
+ * after cursor next of the same listing: the cursor only holds a place, and
+ * berthd applies the filters of the request that brings it, so the hint
+ * gives them all again (opts, pairs of an option and its value as given;
+ * NULL values are left out), and the socket when one was given. */
+static void print_more_hint(const struct cli *cli, const char *const *opts,
+			    size_t nopts, const char *next)
+{
+	fputs("more: berth", stderr);
+	if (cli->socket_given) {
+		fputs(" --socket ", stderr);
+		put_word(stderr, cli->socket);
+	}
+	if (cli->token_file) {
+		fputs(" --token-file ", stderr);
+		put_word(stderr, cli->token_file);
+	}
+	fputs(" ls", stderr);
+	for (size_t i = 0; i + 1 < nopts; i += 2) {
+		if (!opts[i + 1])
+			continue;
+		fprintf(stderr, " %s ", opts[i]);
+		put_word(stderr, opts[i + 1]);
+	}
+	fputs(" --cursor ", stderr);
+	put_word(stderr, next);
+	fputc('\n', stderr);
+}
+
 int cmd_ls(struct cli *cli, int argc, char **argv)
 {
 	static const char text[] =
@@ -684,7 +795,11 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		"  --run-id ID        only jobs of this run\n"
 		"  --limit N          at most N jobs per page (default 50)\n"
 		"  --cursor C         the page after C (as a previous ls printed)\n"
-		"  --all              every page\n";
+		"  --all              every page\n"
+		"\n"
+		"When more jobs are left, the command that lists the next page, "
+		"with the\nsame filters, is printed on standard error: more: "
+		"berth ls ... --cursor C\n";
 	static const struct option opts[] = {
 		{"status", required_argument, NULL, 's'},
 		{"tool", required_argument, NULL, 't'},
@@ -696,6 +811,9 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	json_t *filter = json_object(), *all = json_array(), *page;
+	/* The filters as given, for the hint to the next page. */
+	const char *given[] = {"--status", NULL, "--tool", NULL, "--run-id",
+			       NULL, "--limit", NULL};
 	const char *cursor = NULL;
 	char *next = NULL;
 	bool every = false;
@@ -711,12 +829,15 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 			goto out;
 		case 's':
 			json_object_set_new(filter, "status", status_list(optarg));
+			given[1] = optarg;
 			break;
 		case 't':
 			json_object_set_new(filter, "tool", json_string(optarg));
+			given[3] = optarg;
 			break;
 		case 'r':
 			json_object_set_new(filter, "runId", json_string(optarg));
+			given[5] = optarg;
 			break;
 		case 'l':
 			if (cli_parse_int(optarg, 1, 1000, &n))
@@ -725,6 +846,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 			else
 				json_object_set_new(filter, "limit",
 						    json_integer(n));
+			given[7] = optarg;
 			break;
 		case 'c':
 			cursor = optarg;
@@ -765,7 +887,8 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 	} else {
 		cli_print_jobs(stdout, all);
 		if (next)
-			fprintf(stderr, "more: berth ls --cursor %s\n", next);
+			print_more_hint(cli, given, sizeof given / sizeof given[0],
+					next);
 	}
 out:
 	free(next);
@@ -781,8 +904,10 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 		"Wait until the job is in one of the statuses of --until "
 		"(default: any but\npending and running), or until the timeout "
 		"passes, then print it as it is.\nOn a terminal a progress bar "
-		"shows while the job runs. ID may be a unique\nprefix of the "
-		"job's id.\n"
+		"shows while the job runs (the timeout is kept\nthere too). "
+		"S is a job status: pending, awaiting_approval, running,\n"
+		"suspended, completed, failed, timed_out, declined, cancelled, "
+		"expired.\nID may be a unique prefix of the job's id.\n"
 		"\n"
 		"Exit status: 0 when the job completed, waits for approval or "
 		"resume data, or\nreached a status --until names; 4 when the "
@@ -808,8 +933,9 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 			continue;
 		} else if (c == 'u') {
 			json_decref(until);
-			until = status_list(optarg);
-			continue;
+			if ((until = until_list(optarg)))
+				continue;
+			return CLI_USAGE;
 		}
 		json_decref(until);
 		return c == 't' ? cli_usage_error("wait", "--timeout takes a "
@@ -1024,6 +1150,8 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 		json_decref(res);
 		if (i == 0 || (limit >= 0 && shown >= limit))
 			return CLI_OK;
+		if (ferror(stdout))
+			return cli_output_status();
 	}
 }
 
@@ -1090,8 +1218,11 @@ static int follow_events(struct cli *cli, json_t *params)
 			cli_print_json(stdout, ev, true);
 		else
 			cli_print_event(stdout, ev);
-		fflush(stdout);
 		json_decref(note);
+		/* Events that cannot be written end the following, which
+		 * would otherwise go on for nothing. */
+		if ((rc = cli_output_status()))
+			return rc;
 	}
 }
 
@@ -1127,6 +1258,8 @@ static int print_events(struct cli *cli, int64_t since, const char *job,
 		json_decref(res);
 		if (next <= since)
 			return CLI_OK;
+		if (ferror(stdout))
+			return cli_output_status();
 		since = next;
 	}
 }

@@ -1,10 +1,12 @@
 /*
  * main.c: berth, the command-line client of berthd. It parses the global
  * options, picks the subcommand from one table, and maps outcomes to the
- * exit codes: 0 ok, 1 berthd said no, 2 usage, 3 cannot connect.
+ * exit codes: 0 ok, 1 berthd said no, 2 usage, 3 cannot connect, 10 the
+ * output could not be written.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +50,9 @@ static const char usage_text[] =
 	"to berthd, or the connection broke. wait: 4 its --timeout passed first.\n"
 	"wait and submit --wait, for a job that ended other than completed:\n"
 	"5 failed, 6 timed_out, 7 declined, 8 cancelled, 9 expired (0 when\n"
-	"--until names that status).\n";
+	"--until names that status). 10 the output could not be written (a full\n"
+	"disk, an I/O error); a reader that stops early, as head does, ends berth\n"
+	"by SIGPIPE without a word.\n";
 
 /* validate and mcp own all of their arguments: main hands them argv as
  * it came, from the subcommand's name on. */
@@ -73,6 +77,10 @@ static int cmd_validate(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 #endif
+/* berth mcp writes its stdout itself (write(2), not stdio), and ends as
+ * its docs say when the client goes away: main leaves it alone. */
+static bool stdout_is_mcp;
+
 #ifdef BERTH_HAVE_MCP_RELAY
 /* cmd_mcp hands berth mcp the global --socket and --token-file given
  * before it ("berth --socket tcp:H:P mcp"), which take_global took. */
@@ -81,6 +89,7 @@ static int cmd_mcp(struct cli *cli, int argc, char **argv)
 	char **args = calloc((size_t)argc + 5, sizeof(*args));
 	int n = 0, rc;
 
+	stdout_is_mcp = true;
 	if (!args)
 		return cli_error(CLI_NOCONN, "mcp", "out of memory");
 	args[n++] = argv[0];
@@ -208,6 +217,24 @@ int cli_error(int status, const char *cmd, const char *fmt, ...)
 	rc = verror(status, cmd, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+int cli_output_status(void)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return CLI_OK;
+	e = errno;
+	if (e == EPIPE) {
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
+	}
+	if (e)
+		return cli_error(CLI_WRITE, NULL, "cannot write the output: %s",
+				 strerror(e));
+	return cli_error(CLI_WRITE, NULL, "cannot write the output");
 }
 
 /* read_token returns the token for a TCP connection (malloc'd), or NULL
@@ -424,7 +451,8 @@ static int take_global(struct cli *cli, int argc, char **argv)
 	return out;
 }
 
-int main(int argc, char **argv)
+/* run runs the command line; main checks its output after. */
+static int run(int argc, char **argv)
 {
 	struct cli cli = {0};
 	int rc;
@@ -477,9 +505,21 @@ int main(int argc, char **argv)
 			continue;
 		rc = commands[i].fn(&cli, argc - 1, argv + 1);
 		berth_client_close(cli.client);
-		fflush(stdout);
 		return rc;
 	}
 	return cli_usage_error(NULL, argv[1][0] == '-' ? "unknown option '%s'"
 						       : "unknown command '%s'", argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv), out;
+
+	/* Output that was not all written is an error (exit 10), whatever
+	 * the command's own status: a script must not take a cut result
+	 * for the whole one. A command that said so already is left. */
+	if (rc == CLI_WRITE || stdout_is_mcp)
+		return rc;
+	out = cli_output_status();
+	return out ? out : rc;
 }

@@ -3,15 +3,182 @@
  * (cli.h). Machine output (--json) is plain JSON and is printed by the
  * commands themselves with cli_print_json.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/jshort.h"
 
-/* Payloads longer than this are cut in tables (not in `berth get`). */
+/* Payloads wider than this many columns are cut in tables (not in
+ * `berth get`). */
 #define CELL_MAX 60
 #define BAR_WIDTH 30
+
+/* ---- text for a terminal ----------------------------------------------- */
+
+/* utf8_next decodes the character at s: its code point in *cp, and its
+ * length in bytes. A byte that begins no well-formed character is taken
+ * alone, as U+FFFD. */
+static size_t utf8_next(const unsigned char *s, uint32_t *cp)
+{
+	size_t n = *s < 0x80 ? 1 : (*s & 0xe0) == 0xc0 ? 2
+		 : (*s & 0xf0) == 0xe0 ? 3 : (*s & 0xf8) == 0xf0 ? 4 : 0;
+	uint32_t c = n == 1 ? *s : n == 2 ? *s & 0x1fu : n == 3 ? *s & 0x0fu
+		   : *s & 0x07u;
+
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			n = 0;
+			break;
+		}
+		c = c << 6 | (s[i] & 0x3fu);
+	}
+	if (n == 0) {
+		*cp = 0xfffd;
+		return 1;
+	}
+	*cp = c;
+	return n;
+}
+
+/* char_width is how many columns a terminal gives cp: 0 for a combining
+ * mark or a zero-width character, 2 for an East Asian wide or full-width
+ * one (the ranges of Markus Kuhn's wcwidth, in short), else 1. The C
+ * library's wcwidth would need a UTF-8 locale, which berth cannot count
+ * on where it runs. */
+static int char_width(uint32_t cp)
+{
+	static const struct {
+		uint32_t lo, hi;
+	} zero[] = {
+		{0x0300, 0x036f}, {0x0483, 0x0489}, {0x0591, 0x05bd},
+		{0x0610, 0x061a}, {0x064b, 0x065f}, {0x1ab0, 0x1aff},
+		{0x1dc0, 0x1dff}, {0x200b, 0x200f}, {0x202a, 0x202e},
+		{0x2060, 0x2064}, {0x20d0, 0x20ff}, {0xfe00, 0xfe0f},
+		{0xfe20, 0xfe2f}, {0xfeff, 0xfeff},
+	}, wide[] = {
+		{0x1100, 0x115f}, {0x2e80, 0x303e}, {0x3041, 0x33ff},
+		{0x3400, 0x4dbf}, {0x4e00, 0x9fff}, {0xa000, 0xa4cf},
+		{0xac00, 0xd7a3}, {0xf900, 0xfaff}, {0xfe30, 0xfe4f},
+		{0xff00, 0xff60}, {0xffe0, 0xffe6}, {0x1f300, 0x1f64f},
+		{0x1f900, 0x1f9ff}, {0x20000, 0x2fffd}, {0x30000, 0x3fffd},
+	};
+
+	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+		if (cp >= zero[i].lo && cp <= zero[i].hi)
+			return 0;
+	for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+		if (cp >= wide[i].lo && cp <= wide[i].hi)
+			return 2;
+	return 1;
+}
+
+/* text_width is how many columns s takes on a terminal. */
+static size_t text_width(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t w = 0;
+	uint32_t cp;
+
+	while (p && *p) {
+		p += utf8_next(p, &cp);
+		w += (size_t)char_width(cp);
+	}
+	return w;
+}
+
+/* is_control is true for a C0 control, DEL or a C1 control. */
+static bool is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
+
+/* clean returns s (NULL: "") with its control characters escaped as JSON
+ * escapes them (\n, \t, \u001b; DEL and the C1 controls \u007f to
+ * \u009f), malloc'd. Jobs hold text that whoever submitted them, or
+ * their tool, chose (a run id, an error message, output): escaped, it
+ * cannot move the cursor, change the terminal or start a line that
+ * looks like one of berth's. */
+static char *clean(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t len = strlen((const char *)p);
+	char *out = malloc(len * 6 + 1), *o = out;
+	uint32_t cp;
+
+	if (!out)
+		return NULL;
+	while (*p) {
+		size_t n = utf8_next(p, &cp);
+
+		if (n == 1 && *p >= 0x80) {
+			/* A byte of no character, which a terminal that is
+			 * not in UTF-8 could read as a C1 control. */
+			o += sprintf(o, "\\x%02x", *p);
+		} else if (!is_control(cp)) {
+			memcpy(o, p, n);
+			o += n;
+		} else if (cp == '\n' || cp == '\t' || cp == '\r') {
+			*o++ = '\\';
+			*o++ = cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r';
+		} else {
+			o += sprintf(o, "\\u%04x", (unsigned)cp);
+		}
+		p += n;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* put writes s to out with its control characters escaped (clean). */
+static void put(FILE *out, const char *s)
+{
+	char *c = clean(s);
+
+	fputs(c ? c : "", out);
+	free(c);
+}
+
+/* put_padded writes s as put does, then blanks up to width columns. */
+static void put_padded(FILE *out, const char *s, size_t width)
+{
+	char *c = clean(s);
+	size_t w = text_width(c);
+
+	fputs(c ? c : "", out);
+	for (; w < width; w++)
+		fputc(' ', out);
+	free(c);
+}
+
+/* cut returns s (malloc'd, or NULL) cut to at most max columns at a
+ * character, ending in "..." when it was cut; it may move s. */
+static char *cut(char *s, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t w = 0;
+	char *t;
+
+	if (!s || text_width(s) <= max)
+		return s;
+	for (;;) {
+		uint32_t cp;
+		size_t n = utf8_next(p, &cp);
+
+		if (w + (size_t)char_width(cp) > max - 3)
+			break;
+		w += (size_t)char_width(cp);
+		p += n;
+	}
+	t = realloc(s, (size_t)((const char *)p - s) + 4);
+	if (!t) {
+		free(s);
+		return NULL;
+	}
+	strcpy(t + ((const char *)p - s), "...");
+	return t;
+}
 
 void cli_print_json(FILE *out, const json_t *v, bool compact)
 {
@@ -31,13 +198,19 @@ static const char *str(const json_t *o, const char *key)
 	return s ? s : "";
 }
 
-/* value_text returns a malloc'd one-line text of v: a string as itself,
- * anything else as compact JSON. */
+/* value_text returns a malloc'd one-line text of v for a person: a
+ * string as itself, anything else as compact JSON, its control characters
+ * escaped (clean). */
 static char *value_text(const json_t *v)
 {
+	char *s, *c;
+
 	if (json_is_string(v))
-		return strdup(json_string_value(v));
-	return berth_json_short(v, JSON_COMPACT);
+		return clean(json_string_value(v));
+	s = berth_json_short(v, JSON_COMPACT);
+	c = s ? clean(s) : NULL;
+	free(s);
+	return c;
 }
 
 static void field(FILE *out, const char *label, const json_t *v)
@@ -59,13 +232,21 @@ static void print_who(FILE *out, const char *label, const char *name,
 {
 	if (!name || !*name)
 		return;
-	fprintf(out, "%-16s %s", label, name);
-	if (via && *via)
-		fprintf(out, " (%s)", via);
-	if (at && *at)
-		fprintf(out, " at %s", at);
-	if (words && *words)
-		fprintf(out, ": %s", words);
+	fprintf(out, "%-16s ", label);
+	put(out, name);
+	if (via && *via) {
+		fputs(" (", out);
+		put(out, via);
+		fputc(')', out);
+	}
+	if (at && *at) {
+		fputs(" at ", out);
+		put(out, at);
+	}
+	if (words && *words) {
+		fputs(": ", out);
+		put(out, words);
+	}
 	fputc('\n', out);
 }
 
@@ -156,8 +337,11 @@ void cli_print_job(FILE *out, const json_t *job)
 		}
 		text = json_object_get(job, "progress") ? cli_progress_text(job)
 							: NULL;
-		if (text && *text)
-			fprintf(out, "%-16s %s\n", fields[i].label, text);
+		if (text && *text) {
+			fprintf(out, "%-16s ", fields[i].label);
+			put(out, text);
+			fputc('\n', out);
+		}
 		free(text);
 	}
 	if (json_is_true(json_object_get(job, "toolMissing")))
@@ -165,7 +349,8 @@ void cli_print_job(FILE *out, const json_t *job)
 			"its tool, which berthd does not have now (it runs "
 			"when the tool comes back)");
 	if (json_is_object(err)) {
-		fprintf(out, "%-16s %s", "error", str(err, "message"));
+		fprintf(out, "%-16s ", "error");
+		put(out, str(err, "message"));
 		if (json_object_get(err, "code")) {
 			char *code = value_text(json_object_get(err, "code"));
 
@@ -194,15 +379,12 @@ static void table_add(struct table *t, char **row)
 		return;
 	}
 	t->cells = cells;
+	/* Each cell on one line, cut at a character to CELL_MAX columns. */
 	for (size_t i = 0; i < t->ncols; i++) {
-		char *s = row[i] ? row[i] : strdup("");
+		char *s = clean(row[i]);
 
-		if (s && strlen(s) > CELL_MAX)
-			strcpy(s + CELL_MAX - 3, "...");
-		for (char *p = s; p && *p; p++)
-			if (*p == '\n' || *p == '\t')
-				*p = ' ';
-		t->cells[t->nrows * t->ncols + i] = s;
+		free(row[i]);
+		t->cells[t->nrows * t->ncols + i] = cut(s, CELL_MAX);
 	}
 	t->nrows++;
 }
@@ -214,7 +396,7 @@ static void table_print(FILE *out, struct table *t)
 	for (size_t r = 0; r < t->nrows; r++)
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
-			size_t n = s ? strlen(s) : 0;
+			size_t n = s ? text_width(s) : 0;
 
 			if (n > width[c])
 				width[c] = n;
@@ -229,10 +411,15 @@ static void table_print(FILE *out, struct table *t)
 		for (size_t c = 0; c < last; c++) {
 			const char *s = t->cells[r * t->ncols + c];
 
-			if (c + 1 == last)
-				fprintf(out, "%s", s ? s : "");
-			else
-				fprintf(out, "%-*s  ", (int)width[c], s ? s : "");
+			/* Padded by the columns the text takes, which a
+			 * wide or a many-byte character makes other than
+			 * its bytes. */
+			if (c + 1 == last) {
+				fputs(s ? s : "", out);
+			} else {
+				put_padded(out, s, width[c]);
+				fputs("  ", out);
+			}
 		}
 		fputc('\n', out);
 	}
@@ -537,9 +724,11 @@ static void print_schema(FILE *out, const char *heading, const json_t *schema)
 	if (!json_object_size(json_object_get(schema, "properties"))) {
 		char *type = type_text(schema), *rules = rules_text(schema);
 
-		fprintf(out, "  (%s%s%s)\n",
-			json_is_true(schema) ? "anything" : type,
-			*rules ? "; " : "", rules);
+		fputs("  (", out);
+		put(out, json_is_true(schema) ? "anything" : type);
+		fputs(*rules ? "; " : "", out);
+		put(out, rules);
+		fputs(")\n", out);
 		free(type);
 		free(rules);
 		return;
@@ -556,12 +745,17 @@ void cli_print_tool(FILE *out, const json_t *tool)
 	json_int_t conc = json_integer_value(json_object_get(bg, "concurrency"));
 	char d[32], at_once[64];
 
-	fprintf(out, "%s", str(tool, "name"));
-	if (*str(tool, "title"))
-		fprintf(out, " (%s)", str(tool, "title"));
+	put(out, str(tool, "name"));
+	if (*str(tool, "title")) {
+		fputs(" (", out);
+		put(out, str(tool, "title"));
+		fputc(')', out);
+	}
 	fputc('\n', out);
-	if (*str(tool, "description"))
-		fprintf(out, "%s\n", str(tool, "description"));
+	if (*str(tool, "description")) {
+		put(out, str(tool, "description"));
+		fputc('\n', out);
+	}
 	print_schema(out, "input", json_object_get(tool, "inputSchema"));
 	print_schema(out, "resume data", json_object_get(tool, "resumeSchema"));
 	print_schema(out, "request context",
@@ -615,20 +809,31 @@ void cli_print_event(FILE *out, const json_t *ev)
 	char *data = NULL;
 	const json_t *d = json_object_get(ev, "data");
 
-	if (d && !json_is_null(d)) {
-		data = value_text(d);
-		if (data && strlen(data) > CELL_MAX)
-			strcpy(data + CELL_MAX - 3, "...");
-	}
-	char who[96];
+	char *who = NULL;
 
-	snprintf(who, sizeof who, "%s%s%s%s", str(ev, "by"),
-		 *str(ev, "via") ? " (" : "", str(ev, "via"),
-		 *str(ev, "via") ? ")" : "");
-	fprintf(out, "%-8lld %s  %s  %-12s %-18s %-17s %-20s %s\n",
-		(long long)json_integer_value(json_object_get(ev, "seq")),
-		str(ev, "at"), str(ev, "jobId"), str(ev, "tool"),
-		str(ev, "type"), str(ev, "status"), who, data ? data : "");
+	if (d && !json_is_null(d))
+		data = cut(value_text(d), CELL_MAX);
+	if (asprintf(&who, "%s%s%s%s", str(ev, "by"),
+		     *str(ev, "via") ? " (" : "", str(ev, "via"),
+		     *str(ev, "via") ? ")" : "") < 0)
+		who = NULL;
+	/* Columns padded by the width of their text, which put_padded
+	 * escapes. */
+	fprintf(out, "%-8lld ",
+		(long long)json_integer_value(json_object_get(ev, "seq")));
+	put(out, str(ev, "at"));
+	fputs("  ", out);
+	put(out, str(ev, "jobId"));
+	fputs("  ", out);
+	put_padded(out, str(ev, "tool"), 12);
+	fputc(' ', out);
+	put_padded(out, str(ev, "type"), 18);
+	fputc(' ', out);
+	put_padded(out, str(ev, "status"), 17);
+	fputc(' ', out);
+	put_padded(out, who, 20);
+	fprintf(out, " %s\n", data ? data : "");
+	free(who);
 	free(data);
 }
 
@@ -649,9 +854,15 @@ void cli_print_info(FILE *out, const json_t *info)
 		const json_t *r;
 		size_t i;
 
-		fprintf(out, "you        %s (%s):", str(p, "name"), str(p, "via"));
-		json_array_foreach(json_object_get(p, "roles"), i, r)
-			fprintf(out, "%s %s", i ? "," : "", json_string_value(r));
+		fputs("you        ", out);
+		put(out, str(p, "name"));
+		fputs(" (", out);
+		put(out, str(p, "via"));
+		fputs("):", out);
+		json_array_foreach(json_object_get(p, "roles"), i, r) {
+			fputs(i ? ", " : " ", out);
+			put(out, json_string_value(r));
+		}
 		fputc('\n', out);
 	}
 	fprintf(out, "uptime     %lldh %02lldm %02llds\n", up / 3600000,
@@ -671,10 +882,14 @@ void cli_print_log_line(FILE *out, const json_t *line)
 
 	if (json_object_get(line, "data"))
 		data = value_text(json_object_get(line, "data"));
-	fprintf(out, "%-5lld %s %-5s %s%s%s\n",
-		(long long)json_integer_value(json_object_get(line, "n")),
-		str(line, "at"), str(line, "level"), str(line, "message"),
-		data ? " " : "", data ? data : "");
+	fprintf(out, "%-5lld ",
+		(long long)json_integer_value(json_object_get(line, "n")));
+	put(out, str(line, "at"));
+	fputc(' ', out);
+	put_padded(out, str(line, "level"), 5);
+	fputc(' ', out);
+	put(out, str(line, "message"));
+	fprintf(out, "%s%s\n", data ? " " : "", data ? data : "");
 	free(data);
 }
 
@@ -682,7 +897,8 @@ void cli_progress_bar(FILE *out, const char *status, const json_t *progress)
 {
 	double done = json_number_value(json_object_get(progress, "progress"));
 	double total = json_number_value(json_object_get(progress, "total"));
-	const char *msg = str(progress, "message");
+	/* The tool's message, escaped, cut to what fits beside the bar. */
+	char *msg = cut(clean(str(progress, "message")), total > 0 ? 40 : 50);
 	char bar[BAR_WIDTH + 1];
 	int filled = 0;
 
@@ -694,13 +910,15 @@ void cli_progress_bar(FILE *out, const char *status, const json_t *progress)
 		memset(bar, '#', (size_t)filled);
 		memset(bar + filled, '-', (size_t)(BAR_WIDTH - filled));
 		bar[BAR_WIDTH] = '\0';
-		fprintf(out, "\r\033[K%-9s [%s] %3.0f%% %.40s", status, bar,
-			100.0 * f, msg);
+		fprintf(out, "\r\033[K%-9s [%s] %3.0f%% %s", status, bar,
+			100.0 * f, msg ? msg : "");
 	} else if (progress) {
-		fprintf(out, "\r\033[K%-9s %g %.50s", status, done, msg);
+		fprintf(out, "\r\033[K%-9s %g %s", status, done,
+			msg ? msg : "");
 	} else {
 		fprintf(out, "\r\033[K%-9s", status);
 	}
+	free(msg);
 	fflush(out);
 }
 

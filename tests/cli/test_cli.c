@@ -28,7 +28,10 @@ static struct harness tcp;
 
 static int start(void **state)
 {
-	support_start(&h, NULL);
+	/* The api tests' tools, and this test's own (tools/). */
+	const char *const extra[] = {"--tools", getenv("BERTH_CLI_TOOLS"), NULL};
+
+	support_start(&h, getenv("BERTH_CLI_TOOLS") ? extra : NULL);
 	setenv("BERTH_SOCKET", h.socket, 1);
 	return 0;
 }
@@ -1276,6 +1279,383 @@ static void tcp__with_a_token_file_or_berth_token__works_end_to_end(void **state
 	unlink(bad_file);
 }
 
+/* ---- terminals, pages, writes, text ------------------------------------ */
+
+/* spawn runs argv (NULL-ended) with stdout on out_fd, and SIGPIPE ignored
+ * when ignore_pipe, and returns its wait status, with stderr in *err
+ * (malloc'd; may be NULL to drop it). */
+static int spawn(const char *const *argv, int out_fd, bool ignore_pipe,
+		 char **err)
+{
+	int err_fd = temp_fd(), status;
+	pid_t pid = harness_fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(out_fd, 1);
+		dup2(err_fd, 2);
+		signal(SIGPIPE, ignore_pipe ? SIG_IGN : SIG_DFL);
+		alarm(60);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	if (err)
+		*err = slurp(err_fd);
+	close(err_fd);
+	return status;
+}
+
+/* pty_run runs $BERTH with args (NULL-ended) on a new terminal and
+ * returns its exit status (-1 when a signal ended it), what it wrote to
+ * the terminal in *out (malloc'd) and how long it ran in *ms. */
+static int pty_run(char **out, int64_t *ms, ...)
+{
+	const char *argv[16] = {getenv("BERTH")};
+	size_t n = 1, len = 0, cap = 65536;
+	int64_t start = support_now_ms();
+	int master, status;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, ms);
+	while (n < 15 && (argv[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	*out = malloc(cap);
+	assert_non_null(*out);
+	pid = harness_forkpty(&master);
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(60);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (;;) {
+		struct pollfd pfd = {.fd = master, .events = POLLIN};
+		ssize_t got;
+
+		if (poll(&pfd, 1, 30000) != 1)
+			break;
+		if (cap - len < 4096)
+			assert_non_null(*out = realloc(*out, cap *= 2));
+		got = read(master, *out + len, cap - 1 - len);
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	(*out)[len] = '\0';
+	waitpid(pid, &status, 0);
+	*ms = support_now_ms() - start;
+	close(master);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* On a terminal, wait --timeout is measured by the clock. Before, only a
+ * quarter second without progress counted, so the wait for a job that
+ * reports every 100 ms went on to the job's end, and exited 0. */
+static void wait_on_a_terminal__with_timeout__stops_when_it_passes(void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "sleep", "{\"ms\":8000}");
+	char *out;
+	int64_t ms;
+	int rc = pty_run(&out, &ms, "wait", jstr(job, "id"), "--timeout", "1s",
+			 NULL);
+
+	if (rc != 4 || ms > 5000)
+		print_message("exit %d after %lld ms: %s\n", rc, (long long)ms,
+			      out);
+	assert_int_equal(rc, 4);
+	assert_true(ms < 5000);
+	assert_non_null(strstr(out, "--timeout passed first"));
+	free(out);
+	json_decref(berth_json(NULL, "cancel", jstr(job, "id")));
+	json_decref(job);
+}
+
+/* wait --until takes job statuses, on a terminal as through a pipe: any
+ * other name, or an empty one, is a usage error that names it. Before, a
+ * terminal ignored it and waited until the job ended, then exited 0. */
+static void wait_until__not_a_status__is_a_usage_error_on_a_terminal_too(
+	void **state)
+{
+	json_t *job = berth_json(NULL, "submit", "noop", "{}", "--wait");
+	const char *id = jstr(job, "id");
+	char *out, *err;
+	int64_t ms;
+
+	assert_int_equal(berth(NULL, &out, &err, "wait", id, "--until",
+			       "completed,complete", NULL), 2);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "--until takes job statuses"));
+	assert_non_null(strstr(err, "not 'complete'"));
+	free(out);
+	free(err);
+	assert_int_equal(pty_run(&out, &ms, "wait", id, "--until",
+				 "completed,complete", NULL), 2);
+	assert_non_null(strstr(out, "not 'complete'"));
+	assert_null(strstr(out, "\nstatus "));
+	free(out);
+	assert_int_equal(pty_run(&out, &ms, "wait", id, "--until", "", NULL), 2);
+	assert_non_null(strstr(out, "--until '' has an empty name"));
+	free(out);
+	/* A real status still ends the wait. */
+	assert_int_equal(pty_run(&out, &ms, "wait", id, "--until", "completed",
+				 NULL), 0);
+	free(out);
+	json_decref(job);
+}
+
+/* count_lines counts the lines of s. */
+static int count_lines(const char *s)
+{
+	return count(s, "\n");
+}
+
+/* The hint after a page of ls names the same filters: run as printed
+ * (with a shell), it lists the next page of the same listing. Before, it
+ * was "berth ls --cursor C", which lists jobs of every status and run. */
+static void ls__with_more_pages__hints_a_command_that_keeps_the_filters(
+	void **state)
+{
+	const char *run = "cli hint's run";
+	json_t *done[3], *pending;
+	char *out, *err, *hint, script[512];
+	int out_fd, status;
+
+	for (int i = 0; i < 3; i++)
+		done[i] = berth_json(NULL, "submit", "noop", "{}", "--run-id", run,
+				     "--wait");
+	pending = berth_json(NULL, "submit", "noop", "{}", "--run-id", run,
+			     "--delay", "1h");
+	assert_int_equal(berth(NULL, &out, &err, "ls", "--status", "completed",
+			       "--run-id", run, "--limit", "2", NULL), 0);
+	assert_int_equal(count_lines(out), 3);
+	assert_non_null(strstr(out, jstr(done[2], "id")));
+	assert_non_null(strstr(out, jstr(done[1], "id")));
+	free(out);
+	hint = strstr(err, "more: berth ls ");
+	if (!hint)
+		print_message("no hint in: %s\n", err);
+	assert_non_null(hint);
+	assert_non_null(strstr(hint, "--status completed"));
+	assert_non_null(strstr(hint, "--limit 2"));
+	assert_non_null(strchr(hint, '\n'));
+	*strchr(hint, '\n') = '\0';
+	snprintf(script, sizeof script, "exec \"$BERTH\" %s",
+		 hint + strlen("more: berth "));
+	free(err);
+	out_fd = temp_fd();
+	status = spawn((const char *const[]){"/bin/sh", "-c", script, NULL},
+		       out_fd, false, &err);
+	out = slurp(out_fd);
+	close(out_fd);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (count_lines(out) != 2)
+		print_message("%s printed: %s%s\n", script, out, err);
+	assert_int_equal(count_lines(out), 2);
+	assert_non_null(strstr(out, jstr(done[0], "id")));
+	assert_string_equal(err, "");
+	free(out);
+	free(err);
+	json_decref(berth_json(NULL, "cancel", jstr(pending, "id")));
+	json_decref(pending);
+	for (int i = 0; i < 3; i++)
+		json_decref(done[i]);
+}
+
+/* Output that cannot be written is an error (exit 10) said on stderr, for
+ * a listing and for --follow, which stops. A reader that went away
+ * (EPIPE) ends berth quietly, by SIGPIPE, as in `berth ls | head -1`.
+ * Before, berth exited 0 and said nothing, --follow went on forever, and
+ * with SIGPIPE ignored an early reader's end was exit 0. */
+static void output__that_cannot_be_written__is_an_error(void **state)
+{
+	static const char *const cmds[][3] = {
+		{"--json", "ls", NULL}, {"info", NULL}, {"events", NULL},
+		{"tools", NULL},
+	};
+	const char *berth_path = getenv("BERTH");
+	int full = open("/dev/full", O_WRONLY), fds[2], status, err_fd;
+	char *err;
+	pid_t pid;
+
+	assert_true(full >= 0);
+	/* At least one job, so that each command has something to write. */
+	json_decref(berth_json(NULL, "submit", "noop", "{}", "--wait"));
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		status = spawn((const char *const[]){berth_path, cmds[i][0],
+						     cmds[i][1], NULL},
+			       full, false, &err);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 10)
+			print_message("berth %s: status %#x: %s\n", cmds[i][0],
+				      status, err);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 10);
+		assert_non_null(strstr(err, "cannot write the output: No space "
+					    "left on device"));
+		free(err);
+	}
+
+	/* --follow stops at the first event it cannot write. */
+	err_fd = temp_fd();
+	pid = harness_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(full, 1);
+		dup2(err_fd, 2);
+		alarm(60);
+		execl(berth_path, "berth", "events", "--follow", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	json_decref(berth_json(NULL, "submit", "noop", "{}", "--wait"));
+	for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(50000);
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("events --follow went on writing to /dev/full");
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 10);
+	err = slurp(err_fd);
+	close(err_fd);
+	assert_non_null(strstr(err, "cannot write the output"));
+	free(err);
+	close(full);
+
+	/* No reader: quiet, with SIGPIPE ignored (EPIPE) or not. */
+	for (int ignore = 0; ignore < 2; ignore++) {
+		assert_int_equal(pipe(fds), 0);
+		close(fds[0]);
+		status = spawn((const char *const[]){berth_path, "ls", NULL},
+			       fds[1], ignore, &err);
+		close(fds[1]);
+		if (!WIFSIGNALED(status) || *err)
+			print_message("status %#x: %s\n", status, err);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE);
+		assert_string_equal(err, "");
+		free(err);
+	}
+}
+
+/* utf8_ok is true when s is well-formed UTF-8. */
+static bool utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+
+		if (n < 0)
+			return false;
+		for (p++; n > 0; n--, p++)
+			if ((*p & 0xc0) != 0x80)
+				return false;
+	}
+	return true;
+}
+
+/* Tables and events cut long text at a character, and pad columns by the
+ * width their text shows: 名前 takes four columns, as "city" does.
+ * Before, text was cut at 60 bytes, inside a character, and columns were
+ * padded by bytes. */
+static void tables__cut_and_pad_text_by_characters_and_width(void **state)
+{
+	char input[512] = "{\"s\":\"xx", *out, *line;
+	json_t *job;
+
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "cli-uni", NULL), 0);
+	if (!strstr(out, "\n  名前  string  default \"山田\"  the name\n"))
+		print_message("%s", out);
+	assert_non_null(strstr(out, "\n  名前  string  default \"山田\"  the name\n"));
+	assert_non_null(strstr(out, "\n  city  string  default \"Oslo\"  the city\n"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "tools", NULL), 0);
+	assert_true(utf8_ok(out));
+	line = strstr(out, "\ncli-uni ");
+	assert_non_null(line);
+	assert_non_null(strstr(line, "Grüße aus Köln"));
+	assert_non_null(strstr(line, "...\n"));
+	free(out);
+
+	for (int i = 0; i < 60; i++)
+		strcat(input, "é");
+	strcat(input, "\"}");
+	job = berth_json(NULL, "submit", "noop", input, "--wait");
+	assert_int_equal(berth(NULL, &out, NULL, "events", "--job",
+			       jstr(job, "id"), NULL), 0);
+	assert_true(utf8_ok(out));
+	assert_non_null(strstr(out, "éé..."));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "ls", "--limit", "1", NULL), 0);
+	assert_true(utf8_ok(out));
+	free(out);
+	json_decref(job);
+}
+
+/* Text a submitter or a tool chose (a run id, a tool call id, an error
+ * message, output) shows with its control characters escaped as JSON
+ * writes them, so that it cannot drive the terminal or forge a line;
+ * --json stays the exact text. Before, berth get printed it raw. */
+static void get_and_events__escape_control_characters(void **state)
+{
+	const char *run = "r\033]0;pwned\a\033[2J";
+	const char *call = "a\nstatus           completed";
+	json_t *job = berth_json(NULL, "submit", "noop", "{}", "--delay", "1h",
+				 "--run-id", run, "--tool-call-id", call);
+	json_t *failed, *done;
+	char *out;
+
+	assert_string_equal(jstr(job, "runId"), run);
+	assert_string_equal(jstr(job, "toolCallId"), call);
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(job, "id"), NULL), 0);
+	assert_null(strchr(out, '\033'));
+	assert_null(strchr(out, '\a'));
+	assert_null(strstr(out, "\nstatus           completed"));
+	assert_non_null(strstr(out, "\nrun              r\\u001b]0;pwned\\u0007"
+				    "\\u001b[2J\n"));
+	assert_non_null(strstr(out, "\ntool call        a\\nstatus           "
+				    "completed\n"));
+	free(out);
+	json_decref(berth_json(NULL, "cancel", jstr(job, "id")));
+
+	/* An error message, output with DEL and C1 controls (CSI, U+009B). */
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "submit", "fail",
+			       "{\"message\":\"bad\\u001b[31m\\u009b2J\"}",
+			       "--wait", NULL), 5);
+	failed = json_loads(out, 0, NULL);
+	assert_non_null(failed);
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(failed, "id"),
+			       NULL), 0);
+	assert_null(strchr(out, '\033'));
+	assert_null(strstr(out, "\xc2\x9b"));
+	assert_non_null(strstr(out, "\nerror            bad\\u001b[31m"
+				    "\\u009b2J"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "events", "--job",
+			       jstr(failed, "id"), NULL), 0);
+	assert_null(strchr(out, '\033'));
+	assert_null(strstr(out, "\xc2\x9b"));
+	free(out);
+	done = berth_json(NULL, "submit", "noop",
+			  "{\"s\":\"\\u009b2J\\u007f\"}", "--wait");
+	assert_int_equal(berth(NULL, &out, NULL, "get", jstr(done, "id"), NULL), 0);
+	assert_null(strstr(out, "\xc2\x9b"));
+	assert_null(strchr(out, '\x7f'));
+	assert_non_null(strstr(out, "\\u009b2J\\u007f"));
+	free(out);
+	assert_int_equal(berth(NULL, &out, NULL, "--json", "get",
+			       jstr(done, "id"), NULL), 0);
+	assert_non_null(strstr(out, "\xc2\x9b" "2J\x7f"));
+	free(out);
+	json_decref(done);
+	json_decref(failed);
+	json_decref(job);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1304,6 +1684,12 @@ int main(void)
 		cmocka_unit_test(wording__progress_is_100_percent_once_completed),
 		cmocka_unit_test(tcp__with_a_token_file_or_berth_token__works_end_to_end),
 		cmocka_unit_test(validate__with_json__prints_its_verdict_and_errors_as_json),
+		cmocka_unit_test(wait_on_a_terminal__with_timeout__stops_when_it_passes),
+		cmocka_unit_test(wait_until__not_a_status__is_a_usage_error_on_a_terminal_too),
+		cmocka_unit_test(ls__with_more_pages__hints_a_command_that_keeps_the_filters),
+		cmocka_unit_test(output__that_cannot_be_written__is_an_error),
+		cmocka_unit_test(tables__cut_and_pad_text_by_characters_and_width),
+		cmocka_unit_test(get_and_events__escape_control_characters),
 	};
 
 	if (getenv("BERTH_TEST_FILTER"))
