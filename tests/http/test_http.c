@@ -1992,6 +1992,21 @@ static void routes__a_wrong_method_gets_405_with_the_routes_allow(void **state)
 #define T_AGENT "agent-0123456789abcdef0123456789abcdef"
 #define T_ALICE "alice-0123456789abcdef0123456789abcdef"
 
+/* principals_write writes json as dir's principals.json, mode 0600, and
+ * its path to file; dir is mkdtemp's template, made here. */
+static void principals_write(char *dir, const char *json, char file[128])
+{
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, 128, "%s/principals.json", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(file, 0600), 0);
+}
+
 /* With --principals a Bearer token acts as its principal, with its roles:
  * the agent submits but may not approve (403, forbidden), alice
  * approves; a session acts as the principal that opened it, and the
@@ -2007,19 +2022,14 @@ static void auth__bearer_tokens_and_sessions__act_as_their_principals(void **sta
 	struct gw saved = gw;
 	struct resp r;
 	json_t *v, *job;
-	FILE *f;
 
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof file, "%s/principals.json", dir);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fputs("{\"principals\": ["
-	      "{\"name\": \"agent\", \"token\": \"" T_AGENT "\","
-	      " \"roles\": [\"submit\"]},"
-	      "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
-	      " \"roles\": [\"approve\"]}]}", f);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(file, 0600), 0);
+	principals_write(dir,
+			 "{\"principals\": ["
+			 "{\"name\": \"agent\", \"token\": \"" T_AGENT "\","
+			 " \"roles\": [\"submit\"]},"
+			 "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
+			 " \"roles\": [\"approve\"]}]}",
+			 file);
 	assert_int_equal(gw_start(&pg, false, extra), 0);
 	/* req() talks to gw: point it at this berthd for the test. */
 	gw = pg;
@@ -2360,22 +2370,17 @@ static void principals_start(struct gw *pg, char dir[64])
 {
 	const char *extra[] = {"--principals", NULL, NULL};
 	char file[128];
-	FILE *f;
 
 	snprintf(dir, 64, "/tmp/berth-http-princ-XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	snprintf(file, sizeof file, "%s/principals.json", dir);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fputs("{\"principals\": ["
-	      "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
-	      " \"roles\": [\"approve\"]},"
-	      "{\"name\": \"wk\", \"token\": \"" T_WORKER "\","
-	      " \"roles\": [\"worker\"]},"
-	      "{\"name\": \"reader\", \"token\": \"" T_READER "\","
-	      " \"roles\": [\"read\"]}]}", f);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(file, 0600), 0);
+	principals_write(dir,
+			 "{\"principals\": ["
+			 "{\"name\": \"alice\", \"token\": \"" T_ALICE "\","
+			 " \"roles\": [\"approve\"]},"
+			 "{\"name\": \"wk\", \"token\": \"" T_WORKER "\","
+			 " \"roles\": [\"worker\"]},"
+			 "{\"name\": \"reader\", \"token\": \"" T_READER "\","
+			 " \"roles\": [\"read\"]}]}",
+			 file);
 	extra[1] = file;
 	assert_int_equal(gw_start(pg, false, extra), 0);
 }
