@@ -711,6 +711,42 @@ static const json_t *approved_by(const json_t *approvals, const char *name)
 	return NULL;
 }
 
+/* counts is true when approval a of job j still counts toward the quorum
+ * under policy pol: its approver may still decide the job. A policy that
+ * stopped letting the submitter approve, or no longer names the approver,
+ * takes back what they gave (an approval by a role the policy names
+ * still counts: an approval keeps its approver's name, not their roles).
+ * berthd's own approvals (no principals) always count. */
+static bool counts(const struct worker__policy *pol, const struct worker *w,
+		   const struct store_job *j, const json_t *a)
+{
+	const char *by = json_string_value(json_object_get(a, "by"));
+
+	if (!by || !strcmp(by, STORE_BERTHD))
+		return true;
+	if (!worker__policy_self(pol, w) && j->submitted_by &&
+	    !strcmp(j->submitted_by, by))
+		return false;
+	if (!pol->napprovers || pol->approver_roles)
+		return true;
+	for (size_t i = 0; i < pol->napprovers; i++)
+		if (!strcmp(pol->approvers[i], by))
+			return true;
+	return false;
+}
+
+/* counted returns how many of job j's approvals count under pol. */
+static size_t counted(const struct worker__policy *pol,
+		      const struct worker *w, const struct store_job *j)
+{
+	size_t i, n = 0;
+	json_t *a;
+
+	json_array_foreach(j->approvals, i, a)
+		n += counts(pol, w, j, a);
+	return n;
+}
+
 /* refuse_decider answers op: its actor may not decide job j, for reason
  * ("self_approval", "not_an_approver"), in a sentence why. */
 static void refuse_decider(struct worker__op *op, const struct store_job *j,
@@ -740,8 +776,9 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	struct worker_actor by = {op->by_name, op->by_via, op->by_client,
 				  op->by_roles};
 	const char *text = op->sown[0];
+	const json_t *mine;
 	json_t *entry, *list;
-	size_t had;
+	size_t had, valid;
 	char at[32], msg[400];
 	int quorum;
 
@@ -749,9 +786,16 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	dflt.quorum = j->quorum > 0 ? j->quorum : 1;
 	pol = t ? &t->policy : &dflt;
 	quorum = pol->quorum;
+	/* had: the approvals stored, which the commit checks are still
+	 * there; valid: those that count under the policy as it is now. */
 	had = json_array_size(j->approvals);
-	if (op->approve && op->by_name &&
-	    approved_by(j->approvals, op->by_name) &&
+	valid = counted(pol, w, j);
+	mine = op->approve && op->by_name
+		       ? approved_by(j->approvals, op->by_name)
+		       : NULL;
+	/* One that no longer counts is judged as a new decision: refused
+	 * below, as its approver may no longer decide. */
+	if (mine && counts(pol, w, j, mine) &&
 	    (j->status == STORE_AWAITING_APPROVAL || quorum > 1)) {
 		/* The same approver twice counts once, and is told so, also
 		 * once a quorum of several is met: an approval that raced
@@ -762,8 +806,8 @@ static int judge(struct worker__op *op, const struct store_job *j)
 			snprintf(msg, sizeof(msg), "conflict: %.64s approved "
 				 "job %s already; it waits for %d approval%s "
 				 "of %d", op->by_name, j->id,
-				 quorum - (int)had,
-				 quorum - (int)had == 1 ? "" : "s", quorum);
+				 quorum - (int)valid,
+				 quorum - (int)valid == 1 ? "" : "s", quorum);
 		else
 			snprintf(msg, sizeof(msg), "conflict: %.64s approved "
 				 "job %s already; it is %s", op->by_name,
@@ -772,7 +816,7 @@ static int judge(struct worker__op *op, const struct store_job *j)
 				 json_pack("{s:s, s:s, s:i, s:i}", "status",
 					   store_status_name(j->status),
 					   "reason", "already_approved",
-					   "approvals", (int)had, "quorum",
+					   "approvals", (int)valid, "quorum",
 					   quorum));
 		return 1;
 	}
@@ -835,7 +879,7 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	tr->quorum = quorum;
 	tr->event = STORE_EV_APPROVED;
 	tr->set = STORE_SET_APPROVALS | STORE_SET_EXPIRES_AT;
-	if ((int)had + 1 >= quorum) {
+	if ((int)valid + 1 >= quorum) {
 		tr->to = STORE_PENDING;
 		tr->set |= STORE_SET_DECISION;
 		tr->decision = STORE_DECISION_APPROVED;
@@ -850,7 +894,7 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	op->own[0] = tr->event_data = json_pack("{s:s*}", "note", text);
 	if (op->own[0] && quorum > 1) {
 		json_object_set_new(op->own[0], "approvals",
-				    json_integer((json_int_t)had + 1));
+				    json_integer((json_int_t)valid + 1));
 		json_object_set_new(op->own[0], "quorum", json_integer(quorum));
 	}
 	return 0;

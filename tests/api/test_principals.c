@@ -549,6 +549,99 @@ static void socket__two_unix_users_submit_and_approve_by_their_roles(void **stat
 	}
 }
 
+/* write_policy writes tool NAME's manifest into dir with policy (JSON). */
+static void write_policy(const char *dir, const char *name, const char *policy)
+{
+	char path[600], text[1024];
+
+	snprintf(path, sizeof path, "%s/%s.json", dir, name);
+	snprintf(text, sizeof text,
+		 "{\"id\": \"%s\", \"requireApproval\": true, "
+		 "\"approvalPolicy\": %s, \"inputSchema\": {\"type\": \"object\"}, "
+		 "\"command\": [\"%s/approve.sh\"]}",
+		 name, policy, getenv("BERTH_API_TOOLS"));
+	write_file(path, text, 0644);
+}
+
+/* An approval counts toward the quorum only while the tool's policy
+ * lets its approver decide: one given by an approver the policy no longer
+ * names, or by the submitter once selfApproval is off, no longer counts,
+ * and its approver is refused as any other. Before, a quorum of 2 was met
+ * by the one approval given after the change. */
+static void approvals__count_only_while_the_policy_lets_their_approver_decide(
+	void **state)
+{
+	struct berth_client *agent, *alice, *lead, *bob;
+	char dir[200], saved[512], a[40], b[40];
+	json_t *job, *err;
+
+	snprintf(saved, sizeof saved, "%s", fx.tools);
+	snprintf(dir, sizeof dir, "%s/tools-shifting", fx.dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	write_policy(dir, "p-drop", "{\"approvers\": [\"alice\", \"bob\"], "
+		     "\"quorum\": 2}");
+	write_policy(dir, "p-own", "{\"selfApproval\": true, \"quorum\": 2}");
+	/* The harness keeps a pointer to fx.tools: the restart reads it. */
+	snprintf(fx.tools, sizeof fx.tools, "%s", dir);
+	assert_int_equal(harness_kill9(&fx.h), 0);
+	assert_int_equal(harness_restart(&fx.h), 0);
+	assert_int_equal(chmod(fx.h.dir, 0711), 0);
+
+	agent = as(&fx, T_AGENT);
+	alice = as(&fx, T_ALICE);
+	lead = as(&fx, T_LEAD);
+	job = submit(agent, "p-drop", "{}");
+	snprintf(a, sizeof a, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(call_ok(alice, "jobs/approve", json_pack("{s:s}", "id", a)));
+	job = submit(lead, "p-own", "{}");
+	snprintf(b, sizeof b, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(call_ok(lead, "jobs/approve", json_pack("{s:s}", "id", b)));
+	berth_client_close(agent);
+	berth_client_close(alice);
+	berth_client_close(lead);
+
+	/* alice is no longer among p-drop's approvers; p-own no longer lets
+	 * its submitter approve. */
+	write_policy(dir, "p-drop", "{\"approvers\": [\"bob\", \"lead\"], "
+		     "\"quorum\": 2}");
+	write_policy(dir, "p-own", "{\"quorum\": 2}");
+	assert_int_equal(harness_kill9(&fx.h), 0);
+	assert_int_equal(harness_restart(&fx.h), 0);
+	assert_int_equal(chmod(fx.h.dir, 0711), 0);
+
+	bob = as(&fx, T_BOB);
+	job = call_ok(bob, "jobs/approve", json_pack("{s:s}", "id", a));
+	assert_string_equal(jstr(job, "status"), "awaiting_approval");
+	json_decref(job);
+	job = call_ok(bob, "jobs/approve", json_pack("{s:s}", "id", b));
+	assert_string_equal(jstr(job, "status"), "awaiting_approval");
+	json_decref(job);
+	alice = as(&fx, T_ALICE);
+	err = call_err(alice, "jobs/approve", json_pack("{s:s}", "id", a),
+		       -32010);
+	assert_string_equal(reason_of(err), "not_an_approver");
+	json_decref(err);
+	lead = as(&fx, T_LEAD);
+	err = call_err(lead, "jobs/approve", json_pack("{s:s}", "id", b),
+		       -32010);
+	assert_string_equal(reason_of(err), "self_approval");
+	json_decref(err);
+	/* Who may decide still meets the quorum. */
+	job = call_ok(lead, "jobs/approve", json_pack("{s:s}", "id", a));
+	assert_string_equal(jstr(job, "status"), "pending");
+	json_decref(job);
+	berth_client_close(alice);
+	berth_client_close(lead);
+	berth_client_close(bob);
+
+	snprintf(fx.tools, sizeof fx.tools, "%s", saved);
+	assert_int_equal(harness_kill9(&fx.h), 0);
+	assert_int_equal(harness_restart(&fx.h), 0);
+	assert_int_equal(chmod(fx.h.dir, 0711), 0);
+}
+
 /* ---- the audit across a kill -9 --------------------------------------------- */
 
 /* berth get shows who decided what and when, across a kill -9 and a
@@ -744,6 +837,8 @@ int main(void)
 		cmocka_unit_test(approvers__others_with_the_approve_role_are_refused),
 		cmocka_unit_test(socket__two_unix_users_submit_and_approve_by_their_roles),
 		cmocka_unit_test(the_audit__survives_kill_9),
+		cmocka_unit_test(
+			approvals__count_only_while_the_policy_lets_their_approver_decide),
 	};
 	const struct CMUnitTest alone[] = {
 		cmocka_unit_test(a_principals_file_open_to_others_or_malformed__is_refused_at_start),
