@@ -442,6 +442,51 @@ int api_principals_load(const char *path, struct api_principals **out,
 	return 0;
 }
 
+/* check_user refuses a declared principal named as uid's login name when
+ * uid would act as an implicit principal (who says what it is). */
+static int check_user(const struct api_principals *set, uid_t uid,
+		      const char *who, char **errmsg)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].has_uid && set->v[i].uid == uid)
+			return 0; /* declared: it acts as that entry */
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+		return 0; /* named uid:N, which no declared name can be */
+	for (size_t i = 0; i < set->n; i++)
+		if (strcmp(set->v[i].name, pw.pw_name) == 0) {
+			*errmsg = berth_strf(
+				"principal %s of the principals file has the "
+				"name of Unix user %s (uid %lu, %s), whose "
+				"connections to the socket act under that "
+				"name: the two would be one person to "
+				"approvals and the audit; rename the "
+				"principal, or declare the user by its uid",
+				set->v[i].name, pw.pw_name,
+				(unsigned long)uid, who);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int api_principals_check_users(const struct api_principals *set,
+			       const uid_t *allow, size_t nallow,
+			       char **errmsg)
+{
+	int rc;
+
+	*errmsg = NULL;
+	if ((rc = check_user(set, geteuid(), "berthd's own user", errmsg)) ||
+	    (geteuid() != 0 && (rc = check_user(set, 0, "root", errmsg))))
+		return rc;
+	for (size_t i = 0; i < nallow; i++)
+		if ((rc = check_user(set, allow[i], "--allow-uid", errmsg)))
+			return rc;
+	return 0;
+}
+
 /* ---- lookups --------------------------------------------------------------- */
 
 /* implicit_add returns the implicit principal name, made with roles

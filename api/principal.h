@@ -65,6 +65,16 @@ struct api_principals {
 int api_principals_load(const char *path, struct api_principals **out,
 			char **errmsg);
 
+/* api_principals_check_users refuses a declared principal named after a
+ * Unix user that acts on the socket as an implicit principal of that name
+ * (berthd's own user, root, each of allow) without being declared by its
+ * uid: the two would be one name, and one person to separation of duties,
+ * approvers and the audit. Returns 0, or -EINVAL with *errmsg (malloc'd)
+ * naming both. */
+int api_principals_check_users(const struct api_principals *set,
+			       const uid_t *allow, size_t nallow,
+			       char **errmsg);
+
 /* api_principals_new returns an empty set (no --principals), or NULL. */
 struct api_principals *api_principals_new(void);
 

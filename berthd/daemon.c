@@ -722,9 +722,12 @@ static int start(struct daemon *d, const struct options *o,
 	/* Read first: a principals file that does not load stops berthd
 	 * before it touches the database. */
 	if (o->principals &&
-	    api_principals_load(o->principals, &acfg.principals, &err) < 0) {
+	    (api_principals_load(o->principals, &acfg.principals, &err) < 0 ||
+	     api_principals_check_users(acfg.principals, o->allow_uids,
+					o->nallow_uids, &err) < 0)) {
 		log_error("%s", err ? err : "cannot read --principals");
 		free(err);
+		api_principals_free(acfg.principals);
 		return 1;
 	}
 	/* With principals, a request is not its own approval (docs/API.md);

@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -788,6 +789,26 @@ static void a_principals_file_open_to_others_or_malformed__is_refused_at_start(v
 		assert_int_equal(run_berthd(args, err, sizeof err), 1);
 		print_message("berthd said: %s", err);
 		assert_non_null(strstr(err, bad[i].says));
+	}
+	/* A token principal named as berthd's own user, whose socket
+	 * connections act as the implicit admin of that name: refused, or
+	 * the two would be one person to approvals and the audit. */
+	{
+		struct passwd *pw = getpwuid(geteuid());
+		char json[512], says[160];
+
+		assert_non_null(pw);
+		snprintf(json, sizeof json,
+			 "{\"principals\": [{\"name\": \"%s\", \"token\": \""
+			 T_AGENT "\", \"roles\": [\"submit\"]}]}",
+			 pw->pw_name);
+		snprintf(says, sizeof says, "principal %s of the principals "
+			 "file has the name of Unix user %s", pw->pw_name,
+			 pw->pw_name);
+		write_file(file, json, 0600);
+		assert_int_equal(run_berthd(args, err, sizeof err), 1);
+		print_message("berthd said: %s", err);
+		assert_non_null(strstr(err, says));
 	}
 	unlink(file);
 	unlink(db);
