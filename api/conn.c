@@ -1328,6 +1328,14 @@ static bool make_room(struct api *a, struct api_conn *c)
 
 void api_conn_authed(struct api_conn *c, const struct api_principal *p)
 {
+	/* A connection that becomes a principal without read (an agent
+	 * acting as less than its user) keeps no subscription: they would go
+	 * on sending it every job's events. */
+	if (c->subs && p && !(p->roles & BERTH_ROLE_READ)) {
+		conn_debug(c, "its subscriptions end: the principal it "
+			   "now acts as has no read role");
+		api_sub_cancel_conn(c);
+	}
 	c->principal = p;
 	c->authed = true;
 	c->frame.max_line = c->api->cfg.max_line;

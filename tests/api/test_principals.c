@@ -32,6 +32,7 @@
 #define T_BOB "bob-0123456789abcdef0123456789abcdef01"
 #define T_OPS "ops-0123456789abcdef0123456789abcdef01"
 #define T_LEAD "lead-0123456789abcdef0123456789abcdef0"
+#define T_WORKER "wk-0123456789abcdef0123456789abcdef0123"
 #define UID_DAVE 61001
 #define UID_CAROL 61002
 
@@ -45,7 +46,8 @@ static const char principals_json[] =
 	"{\"name\": \"lead\", \"token\": \"" T_LEAD "\","
 	" \"roles\": [\"submit\", \"approve\"]},"
 	"{\"name\": \"dave\", \"uid\": 61001, \"roles\": [\"submit\"]},"
-	"{\"name\": \"carol\", \"uid\": 61002, \"roles\": [\"approve\"]}"
+	"{\"name\": \"carol\", \"uid\": 61002, \"roles\": [\"approve\"]},"
+	"{\"name\": \"wk\", \"token\": \"" T_WORKER "\", \"roles\": [\"worker\"]}"
 	"]}";
 
 struct fx {
@@ -643,6 +645,38 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 	assert_int_equal(chmod(fx.h.dir, 0711), 0);
 }
 
+/* A connection that becomes, by server/auth, a principal without read
+ * (a worker) keeps no subscription: before, the stream went on with
+ * every job's events, inputs included, which jobs/list then refused. */
+static void server_auth__to_a_principal_without_read__ends_its_subscriptions(
+	void **state)
+{
+	struct berth_client *alice = as(&fx, T_ALICE), *agent = as(&fx, T_AGENT);
+	json_t *job, *n;
+	char id[40], *s;
+
+	json_decref(call_ok(alice, "events/subscribe", json_object()));
+	json_decref(submit(agent, "p-approve", "{}"));
+	n = berth_client_next_notification(alice, 5000);
+	assert_non_null(n); /* the subscription works */
+	json_decref(n);
+	json_decref(call_ok(alice, "server/auth",
+			    json_pack("{s:s}", "token", T_WORKER)));
+	job = submit(agent, "p-approve", "{\"secret\": \"s3cr3t\"}");
+	snprintf(id, sizeof id, "%s", jstr(job, "id"));
+	json_decref(job);
+	/* What was queued before the switch may still come; nothing of the
+	 * job submitted after it. */
+	while ((n = berth_client_next_notification(alice, 1500))) {
+		s = json_dumps(n, JSON_COMPACT);
+		assert_null(strstr(s, id));
+		free(s);
+		json_decref(n);
+	}
+	berth_client_close(alice);
+	berth_client_close(agent);
+}
+
 /* ---- the audit across a kill -9 --------------------------------------------- */
 
 /* berth get shows who decided what and when, across a kill -9 and a
@@ -860,6 +894,8 @@ int main(void)
 		cmocka_unit_test(the_audit__survives_kill_9),
 		cmocka_unit_test(
 			approvals__count_only_while_the_policy_lets_their_approver_decide),
+		cmocka_unit_test(
+			server_auth__to_a_principal_without_read__ends_its_subscriptions),
 	};
 	const struct CMUnitTest alone[] = {
 		cmocka_unit_test(a_principals_file_open_to_others_or_malformed__is_refused_at_start),
