@@ -128,7 +128,7 @@ static const char usage_text[] =
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
 	"  --listen HOST:PORT     also serve TCP (loopback unless HOST says otherwise);\n"
-	"                         needs --token-file\n"
+	"                         needs --token-file or --principals\n"
 	"  --token-file FILE      the token TCP clients send with server/auth (and\n"
 	"                         HTTP clients as Bearer); 32 random bytes, mode 0600\n"
 	"  --allow-uid UID        let this user use the Unix socket too (repeatable);\n"
@@ -150,7 +150,8 @@ static const char usage_text[] =
 	"                         PostgreSQL database (default $BERTH_NODE, else the\n"
 	"                         host name)\n"
 	"  --lease-ms DURATION    how long a node vouches for its running jobs\n"
-	"                         without renewing (PostgreSQL; default 15s)\n"
+	"                         without renewing (PostgreSQL; default\n"
+	"                         $BERTH_LEASE_MS milliseconds, else 15s)\n"
 	"  --shutdown-grace DURATION\n"
 	"                         how long running jobs may go on finishing after\n"
 	"                         SIGTERM or SIGINT (default 10s; 0: none)\n"
@@ -311,6 +312,13 @@ static int parse_duration(const char *name, const char *arg, int64_t min,
 			"or a number with a unit: 500ms, 30s, 5m, 1h, 7d), "
 			"not '%s'\n", name, arg);
 	return -1;
+}
+
+/* is_pg_url: s names a PostgreSQL database, as --db takes it. */
+static bool is_pg_url(const char *s)
+{
+	return strncmp(s, "postgres://", 11) == 0 ||
+	       strncmp(s, "postgresql://", 13) == 0;
 }
 
 /* parse_options fills o from argv. Returns 0 to run, 1 when it printed the
@@ -479,6 +487,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (o->principals && o->http_open) {
 		fputs("berthd: --http-open and --principals together: an open "
 		      "gateway would let anyone act as an admin\n", stderr);
+		return 2;
+	}
+	/* Checked here, in the options' words: store_copy only knows its two
+	 * arguments. */
+	if (o->migrate_from && is_pg_url(o->migrate_from)) {
+		fprintf(stderr, "berthd: --migrate-from takes the path of the SQLite "
+			"database to copy, not a URL ('%s')\n", o->migrate_from);
+		return 2;
+	}
+	if (o->migrate_from && !is_pg_url(o->db)) {
+		fprintf(stderr, "berthd: --migrate-from copies into PostgreSQL: --db "
+			"must be a postgres:// or postgresql:// URL, not '%s'\n", o->db);
 		return 2;
 	}
 	return 0;

@@ -13,8 +13,20 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || strcmp(argv[1], "--help") == 0) {
-		fprintf(stderr, "usage: berth-store-copy SQLITE_PATH postgres://USER@HOST:PORT/DB\n");
+	static const char usage[] =
+		"usage: berth-store-copy SQLITE_PATH postgres://USER@HOST:PORT/DB\n";
+
+	/* Help asked for goes to stdout with 0, as berthd's and berth's. */
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "-h") == 0)) {
+		fputs(usage, stdout);
+		fputs("Copy the berthd database SQLITE_PATH (not in use) into an empty\n"
+		      "PostgreSQL database; see berth-store-copy(1).\n", stdout);
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "berth-store-copy: %s\n%s",
+			argc < 3 ? "missing arguments" : "too many arguments", usage);
 		return 2;
 	}
 	char *err = NULL;

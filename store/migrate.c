@@ -93,6 +93,46 @@ static int apply(sqlite3 *db, const struct migration *m, char why[256])
 	return rc;
 }
 
+/* other_tables returns, malloc'd, the names of db's tables and views that
+ * are not SQLite's own (sqlite_sequence, sqlite_stat1, ...), the first few
+ * joined by ", " in name order with ", ..." after them, or "" when there is
+ * none; NULL when out of memory or db cannot be read (*rc says which). */
+static char *other_tables(sqlite3 *db, int *rc)
+{
+	sqlite3_stmt *s;
+	char *names = NULL;
+	size_t len = 0, n = 0;
+	FILE *fp = open_memstream(&names, &len);
+
+	if (fp == NULL) {
+		*rc = SQLITE_NOMEM;
+		return NULL;
+	}
+	*rc = sqlite3_prepare_v2(db,
+		"SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+		" AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+		-1, &s, NULL);
+	while (*rc == SQLITE_OK && (*rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*rc = SQLITE_OK;
+		if (n++ == 5) {
+			fputs(", ...", fp);
+			break;
+		}
+		fprintf(fp, "%s%s", n > 1 ? ", " : "",
+			(const char *)sqlite3_column_text(s, 0));
+	}
+	if (*rc == SQLITE_DONE)
+		*rc = SQLITE_OK;
+	sqlite3_finalize(s);
+	if (fclose(fp) != 0 && *rc == SQLITE_OK)
+		*rc = SQLITE_NOMEM;
+	if (*rc != SQLITE_OK) {
+		free(names);
+		return NULL;
+	}
+	return names;
+}
+
 int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 		   size_t n, char **errmsg)
 {
@@ -116,6 +156,27 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 			"the database %s was written by a newer berth (schema version %d, this binary knows %zu); it was left untouched",
 			path, version, n);
 		return -EPROTO;
+	}
+
+	/* Version 0 is a database no migration of berth's ran on: a new or
+	 * empty file, or a SQLite database of some other program (a --db
+	 * typed wrong). berth's tables would be added to the other for good,
+	 * so it is refused, -EEXIST, before anything is written. */
+	if (version == 0) {
+		char *names = other_tables(db, &rc);
+		if (names == NULL) {
+			store__set_msg(errmsg, "cannot read the database %s: %s",
+				path, sqlite3_errmsg(db));
+			return store__sqlite_error(rc);
+		}
+		if (names[0] != '\0') {
+			store__set_msg(errmsg,
+				"the database %s is a SQLite database of another program (tables: %s), not berth's; it was left untouched: give a new path, or a database of berth's",
+				path, names);
+			free(names);
+			return -EEXIST;
+		}
+		free(names);
 	}
 
 	for (size_t i = (size_t)version; i < n; i++) {

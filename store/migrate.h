@@ -16,8 +16,10 @@
  * user_version. Each pending migration and its user_version bump are one
  * transaction, applied in order; a failing one is rolled back completely
  * and the ones before it stay. A database whose version is newer than n is
- * refused before anything is written to it. Returns 0; -EPROTO for a newer
- * database; -EINVAL for a list with gaps; or a storage error. On failure
+ * refused before anything is written to it, and so is one at version 0
+ * that holds tables of another program. Returns 0; -EPROTO for a newer
+ * database; -EEXIST for another program's; -EINVAL for a list with gaps;
+ * or a storage error. On failure
  * *errmsg is a malloc'd sentence naming path.
  */
 int store__migrate(sqlite3 *db, const char *path, const struct migration *m,

@@ -132,9 +132,20 @@ int store_copy(const char *from, const char *to, char **errmsg)
 	if (errmsg == NULL)
 		errmsg = &msg;
 	*errmsg = NULL;
-	if (from == NULL || to == NULL || store__is_pg_url(from) ||
-	    !store__is_pg_url(to)) {
-		store__set_msg(errmsg, "store_copy copies a SQLite file to a postgres:// URL");
+	/* The words are the user's: berthd --migrate-from and
+	 * berth-store-copy pass their arguments as they were given. */
+	if (from == NULL || to == NULL) {
+		store__set_msg(errmsg, "the copy needs a SQLite database to copy and a PostgreSQL one to copy into");
+		free(msg);
+		return -EINVAL;
+	}
+	if (store__is_pg_url(from)) {
+		store__set_msg(errmsg, "%s is a PostgreSQL URL: the database to copy from must be a SQLite file's path", from);
+		free(msg);
+		return -EINVAL;
+	}
+	if (!store__is_pg_url(to)) {
+		store__set_msg(errmsg, "%s is not a postgres:// or postgresql:// URL: the database to copy into must be PostgreSQL", to);
 		free(msg);
 		return -EINVAL;
 	}
@@ -178,7 +189,7 @@ int store_copy(const char *from, const char *to, char **errmsg)
 				 " + (SELECT n FROM event_seq)");
 	if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK ||
 	    strcmp(PQgetvalue(r, 0, 0), "0") != 0) {
-		store__set_msg(errmsg, "the PostgreSQL database already holds jobs or events; store_copy only fills an empty one");
+		store__set_msg(errmsg, "the PostgreSQL database already holds jobs or events; the copy only fills an empty one");
 		PQclear(r);
 		rc = -EEXIST;
 		goto rollback;

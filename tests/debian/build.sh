@@ -10,7 +10,10 @@
 #
 #   1. Copies the source to a scratch folder and runs
 #      `dpkg-buildpackage -us -uc -b` there; the .deb files end in OUT_DIR
-#      (default: a scratch folder, printed).
+#      (default: a scratch folder, printed). Checks what the postinst of a
+#      fresh install enables (the system units, no user unit) and that
+#      every docs/X.md the README and man pages name is in
+#      /usr/share/doc/berth/docs.
 #   2. lintian on the .changes: any error or warning fails (the info tags
 #      are shown too).
 #   3. In a minimal Debian 12 (bookworm) made by debootstrap and kept in
@@ -99,6 +102,43 @@ else
 fi
 mv "$scratch"/src/*.deb "$scratch"/src/*.changes "$scratch"/src/*.buildinfo "$out/"
 ls -l "$out"
+deb=$(ls "$out"/berth_*.deb | head -n 1)
+
+# The user units are a user's to turn on (berthd(8)): a postinst that
+# enabled them would link them under /etc/systemd/user, and every user who
+# logs in would get a berthd of their own. The postinst runs here as on a
+# fresh install (configure, no old version), with every command it calls
+# a stub that logs its arguments; deb-systemd-helper answers as on a system
+# that never had berth: no unit debian-installed, and was-enabled true (its
+# default for a unit it never saw).
+mkdir -p "$scratch/stubs"
+for c in adduser install deb-systemd-helper deb-systemd-invoke systemctl; do
+	cat >"$scratch/stubs/$c" <<STUB
+#!/bin/sh
+echo "$c \$*" >>"$scratch/postinst.calls"
+case "\$*" in *debian-installed*) exit 1 ;; esac
+exit 0
+STUB
+	chmod +x "$scratch/stubs/$c"
+done
+dpkg-deb -I "$deb" postinst >"$scratch/postinst"
+PATH="$scratch/stubs:$PATH" sh "$scratch/postinst" configure >/dev/null 2>&1
+status=$?
+check "the postinst, on a fresh install, enables the system units" \
+	'[ $status -eq 0 ] && grep -qx "deb-systemd-helper enable berthd.socket" "$scratch/postinst.calls"'
+check "... and no user unit (dh_installsystemduser --no-enable)" \
+	'! grep -q "deb-systemd-helper.* --user enable" "$scratch/postinst.calls"'
+
+# Every document the installed README and man pages point to, at the
+# docs/X.md path they give (compressed or not, as dh_compress left it).
+dpkg-deb -c "$deb" | sed 's/.* \.\///' >"$scratch/contents"
+refs=$(cat "$src/README.md" "$src"/man/*.scd | grep -o 'docs/[A-Z][A-Z]*\.md' | sort -u)
+missing=
+for r in $refs; do
+	grep -qx "usr/share/doc/berth/$r\(\.gz\)\{0,1\}" "$scratch/contents" || missing="$missing $r"
+done
+check "the package has every docs/X.md the README and man pages name, under /usr/share/doc/berth/docs (missing:${missing:- none})" \
+	'[ -n "$refs" ] && [ -z "$missing" ]'
 
 # ---- 2. lintian ----------------------------------------------------------
 lintian --display-info --fail-on error,warning "$out"/*.changes >"$scratch/lintian.log" 2>&1
@@ -143,6 +183,8 @@ check "/var/lib/berth is berth's, mode 0700" \
 check "the units are installed and enabled" \
 	'[ -L "$root/etc/systemd/system/sockets.target.wants/berthd.socket" ] &&
 	 [ -L "$root/etc/systemd/system/multi-user.target.wants/berthd.service" ]'
+check "no user unit is enabled for every user (none in /etc/systemd/user)" \
+	'! ls "$root"/etc/systemd/user/*.wants/berthd.* >/dev/null 2>&1'
 in_root systemd-analyze verify --man=no /lib/systemd/system/berthd.socket \
 	/lib/systemd/system/berthd.service >"$scratch/verify.log" 2>&1
 status=$?

@@ -38,6 +38,26 @@ defined "$man/berthd.8.scd" >"$work/berthd.8.defined"
 compare "berthd(8) describes every option of berthd --help" "$work/berthd.opts" "$work/berthd.8.defined"
 compare "berthd --help has every option berthd(8) describes" "$work/berthd.8.defined" "$work/berthd.opts"
 
+# say WHAT PATTERN: --help and berthd(8) both match PATTERN (grep -E, with
+# the man page's *bold* marks and line breaks taken out).
+say() {
+	tr '\n' ' ' <"$work/berthd.help" | tr -s ' ' >"$work/help.flat"
+	tr '\n\t' '  ' <"$man/berthd.8.scd" | tr -d '*' | tr -s ' ' >"$work/man.flat"
+	if grep -Eq -- "$2" "$work/help.flat" && grep -Eq -- "$2" "$work/man.flat"; then
+		passed=$((passed + 1))
+		echo "ok: $1"
+	else
+		failed=$((failed + 1))
+		echo "FAIL: $1 (--help: $(grep -Ec -- "$2" "$work/help.flat"), berthd(8): $(grep -Ec -- "$2" "$work/man.flat"))"
+	fi
+}
+# pg.c reads $BERTH_LEASE_MS when --lease-ms is not given.
+say "berthd --help and berthd(8) name \$BERTH_LEASE_MS, --lease-ms's default" \
+	'--lease-ms .*\$BERTH_LEASE_MS'
+# parse_options takes --listen with --principals (their tokens) too.
+say "berthd --help and berthd(8): --listen needs --token-file or --principals" \
+	'--listen [^-]*needs --token-file or --principals'
+
 "$berth" --help >"$work/berth.help"
 sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p' "$work/berth.help" | sort -u >"$work/commands"
 sed -n '/^# COMMANDS/,/^# [A-Z]/s/^\*\([a-z][a-z-]*\)\*.*/\1/p' "$man/berth.1.scd" | sort -u >"$work/berth.1.commands"

@@ -139,6 +139,57 @@ static void open__newer_database__is_refused_and_left_untouched(void **state)
 	free(after);
 }
 
+/* A SQLite database of another program (tables of its own, user_version
+ * 0: berth's migrations never ran on it) is refused, naming the file and
+ * its tables, and left as it was: a mistyped --db must not get berth's
+ * tables added for good. */
+static void open__a_database_of_another_program__is_refused_and_left_untouched(void **state)
+{
+	struct fx *f = *state;
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE users (name TEXT);"
+				      " CREATE TABLE orders (id INTEGER PRIMARY KEY"
+				      " AUTOINCREMENT); INSERT INTO users VALUES ('ann')",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	size_t n0, n1;
+	char *before = slurp(f->path, &n0);
+
+	char *msg = NULL;
+	assert_int_equal(fx_open(f, &msg), -EEXIST);
+	assert_null(f->st);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, f->path));
+	assert_non_null(strstr(msg, "another program"));
+	assert_non_null(strstr(msg, "orders, users"));
+	/* sqlite_sequence is SQLite's, not the program's. */
+	assert_null(strstr(msg, "sqlite_sequence"));
+	free(msg);
+
+	char *after = slurp(f->path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_false(table_exists(f->path, "jobs"));
+	free(before);
+	free(after);
+}
+
+/* An empty file (touch berth.db) is a new database, not another
+ * program's. */
+static void open__an_empty_file__is_made_a_berth_database(void **state)
+{
+	struct fx *f = *state;
+	FILE *fp = fopen(f->path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(chmod(f->path, 0600), 0);
+	assert_int_equal(fx_open(f, NULL), 0);
+	fx_close(f);
+	assert_int_equal(user_version(f->path), (int)migrations_sqlite_count);
+	assert_true(table_exists(f->path, "jobs"));
+}
+
 static void migrate__failing_migration__rolls_back_completely(void **state)
 {
 	struct fx *f = *state;
@@ -331,6 +382,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(open__again__keeps_the_version_and_the_data,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(open__newer_database__is_refused_and_left_untouched,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__a_database_of_another_program__is_refused_and_left_untouched,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__an_empty_file__is_made_a_berth_database,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(migrate__failing_migration__rolls_back_completely,
 						fx_setup_closed, fx_teardown),
