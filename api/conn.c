@@ -743,10 +743,10 @@ int api_conn_call(struct api_conn *c, const char *method, json_t *params,
 
 /* take_response matches the client's answer msg to a request of ours;
  * an answer to nothing we asked is ignored. */
-static void take_response(struct api_conn *c, json_t *msg)
+/* take_call unlinks and returns c's call of id (one of berthd's own
+ * requests), or NULL. */
+static struct api_call *take_call(struct api_conn *c, const char *id)
 {
-	const char *id = json_string_value(json_object_get(msg, "id"));
-
 	for (struct api_call **p = &c->calls; id && *p; p = &(*p)->next) {
 		struct api_call *call = *p;
 
@@ -754,11 +754,39 @@ static void take_response(struct api_conn *c, json_t *msg)
 			continue;
 		*p = call->next;
 		c->ncalls--;
-		call->fn(call->arg, json_object_get(msg, "result"),
-			 json_object_get(msg, "error"));
-		free(call);
-		return;
+		return call;
 	}
+	return NULL;
+}
+
+static void take_response(struct api_conn *c, json_t *msg)
+{
+	struct api_call *call =
+		take_call(c, json_string_value(json_object_get(msg, "id")));
+
+	if (!call)
+		return;
+	call->fn(call->arg, json_object_get(msg, "result"),
+		 json_object_get(msg, "error"));
+	free(call);
+}
+
+/* take_shapeless answers one of berthd's own requests with msg, an
+ * answer to it (its id) with neither result nor error: its callback gets
+ * the whole message as the result, which no caller takes for a valid
+ * answer (a run's ends invalid_answer, with the message in the job's
+ * log). Returns false when msg answers none of them. */
+static bool take_shapeless(struct api_conn *c, json_t *msg)
+{
+	struct api_call *call;
+
+	if (json_object_get(msg, "method") ||
+	    !(call = take_call(c, json_string_value(
+					  json_object_get(msg, "id")))))
+		return false;
+	call->fn(call->arg, msg, NULL);
+	free(call);
+	return true;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
@@ -785,7 +813,8 @@ static void dispatch_one(struct api_conn *c, json_t *msg, struct api_batch *b)
 		take_response(c, msg);
 		return;
 	case API_MSG_INVALID:
-		send_error(c, b, id, API_INVALID_REQUEST, why, NULL);
+		if (!take_shapeless(c, msg))
+			send_error(c, b, id, API_INVALID_REQUEST, why, NULL);
 		return;
 	case API_MSG_BAD_PARAMS:
 		/* A well-formed notification whose params are not an object

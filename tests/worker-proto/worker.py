@@ -190,6 +190,11 @@ class Worker:
         job = params["job"]
         jid = job["id"]
         mark(self.args, "run", jid, str(job["attempt"]))
+        if (job.get("input") or {}).get("noResult"):
+            # An answer with neither result nor error.
+            self.runs.pop(jid, None)
+            self.send({"jsonrpc": "2.0", "id": rid})
+            return
         if (job.get("input") or {}).get("rpcError"):
             self.runs.pop(jid, None)
             self.send({"jsonrpc": "2.0", "id": rid, "error": {
