@@ -779,27 +779,23 @@ static void run__outcomes_that_fail_their_schema_or_shape_or_retries__end_as_doc
 			    "invalid_output");
 	json_decref(job);
 	free(id);
-	id = submit(f, json_pack("{s:s, s:{s:b}}", "tool", "wp-echo", "input",
-				 "badShape", 1));
-	job = wait_status(f, id, "failed");
-	assert_string_equal(jstr(json_object_get(job, "error"), "code"),
-			    "invalid_answer");
-	json_decref(job);
-	wait_until(job_log_has(f, id, "the worker's answer to run"),
-		   "the job's log to have the worker's answer to run");
-	free(id);
-	/* An answer with neither result nor error is an answer all the
-	 * same: before, berthd took it for a request without a method, and
-	 * the job stayed running until its timeout. */
-	id = submit(f, json_pack("{s:s, s:{s:b}}", "tool", "wp-echo", "input",
-				 "noResult", 1));
-	job = wait_status(f, id, "failed");
-	assert_string_equal(jstr(json_object_get(job, "error"), "code"),
-			    "invalid_answer");
-	json_decref(job);
-	wait_until(job_log_has(f, id, "the worker's answer to run"),
-		   "the job's log to have the worker's answer to run");
-	free(id);
+	/* A result of no outcome's shape, and an answer with neither result
+	 * nor error: the latter is an answer all the same (before, berthd
+	 * took it for a request without a method, and the job stayed
+	 * running until its timeout). */
+	for (int i = 0; i < 2; i++) {
+		id = submit(f, json_pack("{s:s, s:{s:b}}", "tool", "wp-echo",
+					 "input", i ? "noResult" : "badShape",
+					 1));
+		job = wait_status(f, id, "failed");
+		assert_string_equal(jstr(json_object_get(job, "error"),
+					 "code"),
+				    "invalid_answer");
+		json_decref(job);
+		wait_until(job_log_has(f, id, "the worker's answer to run"),
+			   "the job's log to have the worker's answer to run");
+		free(id);
+	}
 	id = submit(f, json_pack("{s:s, s:{s:b}, s:i}", "tool", "wp-echo",
 				 "input", "rpcError", 1, "maxRetries", 0));
 	job = wait_status(f, id, "failed");
