@@ -147,6 +147,27 @@ static struct http_session *find_session(struct http *h, const char *token,
 	return found;
 }
 
+/* session_ended is true when token is a session's that ended: logged
+ * out or replaced (a slot's last), or expired (a slot's still). A page
+ * left open, or a second tab, sends it: it is no guess, and must not
+ * count toward the throttle that all of loopback shares. */
+static bool session_ended(struct http *h, const char *token, size_t len)
+{
+	uint64_t now = uv_now(h->loop);
+	bool found = false;
+
+	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
+		const struct http_session *s = &h->sessions[i];
+
+		if (s->ended[0] && equal_ct(token, len, s->ended, 64))
+			found = true;
+		if (s->id[0] && s->expires <= now &&
+		    equal_ct(token, len, s->id, 64))
+			found = true;
+	}
+	return found;
+}
+
 int http_auth_check(struct http_conn *c)
 {
 	struct http *h = c->http;
@@ -177,6 +198,8 @@ int http_auth_check(struct http_conn *c)
 		c->session_expires = s->expires;
 		return HTTP_AUTH_SESSION;
 	}
+	if (len && session_ended(h, t, len))
+		return HTTP_AUTH_ENDED;
 	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
 			  API_AUTH_VIA_HTTP, &c->retry_ms) < 0)
 		return HTTP_AUTH_THROTTLED;
@@ -249,8 +272,10 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 		}
 	}
 	/* The session whose place this takes ends, with what it opened. */
-	if (slot->id[0])
+	if (slot->id[0]) {
 		http_conn_end_session(h, slot);
+		memcpy(slot->ended, slot->id, sizeof slot->ended);
+	}
 	memcpy(slot->id, sid, 65);
 	slot->expires = now + (uint64_t)h->session_ms;
 	slot->gen = ++h->session_gen;
@@ -280,6 +305,7 @@ int http_session_close(struct http_conn *c, const struct http_session **ended)
 	if (!s)
 		return -1;
 	/* Free, with its gen kept: that tells the connections it opened. */
+	memcpy(s->ended, s->id, sizeof s->ended);
 	memset(s->id, 0, sizeof s->id);
 	s->expires = 0;
 	s->principal = NULL;

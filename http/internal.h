@@ -83,6 +83,9 @@ struct api_principal;
 
 struct http_session {
 	char id[65];        /* hex; "" when the slot is free */
+	char ended[65];     /* the last session that held the slot and ended
+			       (logged out, replaced), told apart from a
+			       wrong token */
 	uint64_t expires;   /* uv_now */
 	uint64_t gen;       /* which session holds the slot (http->session_gen
 			       when it opened): a slot is used again */
@@ -298,6 +301,7 @@ enum http_auth {
 			       token, which only opens a session */
 	HTTP_AUTH_WRONG,    /* a token that is none of these */
 	HTTP_AUTH_EXPIRED,  /* the login URL's token, too late or spent */
+	HTTP_AUTH_ENDED,    /* a session's that ended: no guess */
 	HTTP_AUTH_THROTTLED, /* not looked at: too many failed lately
 				(c->retry_ms) */
 };

@@ -611,6 +611,10 @@ static int refuse_auth(struct http_conn *c, int auth)
 		msg = "unauthorized: this login link expired or was used "
 		      "already; berthd logged a new one";
 		break;
+	case HTTP_AUTH_ENDED:
+		msg = "unauthorized: this session ended (logged out, expired, "
+		      "or replaced by a newer one); log in again";
+		break;
 	case HTTP_AUTH_LOGIN:
 		msg = "unauthorized: a login link's token only opens a "
 		      "session (POST /api/session)";

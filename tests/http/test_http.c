@@ -2336,6 +2336,43 @@ static void auth__an_expired_session__ends_the_streams_and_waits_it_opened(
 	gw_stop(&g);
 }
 
+/* A session that ended (logged out here) is told so, and is no guess: a
+ * page left open, or a second tab, that sends it again and again does not
+ * count toward the throttle that all of loopback shares. Before, it was
+ * "wrong token", counted, and the eleventh within a second was 429 for
+ * every client on loopback. */
+static void auth__an_ended_session__is_told_so_and_not_throttled(void **state)
+{
+	struct gw g, saved = gw;
+	char *sid, hdr[128];
+	json_t *v;
+
+	assert_int_equal(gw_start(&g, false, NULL), 0);
+	gw = g; /* for req() */
+	sid = open_session(&g, "secret");
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	json_decref(req(204, "DELETE", "/api/session", hdr, NULL));
+	for (int i = 0; i < 15; i++) {
+		v = req(401, "GET", "/api/info", hdr, NULL);
+		assert_non_null(strstr(json_string_value(json_object_get(
+					       json_object_get(v, "error"),
+					       "message")),
+				       "this session ended"));
+		json_decref(v);
+	}
+	/* A token berthd never gave is a wrong one, as before. */
+	v = req(401, "GET", "/api/info",
+		"Authorization: Bearer 0123456789abcdef0123456789abcdef"
+		"0123456789abcdef0123456789abcdef\r\n", NULL);
+	assert_non_null(strstr(json_string_value(json_object_get(
+				       json_object_get(v, "error"), "message")),
+			       "wrong token"));
+	json_decref(v);
+	gw = saved;
+	free(sid);
+	gw_stop(&g);
+}
+
 /* A 404 names the path as it was requested, as text fit for JSON: before,
  * a path with a byte that is not UTF-8 was answered 500 "out of memory"
  * (its message could not be made), and an unknown action of a job named
@@ -2574,6 +2611,7 @@ int main(void)
 		cmocka_unit_test(auth__an_https_origin_naming_this_host__is_the_same_site),
 		cmocka_unit_test(rest__a_query_value_or_job_id_not_in_utf8__is_refused_naming_it),
 		cmocka_unit_test(auth__logout__ends_the_streams_and_waits_of_its_session),
+		cmocka_unit_test(auth__an_ended_session__is_told_so_and_not_throttled),
 		cmocka_unit_test(auth__an_expired_session__ends_the_streams_and_waits_it_opened),
 		cmocka_unit_test(routes__a_404__names_the_path_as_requested),
 		cmocka_unit_test(metrics__a_refusal_of_metrics__is_counted_as_forbidden),
