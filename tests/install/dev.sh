@@ -17,20 +17,13 @@ set -u
 dev=$1
 work=$(mktemp -d /tmp/berth-dev-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-failed=0
-passed=0
-check() {
-	if eval "$2"; then
-		passed=$((passed + 1))
-		echo "ok: $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $1"
-		echo "---- stderr ----"
-		cat "$err"
-		echo "---- berthd's arguments ----"
-		cat "$clone/args" 2>/dev/null
-	fi
+# shellcheck source=check.sh
+. "$(dirname "$0")/check.sh"
+show() {
+	echo "---- stderr ----"
+	cat "$err"
+	echo "---- berthd's arguments ----"
+	cat "$clone/args" 2>/dev/null
 }
 
 mkdir -p "$work/bin"
@@ -179,5 +172,4 @@ sh "$dev" frobnicate >/dev/null 2>&1
 status=$?
 check "./dev with an unknown word exits 2" '[ $status -eq 2 ]'
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary

@@ -16,8 +16,8 @@ berth=$3
 work=$(mktemp -d /tmp/berth-devrun-XXXXXX)
 clone=$work/clone
 runs=
-failed=0
-passed=0
+# shellcheck source=check.sh
+. "$(dirname "$0")/check.sh"
 cleanup() {
 	# A berthd left behind (the failure this test is for): the pid its
 	# lock file names, only while it runs on this test's database.
@@ -35,15 +35,8 @@ trap cleanup EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
-check() {
-	if eval "$2"; then
-		passed=$((passed + 1))
-		echo "ok: $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $1"
-		[ -n "${3:-}" ] && { echo "---- its output ----"; cat "$3"; }
-	fi
+show() {
+	[ -n "${1:-}" ] && { echo "---- its output ----"; cat "$1"; }
 }
 # gone PID: the process has ended. A zombie counts: it is reparented to
 # pid 1, which in some containers never reaps.
@@ -141,5 +134,4 @@ check "a usage error: no lines to paste, berthd's status 2" \
 	'[ $status -eq 2 ] && ! grep -q -e "berthd serves" -e BERTH_SOCKET "$work/usage.log"' \
 	"$work/usage.log"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary

@@ -13,23 +13,16 @@
 set -u
 berthd=$1
 copy=${2:-}
+# shellcheck source=check.sh
+. "$(dirname "$0")/check.sh"
 work=$(mktemp -d /tmp/berth-usage-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
-failed=0
-passed=0
-check() {
-	if eval "$2"; then
-		passed=$((passed + 1))
-		echo "ok: $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL: $1 (exit $status)"
-		echo "---- stdout ----"
-		cat out
-		echo "---- stderr ----"
-		cat err
-	fi
+show() {
+	echo "---- exit $status; stdout ----"
+	cat out
+	echo "---- stderr ----"
+	cat err
 }
 # run COMMAND...: its output in out and err, its status in $status; a
 # berthd that serves instead of refusing is stopped after $limit s (10).
@@ -77,5 +70,4 @@ c.execute("CREATE TABLE users (name TEXT)"); c.execute("INSERT INTO users VALUES
 	check "berthd --db on an empty file: serves (stopped by timeout)" '[ $status -eq 124 ]'
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary
