@@ -129,42 +129,33 @@ void http_auth_finish(struct http *h)
 	memset(h->sessions, 0, sizeof h->sessions);
 }
 
-/* find_session returns the live session whose id is token, or NULL; each
+/* find_session returns the live session whose id is token, or NULL, and
+ * sets *ended (when not NULL) when token is a session's that ended:
+ * logged out or replaced (a slot's last), or expired (a slot's still). A
+ * page left open, or a second tab, sends such a one: it is no guess, and
+ * must not count toward the throttle that all of loopback shares. Each
  * slot is compared in full, so the time taken tells nothing. */
 static struct http_session *find_session(struct http *h, const char *token,
-					 size_t len)
+					 size_t len, bool *ended)
 {
 	struct http_session *found = NULL;
 	uint64_t now = uv_now(h->loop);
+	bool gone = false;
 
 	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
 		struct http_session *s = &h->sessions[i];
 
-		if (s->id[0] && s->expires > now &&
-		    equal_ct(token, len, s->id, 64))
-			found = s;
-	}
-	return found;
-}
-
-/* session_ended is true when token is a session's that ended: logged
- * out or replaced (a slot's last), or expired (a slot's still). A page
- * left open, or a second tab, sends it: it is no guess, and must not
- * count toward the throttle that all of loopback shares. */
-static bool session_ended(struct http *h, const char *token, size_t len)
-{
-	uint64_t now = uv_now(h->loop);
-	bool found = false;
-
-	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
-		const struct http_session *s = &h->sessions[i];
-
+		if (s->id[0] && equal_ct(token, len, s->id, 64)) {
+			if (s->expires > now)
+				found = s;
+			else
+				gone = true;
+		}
 		if (s->ended[0] && equal_ct(token, len, s->ended, 64))
-			found = true;
-		if (s->id[0] && s->expires <= now &&
-		    equal_ct(token, len, s->id, 64))
-			found = true;
+			gone = true;
 	}
+	if (ended)
+		*ended = gone;
 	return found;
 }
 
@@ -177,8 +168,8 @@ int http_auth_check(struct http_conn *c)
 	size_t len;
 	uint64_t now = uv_now(h->loop);
 	char what[96];
-
 	struct http_session *s;
+	bool ended = false;
 
 	c->principal = NULL;
 	c->session = NULL;
@@ -191,14 +182,14 @@ int http_auth_check(struct http_conn *c)
 	for (t = auth + 7; *t == ' '; t++)
 		;
 	len = strlen(t);
-	if (len && (s = find_session(h, t, len))) {
+	if (len && (s = find_session(h, t, len, &ended))) {
 		c->principal = s->principal;
 		c->session = s;
 		c->session_gen = s->gen;
 		c->session_expires = s->expires;
 		return HTTP_AUTH_SESSION;
 	}
-	if (len && session_ended(h, t, len))
+	if (ended)
 		return HTTP_AUTH_ENDED;
 	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
 			  API_AUTH_VIA_HTTP, &c->retry_ms) < 0)
@@ -301,7 +292,7 @@ int http_session_close(struct http_conn *c, const struct http_session **ended)
 		return -1;
 	for (t = auth + 7; *t == ' '; t++)
 		;
-	s = find_session(c->http, t, strlen(t));
+	s = find_session(c->http, t, strlen(t), NULL);
 	if (!s)
 		return -1;
 	/* Free, with its gen kept: that tells the connections it opened. */
