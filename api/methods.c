@@ -217,6 +217,17 @@ static void worker_refused(struct api_req *r, int rc)
 		api_reply_error(r, API_INTERNAL_ERROR, strerror(-rc), NULL);
 }
 
+int api_job_exists(struct api *a, const char *id)
+{
+	struct store_job *job;
+	int rc = store_get(a->store, id, &job);
+
+	if (rc < 0)
+		return rc;
+	store_job_free(job);
+	return 0;
+}
+
 void api_job_reply(struct api_req *r, const char *id)
 {
 	struct store_job *job;

@@ -63,6 +63,11 @@ void api_reply_after_commit(void *arg, const struct worker_result *res);
  * -32014 with {sqlite}. */
 void api_reply_store_error(struct api_req *r, int rc, const char *id);
 
+/* api_job_exists returns 0 when a job of that id is stored, else the
+ * store's code (STORE_ENOTFOUND when there is none), for
+ * api_reply_store_error. */
+int api_job_exists(struct api *a, const char *id);
+
 /* api_job_reply answers r with the Job of the job with that id as it is
  * now, in the raw view. */
 void api_job_reply(struct api_req *r, const char *id);

@@ -252,7 +252,14 @@ void api_m_events_subscribe(struct api_req *r, json_t *params)
 	struct api *a = c->api;
 	const char *job = api_params_str(params, "jobId");
 	struct api_sub *s;
+	int rc;
 
+	/* A subscription to a job that is not stored would wait for events
+	 * that never come: -32011, as events/poll answers. */
+	if (job && (rc = api_job_exists(a, job)) < 0) {
+		api_reply_store_error(r, rc, job);
+		return;
+	}
 	if (c->nsubs >= MAX_SUBS_PER_CONN) {
 		api_reply_error(r, API_OVERLOADED, "overloaded: too many "
 				"subscriptions on this connection",

@@ -271,6 +271,16 @@ void api_m_events_poll(struct api_req *r, json_t *params)
 		api_reply_store_error(r, rc, job);
 		return;
 	}
+	/* A job's log starts with its created event, so an empty page of a
+	 * job's events is the one place where the job may not exist: -32011,
+	 * as jobs/get and jobs/logs answer, rather than a page that would
+	 * stay empty for as long as one waits on it. */
+	if (job && !json_array_size(json_object_get(page, "events")) &&
+	    (rc = api_job_exists(a, job)) < 0) {
+		json_decref(page);
+		api_reply_store_error(r, rc, job);
+		return;
+	}
 	/* An empty page read by type whose span stopped short of the end of
 	 * the log is answered at once, its next past what it looked at:
 	 * events of those types may already be there, and no new one would

@@ -743,6 +743,53 @@ static void events__survive_a_crash_and_the_interrupted_run_is_logged(void **sta
 /* submit_big submits n noop jobs of run runId whose input holds a string
  * of BIG_INPUT bytes (and so its output, which is the input), and waits
  * until each is completed. */
+static void poll_and_subscribe__of_a_job_not_stored__are_not_found(void **state)
+{
+	static const char missing[] = "0190f1d2-0000-7000-8000-000000000000";
+	struct harness h;
+	struct berth_client *c;
+	json_t *job, *err, *page;
+	json_int_t end;
+
+	support_start(&h, NULL);
+	c = support_connect(&h);
+	job = submit(c, "noop", "{}");
+	json_decref(wait_for(c, jstr(job, "id"), "completed"));
+	end = last_seq(c);
+
+	/* Not a page that stays empty for as long as one waits on it: the
+	 * id is named, as jobs/get and jobs/logs name it. */
+	err = call_err(c, "events/poll", json_pack("{s:s, s:i}", "jobId",
+						   missing, "waitMs", 60000),
+		       -32011);
+	assert_string_equal(jstr(json_object_get(err, "data"), "id"), missing);
+	json_decref(err);
+	json_decref(call_err(c, "events/poll",
+			     json_pack("{s:s, s:I, s:s}", "jobId", missing,
+				       "since", end, "types", "completed"),
+			     -32011));
+	err = call_err(c, "events/subscribe", json_pack("{s:s}", "jobId",
+							missing), -32011);
+	assert_string_equal(jstr(json_object_get(err, "data"), "id"), missing);
+	json_decref(err);
+
+	/* A stored job's empty page is still a page, and its wait ends at
+	 * its time-out with nothing. */
+	page = call_ok(c, "events/poll",
+		       json_pack("{s:s, s:I, s:i}", "jobId", jstr(job, "id"),
+				 "since", end, "waitMs", 50));
+	assert_int_equal(json_array_size(json_object_get(page, "events")), 0);
+	json_decref(page);
+	json_decref(call_ok(c, "events/subscribe",
+			    json_pack("{s:s}", "jobId", jstr(job, "id"))));
+	assert_pings(c, 7);
+
+	json_decref(job);
+	berth_client_close(c);
+	harness_stop(&h);
+	(void)state;
+}
+
 static void submit_big(struct berth_client *c, const char *run, int n)
 {
 	char *text = malloc(BIG_INPUT + 1);
@@ -931,6 +978,7 @@ int main(void)
 		cmocka_unit_test(poll__with_types_and_wait_ms__wakes_only_on_those_types),
 		cmocka_unit_test(waits_and_subscriptions__pick_up_again_after_a_restart),
 		cmocka_unit_test(events__survive_a_crash_and_the_interrupted_run_is_logged),
+		cmocka_unit_test(poll_and_subscribe__of_a_job_not_stored__are_not_found),
 		cmocka_unit_test(poll__large_events__come_in_pages_of_about_8_mib),
 		cmocka_unit_test(list__large_jobs__come_in_pages_of_about_8_mib),
 		cmocka_unit_test(subscribe__replay_of_large_events__sends_each_once_in_order),
