@@ -133,6 +133,67 @@ static char *other_tables(sqlite3 *db, int *rc)
 	return names;
 }
 
+/* berth_tables returns how many of the four tables berth's first
+ * migration made (and none later drops) the database has, or -1 with *rc
+ * set when it cannot be read. */
+static int berth_tables(sqlite3 *db, int *rc)
+{
+	sqlite3_stmt *s;
+	int n = -1;
+
+	*rc = sqlite3_prepare_v2(db,
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+		" AND name IN ('jobs', 'events', 'job_logs', 'tools')",
+		-1, &s, NULL);
+	if (*rc == SQLITE_OK && (*rc = sqlite3_step(s)) == SQLITE_ROW) {
+		n = sqlite3_column_int(s, 0);
+		*rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
+/* foreign refuses, -EEXIST, the database at path as another program's,
+ * naming its tables (what the operator recognises). */
+static int foreign(sqlite3 *db, const char *path, int version, char **errmsg)
+{
+	int rc;
+	char *names = other_tables(db, &rc);
+
+	if (names == NULL) {
+		store__set_msg(errmsg, "cannot read the database %s: %s", path,
+			sqlite3_errmsg(db));
+		return store__sqlite_error(rc);
+	}
+	char version_text[40] = "";
+
+	if (version != 0)
+		snprintf(version_text, sizeof version_text,
+			 "user_version %d, ", version);
+	store__set_msg(errmsg,
+		"the database %s is a SQLite database of another program (%stables: %s), not berth's; it was left untouched: give a new path, or a database of berth's",
+		path, version_text, names[0] ? names : "none");
+	free(names);
+	return -EEXIST;
+}
+
+int store__berths(sqlite3 *db, const char *path, char **errmsg)
+{
+	int version = 0, have;
+	int rc = store__user_version(db, &version);
+
+	if (rc == SQLITE_OK && version == 0)
+		return 0; /* store__migrate tells new from another's */
+	if (rc == SQLITE_OK && (have = berth_tables(db, &rc)) == 4)
+		return 0;
+	if (rc != SQLITE_OK) {
+		store__set_msg(errmsg, "cannot read the database %s: %s", path,
+			sqlite3_errmsg(db));
+		return store__sqlite_error(rc);
+	}
+	return foreign(db, path, version, errmsg);
+}
+
 int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 		   size_t n, char **errmsg)
 {
@@ -169,14 +230,11 @@ int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 				path, sqlite3_errmsg(db));
 			return store__sqlite_error(rc);
 		}
-		if (names[0] != '\0') {
-			store__set_msg(errmsg,
-				"the database %s is a SQLite database of another program (tables: %s), not berth's; it was left untouched: give a new path, or a database of berth's",
-				path, names);
-			free(names);
-			return -EEXIST;
-		}
+		bool any = names[0] != '\0';
+
 		free(names);
+		if (any)
+			return foreign(db, path, version, errmsg);
 	}
 
 	for (size_t i = (size_t)version; i < n; i++) {

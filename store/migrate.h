@@ -25,6 +25,13 @@
 int store__migrate(sqlite3 *db, const char *path, const struct migration *m,
 		   size_t n, char **errmsg);
 
+/* store__berths refuses, -EEXIST with *errmsg naming path and its tables,
+ * a database whose user_version another program set: one past version 0
+ * without the tables berth's first migration makes. Called before
+ * store__migrate with berth's own migrations; returns 0 for a database of
+ * berth's or at version 0, or a storage error. */
+int store__berths(sqlite3 *db, const char *path, char **errmsg);
+
 /* store__user_version reads db's PRAGMA user_version into *version.
  * Returns a SQLite result code. */
 int store__user_version(sqlite3 *db, int *version);

@@ -164,7 +164,8 @@ int store_copy(const char *from, const char *to, char **errmsg)
 	sqlite3_busy_timeout(db, 5000);
 	/* An older SQLite schema is brought up to date first, so that the
 	 * columns match; a newer one is refused. */
-	if ((rc = store__migrate(db, from, migrations_sqlite, migrations_sqlite_count,
+	if ((rc = store__berths(db, from, errmsg)) != 0 ||
+	    (rc = store__migrate(db, from, migrations_sqlite, migrations_sqlite_count,
 				 errmsg)) != 0)
 		goto out;
 	if ((rc = store__pg_connect(to, &pg, errmsg)) != 0 ||

@@ -2308,8 +2308,10 @@ static int sq_open(const struct store_config *cfg, void **be, char **errmsg)
 
 	/* The version check comes before anything that writes (such as
 	 * switching to WAL), so that a newer database is left untouched. */
-	rc = store__migrate(q->w.db, path, migrations_sqlite,
-			    migrations_sqlite_count, errmsg);
+	rc = store__berths(q->w.db, path, errmsg);
+	if (rc == 0)
+		rc = store__migrate(q->w.db, path, migrations_sqlite,
+				    migrations_sqlite_count, errmsg);
 	if (rc != 0)
 		goto fail;
 

@@ -114,6 +114,9 @@ static void open__newer_database__is_refused_and_left_untouched(void **state)
 {
 	struct fx *f = *state;
 	sqlite3 *db;
+	/* berth's database, as a later berth would have left it. */
+	assert_int_equal(fx_open(f, NULL), 0);
+	fx_close(f);
 	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 99",
 				      NULL, NULL, NULL), SQLITE_OK);
@@ -173,6 +176,54 @@ static void open__a_database_of_another_program__is_refused_and_left_untouched(v
 	assert_false(table_exists(f->path, "jobs"));
 	free(before);
 	free(after);
+}
+
+/* A program that sets PRAGMA user_version too (many do) made a database
+ * that looked like berth's at that version: berthd ran the migrations
+ * past it on the other's tables, or failed in one, instead of refusing it
+ * untouched as it refuses one at version 0. */
+static void open__another_programs_database_with_a_user_version__is_refused_and_left_untouched(void **state)
+{
+	static const int versions[] = {3, 1000};
+	struct fx *f = *state;
+
+	for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+		char sql[200];
+		sqlite3 *db;
+
+		unlink(f->path);
+		snprintf(sql, sizeof sql,
+			 "CREATE TABLE jobs (id TEXT); CREATE TABLE notes (t);"
+			 " INSERT INTO jobs VALUES ('x'); PRAGMA user_version = %d",
+			 versions[i]);
+		assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+		size_t n0, n1;
+		char *before = slurp(f->path, &n0), *msg = NULL;
+
+		assert_int_equal(fx_open(f, &msg), -EEXIST);
+		assert_null(f->st);
+		assert_non_null(msg);
+		assert_non_null(strstr(msg, f->path));
+		assert_non_null(strstr(msg, "another program"));
+		assert_non_null(strstr(msg, "jobs, notes"));
+		assert_int_equal(user_version(f->path), versions[i]);
+		free(msg);
+		char *after = slurp(f->path, &n1);
+		assert_int_equal(n0, n1);
+		assert_memory_equal(before, after, n0);
+		assert_false(table_exists(f->path, "events"));
+		free(before);
+		free(after);
+	}
+	/* berth's own database at its version still opens. */
+	unlink(f->path);
+	assert_int_equal(fx_open(f, NULL), 0);
+	fx_close(f);
+	assert_int_equal(fx_open(f, NULL), 0);
+	fx_close(f);
 }
 
 /* An empty file (touch berth.db) is a new database, not another
@@ -384,6 +435,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(open__newer_database__is_refused_and_left_untouched,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(open__a_database_of_another_program__is_refused_and_left_untouched,
+						fx_setup_closed, fx_teardown),
+		cmocka_unit_test_setup_teardown(open__another_programs_database_with_a_user_version__is_refused_and_left_untouched,
 						fx_setup_closed, fx_teardown),
 		cmocka_unit_test_setup_teardown(open__an_empty_file__is_made_a_berth_database,
 						fx_setup_closed, fx_teardown),
