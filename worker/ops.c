@@ -1004,7 +1004,10 @@ int worker_cancel(struct worker *w, const char *id, const char *reason,
 			STORE_MASK(STORE_SUSPENDED) | STORE_MASK(STORE_RUNNING);
 	tr->to = STORE_CANCELLED;
 	tr->event = STORE_EV_CANCELLED;
-	tr->set = STORE_SET_ERROR;
+	/* A job cancelled while it waited for someone waits no more: its
+	 * expiresAt goes, as a decision or a resume drops it. */
+	tr->set = STORE_SET_ERROR | STORE_SET_EXPIRES_AT;
+	tr->expires_at = 0;
 	op->own[0] = tr->error = json_pack(
 		"{s:s, s:s}", "message",
 		reason && *reason ? reason : "cancelled", "code", "cancelled");

@@ -433,7 +433,7 @@ static void resume__validates_the_data_then_runs_again(void **state)
 	berth_client_close(c);
 }
 
-static void cancel__ends_a_waiting_job_and_twice_is_a_conflict(void **state)
+static void cancel__ends_a_waiting_job_drops_its_expiry_and_twice_is_a_conflict(void **state)
 {
 	struct berth_client *c = support_connect(&h);
 	json_t *job = submit(c, "api-approve", "{\"action\":\"x\"}");
@@ -447,6 +447,22 @@ static void cancel__ends_a_waiting_job_and_twice_is_a_conflict(void **state)
 	json_decref(call_err(c, "jobs/cancel", json_pack("{s:s}", "id", id), -32012));
 	json_decref(call_err(c, "jobs/cancel", json_pack("{s:s}", "id", "nope"),
 			     -32011));
+	json_decref(job);
+
+	/* A job cancelled while it waited with a ttlMs waits for no one: its
+	 * expiresAt goes, as after a decision (it stayed, a deadline that
+	 * never comes). */
+	job = call_ok(c, "jobs/submit",
+		      json_pack("{s:s, s:{s:s}, s:i}", "tool", "api-approve",
+				"input", "action", "y", "ttlMs", 600000));
+	assert_non_null(json_object_get(job, "expiresAt"));
+	r = call_ok(c, "jobs/cancel", json_pack("{s:s}", "id", jstr(job, "id")));
+	assert_string_equal(jstr(r, "status"), "cancelled");
+	assert_null(json_object_get(r, "expiresAt"));
+	json_decref(r);
+	r = call_ok(c, "jobs/get", json_pack("{s:s}", "id", jstr(job, "id")));
+	assert_null(json_object_get(r, "expiresAt"));
+	json_decref(r);
 	json_decref(job);
 	berth_client_close(c);
 }
@@ -1306,7 +1322,7 @@ int main(void)
 		cmocka_unit_test(approve__runs_the_job_and_twice_is_a_conflict),
 		cmocka_unit_test(decline__never_runs_the_job_and_keeps_the_reason),
 		cmocka_unit_test(resume__validates_the_data_then_runs_again),
-		cmocka_unit_test(cancel__ends_a_waiting_job_and_twice_is_a_conflict),
+		cmocka_unit_test(cancel__ends_a_waiting_job_drops_its_expiry_and_twice_is_a_conflict),
 		cmocka_unit_test(cancel__stops_a_running_job),
 		cmocka_unit_test(retry__makes_a_new_job_of_a_failed_one),
 		cmocka_unit_test(get__in_each_view__and_of_an_unknown_job),
