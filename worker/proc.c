@@ -537,7 +537,9 @@ static void err_line(struct worker__proc *p, const char *s, size_t len)
 		len--;
 	if (p->run->log_capped)
 		return;
-	line = strndup(s, len);
+	/* A NUL the tool wrote is U+FFFD, as a byte that is not UTF-8 is:
+	 * the line goes on past it (strndup stopped there). */
+	line = berth_utf8_repair(s, len);
 	if (line)
 		worker__run_log(p->run, "stderr", line, NULL);
 	free(line);

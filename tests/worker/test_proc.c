@@ -55,7 +55,8 @@ static const char *const manifests[][2] = {
 	 "\"cat >/dev/null; printf 'caf\\\\351 au lait\\\\n'; exec sleep 30\"]}"},
 	{"latin1-err.json",
 	 "{\"id\":\"p-latin1-err\",\"command\":[\"/bin/sh\",\"-c\","
-	 "\"cat >/dev/null; printf 'd\\\\351j\\\\340 vu\\\\n' >&2; exit 3\"]}"},
+	 "\"cat >/dev/null; printf 'a nul \\\\000 and on\\\\n' >&2;"
+	 " printf 'd\\\\351j\\\\340 vu\\\\n' >&2; exit 3\"]}"},
 	{"silent.json",
 	 "{\"id\":\"p-silent\",\"command\":[\"/bin/sh\",\"-c\","
 	 "\"cat >/dev/null; echo 'something broke' >&2; exit 3\"]}"},
@@ -368,8 +369,8 @@ static void submit__defaults_without_end__are_refused_at_their_limit(
 }
 
 /* A tool's line or stderr that is not UTF-8 is quoted with U+FFFD for
- * each bad byte: before, jansson refused the message, and the job failed
- * with no error at all. */
+ * each bad byte (and each NUL): before, jansson refused the message, and
+ * the job failed with no error at all. */
 static void external_tool__bytes_that_are_not_utf8__are_quoted_as_u_fffd(
 	void **state)
 {
@@ -392,6 +393,24 @@ static void external_tool__bytes_that_are_not_utf8__are_quoted_as_u_fffd(
 				       j->error, "data"), "stderr")),
 			       "d\xEF\xBF\xBDj\xEF\xBF\xBD vu"));
 	store_job_free(j);
+	/* A NUL in a line of stderr is U+FFFD too, and the line goes on
+	 * past it in the job's log (it was cut there). */
+	{
+		struct store_log_line *lines = NULL;
+		size_t n = 0;
+		bool whole = false;
+
+		fx_run_for(f, 50);
+		assert_int_equal(store_logs(f->st, id, 0, 100, &lines, &n), 0);
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(lines[i].message,
+				   "a nul \xEF\xBF\xBD and on") == 0)
+				whole = true;
+			store_log_line_finish(&lines[i]);
+		}
+		free(lines);
+		assert_true(whole);
+	}
 }
 
 static void external_tool__exit_without_final_line__quotes_status_and_stderr(
