@@ -830,6 +830,66 @@ static json_t *form_field(const json_t *root, const char *name,
 	return out;
 }
 
+/* unaskable_required returns a malloc'd sentence naming the first name
+ * required by s that is not a field of the form (props), or NULL. */
+static char *unaskable_required(const json_t *s, const json_t *props,
+				const char *where)
+{
+	const json_t *v;
+	size_t i;
+	char *why;
+
+	json_array_foreach(json_object_get(s, "required"), i, v) {
+		if (!json_is_string(v) ||
+		    json_object_get(props, json_string_value(v)))
+			continue;
+		if (asprintf(&why, "%sproperty '%s' is required but not among "
+			     "its properties", where, json_string_value(v)) < 0)
+			why = strdup("out of memory");
+		return why;
+	}
+	return NULL;
+}
+
+/*
+ * unaskable returns a malloc'd sentence saying why no answer to the form
+ * of the object schema s (its fields props) could fit s, or NULL: a
+ * required member that is not a field, or members declared under a root
+ * allOf, anyOf or oneOf, which a flat form cannot show (Zod's .and(),
+ * unions and records make these). Such a question was sent as a form that
+ * every answer failed, three times.
+ */
+static char *unaskable(const json_t *root, const json_t *s,
+		       const json_t *props)
+{
+	static const char *const groups[] = {"allOf", "anyOf", "oneOf"};
+	char *why = unaskable_required(s, props, "");
+	const json_t *b;
+	size_t i;
+
+	for (size_t g = 0; !why && g < sizeof groups / sizeof *groups; g++) {
+		json_array_foreach(json_object_get(s, groups[g]), i, b) {
+			char where[64];
+
+			b = resolve(root, b);
+			if (json_object_size(json_object_get(b, "properties"))) {
+				if (asprintf(&why, "its properties are declared "
+					     "under %s, which a form cannot "
+					     "ask", groups[g]) < 0)
+					why = strdup("out of memory");
+				break;
+			}
+			snprintf(where, sizeof where, "%s/%zu: ", groups[g], i);
+			/* A branch's required names that are fields leave
+			 * the answer possible: it is checked, and the
+			 * question asked again with the reason. */
+			if ((why = unaskable_required(b, props, where)))
+				break;
+		}
+	}
+	return why;
+}
+
 /*
  * form_schema flattens a tool's resumeSchema into the requestedSchema of
  * a form: a flat object of strings, numbers, integers, booleans and
@@ -868,11 +928,14 @@ static json_t *form_schema(const json_t *schema, char **why)
 		}
 		json_object_set_new(props, key, f);
 	}
+	if ((*why = unaskable(root, schema, props))) {
+		json_decref(props);
+		return NULL;
+	}
 	out = json_pack("{s:s, s:o}", "type", "object", "properties", props);
 	req = json_array();
 	json_array_foreach(json_object_get(schema, "required"), i, v)
-		if (json_is_string(v) &&
-		    json_object_get(props, json_string_value(v)))
+		if (json_is_string(v))
 			json_array_append(req, v);
 	if (out && json_array_size(req) > 0)
 		json_object_set(out, "required", req);
@@ -1045,6 +1108,44 @@ static void note_bad_answer(struct mcp_watch *w, const char *why)
 	w->bad_answers++;
 }
 
+/* note_refusal keeps why the worker refused w's last answer: its message
+ * and the first schema errors of its data, each "/path: message" as
+ * berth resume prints them, so that the person asked again knows which
+ * field to change. */
+static void note_refusal(struct mcp_watch *w, const struct worker_result *res)
+{
+	const json_t *errors = json_object_get(res->data, "errors"), *e;
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *fp = open_memstream(&text, &len);
+
+	if (!fp) {
+		note_bad_answer(w, "invalid answer");
+		return;
+	}
+	fputs(res->message ? res->message : "invalid answer", fp);
+	json_array_foreach(errors, i, e) {
+		const char *at = json_string_value(json_object_get(
+			e, "instancePath"));
+		const char *msg = json_string_value(json_object_get(
+			e, "message"));
+
+		if (i == 3) {
+			fprintf(fp, " (and %zu more)", json_array_size(errors) - i);
+			break;
+		}
+		fprintf(fp, "%s %s: %.200s", i ? ";" : ":", at && *at ? at : "/",
+			msg ? msg : "?");
+	}
+	if (fclose(fp) != 0 || !text) {
+		free(text);
+		note_bad_answer(w, "invalid answer");
+		return;
+	}
+	note_bad_answer(w, text);
+	free(text);
+}
+
 /* on_applied runs when the worker applied (or refused) an answer. */
 static void on_applied(void *arg, const struct worker_result *res)
 {
@@ -1055,8 +1156,7 @@ static void on_applied(void *arg, const struct worker_result *res)
 	if (w) {
 		w->ask = NULL;
 		if (res->err == WORKER_EINVAL)
-			note_bad_answer(w, res->message ? res->message
-							: "invalid answer");
+			note_refusal(w, res);
 		if (refused && res->job) {
 			/* Not asked again in this wait: the same person
 			 * would be refused the same way. */
@@ -1080,7 +1180,7 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 	struct mcp_watch *w = a->w;
 	struct worker *wk = a->api->worker;
 	const char *action = json_string_value(json_object_get(result, "action"));
-	json_t *content = json_object_get(result, "content");
+	json_t *content = json_object_get(result, "content"), *none = NULL;
 	const char *reason = json_string_value(json_object_get(content, "reason"));
 	bool answered = action && (strcmp(action, "accept") == 0 ||
 				   strcmp(action, "decline") == 0);
@@ -1163,6 +1263,10 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 	}
 	api_conn_actor(a->conn, &by);
 	a->refs++;
+	/* An accept without content (MCP allows it) resumes with {}; the
+	 * worker takes its own reference. */
+	if (!a->approval && !content)
+		none = json_object();
 	if (a->approval && strcmp(action, "accept") == 0 &&
 	    !json_is_false(json_object_get(content, "approve")))
 		rc = worker_approve(wk, a->job_id, reason, &by, on_applied, a);
@@ -1171,13 +1275,12 @@ static void on_answer(void *arg, json_t *result, json_t *error)
 				    reason ? reason : "declined through MCP",
 				    &by, on_applied, a);
 	else if (strcmp(action, "accept") == 0)
-		rc = content ? worker_resume(wk, a->job_id, content, &by,
-					     on_applied, a)
-			     : worker_resume(wk, a->job_id, json_object(), &by,
-					     on_applied, a);
+		rc = worker_resume(wk, a->job_id, content ? content : none,
+				   &by, on_applied, a);
 	else
 		rc = worker_cancel(wk, a->job_id, "the user declined to answer "
 				   "(MCP elicitation)", &by, on_applied, a);
+	json_decref(none);
 	if (rc < 0) {
 		a->refs--;
 		if (w)

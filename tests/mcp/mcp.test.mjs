@@ -24,6 +24,9 @@ const MODEL = 'mcp-model';     // output and a modelOutput
 const APPROVE = 'mcp-approve'; // requireApproval; output {done: true}
 const ASK = 'mcp-ask';         // suspends with {question}; resumeSchema {answer}
 const NESTED = 'mcp-nested';   // suspends; resumeSchema with an object field
+const UNION = 'mcp-union';     // suspends; resumeSchema a root anyOf of objects
+const RECORD = 'mcp-record';   // suspends; resumeSchema requires what it does not list
+const CONFIRM = 'mcp-confirm'; // suspends; no resumeSchema
 const FAIL = 'mcp-fail';       // fails with "the tool failed on purpose"
 const SLOW = 'mcp-slow';       // sleeps 60 s
 const CONTENT = 'mcp-content'; // a modelOutput of each AI SDK shape, by kind
@@ -320,6 +323,19 @@ describe('tools/call without a task', () => {
     assert.deepEqual(result.structuredContent, { question: 'Say something', answer: 'ok' });
     assert.equal(s.elicitations.length, 2);
     assert.match(s.elicitations[1].params.message, /not accepted/);
+    // The schema's own words, as berth resume prints them: which field,
+    // and what is wrong with it (only the generic sentence came before).
+    assert.match(s.elicitations[1].params.message, /\/answer: must have at least 1/);
+  });
+
+  test('an accept without content resumes a job that has no resumeSchema with {}', async () => {
+    const s = await session({ elicit: async () => ({ action: 'accept' }) });
+    const result = await s.client.callTool({ name: CONFIRM, arguments: {} });
+    assert.notEqual(result.isError, true, textOf(result));
+    assert.equal(s.elicitations.length, 1);
+    assert.deepEqual(s.elicitations[0].params.requestedSchema.properties, {});
+    // berthd's exit at the end (under LeakSanitizer) checks that the {}
+    // was not leaked, as it was for each such answer.
   });
 
   test('stops waiting for a call the client cancels, and the job goes on', async () => {
@@ -357,11 +373,15 @@ describe('tools/call without a task', () => {
 
   test('says clearly when a resumeSchema cannot be an MCP form', async () => {
     const s = await session({ elicit: accept({}) });
-    const result = await s.client.callTool({ name: NESTED, arguments: {} });
-    assert.equal(result.isError, true);
-    const text = textOf(result);
-    assert.match(text, /address/);        // the property that cannot be a form field
-    assert.match(text, /berth resume/);   // and how to answer instead
+    // A root anyOf and a required member outside properties were asked as
+    // an empty form that no answer fitted, three times.
+    for (const [name, what] of [[NESTED, /address/], [UNION, /anyOf/], [RECORD, /'token' is required/]]) {
+      const result = await s.client.callTool({ name, arguments: {} });
+      assert.equal(result.isError, true, name);
+      const text = textOf(result);
+      assert.match(text, what);             // what cannot be a form field
+      assert.match(text, /berth resume/);   // and how to answer instead
+    }
     assert.equal(s.elicitations.length, 0);
   });
 });
