@@ -235,8 +235,12 @@ void api_m_jobs_wait(struct api_req *r, json_t *params)
 	}
 	/* A terminal job never changes again: waiting for it to reach some
 	 * other status would only wait for the time-out. */
+	/* A notification's answer goes nowhere: it does not wait, which
+	 * would only hold the connection's room for unanswered requests
+	 * (1,024 of them stopped berthd reading it, with no answer to say
+	 * so). */
 	now = (until & STORE_MASK(job->status)) ||
-	      store_status_terminal(job->status) || timeout == 0;
+	      store_status_terminal(job->status) || timeout == 0 || !r->id;
 	if (now) {
 		api_reply(r, worker_job_to_json(a->worker, job, WORKER_VIEW_RAW));
 		store_job_free(job);
@@ -285,8 +289,8 @@ void api_m_events_poll(struct api_req *r, json_t *params)
 	 * the log is answered at once, its next past what it looked at:
 	 * events of those types may already be there, and no new one would
 	 * wake the wait for them. */
-	if (wait_ms == 0 || json_array_size(json_object_get(page, "events")) ||
-	    more) {
+	if (wait_ms == 0 || !r->id ||
+	    json_array_size(json_object_get(page, "events")) || more) {
 		api_reply(r, page);
 		return;
 	}

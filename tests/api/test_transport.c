@@ -1541,6 +1541,39 @@ static void a_half_closed_unix_client__still_gets_its_answers(void **state)
 
 #define PIPELINED_WAITS 5000
 
+/* A jobs/wait or events/poll sent as a notification waited like a
+ * request, though its answer goes nowhere: each counted as unanswered,
+ * and 1,024 of them stopped berthd reading the connection for as long as
+ * they waited (without timeoutMs, for good), with no answer to say so.
+ * They do not wait now, and what follows them is answered. */
+static void notifications_that_would_wait__do_not_hold_the_connection(void **state)
+{
+	struct berth_client *c = support_connect(&shared);
+	json_t *job = submit(c, "api-approve", "{\"action\":\"hold\"}");
+	char line[256];
+
+	for (int i = 0; i < 1200; i++) {
+		if (i % 2)
+			snprintf(line, sizeof line,
+				 "{\"jsonrpc\":\"2.0\",\"method\":\"jobs/wait\","
+				 "\"params\":{\"id\":\"%s\",\"until\":"
+				 "[\"declined\"]}}", jstr(job, "id"));
+		else
+			snprintf(line, sizeof line,
+				 "{\"jsonrpc\":\"2.0\",\"method\":\"events/poll\","
+				 "\"params\":{\"since\":1000000000000,"
+				 "\"waitMs\":600000}}");
+		assert_int_equal(berth_client_send_line(c, line, strlen(line)),
+				 0);
+	}
+	assert_pings(c, 1201);
+	json_decref(call_ok(c, "jobs/cancel",
+			    json_pack("{s:s}", "id", jstr(job, "id"))));
+	json_decref(job);
+	berth_client_close(c);
+	(void)state;
+}
+
 /* A client that pipelines more than 1024 requests that wait used to get
  * -32013 for the excess. berthd now stops reading it at 1024 unanswered
  * and reads on as answers drain: every request is answered, none
@@ -1659,6 +1692,7 @@ int main(void)
 		cmocka_unit_test(a_batch_over_1000__is_refused_before_it_is_parsed),
 		cmocka_unit_test(ten_thousand_pipelined_requests__are_all_answered),
 		cmocka_unit_test(pipelining_past_the_unanswered_limit__pauses_and_answers_all),
+		cmocka_unit_test(notifications_that_would_wait__do_not_hold_the_connection),
 		cmocka_unit_test(unix_clients_that_vanish__release_their_waits_at_once),
 		cmocka_unit_test(a_half_closed_unix_client__still_gets_its_answers),
 		cmocka_unit_test(ten_thousand_idle_connections__do_not_disturb_the_others),
