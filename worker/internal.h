@@ -146,6 +146,10 @@ struct worker_tool {
 	 * to whichever definition holds the id then), so that a changed
 	 * tool's concurrency counts the runs of the old one. */
 	int running;
+	/* Submissions judged under this definition whose job is not yet
+	 * committed (an input question may hold one): tools/forget waits
+	 * for them, as it waits for the jobs they make. */
+	int submitting;
 	/* The durable paused flag as this node last knew it, for starting
 	 * jobs at submission (single node only): unknown until read. A
 	 * pause counts from its request, an unpause from its commit. */
@@ -352,6 +356,7 @@ struct worker__op {
 	struct worker__run *run;   /* holds a reference */
 	struct worker__wait *wait; /* a C tool's checkpoint */
 	struct worker_tool *tool;  /* holds a reference */
+	bool submitting;           /* counted in tool->submitting */
 	json_t *own[6];            /* references dropped at the end */
 	char *sown[2];
 	struct store_job *job;     /* a job the op owns */

@@ -253,6 +253,8 @@ static int submit_op(struct worker__op *op, const struct worker_submit *p)
 	 * whatever a reload does meanwhile. */
 	op->tool = t;
 	worker__tool_ref(t);
+	op->submitting = true;
+	t->submitting++;
 	if ((p->has_max_retries && p->max_retries < 0) || p->timeout_ms < 0 ||
 	    p->ttl_ms < 0 || p->run_at < 0) {
 		worker__op_defer(op, WORKER_EINVAL,

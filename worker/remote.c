@@ -1006,6 +1006,25 @@ static void forgotten(struct worker__op *op, int rc)
 	worker__op_reply(op, WORKER_OK, NULL, NULL, NULL, false);
 }
 
+/* stored_definition tells whether the store holds a definition of a
+ * worker process's tool named name (one a C or manifest tool may have
+ * left out at start). A store that cannot be read holds none here. */
+static bool stored_definition(struct worker *w, const char *name)
+{
+	struct store_definition *defs;
+	size_t n;
+	bool found = false;
+
+	if (store_definitions(w->st, &defs, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		found = found || strcmp(defs[i].name, name) == 0;
+		store_definition_finish(&defs[i]);
+	}
+	free(defs);
+	return found;
+}
+
 int worker_forget(struct worker *w, const char *name, worker_cb cb,
 		  void *arg)
 {
@@ -1032,6 +1051,27 @@ int worker_forget(struct worker *w, const char *name, worker_cb cb,
 		worker__op_defer_no_tool(op, name);
 		return 0;
 	}
+	if (!t->definition && stored_definition(w, name)) {
+		/* A definition stored before a C or manifest tool took its
+		 * id, left out at start (the log says to forget it here).
+		 * The tool that has the id now, and its jobs, stay. */
+		if (!(op->sown[0] = strdup(name))) {
+			op->cb = NULL;
+			worker__op_free(op);
+			return -ENOMEM;
+		}
+		op->req.op = STORE_OP_TOOL_DEFINE;
+		op->req.u.define.name = op->sown[0];
+		op->req.u.define.remove = true;
+		if (worker__op_submit(op, forgotten)) {
+			op->cb = NULL;
+			worker__op_free(op);
+			return -ESHUTDOWN;
+		}
+		log_info("tool %s: the stored definition a %s tool left out is "
+			 "forgotten", name, t->c ? "C" : "manifest");
+		return 0;
+	}
 	if (!t->definition) {
 		snprintf(msg, sizeof(msg),
 			 "tool %s is a %s tool of this berthd, not a worker "
@@ -1049,6 +1089,18 @@ int worker_forget(struct worker *w, const char *name, worker_cb cb,
 			 attached(w, t->id) == 1 ? "" : "es");
 		worker__op_defer(op, WORKER_ECONFLICT, msg,
 				 json_pack("{s:s}", "status", "serving"));
+		return 0;
+	}
+	if (t->submitting) {
+		/* A submission judged under it and not yet stored makes a job
+		 * the store cannot show yet: forgotten now, it would wait
+		 * pending for a tool that is no more. */
+		snprintf(msg, sizeof(msg),
+			 "tool %s has %d submission%s being stored; it can be "
+			 "forgotten once its jobs are finished or cancelled",
+			 t->id, t->submitting, t->submitting == 1 ? "" : "s");
+		worker__op_defer(op, WORKER_ECONFLICT, msg,
+				 json_pack("{s:s}", "status", "jobs"));
 		return 0;
 	}
 	rc = store_list(w->st, &f, 1, NULL, &jobs, &njobs, &next);

@@ -53,6 +53,8 @@ void worker__op_free(struct worker__op *op)
 	json_decref(op->by_client);
 	if (op->run)
 		worker__run_unref(op->run);
+	if (op->submitting)
+		op->tool->submitting--;
 	worker__tool_unref(op->tool);
 	free(op);
 	w->inflight--;

@@ -1600,6 +1600,47 @@ static void tools_forget__refused_while_served_or_with_jobs__then_removes_the_de
 	assert_string_equal(jstr(json_object_get(e, "data"), "status"), "jobs");
 	json_decref(e);
 	json_decref(call(f, "jobs/cancel", json_pack("{s:s}", "id", id)));
+	/* A submission read before the forget but not yet committed when it
+	 * was judged: the forget was {} and the job stayed pending for a tool
+	 * that was no more, across restarts. */
+	{
+		static const char two[] =
+			"{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":"
+			"\"jobs/submit\",\"params\":{\"tool\":\"wp-ask\","
+			"\"input\":{}}}\n"
+			"{\"jsonrpc\":\"2.0\",\"id\":\"f\",\"method\":"
+			"\"tools/forget\",\"params\":{\"name\":\"wp-ask\"}}";
+		char *late = NULL;
+
+		assert_int_equal(berth_client_send_line(f->c, two,
+							sizeof two - 1), 0);
+		for (int i = 0; i < 2; i++) {
+			char *line = berth_client_read_line(f->c, 30000);
+			json_t *m;
+
+			assert_non_null(line);
+			m = json_loads(line, 0, NULL);
+			free(line);
+			assert_non_null(m);
+			if (strcmp(jstr(m, "id"), "s") == 0) {
+				json_t *r = json_object_get(m, "result");
+
+				assert_string_equal(jstr(r, "status"), "pending");
+				late = strdup(jstr(r, "id"));
+			} else {
+				json_t *err = json_object_get(m, "error");
+
+				assert_non_null(err);
+				assert_string_equal(jstr(json_object_get(err,
+						"data"), "status"), "jobs");
+			}
+			json_decref(m);
+		}
+		assert_non_null(late);
+		json_decref(call(f, "jobs/cancel",
+				 json_pack("{s:s}", "id", late)));
+		free(late);
+	}
 	json_decref(call(f, "tools/forget", json_pack("{s:s}", "name", "wp-ask")));
 	assert_null(tool(f, "wp-ask"));
 	/* Gone after a restart too. */
@@ -1611,6 +1652,49 @@ static void tools_forget__refused_while_served_or_with_jobs__then_removes_the_de
 	assert_non_null(e);
 	json_decref(e);
 	free(id);
+
+	/* A stored definition that a manifest tool left out at start, as the
+	 * log says, is forgotten by tools/forget: it was refused as
+	 * "builtin" with "there is no stored definition", and the old
+	 * definition came back once the manifest went. */
+	{
+		static char dir[600];
+		char path[700];
+		FILE *fp;
+		int k = 0;
+
+		snprintf(dir, sizeof dir, "%s/shadow", f->h.dir);
+		assert_int_equal(mkdir(dir, 0700), 0);
+		snprintf(path, sizeof path, "%s/wp-echo.json", dir);
+		fp = fopen(path, "w");
+		assert_non_null(fp);
+		fputs("{\"id\":\"wp-echo\",\"command\":[\"/bin/true\"]}", fp);
+		fclose(fp);
+		while (f->h.args[k])
+			k++;
+		f->h.args[k] = "--tools";
+		f->h.args[k + 1] = dir;
+		f->h.args[k + 2] = NULL;
+		assert_int_equal(harness_restart(&f->h), 0);
+		berth_client_close(f->c);
+		f->c = harness_connect(&f->h);
+		json_decref(call(f, "tools/forget",
+				 json_pack("{s:s}", "name", "wp-echo")));
+		e = tool(f, "wp-echo");
+		assert_string_equal(jstr(e, "kind"), "external");
+		json_decref(e);
+		/* Only the stored one goes: nothing left to forget after it. */
+		e = call_error(f, "tools/forget",
+			       json_pack("{s:s}", "name", "wp-echo"));
+		assert_string_equal(jstr(json_object_get(e, "data"), "status"),
+				    "builtin");
+		json_decref(e);
+		f->h.args[k] = NULL;
+		assert_int_equal(harness_restart(&f->h), 0);
+		berth_client_close(f->c);
+		f->c = harness_connect(&f->h);
+		assert_null(tool(f, "wp-echo"));
+	}
 }
 
 /* ---- MCP ----------------------------------------------------------------- */
