@@ -230,6 +230,7 @@ struct berth_ctx {
 
 struct worker__proc;
 struct worker__rcall;
+struct worker__ask;
 
 /*
  * struct worker__run is one try of a claimed job. Its references: one for
@@ -522,6 +523,9 @@ struct worker {
 	bool stopping;
 	bool aborting;
 	bool now;     /* worker_shutdown_now: no grace for anything left */
+	/* Questions to worker processes ("input", "transform") whose
+	 * operations wait for the answer (remote.c). */
+	struct worker__ask *asks;
 	bool closing;
 	int open_handles;
 	uv_timer_t grace_timer;
@@ -933,6 +937,11 @@ int worker__remote_start(struct worker__run *r);
  * enum worker__abort) and gives it the kill grace to answer; a shutdown
  * that cannot wait (worker_shutdown_now) ends it at once. */
 void worker__remote_abort(struct worker__run *r, int reason);
+/* worker__remote_asks_end stops every operation waiting for a worker
+ * process's answer to a question: each goes on without it, as after the
+ * question's time-out. For a shutdown whose grace is over. */
+void worker__remote_asks_end(struct worker *w);
+
 /* worker__remote_shutdown stops heartbeats and detaches every
  * connection from w (the end of a shutdown). */
 void worker__remote_shutdown(struct worker *w);

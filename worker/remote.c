@@ -1597,13 +1597,14 @@ int worker_remote_checkpoint(struct worker_remote *rem, const char *job_id,
 /* ---- questions before a stage commits ------------------------------------- */
 
 /*
- * struct ask is an "input" or "transform" request: op waits for its
+ * struct worker__ask is an "input" or "transform" request: op waits for its
  * answer for at most WORKER__ASK_MS, then goes on without it. It is
  * freed once the api called back (answered or closed) and its timer is
  * closed.
  */
-struct ask {
+struct worker__ask {
 	struct worker__op *op; /* NULL once op went on */
+	struct worker__ask *next, **pprev; /* in w->asks while op waits */
 	void (*done)(struct worker__op *op, json_t *answer);
 	uv_timer_t timer;
 	int refs; /* the call's, the timer's */
@@ -1612,7 +1613,7 @@ struct ask {
 	char remote[48];
 };
 
-static void ask_unref(struct ask *a)
+static void ask_unref(struct worker__ask *a)
 {
 	if (--a->refs == 0)
 		free(a);
@@ -1624,20 +1625,36 @@ static void ask_timer_closed(uv_handle_t *h)
 }
 
 /* ask_go hands op on, with answer (borrowed) or NULL, once. */
-static void ask_go(struct ask *a, json_t *answer)
+static void ask_go(struct worker__ask *a, json_t *answer)
 {
 	struct worker__op *op = a->op;
 
 	if (!op)
 		return;
 	a->op = NULL;
+	if (a->next)
+		a->next->pprev = a->pprev;
+	*a->pprev = a->next;
 	uv_close((uv_handle_t *)&a->timer, ask_timer_closed);
 	a->done(op, answer);
 }
 
+void worker__remote_asks_end(struct worker *w)
+{
+	while (w->asks) {
+		struct worker__ask *a = w->asks;
+
+		log_warn("job %s: berthd stops before worker %s answered %s; "
+			 "the job goes on without it (views pending, approval "
+			 "asked of a person)",
+			 a->job_id, a->remote, a->what);
+		ask_go(a, NULL); /* takes a out of w->asks */
+	}
+}
+
 static void ask_timeout(uv_timer_t *h)
 {
-	struct ask *a = h->data;
+	struct worker__ask *a = h->data;
 
 	log_warn("job %s: worker %s did not answer %s within %d ms; the job "
 		 "goes on without it (views pending, approval asked of a "
@@ -1648,7 +1665,7 @@ static void ask_timeout(uv_timer_t *h)
 
 static void ask_answered(void *arg, json_t *result, json_t *error)
 {
-	struct ask *a = arg;
+	struct worker__ask *a = arg;
 
 	if (error && a->op)
 		log_warn("job %s: worker %s answered %s with an error (%s); "
@@ -1674,7 +1691,7 @@ static void ask(struct worker__op *op, const struct worker_tool *t,
 {
 	struct worker *w = op->w;
 	struct worker_remote *rem = pick(w, t->id, true);
-	struct ask *a = rem && params ? calloc(1, sizeof(*a)) : NULL;
+	struct worker__ask *a = rem && params ? calloc(1, sizeof(*a)) : NULL;
 
 	if (!a) {
 		json_decref(params);
@@ -1695,6 +1712,11 @@ static void ask(struct worker__op *op, const struct worker_tool *t,
 	uv_timer_init(w->loop, &a->timer);
 	a->timer.data = a;
 	uv_timer_start(&a->timer, ask_timeout, WORKER__ASK_MS, 0);
+	a->next = w->asks;
+	if (a->next)
+		a->next->pprev = &a->next;
+	a->pprev = &w->asks;
+	w->asks = a;
 }
 
 void worker__remote_input(struct worker__op *op, struct worker_tool *t,

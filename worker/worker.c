@@ -902,6 +902,9 @@ static void shutdown_timer_cb(uv_timer_t *h)
 
 	if (!w->aborting) {
 		w->aborting = true;
+		/* The grace is over for questions to worker processes too:
+		 * their operations go on without an answer. */
+		worker__remote_asks_end(w);
 		for (r = w->runs; r; r = r->next)
 			if (r->state == WORKER__RUN_ACTIVE)
 				worker__run_abort(r, WORKER__ABORT_SHUTDOWN);
@@ -1001,7 +1004,7 @@ void worker_shutdown(struct worker *w, void (*done)(void *arg), void *arg)
 	uv_timer_stop(&w->run_timer);
 	uv_timer_stop(&w->expiry_timer);
 	uv_timer_stop(&w->prune_timer);
-	if (w->runs)
+	if (w->runs || w->asks)
 		uv_timer_start(&w->grace_timer, shutdown_timer_cb,
 			       w->cfg.shutdown_grace_ms < 0
 				       ? 0
@@ -1063,6 +1066,7 @@ int worker_shutdown_now(struct worker *w)
 	w->now = true;
 	w->aborting = true;
 	uv_timer_stop(&w->grace_timer);
+	worker__remote_asks_end(w);
 	for (r = w->runs; r; r = next) {
 		next = r->next;
 		/* A finished run's process may still be reaped: it goes too. */

@@ -6,6 +6,7 @@
  * SIGTERM that berthd must answer with exit status 0, which under ASan also
  * means that it leaked nothing.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -1455,6 +1456,55 @@ static void sigterm__aborts_the_runs_after_the_shutdown_grace__and_puts_them_bac
 	free(id);
 }
 
+/* any_mark tells whether a mark whose name starts with prefix was left. */
+static bool any_mark(struct fixture *f, const char *prefix)
+{
+	DIR *d = opendir(f->marks);
+	struct dirent *e;
+	bool found = false;
+
+	assert_non_null(d);
+	while (!found && (e = readdir(d)))
+		found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return found;
+}
+
+/* A question to a worker that does not answer held a SIGTERM for its
+ * whole 5 s, past the shutdown grace and a second SIGTERM alike. Once
+ * the grace is over the submission goes on without the answer, as after
+ * the question's time-out: stored, its approval asked of a person. */
+static void sigterm__does_not_wait_past_the_grace_for_an_unanswered_question(
+	void **state)
+{
+	struct fixture *f = *state;
+	struct berth_client *other = harness_connect(&f->h);
+	static const char line[] =
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"jobs/submit\","
+		"\"params\":{\"tool\":\"wp-views\",\"input\":{\"amount\":500,"
+		"\"slowInput\":true}}}";
+	json_t *r;
+
+	worker(f, NULL);
+	assert_non_null(other);
+	assert_int_equal(berth_client_send_line(other, line, sizeof line - 1),
+			 0);
+	wait_until(any_mark(f, "input-"), "the worker to be asked for input");
+	assert_int_equal(harness_stop(&f->h), 0);
+	assert_true(log_has(f, "berthd stops before worker"));
+	assert_false(log_has(f, "did not answer input within"));
+	berth_client_close(other);
+	assert_int_equal(harness_restart(&f->h), 0);
+	berth_client_close(f->c);
+	f->c = harness_connect(&f->h);
+	r = call(f, "jobs/list", json_pack("{s:s}", "tool", "wp-views"));
+	assert_int_equal(json_array_size(json_object_get(r, "jobs")), 1);
+	assert_string_equal(jstr(json_array_get(json_object_get(r, "jobs"), 0),
+				 "status"),
+			    "awaiting_approval");
+	json_decref(r);
+}
+
 /* ---- scheduling -------------------------------------------------------- */
 
 /* running_of counts jobs of tool that are running. */
@@ -1820,6 +1870,9 @@ int main(void)
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			sigterm__aborts_the_runs_after_the_shutdown_grace__and_puts_them_back_without_a_retry,
+			setup_short_grace, teardown),
+		cmocka_unit_test_setup_teardown(
+			sigterm__does_not_wait_past_the_grace_for_an_unanswered_question,
 			setup_short_grace, teardown),
 		cmocka_unit_test_setup_teardown(
 			tools_forget__refused_while_served_or_with_jobs__then_removes_the_definition,
