@@ -1239,6 +1239,8 @@ static const char *abort_name(int reason)
 		return "cancelled";
 	case WORKER__ABORT_TIMEOUT:
 		return "timed_out";
+	case WORKER__ABORT_FINISHED:
+		return "finished";
 	default:
 		return "shutdown";
 	}
@@ -1533,17 +1535,41 @@ int worker_remote_log(struct worker_remote *rem, const char *job_id,
 	return 0;
 }
 
+/* refuse_checkpoint answers op's checkpoint -32012, naming what ended
+ * r's hold on its job as WORKERS.md lists it: cancelled, timed_out,
+ * shutdown or finished. */
+static void refuse_checkpoint(struct worker__op *op,
+			      const struct worker__run *r)
+{
+	static const struct {
+		const char *status, *why;
+	} whys[] = {
+		{"cancelled", "the job was cancelled"},
+		{"timed_out", "the run timed out"},
+		{"shutdown", "berthd is stopping"},
+		{"finished", "the run has ended"},
+	};
+	const char *status = r->abort_reason != WORKER__ABORT_NONE
+				     ? abort_name(r->abort_reason)
+				     : "finished";
+	const char *why = "the run has ended";
+	char msg[160];
+
+	for (size_t i = 0; i < sizeof whys / sizeof *whys; i++)
+		if (strcmp(whys[i].status, status) == 0)
+			why = whys[i].why;
+	snprintf(msg, sizeof msg,
+		 "the run is no longer this connection's to save (%s)", why);
+	worker__op_defer(op, WORKER_ECONFLICT, msg,
+			 json_pack("{s:s}", "status", status));
+}
+
 static void checkpoint_done(struct worker__op *op, int rc)
 {
-	json_t *data;
-
 	if (rc == STORE_ECONFLICT || rc == STORE_ENOTFOUND) {
-		data = json_pack("{s:s}", "status", "gone");
-		worker__op_reply(op, WORKER_ECONFLICT,
-				 "the run is no longer this connection's (the "
-				 "job is not running any more)",
-				 data, NULL, false);
-		json_decref(data);
+		/* The job left running first: a cancel or a timeout
+		 * committed before it (and aborted the run), or its end. */
+		refuse_checkpoint(op, op->run);
 		return;
 	}
 	if (rc) {
@@ -1570,13 +1596,7 @@ int worker_remote_checkpoint(struct worker_remote *rem, const char *job_id,
 	    r->abort_reason != WORKER__ABORT_NONE) {
 		/* Decided already (a cancel, a timeout): a later run must
 		 * not get a state this one saved after it. */
-		worker__op_defer(op, WORKER_ECONFLICT,
-				 "the run is no longer this connection's (the "
-				 "job was cancelled or timed out)",
-				 json_pack("{s:s}", "status",
-					   r->abort_reason != WORKER__ABORT_NONE
-						   ? abort_name(r->abort_reason)
-						   : "finished"));
+		refuse_checkpoint(op, r);
 		return 0;
 	}
 	op->run = r;

@@ -1038,6 +1038,62 @@ static void drain__no_new_run_is_pushed_to_the_worker(void **state)
 	free(id);
 }
 
+/* A checkpoint that loses to a cancel is refused with the status that
+ * took the run, as WORKERS.md lists them: it was "gone", a status of no
+ * list, when the cancel was read first but not yet committed. */
+static void checkpoint__after_a_cancel__is_refused_as_cancelled(void **state)
+{
+	struct fixture *f = *state;
+	struct berth_client *w = harness_connect(&f->h);
+	json_t *run, *answer, *err;
+	char line[256], *text, *id;
+
+	assert_non_null(w);
+	json_decref(harness_call(w, "worker/register",
+				 json_pack("{s:[{s:s}]}", "tools", "id", "cp"),
+				 NULL));
+	connected(f, "cp", 1);
+	id = submit(f, json_pack("{s:s, s:{}}", "tool", "cp", "input"));
+	text = berth_client_read_line(w, DEADLINE_MS);
+	assert_non_null(text);
+	run = json_loads(text, 0, NULL);
+	free(text);
+	assert_string_equal(jstr(run, "method"), "run");
+	json_decref(run);
+	/* The cancel first, its commit under way as the checkpoint comes. */
+	snprintf(line, sizeof line,
+		 "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"jobs/cancel\","
+		 "\"params\":{\"id\":\"%s\"}}", id);
+	assert_int_equal(berth_client_send_line(f->c, line, strlen(line)), 0);
+	snprintf(line, sizeof line,
+		 "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":"
+		 "\"worker/checkpoint\",\"params\":{\"jobId\":\"%s\","
+		 "\"value\":{\"n\":1}}}", id);
+	assert_int_equal(berth_client_send_line(w, line, strlen(line)), 0);
+	answer = NULL;
+	while (!answer) {
+		text = berth_client_read_line(w, DEADLINE_MS);
+		assert_non_null(text);
+		answer = json_loads(text, 0, NULL);
+		free(text);
+		assert_non_null(answer);
+		if (strcmp(jstr(answer, "id"), "c") != 0) {
+			json_decref(answer); /* the abort of the run */
+			answer = NULL;
+		}
+	}
+	err = json_object_get(answer, "error");
+	assert_non_null(err);
+	assert_string_equal(jstr(json_object_get(err, "data"), "status"),
+			    "cancelled");
+	assert_non_null(strstr(jstr(err, "message"), "cancelled"));
+	json_decref(answer);
+	text = berth_client_read_line(f->c, DEADLINE_MS); /* the cancel's */
+	free(text);
+	berth_client_close(w);
+	free(id);
+}
+
 /* free_port returns a TCP port of the loopback that nothing listens on
  * now. */
 static int setup_tcp(void **state)
@@ -1874,6 +1930,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			sigterm__does_not_wait_past_the_grace_for_an_unanswered_question,
 			setup_short_grace, teardown),
+		cmocka_unit_test_setup_teardown(
+			checkpoint__after_a_cancel__is_refused_as_cancelled,
+			setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			tools_forget__refused_while_served_or_with_jobs__then_removes_the_definition,
 			setup, teardown),
