@@ -82,6 +82,21 @@ static const struct {
 		       "tool's on_complete, or the \"completed\" event)"},
 	{"onFailed", "is a function; a definition cannot hold one (a C tool's "
 		     "on_failed, or the \"failed\" event)"},
+	/* Names a port often brings for berth's own settings. */
+	{"retryDelay", "is not berth's: the delay before the first retry is "
+		       "backoffMs (ms), or Mastra's retries.retryDelayMs"},
+	{"retryDelayMs", "belongs in background.retries (Mastra's "
+			 "RetryConfig); berth's own is backoffMs"},
+	{"maxRetryDelay", "is not berth's: the longest delay between tries is "
+			  "backoffMaxMs (ms), or Mastra's "
+			  "retries.maxRetryDelayMs"},
+	{"maxRetryDelayMs", "belongs in background.retries (Mastra's "
+			    "RetryConfig); berth's own is backoffMaxMs"},
+	{"backoffMultiplier", "belongs in background.retries (Mastra's "
+			      "RetryConfig); berth's backoff doubles"},
+	{"maxRetry", "is not berth's: tries after the first are maxRetries"},
+	{"retry", "is not berth's: tries after the first are maxRetries"},
+	{"timeout", "is not berth's: the time a run gets is timeoutMs (ms)"},
 };
 
 static bool known(const char *const *list, const char *key)
@@ -203,7 +218,10 @@ static int parse_background(struct worker_tool *t, const json_t *bg,
 			if (strcmp(refused_background[i].field, key) == 0)
 				return bad(errmsg, path, field,
 					   refused_background[i].why);
-		return bad(errmsg, path, field, "is not a known field");
+		return bad(errmsg, path, field,
+			   "is not a known field (berth's: enabled, "
+			   "timeoutMs, maxRetries, concurrency, backoffMs, "
+			   "backoffMaxMs, onInterrupt, retries)");
 	}
 	v = json_object_get(bg, "enabled");
 	if (v && !json_is_boolean(v))

@@ -285,6 +285,30 @@ static void manifest__with_mastras_background_names__maps_or_names_berths(
 		"{\"id\":\"t\",\"command\":[\"true\"],"
 		"\"background\":{\"retries\":{\"retryableErrors\":1}}}",
 		"background.retries.retryableErrors", "retryable", NULL);
+	/* Names a port brings for berth's settings are refused naming
+	 * berth's field (issue 16: retryDelay), and any other names them
+	 * all: it said only "is not a known field". */
+	refused(f, "bg6",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"retryDelay\":200}}",
+		"background.retryDelay", "backoffMs", NULL);
+	refused(f, "bg7",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"retryDelayMs\":200}}",
+		"background.retryDelayMs", "background.retries", "backoffMs",
+		NULL);
+	refused(f, "bg8",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"timeout\":200}}",
+		"background.timeout", "timeoutMs", NULL);
+	refused(f, "bg9",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"maxRetry\":2}}",
+		"background.maxRetry", "maxRetries", NULL);
+	refused(f, "bg10",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"background\":{\"priority\":2}}",
+		"background.priority", "backoffMaxMs, onInterrupt", NULL);
 }
 
 /* The function fields of createTool say where each went. */
