@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from './bounded.mjs';
 
 import { BerthError, ErrorCode, connect } from '@berth/sdk';
@@ -406,6 +407,40 @@ describe('the client across a restart of berthd', () => {
       }
     } finally {
       c.close();
+    }
+  });
+
+  test('wait_with_timeoutMs__settles_at_its_timeout_while_berthd_is_down__in_flight_or_started_then', async () => {
+    // The wait was sent again on every reconnect attempt without end: a
+    // bounded wait hung for as long as berthd was down. At timeoutMs it
+    // now rejects with ConnectionClosed, naming the wait, its timeout and
+    // the last attempt's error (the Python SDK's rule). 5 s is the bound
+    // of a loaded machine; berthd stays down 8 s.
+    const c = await connect({ socket: d.socket, logger: false });
+    try {
+      const j = await c.submit('write-note', { path: `${d.dir}/n3`, text: 'x' });
+      const settled = (p) => p.then((v) => ({ v, at: performance.now() }), (e) => ({ e, at: performance.now() }));
+      const t0 = performance.now();
+      const inFlight = settled(c.wait(j.id, { timeoutMs: 1500, until: ['completed'] }));
+      await sleep(200);
+      await d.stop();
+      const t1 = performance.now();
+      const startedDown = settled(c.wait(j.id, { timeoutMs: 1500, until: ['completed'] }));
+      const bound = (p) => Promise.race([p, sleep(5000).then(() => ({ hung: true }))]);
+      const [a, b] = await Promise.all([bound(inFlight), bound(startedDown)]);
+      for (const [r, from] of [[a, t0], [b, t1]]) {
+        assert.ok(!r.hung, 'the wait settled within 5 s of its 1.5 s timeout while berthd was down');
+        assert.ok(r.e instanceof BerthError && r.e.code === ErrorCode.ConnectionClosed, String(r.e ?? JSON.stringify(r.v)));
+        assert.match(r.e.message, new RegExp(`wait for job ${j.id}.*1500 ms`));
+        assert.ok(r.at - from >= 1400, `settled after ${r.at - from} ms, not before its timeout`);
+      }
+      await d.start();
+      // The client is usable once berthd is back.
+      assert.equal((await c.get(j.id)).status, 'awaiting_approval');
+      await c.cancel(j.id);
+    } finally {
+      c.close();
+      if (!d.proc) await d.start();
     }
   });
 

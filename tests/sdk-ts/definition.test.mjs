@@ -16,7 +16,8 @@ import * as v from 'valibot';
 import { z } from 'zod';
 import { z as z3 } from 'zod3';
 
-import { SDK_VERSION, SchemaConversionError, toJsonSchema, toolDefinition } from '@berth/sdk';
+import { SDK_VERSION, SchemaConversionError, connect, toJsonSchema, toolDefinition } from '@berth/sdk';
+import { Daemon } from './harness.mjs';
 import { echoTool, approveTool, askTool, blockTool } from './tools.fixture.mjs';
 
 const location = { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] };
@@ -55,6 +56,51 @@ describe('toJsonSchema', () => {
     assert.deepEqual(await toJsonSchema(location), location);
     assert.equal(await toJsonSchema(true), true);
     assert.equal(await toJsonSchema(undefined), undefined);
+  });
+
+  test('a_default_computed_by_a_function__is_left_out__and_a_constant_one_kept', async () => {
+    // berthd fills every default it is given into every job, so one a
+    // function computes (an id, a time) would be the same for every job,
+    // and differ between two worker processes of the same file. It is left
+    // out, and the tool's own parse fills a fresh one per run.
+    for (const zz of [z, z3]) {
+      const s = zz.object({
+        note: zz.string(),
+        at: zz.string().default(() => new Date().toISOString()),
+        orderId: zz.string().default(() => crypto.randomUUID()),
+        tags: zz.array(zz.string()).default(() => []),
+        unit: zz.enum(['C', 'F']).default('C'),
+        opts: zz.object({ deep: zz.boolean() }).default({ deep: true }),
+      });
+      const a = await toJsonSchema(s);
+      const b = await toJsonSchema(s);
+      assert.deepEqual(a, b, 'two conversions of one schema are the same definition');
+      assert.equal(a.properties.at.default, undefined, JSON.stringify(a.properties.at));
+      assert.equal(a.properties.orderId.default, undefined, JSON.stringify(a.properties.orderId));
+      assert.equal(a.properties.unit.default, 'C');
+      assert.deepEqual(a.properties.opts.default, { deep: true });
+      assert.ok(!(a.required ?? []).includes('orderId'), 'a field with a default stays optional');
+    }
+    // A default that is not a JSON value (a Date) would be filled as its
+    // text, which the tool's own parse then refuses: it is left out too.
+    const d3 = await toJsonSchema(z3.object({ since: z3.date().default(new Date(0)) }));
+    assert.equal(d3.properties.since.default, undefined);
+    const d4 = await toJsonSchema(z.object({ since: z.date().default(new Date(0)) }));
+    assert.equal(d4.properties.since.default, undefined);
+  });
+
+  test('a_zod_schema_with_types_without_a_json_form__is_converted_with_them_unconstrained', async () => {
+    // Zod >= 4.2 goes through ~standard.jsonSchema, which threw for them:
+    // serve() refused the whole worker.
+    const input = z.object({ since: z.coerce.date(), n: z.bigint().optional(), m: z.map(z.string(), z.number()).optional(), c: z.custom((x) => x !== null) });
+    const s = await toJsonSchema(input, 'tool t: inputSchema', 'input');
+    assert.deepEqual(s.required.sort(), ['c', 'since']);
+    assert.equal(typeof s.properties.since, 'object');
+    const out = await toJsonSchema(z.object({ events: z.array(z.object({ title: z.string(), start: z.date() })) }), 'tool t: outputSchema', 'output');
+    assert.equal(out.properties.events.items.properties.title.type, 'string');
+    const tool = createTool({ id: 'list-events', description: 'd', inputSchema: input, outputSchema: z.object({ start: z.date() }), execute: async () => ({ start: new Date() }) });
+    const d = await toolDefinition(tool);
+    assert.ok(d.inputSchema && d.outputSchema);
   });
 
   test('a_schema_json_cannot_carry__is_refused_naming_where', async () => {
@@ -104,6 +150,27 @@ describe('toolDefinition', () => {
     assert.deepEqual((await toolDefinition(t)).background, { retries: { maxRetries: 3, retryDelayMs: 100 } });
     const f = { ...t, background: { retries: { maxRetries: 3, retryableErrors: () => true } } };
     await assert.rejects(toolDefinition(f), (e) => e instanceof TypeError && /tool older: background\.retries\.retryableErrors is a function/.test(e.message));
+  });
+
+  test('background_members_berth_does_not_know__are_mapped_to_berths_or_refused_naming_berths_field', async () => {
+    const base = { description: 'd', execute: async () => ({}) };
+    // Mastra's RetryConfig members given beside maxRetries are read as in
+    // background.retries, which berthd reads into backoffMs and backoffMaxMs.
+    const mapped = await toolDefinition({ ...base, id: 'rc', background: { enabled: true, maxRetries: 1, retryDelayMs: 200, maxRetryDelayMs: 800 } });
+    assert.deepEqual(mapped.background, { enabled: true, maxRetries: 1, retries: { retryDelayMs: 200, maxRetryDelayMs: 800 } });
+    const refused = [
+      ['retryDelay', 200, /background\.retryDelay .*backoffMs/],
+      ['maxRetry', 3, /background\.maxRetry .*maxRetries/],
+      ['timeout', 1000, /background\.timeout .*timeoutMs/],
+      ['colour', 'blue', /background\.colour .*enabled, timeoutMs, maxRetries/],
+    ];
+    for (const [k, v, re] of refused) {
+      await assert.rejects(toolDefinition({ ...base, id: 'bad', background: { enabled: true, [k]: v } }),
+        (e) => e instanceof TypeError && /tool bad: /.test(e.message) && re.test(e.message), `background.${k}`);
+    }
+    // A member given both ways must agree.
+    await assert.rejects(toolDefinition({ ...base, id: 'both', background: { retryDelayMs: 200, retries: { retryDelayMs: 300 } } }),
+      /tool both: background\.retryDelayMs .*background\.retries\.retryDelayMs/);
   });
 
   test('a_plain_object_tool_with_zod_3_and_valibot_schemas__is_served_like_a_mastra_one', async () => {
@@ -188,6 +255,43 @@ describe('the package', () => {
       '',
     ].join('\n'));
     typecheckStrict('typecheck', 'events.ts');
+  });
+
+  test('the_job_type__takes_every_member_of_the_jobs_berthd_returns_in_strict_mode', async () => {
+    // The jobs of a real berthd, approved with a note and declined, checked
+    // as object literals against Job: a member the type lacks, or one typed
+    // otherwise (decidedBy was a string), is a type error.
+    const d = new Daemon();
+    await d.start();
+    let approved;
+    let declined;
+    try {
+      const c = await connect({ socket: d.socket });
+      try {
+        const a = await c.submit('write-note', { path: `${d.dir}/n1`, text: 'x' }, { runId: 'r1', toolCallId: 't1', metadata: { m: 1 } });
+        await c.approve(a.id, { note: 'fine' });
+        approved = await c.wait(a.id, { until: ['completed'] });
+        const b = await c.submit('write-note', { path: `${d.dir}/n2`, text: 'x' });
+        declined = await c.decline(b.id, { reason: 'no' });
+      } finally {
+        c.close();
+      }
+    } finally {
+      await d.cleanup();
+    }
+    assert.equal(approved.status, 'completed');
+    assert.equal(typeof approved.approval.decidedBy, 'object');
+    mkdirSync('typecheck', { recursive: true });
+    writeFileSync('typecheck/job.ts', [
+      "import type { Job } from '@berth/sdk';",
+      `export const approved: Job = ${JSON.stringify(approved)};`,
+      `export const declined: Job = ${JSON.stringify(declined)};`,
+      'export const who: string | undefined = approved.approval?.decidedBy?.name;',
+      "// @ts-expect-error: decidedBy is {name, via}, not a string",
+      'export const wrong: string | undefined = approved.approval?.decidedBy;',
+      '',
+    ].join('\n'));
+    typecheckStrict('typecheck', 'job.ts');
   });
 
   test('SDK_VERSION__is_the_package_version', () => {

@@ -183,6 +183,63 @@ describe('Mastra tools served by a worker', { skip }, () => {
     }
   });
 
+  test('a_default_computed_by_a_function__is_fresh_per_job__a_constant_one_filled_by_berthd__and_a_second_worker_of_the_file_accepted', async () => {
+    // The SDK wrote the function's value of registration time into the
+    // definition: berthd filled that one value into every job, and a second
+    // worker process of the same file was refused (-32012, the defaults
+    // differed).
+    const mk = () => createTool({
+      id: 'sdk-stamp', description: 'records when it was asked',
+      inputSchema: z.object({
+        note: z.string(),
+        requestedAt: z.string().default(() => new Date().toISOString()),
+        orderId: z.string().default(() => crypto.randomUUID()),
+        unit: z.enum(['C', 'F']).default('C'),
+      }),
+      // It sees the input as berthd filled it, before any parse of Zod's.
+      requireApproval: async (input) => { asked.push(input); return false; },
+      execute: async (input) => input,
+    });
+    const asked = [];
+    const w1 = await serve({ socket: d.socket, tools: [mk()], ...quiet });
+    let w2;
+    try {
+      w2 = await serve({ socket: d.socket, tools: [mk()], ...quiet });
+      const listed = (await c.tools()).find((t) => t.name === 'sdk-stamp');
+      assert.equal(listed.inputSchema.properties.unit.default, 'C');
+      assert.equal(listed.inputSchema.properties.orderId.default, undefined);
+      const j1 = await c.submit('sdk-stamp', { note: 'a' });
+      assert.equal(asked[0].unit, 'C', 'berthd fills a constant default');
+      assert.equal(asked[0].orderId, undefined, 'berthd fills no computed default');
+      await new Promise((r) => setTimeout(r, 5));
+      const j2 = await c.submit('sdk-stamp', { note: 'b' });
+      const [o1, o2] = [(await c.wait(j1.id)).output, (await c.wait(j2.id)).output];
+      assert.match(o1.orderId, /^[0-9a-f-]{36}$/);
+      assert.notEqual(o1.orderId, o2.orderId);
+      assert.notEqual(o1.requestedAt, o2.requestedAt);
+      assert.equal(o1.unit, 'C');
+      assert.equal((await c.tools()).find((t) => t.name === 'sdk-stamp').workers.connected, 2);
+    } finally {
+      await w2?.close({ force: true });
+      await w1.close({ force: true });
+    }
+  });
+
+  test('background_retryDelayMs__is_read_as_berths_backoffMs', async () => {
+    const t = createTool({
+      id: 'sdk-backoff', description: 'd', execute: async () => ({}),
+      background: { enabled: true, maxRetries: 1, retryDelayMs: 200 },
+    });
+    const w1 = await serve({ socket: d.socket, tools: [t], ...quiet });
+    try {
+      const listed = (await c.tools()).find((x) => x.name === 'sdk-backoff');
+      assert.equal(listed.background.backoffMs, 200);
+      assert.equal(listed.background.maxRetries, 1);
+    } finally {
+      await w1.close({ force: true });
+    }
+  });
+
   test('a_second_worker_with_a_different_definition__is_refused_naming_the_fields', async () => {
     const other = createTool({
       id: 'sdk-echo', description: 'another echo',

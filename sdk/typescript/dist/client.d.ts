@@ -54,7 +54,13 @@ export interface ListParams extends CallOptions {
     cursor?: string;
 }
 export interface WaitOptions extends CallOptions {
-    /** Give up after this long and return the job as it is then. Default: wait until the status is reached. */
+    /**
+     * Give up after this long and return the job as it is then. It bounds
+     * the call: when berthd cannot be reached at that time, the wait rejects
+     * with ConnectionClosed, naming the last attempt's error; when berthd
+     * took the request and does not answer, with RequestTimeout a second
+     * later. Default: wait until the status is reached.
+     */
     timeoutMs?: number;
     /** Statuses to wait for. Default: any but pending and running. A terminal job returns at once. */
     until?: JobStatus[];
@@ -122,6 +128,7 @@ export declare class Client {
     private closedReason;
     private lost;
     private everConnected;
+    private lastDialError;
     private readonly subscribers;
     private early;
     private earlyCount;
@@ -178,10 +185,12 @@ export declare class Client {
     /**
      * wait resolves with the job once its status is in `until` (default: any
      * status but pending and running), once it is terminal, or when
-     * `timeoutMs` has passed (the job as it is then). A wait survives
+     * `timeoutMs` has passed (the job as it is then, or a rejection when
+     * berthd cannot give it: WaitOptions.timeoutMs). A wait survives
      * reconnects; the signal ends it with its reason.
      */
     wait<I = unknown, O = unknown>(id: string, opts?: WaitOptions): Promise<Job<I, O>>;
+    private waitBound;
     /** jobs/resume: a suspended job runs again with resumeData (checked against its resumeSchema). */
     resume<I = unknown, O = unknown>(id: string, resumeData: unknown, opts?: CallOptions): Promise<Job<I, O>>;
     approve<I = unknown, O = unknown>(id: string, opts?: CallOptions & {

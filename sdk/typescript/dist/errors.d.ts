@@ -12,7 +12,7 @@ export declare const ErrorCode: {
     readonly InternalError: -32603;
     /** The connection closed, or could not be made, before an answer came. */
     readonly ConnectionClosed: -32000;
-    /** The SDK gave up waiting (a connect or a worker's request timed out). */
+    /** The SDK gave up waiting (a connect or a worker's request timed out, or berthd did not answer a wait by its timeoutMs). */
     readonly RequestTimeout: -32001;
     readonly Unauthorized: -32010;
     readonly NotFound: -32011;

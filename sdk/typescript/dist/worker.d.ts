@@ -41,10 +41,11 @@ export interface RunJob {
     resumeData?: unknown;
     suspendPayload?: unknown;
     checkpoint?: unknown;
+    /** When a person approved the job (WORKERS.md): the note is the approver's. */
     approval?: {
-        decision?: string;
-        decidedBy?: string;
-        reason?: string;
+        decision?: 'approved';
+        note?: string;
+        decidedAt?: string;
         [key: string]: unknown;
     };
     toolCallId?: string;

@@ -97,7 +97,13 @@ export interface ListParams extends CallOptions {
 }
 
 export interface WaitOptions extends CallOptions {
-  /** Give up after this long and return the job as it is then. Default: wait until the status is reached. */
+  /**
+   * Give up after this long and return the job as it is then. It bounds
+   * the call: when berthd cannot be reached at that time, the wait rejects
+   * with ConnectionClosed, naming the last attempt's error; when berthd
+   * took the request and does not answer, with RequestTimeout a second
+   * later. Default: wait until the status is reached.
+   */
   timeoutMs?: number;
   /** Statuses to wait for. Default: any but pending and running. A terminal job returns at once. */
   until?: JobStatus[];
@@ -152,6 +158,10 @@ export interface JobList<I = unknown, O = unknown> extends PromiseLike<JobPage<I
 // then leaves berthd holding a waiter for no longer than this.
 const WAIT_CHUNK_MS = 30000;
 
+// How long past a wait's timeoutMs berthd's answer is waited for, on a
+// connection that is up, before the wait gives up with RequestTimeout.
+const WAIT_ANSWER_GRACE_MS = 1000;
+
 // events() stops its subscription while this many items wait unread, and
 // subscribes again from the last queued seq once the reader has caught up;
 // the log is durable, so nothing is lost and memory stays bounded.
@@ -187,6 +197,9 @@ export class Client {
   // Without a reconnect policy, the drop of the one connection ends the client.
   private lost: BerthError | null = null;
   private everConnected = false;
+  // The error of the last attempt to connect that failed, for a wait that
+  // gives up while berthd cannot be reached to name why.
+  private lastDialError: Error | null = null;
   private readonly subscribers = new Map<string, Subscriber>();
   // Notifications for a subscription id nobody claimed yet, and the ids
   // given up on; both belong to the current connection.
@@ -267,8 +280,10 @@ export class Client {
         }
         this.conn = conn;
         this.everConnected = true;
+        this.lastDialError = null;
         return conn;
       } catch (e) {
+        if (e instanceof Error) this.lastDialError = e;
         // Given up by close() (the signal's reason, or the check above):
         // the calls get the client's own error.
         if (this.closedReason) throw this.closedReason;
@@ -431,7 +446,8 @@ export class Client {
   /**
    * wait resolves with the job once its status is in `until` (default: any
    * status but pending and running), once it is terminal, or when
-   * `timeoutMs` has passed (the job as it is then). A wait survives
+   * `timeoutMs` has passed (the job as it is then, or a rejection when
+   * berthd cannot give it: WaitOptions.timeoutMs). A wait survives
    * reconnects; the signal ends it with its reason.
    */
   async wait<I = unknown, O = unknown>(id: string, opts: WaitOptions = {}): Promise<Job<I, O>> {
@@ -440,13 +456,54 @@ export class Client {
     const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + Math.max(0, opts.timeoutMs);
     const done = (j: Job<I, O>) => isTerminal(j.status) ||
       (opts.until ? opts.until.includes(j.status) : j.status !== 'pending' && j.status !== 'running');
-    for (;;) {
-      const left = deadline - performance.now();
-      const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(Math.ceil(left), WAIT_CHUNK_MS)) };
-      if (opts.until) params.until = opts.until;
-      const job = await this.request<Job<I, O>>('jobs/wait', params, { signal: opts.signal, retry: true });
-      if (done(job) || performance.now() >= deadline) return job;
+    // timeoutMs bounds the call, reconnects included: berthd answers a
+    // jobs/wait at its timeout, but while berthd is unreachable the request
+    // waits for a connection, and is sent again after each drop. As the
+    // Python SDK does, at the timeout a wait with no connection rejects
+    // with ConnectionClosed (and the last attempt's error), and one whose
+    // berthd took the request and does not answer (stopped, hung) with
+    // RequestTimeout a second later.
+    const bound = deadline === Infinity ? null : this.waitBound(id, opts.timeoutMs!, deadline, opts.signal);
+    try {
+      for (;;) {
+        const left = deadline - performance.now();
+        const params: Record<string, unknown> = { id, timeoutMs: Math.max(0, Math.min(Math.ceil(left), WAIT_CHUNK_MS)) };
+        if (opts.until) params.until = opts.until;
+        const job = await this.request<Job<I, O>>('jobs/wait', params, { signal: bound?.signal ?? opts.signal, retry: true });
+        if (done(job) || performance.now() >= deadline) return job;
+      }
+    } finally {
+      bound?.end();
     }
+  }
+
+  // waitBound is the signal of a wait with a timeout: the caller's signal,
+  // and wait()'s own bound at the deadline (above).
+  private waitBound(id: string, timeoutMs: number, deadline: number, outer?: AbortSignal): { signal: AbortSignal; end: () => void } {
+    const ctl = new AbortController();
+    const what = `berth: wait for job ${id}: its timeoutMs (${timeoutMs} ms) passed`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const atDeadline = (grace: boolean) => {
+      if (!this.conn || this.conn.closed) {
+        const last = this.lastDialError ? `: ${this.lastDialError.message}` : '';
+        ctl.abort(closedError(`${what} while berthd could not be reached${last}`, this.lastDialError ?? undefined));
+      } else if (!grace) {
+        timer = setTimeout(() => atDeadline(true), WAIT_ANSWER_GRACE_MS);
+      } else {
+        ctl.abort(new BerthError(ErrorCode.RequestTimeout, `${what}, and berthd did not answer within ${WAIT_ANSWER_GRACE_MS} ms after it`));
+      }
+    };
+    timer = setTimeout(() => atDeadline(false), Math.max(0, deadline - performance.now()));
+    const onAbort = () => ctl.abort(outer!.reason);
+    if (outer?.aborted) ctl.abort(outer.reason);
+    else outer?.addEventListener('abort', onAbort, { once: true });
+    return {
+      signal: ctl.signal,
+      end: () => {
+        clearTimeout(timer);
+        outer?.removeEventListener('abort', onAbort);
+      },
+    };
   }
 
   /** jobs/resume: a suspended job runs again with resumeData (checked against its resumeSchema). */

@@ -70,6 +70,60 @@ export interface Definition {
 // RetryConfig), which berthd reads into them (docs/TOOLS.md).
 const BACKGROUND_KEYS = ['enabled', 'timeoutMs', 'maxRetries', 'concurrency', 'backoffMs', 'backoffMaxMs', 'onInterrupt', 'retries'] as const;
 
+// Mastra's background settings that belong to its agent loop: not sent
+// (berth's events and jobs/wait do their work).
+const MASTRA_LOOP_KEYS = ['defaultDisposition', 'waitTimeoutMs', 'onComplete', 'onFailed'];
+
+// The members of Mastra's RetryConfig other than maxRetries, given beside
+// it rather than in `retries`: read as `retries`' own, which berthd reads
+// into backoffMs and backoffMaxMs (and refuses a backoffMultiplier but 2).
+const RETRY_CONFIG_KEYS = ['retryDelayMs', 'maxRetryDelayMs', 'backoffMultiplier'];
+
+// What berth calls a setting that is often given under another name.
+const BERTH_NAME: Record<string, string> = {
+  retryDelay: 'backoffMs (the delay before the first retry, in ms; Mastra\'s retries.retryDelayMs)',
+  delay: 'backoffMs (the delay before the first retry, in ms)',
+  backoff: 'backoffMs (the delay before the first retry, in ms; it doubles after each try)',
+  maxRetryDelay: 'backoffMaxMs (the longest delay between tries, in ms; Mastra\'s retries.maxRetryDelayMs)',
+  maxBackoff: 'backoffMaxMs (the longest delay between tries, in ms)',
+  maxRetry: 'maxRetries (tries after the first)',
+  retry: 'maxRetries (tries after the first)',
+  attempts: 'maxRetries (tries after the first, so attempts - 1)',
+  maxAttempts: 'maxRetries (tries after the first, so maxAttempts - 1)',
+  timeout: 'timeoutMs (the time a run gets, in ms)',
+  timeoutMS: 'timeoutMs (the time a run gets, in ms)',
+  onInterrupted: 'onInterrupt ("retry" or "fail")',
+  retryableErrors: 'none: an error with retryable: false (NonRetryableError) is not retried, any other is',
+};
+
+// backgroundOf is the background that a definition carries: berth's
+// members and `retries` as given, Mastra's RetryConfig members given
+// beside them moved into `retries`, Mastra's agent-loop settings left out;
+// anything else throws a TypeError naming the member and berth's field,
+// rather than be dropped unsaid.
+function backgroundOf(id: string, given: Record<string, unknown>): Record<string, unknown> {
+  const b: Record<string, unknown> = {};
+  for (const k of BACKGROUND_KEYS) if (given[k] !== undefined) b[k] = given[k];
+  const retries = given.retries as Record<string, unknown> | null | undefined;
+  for (const [k, v] of Object.entries(given)) {
+    if (v === undefined || (BACKGROUND_KEYS as readonly string[]).includes(k) || MASTRA_LOOP_KEYS.includes(k)) continue;
+    if (RETRY_CONFIG_KEYS.includes(k)) {
+      if (retries !== undefined && retries !== null && typeof retries !== 'object') continue; // berthd refuses it, naming it
+      const r = { ...(b.retries as Record<string, unknown> | undefined) };
+      if (r[k] !== undefined && JSON.stringify(r[k]) !== JSON.stringify(v)) {
+        throw new TypeError(`berth: tool ${id}: background.${k} is ${JSON.stringify(v)} but background.retries.${k} is ${JSON.stringify(r[k])}: give it once`);
+      }
+      r[k] = v;
+      b.retries = r;
+      continue;
+    }
+    const berths = BERTH_NAME[k];
+    throw new TypeError(`berth: tool ${id}: background.${k} is not a background setting berth knows` +
+      (berths ? `: berth's is ${berths}` : `; berth's are enabled, timeoutMs, maxRetries, backoffMs, backoffMaxMs, concurrency, onInterrupt and Mastra's retries (docs/TOOLS.md)`));
+  }
+  return b;
+}
+
 /** approvalFunction is the function that decides approval per call, if the tool has one. */
 export function approvalFunction(tool: ToolLike): AnyFn | undefined {
   if (typeof tool.needsApprovalFn === 'function') return tool.needsApprovalFn;
@@ -118,12 +172,8 @@ export async function toolDefinition(tool: ToolLike): Promise<Definition> {
   else if (tool.requireApproval !== undefined) def.requireApproval = Boolean(tool.requireApproval);
   if (tool.approvalPolicy !== undefined) def.approvalPolicy = json(tool.approvalPolicy, id, 'approvalPolicy') as Record<string, unknown>;
   if (tool.background && typeof tool.background === 'object') {
-    // Mastra's other background settings (defaultDisposition,
-    // waitTimeoutMs, onComplete, onFailed) belong to its agent loop;
-    // berth's events and jobs/wait do their work.
-    const b: Record<string, unknown> = {};
     const given = tool.background as Record<string, unknown>;
-    for (const k of BACKGROUND_KEYS) if (given[k] !== undefined) b[k] = given[k];
+    const b = backgroundOf(id, given);
     // retries.retryableErrors is a function, which a definition cannot
     // hold and JSON would drop unsaid: berthd refuses it in a manifest.
     const retries = given.retries as { retryableErrors?: unknown } | null | undefined;

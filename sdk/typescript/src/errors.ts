@@ -15,7 +15,7 @@ export const ErrorCode = {
   InternalError: -32603,
   /** The connection closed, or could not be made, before an answer came. */
   ConnectionClosed: -32000,
-  /** The SDK gave up waiting (a connect or a worker's request timed out). */
+  /** The SDK gave up waiting (a connect or a worker's request timed out, or berthd did not answer a wait by its timeoutMs). */
   RequestTimeout: -32001,
   Unauthorized: -32010,
   NotFound: -32011,

@@ -30,12 +30,39 @@ export interface JobError {
   data?: unknown;
 }
 
+/** Who caused something, and how (docs/API.md, "The audit"). */
+export interface Principal {
+  /** A principal's name, `berthd`, or `unknown` for what was stored before berth recorded it. */
+  name: string;
+  /** `socket`, `tcp`, `http`, `mcp`, `worker` or `berthd`; absent when not recorded. */
+  via?: string;
+}
+
+/** One approval given towards a job's quorum. */
+export interface ApprovalEntry {
+  by: string;
+  via?: string;
+  at: string;
+  note?: string;
+  /** The MCP client's, for an approval that came through berth's MCP server. */
+  client?: { name?: string; version?: string; [key: string]: unknown };
+}
+
+/** A job's approval (docs/API.md): always there; `required` says whether the tool asked for one. */
 export interface Approval {
   required: boolean;
   decision: 'approved' | 'declined' | null;
+  /** The approver's note, with an approval. */
+  note?: string;
+  /** The decline's reason. */
   reason?: string;
   decidedAt?: string;
-  decidedBy?: string;
+  /** Once a decision was made: who made it (the approval that met the quorum, or the decline). */
+  decidedBy?: Principal;
+  /** When the job needs approval: how many approvals it takes. */
+  quorum?: number;
+  /** When the job needs approval: the approvals given so far. */
+  approvals?: ApprovalEntry[];
 }
 
 export interface Progress {
@@ -52,6 +79,10 @@ export interface Job<I = unknown, O = unknown> {
   input?: I;
   requestContext?: Record<string, unknown>;
   metadata?: unknown;
+  /** Who submitted the job (`unknown` for a job stored before berth recorded it). */
+  submittedBy?: string;
+  /** How: `socket`, `tcp`, `http`, `mcp` or `worker`. */
+  submittedVia?: string;
   runId?: string;
   toolCallId?: string;
   idempotencyKey?: string;
@@ -102,6 +133,12 @@ export interface Event {
   status: JobStatus;
   at: string;
   data?: unknown;
+  /** Who caused it: a principal's name, or `berthd` for berthd's own transitions. */
+  by?: string;
+  /** How: `socket`, `tcp`, `http`, `mcp`, `worker` or `berthd`. */
+  via?: string;
+  /** The MCP client's name and version, for an event an MCP client caused. */
+  client?: { name?: string; version?: string; [key: string]: unknown };
 }
 
 /** A live progress report of `events({progress: true})`; not in the log. */

@@ -71,7 +71,8 @@ export interface RunJob {
   resumeData?: unknown;
   suspendPayload?: unknown;
   checkpoint?: unknown;
-  approval?: { decision?: string; decidedBy?: string; reason?: string; [key: string]: unknown };
+  /** When a person approved the job (WORKERS.md): the note is the approver's. */
+  approval?: { decision?: 'approved'; note?: string; decidedAt?: string; [key: string]: unknown };
   toolCallId?: string;
   runId?: string;
   metadata?: unknown;
