@@ -494,27 +494,20 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
         async with c:
             before = await c.submit("noop", {"before": True})
             await c.wait(before["id"], timeout=support.DEADLINE)
-            got, after = await self._live_stream_across_a_restart(c)
+            async with c.events() as stream:
+                self.d.kill()
+                await support.until(lambda: not c.connected,
+                                    "the client to see berthd gone")
+                self.d.start()
+                async with berth.Client(self.d.socket) as other:
+                    after = await other.submit("noop", {"after": True})
+                    await other.wait(after["id"], timeout=support.DEADLINE)
+                got = await support.collect(
+                    stream, lambda e: e["jobId"] == after["id"] and
+                    e["type"] == "completed", timeout=10)
         self.assertEqual([e["type"] for e in got],
                          ["created", "started", "completed"])
         self.assertEqual({e["jobId"] for e in got}, {after["id"]})
-
-    async def _live_stream_across_a_restart(self, c):
-        """_live_stream_across_a_restart starts a live stream on c, kills
-        and starts berthd, makes a job on another client, and returns the
-        stream's events up to that job's end, and the job."""
-        async with c.events() as stream:
-            self.d.kill()
-            await support.until(lambda: not c.connected,
-                                "the client to see berthd gone")
-            self.d.start()
-            async with berth.Client(self.d.socket) as other:
-                after = await other.submit("noop", {"after": True})
-                await other.wait(after["id"], timeout=support.DEADLINE)
-            got = await support.collect(
-                stream, lambda e: e["jobId"] == after["id"] and
-                e["type"] == "completed", timeout=10)
-        return got, after
 
     async def test_events__live_stream__begins_where_berthds_answer_says(
             self):
@@ -531,8 +524,18 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
 
         c._head_seq = no_lookup  # type: ignore[method-assign]
         async with c:
-            got, after = await self._live_stream_across_a_restart(c)
-        self.assertEqual([e["type"] for e in got if e["jobId"] == after["id"]],
+            async with c.events() as stream:
+                self.d.kill()
+                await support.until(lambda: not c.connected,
+                                    "the client to see berthd gone")
+                self.d.start()
+                async with berth.Client(self.d.socket) as other:
+                    after = await other.submit("noop", {"after": True})
+                    await other.wait(after["id"], timeout=support.DEADLINE)
+                got = await support.collect(
+                    stream, lambda e: e["jobId"] == after["id"] and
+                    e["type"] == "completed", timeout=10)
+        self.assertEqual([e["type"] for e in got],
                          ["created", "started", "completed"])
 
     async def test_events__types__asked_for_again_after_a_restart(self):
