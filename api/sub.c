@@ -301,11 +301,8 @@ void api_m_events_subscribe(struct api_req *r, json_t *params)
 	c->nsubs++;
 
 	/* The answer goes first, so that the client knows the subscription
-	 * before its first notification. Its since says where the
-	 * subscription starts, so that a client that subscribed live can
-	 * resume from there after a reconnect, missing nothing. */
-	api_reply(r, json_pack("{s:s, s:I}", "subscription", s->id, "since",
-			       (json_int_t)s->last_seq));
+	 * before its first notification. */
+	api_reply(r, json_pack("{s:s}", "subscription", s->id));
 	sub_replay(s);
 }
 

@@ -509,35 +509,6 @@ class Restarts(unittest.IsolatedAsyncioTestCase):
                          ["created", "started", "completed"])
         self.assertEqual({e["jobId"] for e in got}, {after["id"]})
 
-    async def test_events__live_stream__begins_where_berthds_answer_says(
-            self):
-        # Where a live stream began comes with berthd's answer to
-        # events/subscribe. It was looked up afterwards by polling, and
-        # an event committed and polled before the subscription sent it
-        # was skipped by a stream that reconnected; a lookup that failed
-        # left the stream to go live again. No lookup is made now: one
-        # that would fail changes nothing.
-        c = berth.Client(self.d.socket)
-
-        async def no_lookup() -> int:
-            raise OSError("the stream looked up the end of the log")
-
-        c._head_seq = no_lookup  # type: ignore[method-assign]
-        async with c:
-            async with c.events() as stream:
-                self.d.kill()
-                await support.until(lambda: not c.connected,
-                                    "the client to see berthd gone")
-                self.d.start()
-                async with berth.Client(self.d.socket) as other:
-                    after = await other.submit("noop", {"after": True})
-                    await other.wait(after["id"], timeout=support.DEADLINE)
-                got = await support.collect(
-                    stream, lambda e: e["jobId"] == after["id"] and
-                    e["type"] == "completed", timeout=10)
-        self.assertEqual([e["type"] for e in got],
-                         ["created", "started", "completed"])
-
     async def test_events__types__asked_for_again_after_a_restart(self):
         c = berth.Client(self.d.socket)
         async with c:

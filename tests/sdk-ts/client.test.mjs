@@ -354,43 +354,6 @@ describe('the client across a restart of berthd', () => {
     }
   });
 
-  test('a_live_events_stream__begins_where_berthds_answer_says__and_resumes_there', async () => {
-    // Where a live stream began comes with berthd's answer to
-    // events/subscribe. It was looked up afterwards (headSeq, a bisection
-    // over events/poll), and an event committed and polled before the
-    // subscription sent it was skipped by a stream that reconnected.
-    const c = await connect({ socket: d.socket });
-    const other = await connect({ socket: d.socket });
-    let lookups = 0;
-    c.headSeq = async () => {
-      lookups++;
-      throw new Error('the stream looked up the end of the log');
-    };
-    try {
-      const stream = c.events();
-      const a = await c.submit('noop', { live: true });
-      const it = stream[Symbol.asyncIterator]();
-      const first = (await it.next()).value;
-      assert.equal(first.jobId, a.id);
-      assert.equal(first.type, 'created');
-      assert.equal(lookups, 0);
-      await d.restart();
-      const b = await other.submit('noop', { after: true });
-      await other.wait(b.id, { timeoutMs: 60000 });
-      const types = [];
-      for (;;) {
-        const e = (await it.next()).value;
-        if (e.jobId === b.id) types.push(e.type);
-        if (e.jobId === b.id && e.type === 'completed') break;
-      }
-      assert.deepEqual(types, ['created', 'started', 'completed']);
-      assert.equal(lookups, 0);
-    } finally {
-      c.close();
-      other.close();
-    }
-  });
-
   test('an_events_stream_with_types__asks_for_them_again_after_a_restart', async () => {
     const c = await connect({ socket: d.socket });
     try {

@@ -661,19 +661,12 @@ class EventStream:
                 if self._watched is not conn:
                     self._watched = conn
                     conn.on_close(self._connection_lost)
-                since = result.get("since")
-                if self._since is None and isinstance(since, int) and \
-                        not isinstance(since, bool):
-                    # Started live: berthd says where, so that a
+                if self._since is None and self._reconnect and (
+                        self._head is None or self._head.done()):
+                    # Started live: find where the log ends, so that a
                     # reconnect before the first event resumes from there
                     # rather than live again, which would lose what was
                     # committed meanwhile.
-                    self._since = since
-                    self._queued_seq = since
-                elif self._since is None and self._reconnect and (
-                        self._head is None or self._head.done()):
-                    # A berthd before that answer: find where the log
-                    # ends (events committed meanwhile may pass).
                     self._head = asyncio.ensure_future(self._find_head())
 
         _, fut = conn.start_request("events/subscribe", p, on_result=route_in)

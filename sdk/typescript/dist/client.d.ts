@@ -222,9 +222,9 @@ export declare class Client {
      * events streams the event log: `for await (const e of client.events({since}))`.
      * It subscribes at once, replays from `since`, then goes live, and across
      * a reconnect goes on from the last event it received. Without `since` it
-     * starts with the next event, and a reconnect before the first event
-     * goes on from where it started (berthd's answer to events/subscribe
-     * says where).
+     * starts with the next event; the end of the log is then looked up
+     * (events/poll) for a reconnect that comes before the first event. Give
+     * `since` (0 for the whole log) where no event may ever be missed.
      * `types` narrows it to some event types: `events({since, types:
      * ['completed', 'failed']})`.
      */

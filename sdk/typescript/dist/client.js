@@ -581,21 +581,16 @@ class EventStream {
             const id = String(r.subscription);
             const off = this.client.subscribe(id, conn, (method, p) => this.onNote(method, p));
             this.sub = { id, conn, off };
-            // Started live: berthd says where, so that a reconnect before the
-            // first event goes on from there. A berthd before that answer is
-            // asked where the log ends, which events committed meanwhile may
-            // pass.
-            if (since === undefined && typeof r.since === 'number') {
-                this.headAtStart = r.since;
-            }
-            else if (since === undefined && this.client.reconnects) {
+            if (conn.closed)
+                this.onDrop();
+            if (since === undefined && this.client.reconnects) {
+                // Started at the end of the log: find where that is, so that a
+                // reconnect before the first event goes on from there.
                 this.client.headSeq(this.opts.signal).then((h) => {
                     if (this.lastSeq === undefined && this.headAtStart === undefined)
                         this.headAtStart = h;
                 }, () => { });
             }
-            if (conn.closed)
-                this.onDrop();
             return;
         }
     }

@@ -559,9 +559,9 @@ export class Client {
    * events streams the event log: `for await (const e of client.events({since}))`.
    * It subscribes at once, replays from `since`, then goes live, and across
    * a reconnect goes on from the last event it received. Without `since` it
-   * starts with the next event, and a reconnect before the first event
-   * goes on from where it started (berthd's answer to events/subscribe
-   * says where).
+   * starts with the next event; the end of the log is then looked up
+   * (events/poll) for a reconnect that comes before the first event. Give
+   * `since` (0 for the whole log) where no event may ever be missed.
    * `types` narrows it to some event types: `events({since, types:
    * ['completed', 'failed']})`.
    */
@@ -723,9 +723,9 @@ class EventStream implements AsyncIterableIterator<Item> {
       // Notifications of the new subscription may be read before this
       // continuation runs (the reply and the first events can share one
       // read, or a batch); Client holds them until subscribe() claims them.
-      let r: { subscription: string | number; since?: number };
+      let r: { subscription: string | number };
       try {
-        r = await conn.request<{ subscription: string | number; since?: number }>('events/subscribe', params, this.opts.signal);
+        r = await conn.request<{ subscription: string | number }>('events/subscribe', params, this.opts.signal);
       } catch (e) {
         if (e instanceof BerthError && e.code === ErrorCode.ConnectionClosed && this.client.reconnects && !this.client.closed) continue;
         throw e;
@@ -733,18 +733,14 @@ class EventStream implements AsyncIterableIterator<Item> {
       const id = String(r.subscription);
       const off = this.client.subscribe(id, conn, (method, p) => this.onNote(method, p));
       this.sub = { id, conn, off };
-      // Started live: berthd says where, so that a reconnect before the
-      // first event goes on from there. A berthd before that answer is
-      // asked where the log ends, which events committed meanwhile may
-      // pass.
-      if (since === undefined && typeof r.since === 'number') {
-        this.headAtStart = r.since;
-      } else if (since === undefined && this.client.reconnects) {
+      if (conn.closed) this.onDrop();
+      if (since === undefined && this.client.reconnects) {
+        // Started at the end of the log: find where that is, so that a
+        // reconnect before the first event goes on from there.
         this.client.headSeq(this.opts.signal).then((h) => {
           if (this.lastSeq === undefined && this.headAtStart === undefined) this.headAtStart = h;
         }, () => {});
       }
-      if (conn.closed) this.onDrop();
       return;
     }
   }
