@@ -783,6 +783,7 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	size_t had, valid;
 	char at[32], msg[400];
 	int quorum;
+	bool again;
 
 	worker__policy_init(&dflt);
 	dflt.quorum = j->quorum > 0 ? j->quorum : 1;
@@ -796,9 +797,13 @@ static int judge(struct worker__op *op, const struct store_job *j)
 		       ? approved_by(j->approvals, op->by_name)
 		       : NULL;
 	/* One that no longer counts is judged as a new decision: refused
-	 * below, as its approver may no longer decide. */
-	if (mine && counts(pol, w, j, mine) &&
-	    (j->status == STORE_AWAITING_APPROVAL || quorum > 1)) {
+	 * below, as its approver may no longer decide. One that counts,
+	 * given again when the approvals that count meet the quorum now
+	 * (a reload lowered it), decides the job with them: else nobody
+	 * might ever be let to. */
+	again = mine && counts(pol, w, j, mine);
+	if (again && (j->status == STORE_AWAITING_APPROVAL || quorum > 1) &&
+	    !(j->status == STORE_AWAITING_APPROVAL && (int)valid >= quorum)) {
 		/* The same approver twice counts once, and is told so, also
 		 * once a quorum of several is met: an approval that raced
 		 * the one that met it is judged again after it. With a
@@ -860,28 +865,37 @@ static int judge(struct worker__op *op, const struct store_job *j)
 							 text);
 		return 0;
 	}
-	entry = json_pack("{s:s, s:s, s:s}", "by",
-			  op->by_name ? op->by_name : STORE_BERTHD, "via",
-			  op->by_name && op->by_via ? op->by_via : STORE_BERTHD,
-			  "at", store_format_time(store_now(), at));
+	/* The approvals as they are, with this one added unless it is
+	 * there already (again). */
+	entry = again ? NULL
+		      : json_pack("{s:s, s:s, s:s}", "by",
+				  op->by_name ? op->by_name : STORE_BERTHD,
+				  "via",
+				  op->by_name && op->by_via ? op->by_via
+							    : STORE_BERTHD,
+				  "at", store_format_time(store_now(), at));
 	list = j->approvals ? json_copy(j->approvals) : json_array();
-	if (!entry || !list || (text && json_object_set_new(
-					   entry, "note", json_string(text))) ||
-	    (op->by_client &&
-	     json_object_set(entry, "client", op->by_client)) ||
-	    json_array_append(list, entry)) {
+	if (!list || (!again &&
+		      (!entry ||
+		       (text && json_object_set_new(entry, "note",
+						    json_string(text))) ||
+		       (op->by_client &&
+			json_object_set(entry, "client", op->by_client)) ||
+		       json_array_append(list, entry)))) {
 		json_decref(entry);
 		json_decref(list);
 		worker__op_defer(op, WORKER_EINTERNAL, "out of memory", NULL);
 		return 1;
 	}
 	json_decref(entry);
+	if (!again)
+		valid++;
 	op->own[1] = tr->approvals = list;
 	tr->approvals_had = (int)had;
 	tr->quorum = quorum;
 	tr->event = STORE_EV_APPROVED;
 	tr->set = STORE_SET_APPROVALS | STORE_SET_EXPIRES_AT;
-	if ((int)valid + 1 >= quorum) {
+	if ((int)valid >= quorum) {
 		tr->to = STORE_PENDING;
 		tr->set |= STORE_SET_DECISION;
 		tr->decision = STORE_DECISION_APPROVED;
@@ -896,7 +910,7 @@ static int judge(struct worker__op *op, const struct store_job *j)
 	op->own[0] = tr->event_data = json_pack("{s:s*}", "note", text);
 	if (op->own[0] && quorum > 1) {
 		json_object_set_new(op->own[0], "approvals",
-				    json_integer((json_int_t)valid + 1));
+				    json_integer((json_int_t)valid));
 		json_object_set_new(op->own[0], "quorum", json_integer(quorum));
 	}
 	return 0;

@@ -575,7 +575,7 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 	void **state)
 {
 	struct berth_client *agent, *alice, *lead, *bob;
-	char dir[200], saved[512], a[40], b[40];
+	char dir[200], saved[512], a[40], b[40], c[40];
 	json_t *job, *err;
 
 	snprintf(saved, sizeof saved, "%s", fx.tools);
@@ -584,6 +584,8 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 	write_policy(dir, "p-drop", "{\"approvers\": [\"alice\", \"bob\"], "
 		     "\"quorum\": 2}");
 	write_policy(dir, "p-own", "{\"selfApproval\": true, \"quorum\": 2}");
+	write_policy(dir, "p-lower", "{\"approvers\": [\"alice\", \"bob\"], "
+		     "\"quorum\": 2}");
 	/* The harness keeps a pointer to fx.tools: the restart reads it. */
 	snprintf(fx.tools, sizeof fx.tools, "%s", dir);
 	assert_int_equal(harness_kill9(&fx.h), 0);
@@ -597,6 +599,10 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 	snprintf(a, sizeof a, "%s", jstr(job, "id"));
 	json_decref(job);
 	json_decref(call_ok(alice, "jobs/approve", json_pack("{s:s}", "id", a)));
+	job = submit(agent, "p-lower", "{}");
+	snprintf(c, sizeof c, "%s", jstr(job, "id"));
+	json_decref(job);
+	json_decref(call_ok(alice, "jobs/approve", json_pack("{s:s}", "id", c)));
 	job = submit(lead, "p-own", "{}");
 	snprintf(b, sizeof b, "%s", jstr(job, "id"));
 	json_decref(job);
@@ -610,6 +616,9 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 	write_policy(dir, "p-drop", "{\"approvers\": [\"bob\", \"lead\"], "
 		     "\"quorum\": 2}");
 	write_policy(dir, "p-own", "{\"quorum\": 2}");
+	/* p-lower's quorum is now met by alice's approval alone. */
+	write_policy(dir, "p-lower", "{\"approvers\": [\"alice\"], "
+		     "\"quorum\": 1}");
 	assert_int_equal(harness_kill9(&fx.h), 0);
 	assert_int_equal(harness_restart(&fx.h), 0);
 	assert_int_equal(chmod(fx.h.dir, 0711), 0);
@@ -626,6 +635,15 @@ static void approvals__count_only_while_the_policy_lets_their_approver_decide(
 		       -32010);
 	assert_string_equal(reason_of(err), "not_an_approver");
 	json_decref(err);
+	/* Her approval, given again, decides the job: it was "approved
+	 * already; it waits for 0 approvals of 1", and nobody could ever
+	 * approve it. */
+	job = call_ok(alice, "jobs/approve", json_pack("{s:s}", "id", c));
+	assert_string_equal(jstr(job, "status"), "pending");
+	assert_int_equal(json_array_size(json_object_get(
+				 json_object_get(job, "approval"), "approvals")),
+			 1);
+	json_decref(job);
 	lead = as(&fx, T_LEAD);
 	err = call_err(lead, "jobs/approve", json_pack("{s:s}", "id", b),
 		       -32010);
