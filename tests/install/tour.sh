@@ -80,6 +80,18 @@ while IFS= read -r line; do
 		grep -q 'Hello, Ada!' "$work/out" || { failed=$((failed + 1)); echo "FAIL: ask-name did not greet Ada"; } ;;
 	esac
 done <"$work/tour"
+# The instance the tour calls valid is one the weather tool takes: the
+# example schema is the tool's input (its $comment says so), and it had
+# drifted from it (units metric/imperial for the tool's unit C/F).
+if "$berth" submit weather-tool "$(cat "$src/examples/instances/seattle.json")" \
+	>"$work/out" 2>&1; then
+	passed=$((passed + 1))
+	echo "ok: the weather tool takes examples/instances/seattle.json"
+else
+	failed=$((failed + 1))
+	echo "FAIL: the weather tool refuses examples/instances/seattle.json"
+	sed 's/^/    /' "$work/out"
+fi
 [ $failed -eq 0 ] || cat "$work/berthd.log"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
