@@ -409,8 +409,15 @@ void api_auth_failed(struct api *a, const struct sockaddr *peer, int via,
 	refill(&t->all, now, ALL_BURST, ALL_RATE);
 	t->all.credit -= MILLI;
 	p->b.credit -= MILLI;
+	/* The log names the transport, as a job's submittedVia does: a
+	 * server/auth over TCP is not a local socket's. */
 	log_warn("refused login from %s (%s, %s): wrong token",
-		 api_peer_name(peer, name, sizeof name), via_names[via], what);
+		 api_peer_name(peer, name, sizeof name),
+		 via == API_AUTH_VIA_SOCKET && peer &&
+				 peer->sa_family != AF_UNIX
+			 ? "tcp"
+			 : via_names[via],
+		 what);
 	/* One line when a bucket runs dry, not one per refused attempt: a
 	 * flood of guesses must not become a flood of log lines. */
 	if (p->b.credit < MILLI && !p->b.warned) {

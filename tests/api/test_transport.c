@@ -908,6 +908,8 @@ static void token_guesses__are_throttled_logged_and_refused_unchecked(void **sta
 	assert_true(checked <= 10 + (int)(elapsed / 1000) + 2);
 	assert_true(throttled > 0);
 	assert_true(log_has(&h, "refused login from 127.0.0.1:"));
+	/* By its transport, as a job's submittedVia: it said "socket". */
+	assert_true(log_has(&h, "(tcp, server/auth): wrong token"));
 	assert_true(log_has(&h, "throttling logins from the loopback addresses"));
 
 	/* The right token is refused unchecked too, for now... */
