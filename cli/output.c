@@ -586,6 +586,25 @@ static char *type_text(const json_t *schema)
 		return strdup("value");
 	if (json_object_get(schema, "properties"))
 		return strdup("object");
+	if (json_is_false(schema))
+		return strdup("nothing");
+	if (json_is_array(type = json_object_get(schema, "anyOf")) ||
+	    json_is_array(type = json_object_get(schema, "oneOf"))) {
+		char buf[160] = "";
+
+		/* Each choice once: "string or null". */
+		json_array_foreach(type, i, t) {
+			char *one = type_text(t);
+
+			if (one && !strstr(buf, one)) {
+				strncat(buf, *buf ? " or " : "",
+					sizeof buf - strlen(buf) - 1);
+				strncat(buf, one, sizeof buf - strlen(buf) - 1);
+			}
+			free(one);
+		}
+		return strdup(*buf ? buf : "any");
+	}
 	return strdup("any");
 }
 
@@ -599,6 +618,7 @@ static char *rules_text(const json_t *schema)
 		{"minimum", "maximum", "", ""},
 		{"minLength", "maxLength", " character", " characters"},
 		{"minItems", "maxItems", " item", " items"},
+		{"minProperties", "maxProperties", " member", " members"},
 	};
 	char buf[512] = "", part[256];
 	const json_t *v;
@@ -644,6 +664,12 @@ static char *rules_text(const json_t *schema)
 		else if (json_is_number(hi))
 			ADD("at most %g%s", json_number_value(hi), noun);
 	}
+	if (json_is_number(v = json_object_get(schema, "exclusiveMinimum")))
+		ADD("above %g", json_number_value(v));
+	if (json_is_number(v = json_object_get(schema, "exclusiveMaximum")))
+		ADD("below %g", json_number_value(v));
+	if (json_is_number(v = json_object_get(schema, "multipleOf")))
+		ADD("a multiple of %g", json_number_value(v));
 	if (json_is_string(v = json_object_get(schema, "format")))
 		ADD("format %s", json_string_value(v));
 	if (json_is_string(v = json_object_get(schema, "pattern")))
@@ -652,6 +678,79 @@ static char *rules_text(const json_t *schema)
 		ADD("%s", json_string_value(v));
 #undef ADD
 	return strdup(buf);
+}
+
+/* resolve follows a local "$ref" of s ("#", "#/$defs/X", any JSON
+ * pointer into root), a few at most; anything else is s itself. */
+static const json_t *resolve(const json_t *root, const json_t *s)
+{
+	for (int hops = 0; hops < 8; hops++) {
+		const char *ref = json_string_value(json_object_get(s, "$ref"));
+		const json_t *at = root;
+		char name[256];
+
+		if (!ref || ref[0] != '#' || (ref[1] && ref[1] != '/'))
+			return s;
+		for (const char *p = ref + 1; at && *p == '/';) {
+			size_t n = strcspn(p + 1, "/"), k = 0;
+
+			for (size_t j = 0; j < n && k + 1 < sizeof name; j++) {
+				/* JSON pointer escapes: ~1 is /, ~0 is ~. */
+				if (p[1 + j] == '~' && j + 1 < n &&
+				    (p[2 + j] == '0' || p[2 + j] == '1')) {
+					name[k++] = p[2 + j] == '1' ? '/' : '~';
+					j++;
+				} else {
+					name[k++] = p[1 + j];
+				}
+			}
+			name[k] = '\0';
+			at = json_object_get(at, name);
+			p += 1 + n;
+		}
+		if (!at)
+			return s;
+		s = at;
+	}
+	return s;
+}
+
+/* view returns (new) what a person is shown of schema s of root: its
+ * "$ref" followed, and the properties and required names of its allOf
+ * branches merged in (Zod's .and(), a definition under $defs), so that
+ * every field that must be given is listed. */
+static json_t *view(const json_t *root, const json_t *s)
+{
+	const json_t *b;
+	json_t *out, *props, *req;
+	size_t i;
+
+	s = resolve(root, s);
+	if (!json_is_object(s) || !json_is_array(json_object_get(s, "allOf")))
+		return json_incref((json_t *)s);
+	out = json_copy((json_t *)s);
+	props = json_deep_copy(json_object_get(s, "properties"));
+	req = json_deep_copy(json_object_get(s, "required"));
+	if (!props)
+		props = json_object();
+	if (!req)
+		req = json_array();
+	json_array_foreach(json_object_get(s, "allOf"), i, b) {
+		json_t *v = view(root, b), *r;
+		size_t k;
+
+		json_object_update_missing(props, json_object_get(v,
+								  "properties"));
+		json_array_foreach(json_object_get(v, "required"), k, r)
+			json_array_append(req, r);
+		if (!json_object_get(out, "type") && json_object_get(v, "type"))
+			json_object_set(out, "type", json_object_get(v, "type"));
+		json_decref(v);
+	}
+	json_object_del(out, "allOf");
+	json_object_set_new(out, "properties", props);
+	json_object_set_new(out, "required", req);
+	return out;
 }
 
 static bool required_in(const json_t *schema, const char *name)
@@ -668,16 +767,18 @@ static bool required_in(const json_t *schema, const char *name)
 /* add_fields adds a row per property of an object schema to t, the
  * properties of an object (or of an array's objects) under their own
  * path, down to depth 3. */
-static void add_fields(struct table *t, const json_t *schema,
-		       const char *prefix, int depth)
+static void add_fields(struct table *t, const json_t *root,
+		       const json_t *schema, const char *prefix, int depth)
 {
 	const json_t *props = json_object_get(schema, "properties");
 	const char *key;
-	json_t *p;
+	json_t *given, *r;
+	size_t i;
 
-	json_object_foreach((json_t *)props, key, p) {
+	json_object_foreach((json_t *)props, key, given) {
+		json_t *p = view(root, given);
 		const json_t *d = json_object_get(p, "default");
-		const json_t *items = json_object_get(p, "items");
+		json_t *items = view(root, json_object_get(p, "items"));
 		char *name, *mark;
 
 		if (asprintf(&name, "  %s%s", prefix, key) < 0)
@@ -694,47 +795,67 @@ static void add_fields(struct table *t, const json_t *schema,
 			mark = strdup("optional");
 		}
 		table_add(t, (char *[]){name, type_text(p), mark, rules_text(p)});
-		if (depth >= 3)
-			continue;
-		if (json_object_get(p, "properties")) {
+		if (depth < 3 && json_object_get(p, "properties")) {
 			char *sub;
 
 			if (asprintf(&sub, "%s%s.", prefix, key) >= 0)
-				add_fields(t, p, sub, depth + 1);
+				add_fields(t, root, p, sub, depth + 1);
 			free(sub);
-		} else if (json_object_get(items, "properties")) {
+		} else if (depth < 3 && json_object_get(items, "properties")) {
 			char *sub;
 
 			if (asprintf(&sub, "%s%s[].", prefix, key) >= 0)
-				add_fields(t, items, sub, depth + 1);
+				add_fields(t, root, items, sub, depth + 1);
 			free(sub);
 		}
+		json_decref(items);
+		json_decref(p);
+	}
+	/* A required name with no property of its own (one that
+	 * additionalProperties or patternProperties describe) must be
+	 * given all the same. */
+	json_array_foreach(json_object_get(schema, "required"), i, r) {
+		char *name;
+
+		if (!json_is_string(r) ||
+		    json_object_get(props, json_string_value(r)) ||
+		    asprintf(&name, "  %s%s", prefix, json_string_value(r)) < 0)
+			continue;
+		table_add(t, (char *[]){name, strdup("any"), strdup("required"),
+					strdup("")});
 	}
 }
 
 /* print_schema prints a section of a tool's fields: a heading and a table,
  * or a line that says there are none to show. */
-static void print_schema(FILE *out, const char *heading, const json_t *schema)
+static void print_schema(FILE *out, const char *heading, const json_t *given)
 {
 	struct table t = {.ncols = 4};
+	json_t *schema;
 
-	if (!schema)
+	if (!given)
 		return;
 	fprintf(out, "\n%s\n", heading);
-	if (!json_object_size(json_object_get(schema, "properties"))) {
+	schema = view(given, given);
+	if (!json_object_size(json_object_get(schema, "properties")) &&
+	    !json_array_size(json_object_get(schema, "required"))) {
 		char *type = type_text(schema), *rules = rules_text(schema);
 
 		fputs("  (", out);
-		put(out, json_is_true(schema) ? "anything" : type);
+		put(out, json_is_true(schema) ? "anything"
+			 : json_is_false(schema) ? "nothing: every value is refused"
+						 : type);
 		fputs(*rules ? "; " : "", out);
 		put(out, rules);
 		fputs(")\n", out);
 		free(type);
 		free(rules);
+		json_decref(schema);
 		return;
 	}
-	add_fields(&t, schema, "", 1);
+	add_fields(&t, given, schema, "", 1);
 	table_print(out, &t);
+	json_decref(schema);
 }
 
 void cli_print_tool(FILE *out, const json_t *tool)

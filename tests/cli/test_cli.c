@@ -1032,6 +1032,18 @@ static void tools_name__shows_one_tool_readably(void **state)
 	assert_int_equal(berth(NULL, &out, NULL, "tools", "count-to", NULL), 0);
 	assert_non_null(strstr(out, "  delayMs  integer  default 100  0 to 60000"));
 	free(out);
+	/* A root $ref and allOf (Zod's .and()), a property by $ref, an
+	 * anyOf, a required name without a property, exclusive bounds and a
+	 * false schema: the input showed "(object)", q was never listed and
+	 * submitting {} was refused for it; "page" was "any"; token was not
+	 * listed; resume data false read "(any)". */
+	assert_int_equal(berth(NULL, &out, NULL, "tools", "cli-shapes", NULL), 0);
+	assert_non_null(strstr(out, "\n  q     string   required  at least 1 character\n"));
+	assert_non_null(strstr(out, "\n  page  integer  optional  above 0; a multiple of 10\n"));
+	assert_non_null(strstr(out, "\nresume data\n  (nothing: every value is refused)\n"));
+	assert_non_null(strstr(out, "tenant  string or null  optional"));
+	assert_non_null(strstr(out, "token   any             required"));
+	free(out);
 	tool = berth_json(NULL, "tools", "api-ask");
 	assert_string_equal(jstr(tool, "name"), "api-ask");
 	assert_non_null(json_object_get(tool, "inputSchema"));
