@@ -209,6 +209,7 @@ enum {
 	SCHEMA__RE_GAVE_UP = -1, /* past PCRE2's limits for one match */
 	SCHEMA__RE_OUT_OF_STEPS = -2, /* past what run had left */
 	SCHEMA__RE_NOMEM = -3,
+	SCHEMA__RE_TOO_LONG = -4, /* a group repeated past PCRE2's heap limit */
 };
 
 /* schema__regex_match tells whether re matches somewhere in subject, and

@@ -20,8 +20,13 @@
  * saying so (validate.c): taking it for "does not match" would be a pass
  * under "not". */
 #define MATCH_LIMIT 1000000
-#define DEPTH_LIMIT 10000
-#define HEAP_LIMIT_KIB 16384
+/* No depth limit of its own: PCRE2 keeps a frame for each repeat of a
+ * group that it may backtrack into, so a depth limit caps how often a
+ * group repeats, not how much is backtracked (10,000 refused a valid list
+ * of 5,000 ids under "^[a-z]+(,[a-z]+)*$", or 30 KB of Zod's base64
+ * pattern). The frames live on PCRE2's heap, which this bounds: about
+ * half a million repeats. */
+#define HEAP_LIMIT_KIB 65536
 
 /*
  * What a match costs the run (struct schema__run), in steps.  PCRE2's own
@@ -172,7 +177,6 @@ int schema__regex_match(struct schema__run *run, const pcre2_code *re,
 		if (!run->mctx || !run->md)
 			return SCHEMA__RE_NOMEM;
 		pcre2_set_match_limit(run->mctx, MATCH_LIMIT);
-		pcre2_set_depth_limit(run->mctx, DEPTH_LIMIT);
 		pcre2_set_heap_limit(run->mctx, HEAP_LIMIT_KIB);
 	}
 	/* The start of a match may scan the whole subject for a character
@@ -191,6 +195,9 @@ int schema__regex_match(struct schema__run *run, const pcre2_code *re,
 		return SCHEMA__RE_OUT_OF_STEPS;
 	case PCRE2_ERROR_NOMEMORY:
 		return SCHEMA__RE_NOMEM;
+	case PCRE2_ERROR_HEAPLIMIT:
+	case PCRE2_ERROR_DEPTHLIMIT:
+		return SCHEMA__RE_TOO_LONG;
 	default:
 		return SCHEMA__RE_GAVE_UP;
 	}

@@ -254,6 +254,12 @@ static int match(struct vctx *v, const struct schema__ipath *path,
 		v->oom = true;
 		halt(v, path, n, kw, "out of memory");
 		return -1;
+	case SCHEMA__RE_TOO_LONG:
+		halt(v, path, n, kw, "cannot check pattern \"%s\": the regular "
+		     "expression repeats a group too often for this %s (more "
+		     "than 64 MiB of the engine's memory)",
+		     source, strcmp(kw, "pattern") ? "property name" : "value");
+		return -1;
 	default:
 		halt(v, path, n, kw, "cannot check pattern \"%s\": the regular "
 		     "expression needs too much backtracking for this %s",

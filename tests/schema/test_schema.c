@@ -702,6 +702,41 @@ static void validate__regex_past_its_limit__says_the_engine_gave_up(void **state
 	schema_free(f.schema);
 }
 
+/* A group that repeats without backtracking ("^[a-z]+(,[a-z]+)*$", a
+ * list of ids) matches a long value: PCRE2 keeps a frame per repeat, and
+ * its depth limit of 10,000 refused a valid list of 5,000 ids as "too
+ * much backtracking". Past the memory given to those frames (64 MiB,
+ * about 200,000 repeats) the error says what it is. */
+static void validate__regex_group_repeated_often__matches_until_its_memory_runs_out(
+	void **state)
+{
+	struct fixture f = { 0 };
+	size_t n = 400000, len = 0;
+	char *text = malloc(3 * n + 8);
+
+	assert_non_null(text);
+	f.schema = schema_compile_text("{\"pattern\":\"^[a-z]+(,[a-z]+)*$\"}",
+				       NULL, NULL, NULL);
+	assert_non_null(f.schema);
+	text[len++] = '"';
+	for (size_t i = 0; i < 20000; i++)
+		len += (size_t)sprintf(text + len, "%sab", i ? "," : "");
+	strcpy(text + len, "\"");
+	assert_int_equal(check(&f, text), 0);
+	len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(text + len, "%sab", i ? "," : "");
+	strcpy(text + len, "\"");
+	assert_int_equal(check(&f, text), 1);
+	assert_error(&f, "", "pattern",
+		     "cannot check pattern \"^[a-z]+(,[a-z]+)*$\": the regular "
+		     "expression repeats a group too often for this value (more "
+		     "than 64 MiB of the engine's memory)");
+	json_decref(f.errors);
+	schema_free(f.schema);
+	free(text);
+}
+
 /* PCRE2's limits apply to each start position afresh and do not count a
  * scan of a character class, so "\w+\s+\w+" on a megabyte of letters is
  * quadratic within them (minutes); matching counts against the step
@@ -1030,6 +1065,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(validate__schema_that_fans_out__stops_at_the_step_limit),
 		cmocka_unit_test(validate__after_the_error_cap__goes_no_further),
 		cmocka_unit_test(validate__regex_past_its_limit__says_the_engine_gave_up),
+		cmocka_unit_test(validate__regex_group_repeated_often__matches_until_its_memory_runs_out),
 		cmocka_unit_test(validate__regex_on_a_long_string__counts_against_the_step_limit),
 		cmocka_unit_test(validate__large_array_with_unique_items__is_checked_quickly),
 		cmocka_unit_test(format__is_an_annotation_unless_assertion_is_asked_for),
