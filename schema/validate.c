@@ -281,6 +281,19 @@ static void drop_errors(struct vctx *v, size_t mark)
 		json_array_remove(v->errors, json_array_size(v->errors) - 1);
 }
 
+/* The errors of the branches of a failed "anyOf" or "oneOf" that are
+ * kept before its own: a union of a hundred literals (Zod's z.enum of
+ * objects, z.union) must not fill SCHEMA_MAX_ERRORS with "must be equal
+ * to constant", leaving out its own error and every other field's. */
+#define BRANCH_ERRORS_KEPT 10
+
+/* trim_branch_errors keeps the first BRANCH_ERRORS_KEPT errors reported
+ * since mark (by the branches of a combinator that failed). */
+static void trim_branch_errors(struct vctx *v, size_t mark)
+{
+	drop_errors(v, mark + BRANCH_ERRORS_KEPT);
+}
+
 /* ---- Annotations ---- */
 
 static void ann_prop(struct vctx *v, struct ann *a, const char *key)
@@ -962,6 +975,7 @@ static bool combinators(struct vctx *v, const struct schema__node *n, const json
 		if (any) {
 			drop_errors(v, mark);
 		} else {
+			trim_branch_errors(v, mark);
 			report(v, path, n, "anyOf", "must match at least one schema in anyOf");
 			ok = false;
 			STOP_EARLY(ok);
@@ -995,6 +1009,7 @@ static bool combinators(struct vctx *v, const struct schema__node *n, const json
 				report(v, path, n, "oneOf", "must match exactly one schema in "
 				       "oneOf, but matches %zu and %zu", first, second);
 			} else {
+				trim_branch_errors(v, mark);
 				report(v, path, n, "oneOf",
 				       "must match exactly one schema in oneOf");
 			}

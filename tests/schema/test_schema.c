@@ -653,6 +653,37 @@ static void validate__after_the_error_cap__goes_no_further(void **state)
 	schema_free(f.schema);
 }
 
+/* A failed union of 120 constants (a Zod union of literals) filled the
+ * 100 errors with its branches' "must be equal to constant": its own
+ * anyOf error, and the error of another field, were never reported. A
+ * failed anyOf or oneOf keeps 10 of its branches' errors, then its own. */
+static void validate__a_big_union_that_fails__leaves_room_for_its_own_error_and_others(
+	void **state)
+{
+	static const char *const kinds[] = {"anyOf", "oneOf"};
+	struct fixture f = { 0 };
+
+	for (size_t k = 0; k < 2; k++) {
+		json_t *branches = json_array(), *doc;
+
+		for (int i = 0; i < 120; i++)
+			json_array_append_new(branches, json_pack("{s:i}", "const", i));
+		doc = json_pack("{s:{s:{s:o}, s:{s:s}}}", "properties", "unit",
+				kinds[k], branches, "temperature", "type", "number");
+		f.schema = schema_compile(doc, NULL, NULL, NULL);
+		assert_non_null(f.schema);
+		assert_int_equal(check(&f, "{\"unit\":\"x\",\"temperature\":\"hot\"}"),
+				 12);
+		assert_string_equal(field(&f, 10, "keyword"), kinds[k]);
+		assert_string_equal(field(&f, 10, "instancePath"), "/unit");
+		assert_error(&f, "/temperature", "type", "must be number, got string");
+		json_decref(f.errors);
+		f.errors = NULL;
+		schema_free(f.schema);
+		json_decref(doc);
+	}
+}
+
 /* A match that PCRE2 gives up on is no answer: it stops the validation
  * with an error that says so, not "must match pattern" (the string below
  * does match "^a*b$"), and not a pass under "not". The first string of
@@ -1064,6 +1095,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(validate__catastrophic_regex__is_stopped_by_the_match_limit),
 		cmocka_unit_test(validate__schema_that_fans_out__stops_at_the_step_limit),
 		cmocka_unit_test(validate__after_the_error_cap__goes_no_further),
+		cmocka_unit_test(validate__a_big_union_that_fails__leaves_room_for_its_own_error_and_others),
 		cmocka_unit_test(validate__regex_past_its_limit__says_the_engine_gave_up),
 		cmocka_unit_test(validate__regex_group_repeated_often__matches_until_its_memory_runs_out),
 		cmocka_unit_test(validate__regex_on_a_long_string__counts_against_the_step_limit),
