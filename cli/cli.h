@@ -88,6 +88,12 @@ json_t *cli_read_json(const char *cmd, const char *what, const char *arg);
 
 /* ---- output.c ---------------------------------------------------------- */
 
+/* cli_put writes s (NULL: "") to out with its control characters escaped
+ * as JSON escapes them (\n, \u001b, ...): text a submitter, a tool or a
+ * schema's author chose cannot move the cursor, change the terminal or
+ * start a line that looks like one of berth's. */
+void cli_put(FILE *out, const char *s);
+
 /* cli_print_json prints v as indented JSON (or one compact line when
  * compact) to out, its reals as berth_json_short (common/jshort.h) writes
  * them. */

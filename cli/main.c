@@ -362,8 +362,11 @@ int cli_refusal(const char *cmd, const json_t *err)
 				 status);
 		return status;
 	}
-	fprintf(stderr, "berth%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "",
-		msg ? msg : "the request was refused");
+	/* berthd's words hold what the request held (a member's name, a
+	 * value): escaped, as berth prints a job's text. */
+	fprintf(stderr, "berth%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	cli_put(stderr, msg ? msg : "the request was refused");
+	fputc('\n', stderr);
 	/* Each schema error on a line of its own, the root of a document
 	 * written "(root)" as berth validate writes it. */
 	json_array_foreach(errors, i, e) {
@@ -373,8 +376,11 @@ int cli_refusal(const char *cmd, const json_t *err)
 
 		if (json_array_size(errors) == 1 && already_said(msg, m))
 			continue;
-		fprintf(stderr, "  %s: %s\n", path && *path ? path : "(root)",
-			m ? m : "");
+		fputs("  ", stderr);
+		cli_put(stderr, path && *path ? path : "(root)");
+		fputs(": ", stderr);
+		cli_put(stderr, m);
+		fputc('\n', stderr);
 	}
 	return status;
 }

@@ -140,6 +140,11 @@ static void put(FILE *out, const char *s)
 	free(c);
 }
 
+void cli_put(FILE *out, const char *s)
+{
+	put(out, s);
+}
+
 /* put_padded writes s as put does, then blanks up to width columns. */
 static void put_padded(FILE *out, const char *s, size_t width)
 {

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/cli.h"
 #include "schema/schema.h"
 
 static const char usage[] =
@@ -105,7 +106,16 @@ static json_t *load(const char *path, const char *what)
 		doc = json_loadf(stdin, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 		path = "<stdin>";
 	} else {
+		struct stat st;
+
 		f = fopen(path, "rb");
+		if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* fopen takes a folder; reading it fails with EISDIR,
+			 * which jansson calls invalid JSON. */
+			fclose(f);
+			errno = EISDIR;
+			f = NULL;
+		}
 		if (!f) {
 			fail(false, "cannot read %s %s: %s", what, path,
 			     strerror(errno));
@@ -380,9 +390,15 @@ static void print_errors(const json_t *errors)
 	json_array_foreach(errors, i, e) {
 		const char *path = json_string_value(json_object_get(e, "instancePath"));
 
-		printf("%s: %s (%s)\n", path && path[0] ? path : "(root)",
-		       json_string_value(json_object_get(e, "message")),
-		       json_string_value(json_object_get(e, "keyword")));
+		/* One line per error: the instance's names and values in
+		 * it are escaped, so that none starts a line of its own or
+		 * reaches the terminal as an escape. */
+		cli_put(stdout, path && path[0] ? path : "(root)");
+		fputs(": ", stdout);
+		cli_put(stdout, json_string_value(json_object_get(e, "message")));
+		fputs(" (", stdout);
+		cli_put(stdout, json_string_value(json_object_get(e, "keyword")));
+		fputs(")\n", stdout);
 	}
 	if (json_array_size(errors) >= SCHEMA_MAX_ERRORS)
 		fprintf(stderr, "berth validate: stopped after %d errors\n",

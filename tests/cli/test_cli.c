@@ -1053,6 +1053,22 @@ static void tools_name__shows_one_tool_readably(void **state)
 	free(err);
 }
 
+/* berthd's refusal names what the request held: a member's name with a
+ * terminal escape reached the terminal as one. */
+static void refusals__print_the_requests_text_escaped(void **state)
+{
+	char *err;
+
+	assert_int_equal(berth(NULL, NULL, &err, "submit", "weather-tool",
+			       "{\"location\":\"x\",\"k\\u001b]0;t\\u0007\":1}",
+			       NULL),
+			 2);
+	assert_null(strchr(err, '\033'));
+	assert_null(strchr(err, '\007'));
+	assert_non_null(strstr(err, "'k\\u001b]0;t\\u0007'"));
+	free(err);
+}
+
 static void ids__may_be_given_by_a_unique_prefix(void **state)
 {
 	json_t *a = berth_json(NULL, "submit", "api-approve", "{\"action\":\"p\"}");
@@ -1692,6 +1708,7 @@ int main(void)
 		cmocka_unit_test(wait_on_a_terminal__draws_a_progress_bar),
 		cmocka_unit_test(exit_status__of_a_wait__says_how_the_job_ended),
 		cmocka_unit_test(tools_name__shows_one_tool_readably),
+		cmocka_unit_test(refusals__print_the_requests_text_escaped),
 		cmocka_unit_test(ids__may_be_given_by_a_unique_prefix),
 		cmocka_unit_test(wording__progress_is_100_percent_once_completed),
 		cmocka_unit_test(tcp__with_a_token_file_or_berth_token__works_end_to_end),

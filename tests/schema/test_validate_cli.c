@@ -266,6 +266,34 @@ static void remove_dir(const char *dir, const char *const *names)
 	rmdir(dir);
 }
 
+/* Names and values of the instance in an error are escaped: a newline
+ * in a member's name started a forged line of its own, and an escape
+ * reached the terminal. A folder given for a file is named as one (it
+ * was "not valid JSON"). */
+static void validate__control_characters_and_folders__are_told_plainly(void **state)
+{
+	char dir[] = "/tmp/berth-validate-XXXXXX", schema[1100], inst[1100];
+	static const char *const names[] = {"s.json", "i.json", NULL};
+	struct run r;
+
+	assert_non_null(mkdtemp(dir));
+	write_file(dir, "s.json", "{\"additionalProperties\":false}");
+	write_file(dir, "i.json",
+		   "{\"a\\nforged/line: must be OK (fake)\\u001b[31m\":1}");
+	snprintf(schema, sizeof schema, "%s/s.json", dir);
+	snprintf(inst, sizeof inst, "%s/i.json", dir);
+	run_validate(&r, NULL, 2, schema, inst);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out,
+			    "(root): must not have additional property "
+			    "'a\\nforged/line: must be OK (fake)\\u001b[31m' "
+			    "(additionalProperties)\n");
+	run_validate(&r, NULL, 2, schema, dir);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "Is a directory"));
+	remove_dir(dir, names);
+}
+
 static void validate__two_referenced_files_with_one_id__are_refused(void **state)
 {
 	static const char *const names[] = { "a.json", "b.json", "s.json", NULL };
@@ -321,6 +349,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(validate__bad_referenced_file__exits_2_naming_it),
 		cmocka_unit_test(validate__two_referenced_files_with_one_id__are_refused),
 		cmocka_unit_test(validate__paths_with_spaces__resolve_as_file_uris),
+		cmocka_unit_test(validate__control_characters_and_folders__are_told_plainly),
 	};
 
 	if (argc > 1)
