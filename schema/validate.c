@@ -652,8 +652,12 @@ static bool multiple_of(const json_t *x, const json_t *m)
 	q = json_number_value(x) / json_number_value(m);
 	if (!isfinite(q))
 		return false;
+	/* The quotient of two doubles is off by a few units in its last
+	 * place (0.0075 / 0.0001 is 75.00000000000001): a tolerance that
+	 * grows with it, and no floor, which took 0.30000000001 for a
+	 * multiple of 0.1. */
 	r = q - nearbyint(q);
-	return fabs(r) <= fmax(1e-9, fabs(q) * DBL_EPSILON * 4);
+	return fabs(r) <= fabs(q) * DBL_EPSILON * 4;
 }
 
 static bool numeric(struct vctx *v, const struct schema__node *n, const json_t *inst,

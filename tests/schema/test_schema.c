@@ -265,6 +265,11 @@ static void keywords__each_failure__reads_as_a_sentence(void **state)
 		{ "{\"minimum\":1}", "0", "", "minimum", "must be >= 1" },
 		{ "{\"exclusiveMaximum\":2.5}", "2.5", "", "exclusiveMaximum", "must be < 2.5" },
 		{ "{\"multipleOf\":3}", "7", "", "multipleOf", "must be a multiple of 3" },
+		/* Within 1e-9 of a multiple was taken for one. */
+		{ "{\"multipleOf\":0.1}", "0.30000000001", "", "multipleOf",
+		  "must be a multiple of 0.1" },
+		{ "{\"multipleOf\":0.1}", "1e-10", "", "multipleOf",
+		  "must be a multiple of 0.1" },
 		{ "{\"minLength\":2}", "\"\\u00e9\"", "", "minLength",
 		  "must have at least 2 characters" },
 		{ "{\"maxItems\":1}", "[1,2]", "", "maxItems", "must not have more than 1 item" },
