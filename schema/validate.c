@@ -479,6 +479,20 @@ static int compare(const json_t *a, const json_t *b)
 
 		return (p > q) - (p < q);
 	}
+	if (json_is_integer(a) || json_is_integer(b)) {
+		/* An integer beside a real: compared exactly, in a long
+		 * double (64 bits of mantissa on x86-64, where an int64 and
+		 * a double both fit). As doubles, 9007199254740993 was equal
+		 * to 9007199254740992.0 and passed it as a maximum. */
+		long double lx = json_is_integer(a)
+					 ? (long double)json_integer_value(a)
+					 : (long double)json_real_value(a);
+		long double ly = json_is_integer(b)
+					 ? (long double)json_integer_value(b)
+					 : (long double)json_real_value(b);
+
+		return (lx > ly) - (lx < ly);
+	}
 	x = json_number_value(a);
 	y = json_number_value(b);
 	return (x > y) - (x < y);
@@ -649,6 +663,13 @@ static bool multiple_of(const json_t *x, const json_t *m)
 
 	if (json_is_integer(x) && json_is_integer(m))
 		return json_integer_value(x) % json_integer_value(m) == 0;
+	/* A real that is a whole number an integer holds (1e17) is judged
+	 * as that integer, so that it gets the verdict 100000000000000000
+	 * gets. */
+	if (json_is_real(x) && json_is_integer(m) &&
+	    fabs(json_real_value(x)) < 9.2e18 &&
+	    json_real_value(x) == nearbyint(json_real_value(x)))
+		return (json_int_t)json_real_value(x) % json_integer_value(m) == 0;
 	q = json_number_value(x) / json_number_value(m);
 	if (!isfinite(q))
 		return false;

@@ -270,6 +270,13 @@ static void keywords__each_failure__reads_as_a_sentence(void **state)
 		  "must be a multiple of 0.1" },
 		{ "{\"multipleOf\":0.1}", "1e-10", "", "multipleOf",
 		  "must be a multiple of 0.1" },
+		/* 1e17 is 100000000000000000, which 3 does not divide; as a
+		 * double it passed. An integer beside a real limit is
+		 * compared exactly (as doubles the two were equal). */
+		{ "{\"multipleOf\":3}", "1e17", "", "multipleOf",
+		  "must be a multiple of 3" },
+		{ "{\"maximum\":9007199254740992.0}", "9007199254740993", "",
+		  "maximum", "must be <= 9007199254740992" },
 		{ "{\"minLength\":2}", "\"\\u00e9\"", "", "minLength",
 		  "must have at least 2 characters" },
 		{ "{\"maxItems\":1}", "[1,2]", "", "maxItems", "must not have more than 1 item" },
