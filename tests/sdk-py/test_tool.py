@@ -78,6 +78,24 @@ class Definitions(unittest.TestCase):
         self.assertEqual(weather({"location": "Oslo"}), {"location": "Oslo"})
         json.dumps(d)  # all of it is JSON
 
+    def test_background__mastras_retries_is_taken_and_ported_names_name_berths(
+            self):
+        # berthd reads Mastra's RetryConfig (docs/TOOLS.md), which the
+        # SDK refused; a name a port brings is refused naming berth's
+        # field, as berthd names it.
+        t = berth.Tool("t", noop, background={
+            "retries": {"maxRetries": 2, "retryDelayMs": 200}})
+        self.assertEqual(t.definition()["background"], {
+            "retries": {"maxRetries": 2, "retryDelayMs": 200}})
+        for key, berths in (("retryDelay", "backoffMs"),
+                            ("timeout", "timeoutMs"),
+                            ("maxRetry", "maxRetries")):
+            with self.subTest(key=key):
+                with self.assertRaisesRegex(ValueError, berths):
+                    berth.Tool("t", noop, background={key: 1})
+        with self.assertRaisesRegex(TypeError, "RetryConfig"):
+            berth.Tool("t", noop, background={"retries": 3})
+
     def test_background__in_seconds__becomes_milliseconds(self):
         t = berth.Tool("t", noop, background=berth.Background(
             enabled=True, timeout=1.5, max_retries=0, concurrency=4,
@@ -222,6 +240,14 @@ class Pydantic(unittest.TestCase):
             bad = check({"sku": "a", "ship_to": {"zip": "0150"}})
             self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
             self.assertIn("city", bad.stdout + bad.stderr)
+            # The None an Optional field takes passes the model's schema:
+            # pydantic 1's schema() (Debian's) left null out, so a None
+            # in an output, or a null input, failed the tool's own
+            # schema in berthd.
+            nulls = check({"sku": "a", "ship_to": {"city": "Oslo",
+                                                   "zip": None}})
+            self.assertEqual(nulls.returncode, 0,
+                             nulls.stdout + nulls.stderr)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,15 @@ class Encode(unittest.TestCase):
         self.assertEqual(line, '{"a":[1,2],"s":"é\\n"}\n'.encode())
         self.assertEqual(line.count(b"\n"), 1)
 
+    def test_encode__the_read_only_mappings_of_a_context__go_as_dicts(self):
+        # ctx.request_context and ctx.metadata are MappingProxyType: a
+        # tool that returned, suspended with or checkpointed one failed
+        # its job (invalid_output) though it holds only JSON.
+        import types
+        view = types.MappingProxyType({"tenant": "a", "n": [1]})
+        self.assertEqual(encode({"rc": view}),
+                         b'{"rc":{"tenant":"a","n":[1]}}\n')
+
     def test_encode__what_is_not_json__names_the_message(self):
         with self.assertRaisesRegex(TypeError, "the input is not JSON"):
             encode({"x": {1}}, "the input")

@@ -35,7 +35,18 @@ __all__ = ["Tool", "tool", "Background", "Transform", "STAGES"]
 STAGES = ("input", "output", "error", "approval", "suspend", "resume")
 _TARGETS = ("display", "transcript")
 _BACKGROUND_KEYS = ("enabled", "timeoutMs", "maxRetries", "concurrency",
-                    "backoffMs", "backoffMaxMs", "onInterrupt")
+                    "backoffMs", "backoffMaxMs", "onInterrupt", "retries")
+#: berth's field for a name a port often brings (berthd says the same).
+_BERTH_NAMES = {
+    "retryDelay": "backoffMs (ms), or Mastra's retries.retryDelayMs",
+    "retryDelayMs": "retries.retryDelayMs (Mastra's RetryConfig), or "
+                    "backoffMs",
+    "maxRetryDelay": "backoffMaxMs (ms), or Mastra's retries.maxRetryDelayMs",
+    "maxRetryDelayMs": "retries.maxRetryDelayMs (Mastra's RetryConfig), or "
+                       "backoffMaxMs",
+    "maxRetry": "maxRetries", "retry": "maxRetries",
+    "timeout": "timeoutMs (ms)",
+}
 _MCP_KEYS = ("annotations", "_meta")
 
 
@@ -107,6 +118,13 @@ def _check_background_wire(bg: Mapping[str, Any], where: str) -> None:
         name = where + "background[%r]" % key
         if key == "enabled":
             _bool(value, name)
+        elif key == "retries":
+            # Mastra's RetryConfig: berthd reads it into berth's fields
+            # and refuses what it cannot (docs/TOOLS.md).
+            if not isinstance(value, Mapping):
+                raise TypeError("%s must be a dict (Mastra's RetryConfig: "
+                                "maxRetries, retryDelayMs, maxRetryDelayMs, "
+                                "backoffMultiplier), not %r" % (name, value))
         elif key == "onInterrupt":
             if value not in ("retry", "fail"):
                 raise ValueError("%s must be 'retry' or 'fail', not %r"
@@ -181,6 +199,56 @@ def _pydantic_model(value: Any) -> Any:
     return None
 
 
+def _v1_nullable(model: Any, node: dict, root: dict, seen: set) -> None:
+    """pydantic 1's schema() leaves null out of an Optional field, so that
+    the None the model takes and gives (an output of None, a null input)
+    failed its own schema in berthd. This lets null in wherever a field
+    of model (node its schema in root) allows None, its items and values
+    and the models under it too, as pydantic 2's schema does."""
+    if model in seen:
+        return
+    seen.add(model)
+    props = node.get("properties") or {}
+    for field in model.__fields__.values():
+        name = field.alias
+        if name in props:
+            props[name] = _v1_field(field, props[name], root, seen)
+
+
+def _v1_field(field: Any, sub: Any, root: dict, seen: set) -> Any:
+    """The schema sub of a pydantic 1 ModelField, null let in where the
+    field, or the field of its items or values, allows None."""
+    if not isinstance(sub, dict):
+        return sub
+    inner = sub
+    if isinstance(inner.get("$ref"), str):
+        target = _v1_ref(root, inner["$ref"])
+        model = _pydantic_model(getattr(field, "type_", None))
+        if target is not None and model is not None:
+            _v1_nullable(model, target, root, seen)
+    subs = getattr(field, "sub_fields", None) or ()
+    if len(subs) == 1 and isinstance(inner.get("items"), dict):
+        inner["items"] = _v1_field(subs[0], inner["items"], root, seen)
+    elif len(subs) == 1 and isinstance(inner.get("additionalProperties"),
+                                       dict):
+        inner["additionalProperties"] = _v1_field(
+            subs[0], inner["additionalProperties"], root, seen)
+    if not getattr(field, "allow_none", False) or \
+            inner.get("type") == "null":
+        return sub
+    keep = {k: inner.pop(k) for k in ("title", "description", "default")
+            if k in inner}
+    return dict(keep, anyOf=[inner, {"type": "null"}])
+
+
+def _v1_ref(root: dict, ref: str) -> dict | None:
+    """The definition a local "#/definitions/Name" names in root."""
+    if not ref.startswith("#/definitions/"):
+        return None
+    found = (root.get("definitions") or {}).get(ref[len("#/definitions/"):])
+    return found if isinstance(found, dict) else None
+
+
 def _schema(value: Any, name: str, mode: str) -> tuple[dict | None, Any]:
     """The JSON Schema of a schema field, and its pydantic model or None.
     mode is pydantic's: "validation" for what the tool receives,
@@ -195,7 +263,9 @@ def _schema(value: Any, name: str, mode: str) -> tuple[dict | None, Any]:
     if model is not None:
         if hasattr(model, "model_json_schema"):
             return model.model_json_schema(mode=mode), model
-        return model.schema(), model
+        schema = model.schema(by_alias=True)
+        _v1_nullable(model, schema, schema, set())
+        return schema, model
     raise TypeError("%s must be a JSON Schema (a dict) or a pydantic model "
                     "class, not %r" % (name, value))
 
@@ -308,6 +378,10 @@ class Tool:
                 bg = background.to_wire()
             elif isinstance(background, Mapping):
                 for key in background:
+                    if key in _BERTH_NAMES:
+                        raise ValueError(
+                            where + "background has no field %r: berth's "
+                            "is %s" % (key, _BERTH_NAMES[key]))
                     if key not in _BACKGROUND_KEYS:
                         raise ValueError(
                             where + "background has no field %r (berth's "

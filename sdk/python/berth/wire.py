@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -58,6 +59,10 @@ def _default(o: Any) -> Any:
         return json.loads(o.json(by_alias=True))  # pydantic 1
     if dataclasses.is_dataclass(o) and not isinstance(o, type):
         return {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+    if isinstance(o, Mapping):
+        # The read-only views the SDK hands a tool (ctx.request_context,
+        # ctx.metadata: MappingProxyType) go back as the dicts they show.
+        return dict(o)
     raise TypeError("Object of type %s is not JSON serializable"
                     % type(o).__name__)
 
