@@ -167,7 +167,8 @@ static const char usage_text[] =
 	"                         approval inbox page (docs/HTTP.md); it logs a\n"
 	"                         login URL (good once, for 10 minutes);\n"
 	"                         --token-file's token works as Bearer\n"
-	"  --http-open            no authentication on --http (loopback only)\n"
+	"  --http-open            no authentication on --http, which it needs\n"
+	"                         (loopback only)\n"
 	"  --log-level LEVEL      error, warn, info (default) or debug: what berthd\n"
 	"                         logs on stderr, one line per event\n"
 	"  --quiet                do not log the start-up line\n"
@@ -899,6 +900,13 @@ int berth_main(int argc, char **argv, const struct berth_tool *const *tools,
 		log_error("%s", err);
 		free(err);
 		return 1;
+	}
+	/* Here, not with the other conflicts: a socket passed as "http"
+	 * stands for --http. */
+	if (o.http_open && !o.http && !api_activation_address("http")) {
+		fputs("berthd: --http-open without --http HOST:PORT: there is no "
+		      "HTTP gateway to open\n", stderr);
+		return 2;
 	}
 
 	signal(SIGPIPE, SIG_IGN);

@@ -26,6 +26,14 @@
  *   a while (429). A session is looked up before the throttle: its 256
  *   random bits cannot be guessed, and a person with the page open is not
  *   locked out by someone else's guesses.
+ * - Sessions live in memory only, and end when berthd stops. A session
+ *   id has a shape of its own ("berth-session-" and 64 hex digits), so
+ *   that a page left open across a restart, whose session this berthd
+ *   never gave, is told that its session ended rather than counted as a
+ *   guess: a few open tabs would otherwise throttle all of loopback,
+ *   --token-file's token with it. Guessing tokens of that shape finds no
+ *   session (256 random bits); one that is a principal's token too is
+ *   judged behind the throttle as every token is.
  * - --http-open drops authentication, and is refused unless the gateway
  *   listens on a loopback address. It then also checks Host, so that a
  *   web page that rebinds its own DNS name to 127.0.0.1 cannot talk to it.
@@ -145,18 +153,34 @@ static struct http_session *find_session(struct http *h, const char *token,
 	for (int i = 0; i < HTTP_MAX_SESSIONS; i++) {
 		struct http_session *s = &h->sessions[i];
 
-		if (s->id[0] && equal_ct(token, len, s->id, 64)) {
+		if (s->id[0] && equal_ct(token, len, s->id, HTTP_SESSION_LEN)) {
 			if (s->expires > now)
 				found = s;
 			else
 				gone = true;
 		}
-		if (s->ended[0] && equal_ct(token, len, s->ended, 64))
+		if (s->ended[0] &&
+		    equal_ct(token, len, s->ended, HTTP_SESSION_LEN))
 			gone = true;
 	}
 	if (ended)
 		*ended = gone;
 	return found;
+}
+
+/* session_shaped is true when token (len bytes) has the shape of a
+ * session's id, HTTP_SESSION_PREFIX and 64 lowercase hex digits. */
+static bool session_shaped(const char *token, size_t len)
+{
+	size_t n = sizeof HTTP_SESSION_PREFIX - 1;
+
+	if (len != HTTP_SESSION_LEN || memcmp(token, HTTP_SESSION_PREFIX, n) != 0)
+		return false;
+	for (size_t i = n; i < len; i++)
+		if (!((token[i] >= '0' && token[i] <= '9') ||
+		      (token[i] >= 'a' && token[i] <= 'f')))
+			return false;
+	return true;
 }
 
 int http_auth_check(struct http_conn *c)
@@ -191,6 +215,16 @@ int http_auth_check(struct http_conn *c)
 	}
 	if (ended)
 		return HTTP_AUTH_ENDED;
+	/* A session's shape, of no session here: one from before a restart.
+	 * Unless it is a principal's token too (a person may have chosen
+	 * one like it), which is judged as every token is, behind the
+	 * throttle. */
+	if (session_shaped(t, len) &&
+	    api_auth_check(api, t, len, &c->principal) != 0) {
+		c->principal = NULL;
+		return HTTP_AUTH_UNKNOWN;
+	}
+	c->principal = NULL;
 	if (api_auth_gate(api, (const struct sockaddr *)&c->peer,
 			  API_AUTH_VIA_HTTP, &c->retry_ms) < 0)
 		return HTTP_AUTH_THROTTLED;
@@ -220,8 +254,8 @@ int http_auth_check(struct http_conn *c)
 	return HTTP_AUTH_WRONG;
 }
 
-int http_session_open(struct http_conn *c, int auth, char sid[65],
-		      int64_t *expires)
+int http_session_open(struct http_conn *c, int auth,
+		      char sid[HTTP_SESSION_LEN + 1], int64_t *expires)
 {
 	struct http *h = c->http;
 	struct http_session *slot = &h->sessions[0];
@@ -230,7 +264,8 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 	struct http_session *own = NULL;
 	int owned = 0;
 
-	if (http_random_hex(sid, 32) < 0)
+	memcpy(sid, HTTP_SESSION_PREFIX, sizeof HTTP_SESSION_PREFIX - 1);
+	if (http_random_hex(sid + sizeof HTTP_SESSION_PREFIX - 1, 32) < 0)
 		return -1;
 	/* The principal's oldest when it has its share already (a
 	 * principal's sessions never take another's place, internal.h);
@@ -267,7 +302,7 @@ int http_session_open(struct http_conn *c, int auth, char sid[65],
 		http_conn_end_session(h, slot);
 		memcpy(slot->ended, slot->id, sizeof slot->ended);
 	}
-	memcpy(slot->id, sid, 65);
+	memcpy(slot->id, sid, sizeof slot->id);
 	slot->expires = now + (uint64_t)h->session_ms;
 	slot->gen = ++h->session_gen;
 	slot->principal = c->principal;
@@ -348,7 +383,7 @@ bool http_csrf_ok(struct http_conn *c, int auth, const char **why)
 	const char *site = http_header_get(c, "Sec-Fetch-Site");
 	const char *type = http_header_get(c, "Content-Type");
 
-	if (origin && !same_host(origin, http_header_get(c, "Host"))) {
+	if (origin && !same_host(origin, http_request_host(c))) {
 		*why = "forbidden: a cross-site request (its Origin is not "
 		       "this server)";
 		return false;
@@ -369,7 +404,7 @@ bool http_csrf_ok(struct http_conn *c, int auth, const char **why)
 
 bool http_host_ok(struct http_conn *c)
 {
-	const char *host = http_header_get(c, "Host");
+	const char *host = http_request_host(c);
 	const char *port = strrchr(c->http->origin, ':');
 	static const char *const names[] = {"127.0.0.1", "localhost", "[::1]",
 					    NULL};

@@ -482,6 +482,48 @@ static bool token_char(int ch)
 	return ch > 32 && ch < 127 && !strchr("()<>@,;:\\\"/[]?={}", ch);
 }
 
+/* absolute_form sets r->target to the offset in p of the request
+ * target t, in the origin form ("/path?query") a route reads. An
+ * absolute-form target ("http://host:port/path?query", which a server
+ * must accept, RFC 9112 3.2.2) is rewritten in place: its authority moves
+ * over the scheme, NUL-ended, for r->authority, and its path starts at
+ * its first "/" (one is put before a "?" or the end when it has none).
+ * Returns 0, or -1 for an absolute form without a host or with user
+ * information. */
+static int absolute_form(struct http_request *r, char *p, char *t)
+{
+	size_t n, alen;
+	char *a, *end;
+
+	if (strncasecmp(t, "http://", 7) == 0)
+		n = 7;
+	else if (strncasecmp(t, "https://", 8) == 0)
+		n = 8;
+	else {
+		r->target = (uint32_t)(t - p);
+		return 0;
+	}
+	a = t + n;
+	alen = strcspn(a, "/?");
+	end = a + alen;
+	if (!alen || memchr(a, '@', alen))
+		return -1;
+	memmove(t, a, alen);
+	t[alen] = '\0';
+	r->authority = (uint32_t)(t - p);
+	if (*end != '/')
+		*--end = '/'; /* the scheme's room: end - 1 > t + alen */
+	r->target = (uint32_t)(end - p);
+	return 0;
+}
+
+const char *http_request_host(const struct http_conn *c)
+{
+	if (c->req.authority)
+		return c->buf + c->req.authority;
+	return http_header_get(c, "Host");
+}
+
 /* parse_head parses the head that ends at end (the offset just past its
  * empty line) in place. Returns 0, or -1 after answering. */
 static int parse_head(struct http_conn *c, size_t end)
@@ -510,7 +552,9 @@ static int parse_head(struct http_conn *c, size_t end)
 	for (char *m = p + off; *m; m++)
 		if (!token_char((unsigned char)*m))
 			goto bad;
-	if (sp1[1] != '/' && strcmp(sp1 + 1, "*") != 0)
+	if (absolute_form(r, p, sp1 + 1) < 0)
+		goto bad;
+	if (p[r->target] != '/' && strcmp(p + r->target, "*") != 0)
 		goto bad;
 	if (strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)sp2[8]) ||
 	    sp2[9]) {
@@ -519,7 +563,6 @@ static int parse_head(struct http_conn *c, size_t end)
 		return -1;
 	}
 	r->method = (uint32_t)off;
-	r->target = (uint32_t)(sp1 + 1 - p);
 	r->minor = sp2[8] - '0';
 	r->head_only = strcmp(p + off, "HEAD") == 0;
 	off = (size_t)(line_end - p) + 1;

@@ -76,14 +76,19 @@
 #define HTTP_PRINCIPAL_SESSIONS 8
 #define HTTP_SESSION_MS (7LL * 24 * 3600 * 1000)
 #define HTTP_AUTH_TRIES 3
+/* A session's id is HTTP_SESSION_PREFIX and 64 hex digits (256 random
+ * bits), HTTP_SESSION_LEN characters: berthd knows its own sessions by
+ * that shape even after a restart has forgotten them (auth.c). */
+#define HTTP_SESSION_PREFIX "berth-session-"
+#define HTTP_SESSION_LEN (sizeof HTTP_SESSION_PREFIX - 1 + 64)
 
 struct http_metrics;
 
 struct api_principal;
 
 struct http_session {
-	char id[65];        /* hex; "" when the slot is free */
-	char ended[65];     /* the last session that held the slot and ended
+	char id[HTTP_SESSION_LEN + 1]; /* "" when the slot is free */
+	char ended[HTTP_SESSION_LEN + 1]; /* the last session that held the slot and ended
 			       (logged out, replaced), told apart from a
 			       wrong token */
 	uint64_t expires;   /* uv_now */
@@ -155,6 +160,8 @@ struct http_route;
  * others). */
 struct http_request {
 	uint32_t method, target; /* target: its path once query is cut */
+	uint32_t authority;     /* an absolute-form target's HOST[:PORT], which
+				   stands for Host (RFC 9112 3.2.2), or 0 */
 	uint32_t query;         /* after "?", or 0 */
 	uint32_t job;           /* /api/jobs/{id}...: the id, or 0 */
 	const char *action;     /* /api/jobs/{id}/ACTION, or NULL */
@@ -246,6 +253,10 @@ void http_conn_end_session(struct http *h, const struct http_session *s);
  * (case-insensitive), or NULL; borrowed from c->buf. */
 const char *http_header_get(const struct http_conn *c, const char *name);
 
+/* http_request_host returns the host the current request names: an
+ * absolute-form target's authority, else its Host header, or NULL. */
+const char *http_request_host(const struct http_conn *c);
+
 static inline const char *http_str(const struct http_conn *c, uint32_t off)
 {
 	return c->buf + off;
@@ -302,6 +313,8 @@ enum http_auth {
 	HTTP_AUTH_WRONG,    /* a token that is none of these */
 	HTTP_AUTH_EXPIRED,  /* the login URL's token, too late or spent */
 	HTTP_AUTH_ENDED,    /* a session's that ended: no guess */
+	HTTP_AUTH_UNKNOWN,  /* of a session's shape, but none this berthd
+			       gave (it restarted since): no guess */
 	HTTP_AUTH_THROTTLED, /* not looked at: too many failed lately
 				(c->retry_ms) */
 };
@@ -318,10 +331,10 @@ bool http_csrf_ok(struct http_conn *c, int auth, const char **why);
  * refuse (DNS rebinding). */
 bool http_host_ok(struct http_conn *c);
 /* http_session_open opens a session for c's request (whose auth is
- * auth), spending the login URL's token when that was it: its id (hex)
- * in sid and its end in *expires (ms since the epoch); returns 0, or -1
+ * auth), spending the login URL's token when that was it: its id in sid and its end in *expires (ms since the epoch); returns 0, or -1
  * when out of randomness. */
-int http_session_open(struct http_conn *c, int auth, char sid[65],
+int http_session_open(struct http_conn *c, int auth,
+		      char sid[HTTP_SESSION_LEN + 1],
 		      int64_t *expires);
 /* http_session_close ends the session c's request carries; returns 0, or
  * -1 when it carries none. *ended is its slot, whose gen is kept, for

@@ -615,6 +615,10 @@ static int refuse_auth(struct http_conn *c, int auth)
 		msg = "unauthorized: this session ended (logged out, expired, "
 		      "or replaced by a newer one); log in again";
 		break;
+	case HTTP_AUTH_UNKNOWN:
+		msg = "unauthorized: this session ended or is unknown (berthd "
+		      "may have restarted); log in again";
+		break;
 	case HTTP_AUTH_LOGIN:
 		msg = "unauthorized: a login link's token only opens a "
 		      "session (POST /api/session)";
@@ -632,6 +636,16 @@ static int refuse_auth(struct http_conn *c, int auth)
 	http_respond_error(c, 401, -32010, msg,
 			   json_pack("{s:s}", "reason", "unauthenticated"));
 	return -1;
+}
+
+/* refuse_forbidden answers 403 -32010 with message msg for a request
+ * refused for where it comes from (another site, a foreign Host), with
+ * data.reason "forbidden" and counted as every refusal is. */
+static void refuse_forbidden(struct http_conn *c, const char *msg)
+{
+	api_refused(c->http->api, API_REFUSED_FORBIDDEN);
+	http_respond_error(c, 403, -32010, msg,
+			   json_pack("{s:s}", "reason", "forbidden"));
 }
 
 int http_route_head(struct http_conn *c)
@@ -656,9 +670,8 @@ int http_route_head(struct http_conn *c)
 	 * it in place. */
 	snprintf(asked, sizeof asked, "%s", path);
 	if (!http_host_ok(c)) {
-		http_respond_error(c, 403, -32010, "forbidden: this Host is not "
-				   "the loopback address an --http-open "
-				   "gateway serves", NULL);
+		refuse_forbidden(c, "forbidden: this Host is not the loopback "
+				 "address an --http-open gateway serves");
 		return -1;
 	}
 	normalize_path(path);
@@ -689,7 +702,7 @@ int http_route_head(struct http_conn *c)
 		return -1;
 	}
 	if (bit != M_GET && !http_csrf_ok(c, auth, &why)) {
-		http_respond_error(c, 403, -32010, why, NULL);
+		refuse_forbidden(c, why);
 		return -1;
 	}
 	return 0;
@@ -819,7 +832,7 @@ static void h_events(struct http_conn *c)
 
 static void h_session(struct http_conn *c)
 {
-	char sid[65], at[64];
+	char sid[HTTP_SESSION_LEN + 1], at[64];
 	int64_t expires;
 	time_t secs;
 	struct tm tm;

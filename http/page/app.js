@@ -69,9 +69,16 @@ function authHeaders() {
   return s ? { Authorization: 'Bearer ' + s } : {};
 }
 
-function loggedOut(text) {
+// loggedOut leaves the page logged out, saying why: text, or else the
+// message of berthd's 401 (error), or that no one is logged in.
+function loggedOut(text, error) {
   sessionStorage.removeItem(SESSION_KEY);
-  banner(text || 'Not logged in: open the login URL that berthd logged (…/login#…).');
+  // A session ends when it is logged out or expires, and when berthd
+  // restarts (sessions live in its memory): berthd then says so.
+  const ended = error && /session ended/.test(error.message || '');
+  banner(text || (ended
+    ? 'Your session ended (berthd may have restarted): open the login URL that berthd logged (…/login#…) to log in again.'
+    : 'Not logged in: open the login URL that berthd logged (…/login#…).'));
   $('#live').textContent = 'offline';
   $('#logout').hidden = true;
   if (state.stream) state.stream.abort();
@@ -94,7 +101,7 @@ async function api(path, body, method) {
     const e = new Error((v.error && v.error.message) || r.statusText);
     e.status = r.status;
     e.error = v.error;
-    if (r.status === 401) loggedOut();
+    if (r.status === 401) loggedOut(null, v.error);
     throw e;
   }
   return v;
@@ -182,13 +189,19 @@ async function loadInbox() {
 
 const chart = { sec: Math.floor(Date.now() / 1000), ok: new Array(60).fill(0), bad: new Array(60).fill(0) };
 
-function chartTick() {
+// chartAdvance moves the window to the current second, whose counts are
+// the last slot's; the one before it is the last complete second.
+function chartAdvance() {
   const now = Math.floor(Date.now() / 1000);
   while (chart.sec < now) {
     chart.sec++;
     chart.ok.shift(); chart.ok.push(0);
     chart.bad.shift(); chart.bad.push(0);
   }
+}
+
+function chartTick() {
+  chartAdvance();
   const c = $('#chart');
   const g = c.getContext('2d');
   const max = Math.max(1, ...chart.ok, ...chart.bad);
@@ -204,7 +217,8 @@ function chartTick() {
     });
     g.stroke();
   }
-  c.setAttribute('aria-label', `Last second: ${chart.ok[59]} completed, ${chart.bad[59]} failed; peak ${max} per second`);
+  // The text tells the last complete second: the current one has only begun.
+  c.setAttribute('aria-label', `Last second: ${chart.ok[58]} completed, ${chart.bad[58]} failed; peak ${max} per second`);
 }
 
 // onEvent applies one live event. A job that waits is fetched whole for
@@ -212,6 +226,8 @@ function chartTick() {
 // was out, the newer one decides, so a late answer cannot put back a job
 // that has since moved on. #live's data-seq is the newest event applied.
 async function onEvent(ev) {
+  // Counted in the second it came in, whenever the chart was last drawn.
+  chartAdvance();
   if (ev.type === 'completed') chart.ok[59]++;
   if (ev.type === 'failed' || ev.type === 'timed_out') chart.bad[59]++;
   state.latest.set(ev.jobId, ev.seq);
@@ -257,8 +273,18 @@ function parseFrames(buf) {
   return [frames, buf];
 }
 
-// connect reads /api/events with fetch rather than EventSource, which
-// cannot send the session's Authorization header. Like EventSource it
+// onProgress shows a job's progress (the stream's progress frames, which
+// are not events) in its detail, when that is open.
+function onProgress(p) {
+  if (state.current !== p.jobId || $('#job').dataset.job !== p.jobId) return;
+  const bar = progressBar(p);
+  const old = $('#job-progress');
+  if (old) old.replaceWith(bar);
+  else if ($('#job .facts')) $('#job .facts').after(bar);
+}
+
+// connect reads /api/events?progress=1 with fetch rather than
+// EventSource, which cannot send the session's Authorization header. Like EventSource it
 // reconnects after a second and sends Last-Event-ID, so the stream
 // resumes after the last event it had, without a gap.
 async function connect() {
@@ -269,8 +295,12 @@ async function connect() {
     try {
       const headers = authHeaders();
       if (last !== null) headers['Last-Event-ID'] = last;
-      const r = await fetch('/api/events', { headers, signal: ctl.signal, cache: 'no-store' });
-      if (r.status === 401) { loggedOut(); return; }
+      const r = await fetch('/api/events?progress=1', { headers, signal: ctl.signal, cache: 'no-store' });
+      if (r.status === 401) {
+        const v = await r.json().catch(() => ({}));
+        loggedOut(null, v.error);
+        return;
+      }
       if (!r.ok || !r.body) throw new Error(r.statusText);
       $('#live').textContent = 'live';
       loadInbox().catch(() => {});
@@ -284,6 +314,7 @@ async function connect() {
         for (const f of frames) {
           if (f.id !== null) last = f.id;
           if (f.event === 'message' && f.data.length) onEvent(JSON.parse(f.data.join('\n')));
+          else if (f.event === 'progress' && f.data.length) onProgress(JSON.parse(f.data.join('\n')));
         }
       }
     } catch (e) {
@@ -312,6 +343,9 @@ function errorText(e) {
   return e.message + (errs ? ': ' + errs.map((x) => (x.instancePath || '/') + ' ' + x.message).join('; ') : '');
 }
 
+// act runs action on job; its buttons are off meanwhile and on again
+// after, as the action may leave the job where it was (an approval below
+// its quorum).
 async function act(job, action, body, box) {
   for (const b of document.querySelectorAll('#job button')) b.disabled = true;
   try {
@@ -320,14 +354,14 @@ async function act(job, action, body, box) {
     await showJob(job.id, true);
   } catch (e) {
     message(box, 'error', errorText(e));
-    for (const b of document.querySelectorAll('#job button')) b.disabled = false;
   }
+  for (const b of document.querySelectorAll('#job button')) b.disabled = false;
 }
 
 function approvalCard(job) {
   const box = h('div', { 'aria-live': 'polite' });
   const note = h('textarea', { id: 'reason', rows: 2, name: 'reason' });
-  return h('div', { class: 'card' }, h('h3', {}, 'Approval'),
+  return h('div', { class: 'card', 'data-keep': 'approval' }, h('h3', {}, 'Approval'),
     h('p', {}, 'This tool asks before it runs.'),
     h('form', { class: 'act', onsubmit: (e) => e.preventDefault() },
       h('label', { for: 'reason' }, 'Reason or note (optional)', note),
@@ -358,7 +392,7 @@ function resumeCard(job) {
       act(job, 'resume', { resumeData: data === undefined ? {} : data }, box);
     } },
   field.el, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'resume' }, 'Resume')));
-  return h('div', { class: 'card' }, h('h3', {}, 'Resume'), form, box);
+  return h('div', { class: 'card', 'data-keep': 'resume' }, h('h3', {}, 'Resume'), form, box);
 }
 
 async function showJob(id, refresh) {
@@ -375,9 +409,13 @@ async function showJob(id, refresh) {
     return;
   }
   if (state.current !== id) return;
-  // While someone types into a form, a live refresh only updates the
-  // status, so that their input is not lost.
-  if (refresh && root.dataset.job === id && root.dataset.status === job.status) return;
+  // A refresh comes with every event of the job, and an event may leave
+  // its status as it was (an approval below the quorum): all is shown
+  // again but the form of the status, which is kept as it is (with what
+  // someone is typing into it, and the focus).
+  const kept = refresh && root.dataset.job === id && root.dataset.status === job.status
+    ? root.querySelector('[data-keep]') : null;
+  const focused = kept && kept.contains(document.activeElement) ? document.activeElement : null;
   const tool = state.tools.get(job.tool) || {};
   $('#job-title').textContent = (tool.title || job.tool) + ' · ' + job.status.replace('_', ' ');
   const p = job.progress;
@@ -399,10 +437,9 @@ async function showJob(id, refresh) {
           h('dd', { id: 'job-decided-by' }, who(job.approval.decidedBy.name, job.approval.decidedBy.via) + ', ' + when(job.approval.decidedAt))] : null,
         job.approval && job.approval.reason ? [h('dt', {}, 'Reason'), h('dd', {}, job.approval.reason)] : null,
         job.approval && job.approval.note ? [h('dt', {}, 'Note'), h('dd', {}, job.approval.note)] : null),
-      p ? h('p', {}, h('label', {}, p.message || 'Progress',
-        h('progress', { value: p.progress, max: p.total || undefined }))) : null),
-    job.status === 'awaiting_approval' ? approvalCard(job) : null,
-    job.status === 'suspended' ? resumeCard(job) : null,
+      p ? progressBar(p) : null),
+    job.status === 'awaiting_approval' ? kept || approvalCard(job) : null,
+    job.status === 'suspended' ? kept || resumeCard(job) : null,
     payload('Suspend payload', job.status === 'suspended' ? job.suspendPayload : undefined),
     payload('Input', job.input),
     payload('Output', job.output),
@@ -415,14 +452,22 @@ async function showJob(id, refresh) {
       h('button', { type: 'button', id: 'cancel', onclick: () => act(job, 'cancel', {}, root.querySelector('.cancel-box')) }, 'Cancel job')),
     h('div', { class: 'cancel-box', 'aria-live': 'polite' }),
   ].filter(Boolean));
+  if (focused) focused.focus();
+}
+
+function progressBar(p) {
+  return h('p', { id: 'job-progress' }, h('label', {}, p.message || 'Progress',
+    h('progress', { value: p.progress, max: p.total || undefined })));
 }
 
 // ---- the form generated from a JSON Schema -------------------------------
 
 let fieldSeq = 0;
 
-// buildField returns {el, read(errors)} for schema; read returns the value
-// (undefined for an empty optional field) and pushes messages to errors.
+// buildField returns {el, read(errors), empty()} for schema; read returns
+// the value (undefined for an empty optional field) and pushes messages to
+// errors; empty tells whether nothing was filled in (or checked, or
+// added).
 function buildField(schema, name, label, required) {
   schema = schema || {};
   const id = 'f' + (++fieldSeq);
@@ -441,10 +486,18 @@ function buildField(schema, name, label, required) {
     const req = new Set(schema.required || []);
     const kids = Object.entries(schema.properties || {}).map(([k, s]) => [k, buildField(s, k, s.title || k, req.has(k))]);
     const el = h('fieldset', { id }, h('legend', {}, title + (required ? '' : ' (optional)')), desc, kids.map(([, f]) => f.el));
-    return { el, read(errors) {
+    const empty = () => kids.every(([, f]) => f.empty());
+    return { el, empty, read(errors) {
+      // An optional object none of whose fields is filled is left out:
+      // its required members count once one of them is.
+      if (!required && empty()) {
+        for (const i of el.querySelectorAll('[aria-invalid]')) i.removeAttribute('aria-invalid');
+        for (const e of el.querySelectorAll('.err')) e.textContent = '';
+        return undefined;
+      }
       const out = {};
       for (const [k, f] of kids) { const v = f.read(errors); if (v !== undefined) out[k] = v; }
-      return Object.keys(out).length || required ? out : undefined;
+      return out;
     } };
   }
   if (type === 'array') {
@@ -462,7 +515,7 @@ function buildField(schema, name, label, required) {
     };
     for (let i = 0; i < (schema.minItems || 0); i++) addItem(false);
     const el = h('fieldset', { id, 'data-array': name }, h('legend', {}, title + (required ? '' : ' (optional)')), desc, list, add, err);
-    return { el, read(errors) {
+    return { el, empty: () => items.every((f) => f.empty()), read(errors) {
       const out = items.map((f) => f.read(errors)).filter((v) => v !== undefined);
       if (schema.minItems && out.length < schema.minItems) fail(add, errors, `at least ${schema.minItems} items`);
       else if (schema.maxItems !== undefined && out.length > schema.maxItems) fail(add, errors, `at most ${schema.maxItems} items`);
@@ -473,7 +526,7 @@ function buildField(schema, name, label, required) {
   if (type === 'boolean') {
     const input = h('input', { type: 'checkbox', id, name, checked: schema.default === true });
     const el = h('label', { class: 'check', for: id }, input, title, desc);
-    return { el, read() { return input.checked; } };
+    return { el, empty: () => !input.checked, read() { return input.checked; } };
   }
   let input;
   if (Array.isArray(schema.enum)) {
@@ -492,7 +545,7 @@ function buildField(schema, name, label, required) {
   }
   if (required) input.setAttribute('aria-required', 'true');
   const el = h('label', { for: id }, title + (required ? ' *' : ''), desc, input, err);
-  return { el, read(errors) {
+  return { el, empty: () => input.value === '', read(errors) {
     const raw = input.value;
     if (raw === '') {
       if (required) { fail(input, errors, 'required'); return undefined; }

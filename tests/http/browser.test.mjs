@@ -275,7 +275,7 @@ test('the inbox list a page reads as it opens does not undo the events that came
 
 test('the session reaches no other server on the host, and logout ends it', async () => {
   const session = await page.evaluate(() => sessionStorage.getItem('berth.session'));
-  assert.match(session, /^[0-9a-f]{64}$/);
+  assert.match(session, /^berth-session-[0-9a-f]{64}$/);
   // Another server on 127.0.0.1 (cookies would ignore its port) is sent
   // nothing of the session when the browser visits it.
   await page.goto(otherUrl + 'visit');
@@ -308,5 +308,99 @@ test('a used login URL shows a page that says so', async () => {
   await page.goto(newest);
   await page.waitForURL(base + '/');
   await page.locator('#live', { hasText: 'live' }).waitFor();
+  assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
+});
+
+// openJob shows job id's detail, as a click in the inbox does.
+async function openJob(id) {
+  await page.evaluate((j) => { location.hash = '#/job/' + j; }, id);
+  await page.locator(`#job[data-job="${id}"]`).waitFor();
+}
+
+test('an optional nested object left empty is left out of the resume data', async () => {
+  await page.click('#nav-inbox');
+  const id = await submit('book-seat', { destination: 'Rome' });
+  await rest(`/api/jobs/${id}/wait?timeoutMs=15000&until=suspended`);
+  await openJob(id);
+  await page.locator('#resume-form').waitFor();
+  await page.getByLabel('Name').fill('Ann');
+  // Once one of its fields is filled, its required members are too.
+  await page.getByLabel('Note for the courier').fill('ring twice');
+  await page.click('#resume');
+  await page.locator('.msg.error', { hasText: 'Street: required' }).waitFor();
+  assert.equal((await rest(`/api/jobs/${id}`)).status, 'suspended');
+  // All of them empty: the object is left out, as its "(optional)" says.
+  await page.getByLabel('Note for the courier').fill('');
+  await page.click('#resume');
+  await page.locator('#job-status', { hasText: 'completed' }).waitFor();
+  assert.deepEqual((await rest(`/api/jobs/${id}`)).output.details, { name: 'Ann' });
+});
+
+test('the detail follows every change of its job, and its buttons work again after an action', async () => {
+  // An approval below the quorum changes no status: the detail shows it
+  // all the same, whether it was given here or elsewhere.
+  const mine = await submit('deploy-twice', { service: 'api' });
+  await rest(`/api/jobs/${mine}/wait?timeoutMs=15000&until=awaiting_approval`);
+  await openJob(mine);
+  await page.locator('#job-approvals', { hasText: /^0 of 2/ }).waitFor();
+  await page.click('#approve');
+  await page.locator('#job-approvals', { hasText: /^1 of 2: root/ }).waitFor();
+  await page.locator('.timeline .badge', { hasText: 'approved' }).waitFor();
+  for (const b of ['#approve', '#decline', '#cancel']) assert.equal(await page.isDisabled(b), false, b);
+
+  const theirs = await submit('deploy-twice', { service: 'db' });
+  await rest(`/api/jobs/${theirs}/wait?timeoutMs=15000&until=awaiting_approval`);
+  await openJob(theirs);
+  await page.locator('#job-approvals', { hasText: /^0 of 2/ }).waitFor();
+  await rest(`/api/jobs/${theirs}/approve`, {});
+  await page.locator('#job-approvals', { hasText: /^1 of 2: token/ }).waitFor();
+  await page.locator('.timeline .badge', { hasText: 'approved' }).waitFor();
+  await page.click('#approve');
+  await page.locator('#job-status', { hasText: 'completed' }).waitFor();
+
+  // The first job can still be cancelled from its detail.
+  await openJob(mine);
+  await page.locator('#job-approvals', { hasText: /^1 of 2/ }).waitFor();
+  await page.click('#cancel');
+  await page.locator('#job-status', { hasText: 'cancelled' }).waitFor();
+});
+
+test('the detail of a running job shows its progress as it goes', async () => {
+  const id = await submit('count', { to: 8, delayMs: 500 });
+  await openJob(id);
+  await page.waitForFunction(() => {
+    const p = document.querySelector('#job progress');
+    return p && Number(p.value) >= 3 && document.querySelector('#job-status').textContent === 'running';
+  }, null, { timeout: 10000 });
+  await page.waitForFunction(() => Number(document.querySelector('#job progress').value) >= 5);
+  await page.locator('#job-status', { hasText: 'completed' }).waitFor();
+});
+
+test("the chart's text says how many jobs completed in the last whole second", async () => {
+  let busy = true;
+  const load = (async () => {
+    while (busy) {
+      await Promise.all([1, 2, 3, 4].map((i) => submit('echo', { i })));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  try {
+    await page.waitForFunction(
+      () => /^Last second: [1-9][0-9]* completed/.test(document.querySelector('#chart').getAttribute('aria-label')),
+      null, { timeout: 10000 });
+  } finally {
+    busy = false;
+    await load;
+  }
+});
+
+// Last: it ends the tab's session.
+test('a session berthd does not know (it restarted) sends the page to log in again', async () => {
+  await page.evaluate(() => sessionStorage.setItem('berth.session', 'berth-session-' + 'ab'.repeat(32)));
+  await page.goto(base + '/');
+  await page.locator('#banner', { hasText: 'session ended' }).waitFor();
+  assert.match(await page.locator('#banner').textContent(), /log in again|login URL/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('berth.session')), null);
+  assert.equal(await page.locator('#live').textContent(), 'offline');
   assert.deepEqual(log.filter((l) => l.startsWith('page error')), []);
 });

@@ -77,6 +77,45 @@ static bool has_principals(const char *const *extra)
 	return false;
 }
 
+/* serving_port returns the port of the n-th "serving" line of berthd's
+ * log (counting from 1; 0 for the last), or 0; *lines gets their count. */
+static int serving_port(struct gw *g, int n, int *lines)
+{
+	static const char line[] = "serving http://127.0.0.1:";
+	char *log = read_log(g), *p;
+	int port = 0, i = 0;
+
+	for (p = log; p && (p = strstr(p, line)); p++) {
+		i++;
+		if (n == 0 || i == n)
+			port = atoi(p + strlen(line));
+	}
+	free(log);
+	if (lines)
+		*lines = i;
+	return port;
+}
+
+int gw_restart(struct gw *g)
+{
+	int before, now = 0;
+
+	serving_port(g, 0, &before);
+	g->port = 0;
+	if (harness_restart(&g->h) < 0)
+		return -1;
+	for (int i = 0; i < 500 && now <= before; i++) {
+		serving_port(g, 0, &now);
+		if (now <= before)
+			sleep_ms(10);
+	}
+	if (now <= before)
+		return -1;
+	g->port = serving_port(g, before + 1, NULL);
+	gw_login_url(g);
+	return g->port ? 0 : -1;
+}
+
 int gw_start(struct gw *g, bool open, const char *const *extra)
 {
 	const char *args[24];

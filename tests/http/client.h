@@ -27,6 +27,9 @@ struct gw {
  * it). Returns 0 or -1. */
 int gw_start(struct gw *g, bool open, const char *const *extra);
 void gw_stop(struct gw *g);
+/* gw_restart stops berthd and starts it again on the same database and
+ * arguments, and reads its new port and login URL; returns 0 or -1. */
+int gw_restart(struct gw *g);
 /* gw_login_url reads the newest login URL berthd logged into g->login
  * and g->login_token; returns 0 or -1. */
 int gw_login_url(struct gw *g);

@@ -508,7 +508,10 @@ static char *open_session(struct gw *g, const char *token)
 	assert_null(cookie);
 	v = resp_json(&r);
 	assert_non_null(jstr(v, "expiresAt"));
-	assert_int_equal(strlen(jstr(v, "session")), 64);
+	/* "berth-session-" and 256 random bits in hex: a shape berthd
+	 * knows again after a restart. */
+	assert_int_equal(strlen(jstr(v, "session")), 14 + 64);
+	assert_int_equal(strncmp(jstr(v, "session"), "berth-session-", 14), 0);
 	sid = strdup(jstr(v, "session"));
 	json_decref(v);
 	resp_free(&r);
@@ -2572,6 +2575,275 @@ static void conn__a_hang_up_behind_64_kib_of_pipelined_requests__ends_the_wait(
 	free(id);
 }
 
+/* ---- the audit's findings (issue 10, third round) ----------------------- */
+
+/* metric returns the value of series (its name and labels, then a space)
+ * in the /metrics of port, read with the header line hdr. */
+static long metric(int port, const char *hdr, const char *series)
+{
+	struct resp r;
+	const char *p;
+	long n;
+
+	assert_int_equal(http_do(port, "GET", "/metrics", hdr, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	p = strstr(r.body, series);
+	assert_non_null(p);
+	n = atol(p + strlen(series));
+	resp_free(&r);
+	return n;
+}
+
+/* Sessions live in berthd's memory and end when it stops. A page left
+ * open sends its session to the new berthd: it is told that its session
+ * ended, and is neither logged, counted as a failed login, nor throttled
+ * (which would lock out the --token-file token on all of loopback).
+ * Before, it was a "wrong token", and the tenth throttled loopback. */
+static void auth__a_session_from_before_a_restart__is_told_so_and_not_throttled(
+	void **state)
+{
+	struct gw g;
+	char *sid, hdr[160];
+	struct resp r;
+	json_t *v;
+
+	assert_int_equal(gw_start(&g, false, NULL), 0);
+	sid = open_session(&g, "secret");
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	assert_int_equal(gw_restart(&g), 0);
+	for (int i = 0; i < 15; i++) {
+		assert_int_equal(http_do(g.port, "GET", "/api/info", hdr, NULL, &r),
+				 0);
+		assert_int_equal(r.status, 401);
+		v = resp_json(&r);
+		assert_string_equal(jstr(json_object_get(v, "error"), "message"),
+				    "unauthorized: this session ended or is "
+				    "unknown (berthd may have restarted); log in "
+				    "again");
+		json_decref(v);
+		resp_free(&r);
+	}
+	assert_false(gw_log_has(&g, "refused login"));
+	assert_int_equal(metric(g.port, BEARER,
+				"berth_auth_failures_total{via=\"http\"} "), 0);
+	assert_int_equal(metric(g.port, BEARER,
+				"berth_auth_throttled_total{via=\"http\"} "), 0);
+	/* A token of a session's shape that berthd never gave is no guess
+	 * either: 256 random bits are not found by guessing. */
+	sid[strlen(sid) - 1] = sid[strlen(sid) - 1] == '0' ? '1' : '0';
+	snprintf(hdr, sizeof hdr, "Authorization: Bearer %s\r\n", sid);
+	assert_int_equal(http_do(g.port, "GET", "/api/info", hdr, NULL, &r), 0);
+	assert_int_equal(r.status, 401);
+	assert_non_null(strstr(r.body, "this session ended or is unknown"));
+	resp_free(&r);
+	assert_int_equal(metric(g.port, BEARER,
+				"berth_auth_failures_total{via=\"http\"} "), 0);
+	free(sid);
+	gw_stop(&g);
+}
+
+/* documented asserts that the OpenAPI document doc lists status among the
+ * responses of method (lower case) on path (as the document writes it). */
+static void documented(json_t *doc, const char *path, const char *method,
+		       int status)
+{
+	char key[8];
+	json_t *op = json_object_get(json_object_get(json_object_get(doc, "paths"),
+						     path), method);
+
+	assert_non_null(op);
+	snprintf(key, sizeof key, "%d", status);
+	if (!json_object_get(json_object_get(op, "responses"), key))
+		fail_msg("openapi.json: %s %s answered %d, which its responses "
+			 "do not list", method, path, status);
+}
+
+/* Every status a route answered in these requests is listed in its
+ * responses: as a principal without the role read, without credentials,
+ * with a job that does not exist, from another site. Before, /api/jobs/{id}/events did not list 404, and no
+ * GET route listed 403. */
+static void openapi__lists_every_status_the_routes_answer(void **state)
+{
+	static struct gw pg;
+	static const char *const as[] = {
+		"Authorization: Bearer " T_WORKER "\r\n",
+		"Authorization: Bearer " T_READER "\r\n",
+		"Authorization: Bearer " T_ALICE "\r\n" JSON_CT,
+		"",
+		"Authorization: Bearer " T_ALICE "\r\nOrigin: http://evil.example\r\n",
+	};
+	json_t *doc = req(200, "GET", "/api/openapi.json", NULL, NULL), *item;
+	const char *key;
+	char dir[64];
+
+	principals_start(&pg, dir);
+	json_object_foreach(json_object_get(doc, "paths"), key, item) {
+		static const char *const methods[] = {"get", "post", "delete"};
+		char path[256], *brace;
+
+		snprintf(path, sizeof path, "%s", key);
+		brace = strstr(path, "{id}");
+		if (brace)
+			memcpy(brace, "none", 4);
+		if (strstr(key, "/wait") || strcmp(key, "/api/events") == 0)
+			strcat(path, "?timeoutMs=0&since=999999999");
+		for (size_t m = 0; m < 3; m++) {
+			char upper[8];
+			struct resp r;
+
+			if (!json_object_get(item, methods[m]))
+				continue;
+			for (size_t i = 0; i <= strlen(methods[m]); i++)
+				upper[i] = (char)toupper((unsigned char)methods[m][i]);
+			for (size_t a = 0; a < sizeof as / sizeof as[0]; a++) {
+				/* An event stream that opens never ends. */
+				if (strcmp(key, "/api/events") == 0 &&
+				    (a == 1 || a == 2 || a == 4))
+					continue;
+				assert_int_equal(http_do(pg.port, upper, path, as[a],
+							 m ? "{}" : NULL, &r), 0);
+				documented(doc, key, methods[m], r.status);
+				resp_free(&r);
+			}
+		}
+	}
+	principals_stop(&pg, dir);
+	json_decref(doc);
+}
+
+/* A cross-site request, and on --http-open a foreign Host or a POST that
+ * is not JSON, is refused -32010 with data.reason "forbidden" and counted
+ * in berth_refusals_total as every refusal is. Before, those 403s had no
+ * data and were not counted. */
+static void auth__cross_site_and_host_refusals__say_forbidden_and_are_counted(
+	void **state)
+{
+	static const char *const series = "berth_refusals_total{reason=\"forbidden\"} ";
+	struct gw g;
+	long before = metric(gw.port, BEARER, series);
+	json_t *v;
+
+	v = req(403, "POST", "/api/jobs", BEARER JSON_CT
+		"Origin: http://evil.example\r\n", "{}");
+	assert_string_equal(jstr(json_object_get(json_object_get(v, "error"),
+						 "data"), "reason"), "forbidden");
+	assert_int_equal(err_code(v), -32010);
+	v = req(403, "POST", "/api/jobs", BEARER JSON_CT
+		"Sec-Fetch-Site: cross-site\r\n", "{}");
+	assert_string_equal(jstr(json_object_get(json_object_get(v, "error"),
+						 "data"), "reason"), "forbidden");
+	json_decref(v);
+	assert_int_equal(metric(gw.port, BEARER, series) - before, 2);
+
+	assert_int_equal(gw_start(&g, true, NULL), 0);
+	before = metric(g.port, NULL, series);
+	{
+		int fd = http_connect(g.port);
+		static const char rq[] = "GET /api/info HTTP/1.1\r\nHost: "
+					 "evil.example\r\nConnection: close\r\n\r\n";
+		char buf[2048] = "";
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, rq, sizeof rq - 1), (ssize_t)sizeof rq - 1);
+		read_all(fd, buf, sizeof buf);
+		close(fd);
+		assert_non_null(strstr(buf, "HTTP/1.1 403 "));
+		assert_non_null(strstr(buf, "\"reason\":\"forbidden\""));
+	}
+	{
+		struct resp r;
+
+		assert_int_equal(http_do(g.port, "POST", "/api/jobs",
+					 "Content-Type: text/plain\r\n", "{}", &r), 0);
+		assert_int_equal(r.status, 403);
+		assert_non_null(strstr(r.body, "\"reason\":\"forbidden\""));
+		resp_free(&r);
+	}
+	assert_int_equal(metric(g.port, NULL, series) - before, 2);
+	gw_stop(&g);
+}
+
+/* --http-open means nothing without --http: berthd refuses to start and
+ * says so, as it does for its other option conflicts. Before, it started
+ * and served the socket alone. */
+static void options__http_open_without_http__is_refused_naming_http(void **state)
+{
+	char out[] = "/tmp/berth-http-open-out-XXXXXX";
+	const char *const argv[] = {
+		getenv("BERTHD"), "--db", "/tmp/berth-http-open-only.db",
+		"--socket", "/tmp/berth-http-open-only.sock", "--http-open", NULL,
+	};
+	int fd = mkstemp(out), status = 0;
+	bool exited = false;
+	char text[4096] = "";
+	pid_t pid;
+
+	assert_true(fd >= 0);
+	pid = harness_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	/* The old berthd served: give it 10 s, then end it. */
+	for (int i = 0; !exited && i < 1000; i++) {
+		struct timespec ts = {0, 10000000};
+
+		exited = waitpid(pid, &status, WNOHANG) == pid;
+		if (!exited)
+			nanosleep(&ts, NULL);
+	}
+	if (!exited) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		status = 0;
+	}
+	assert_int_equal(pread(fd, text, sizeof text - 1, 0) >= 0, 1);
+	close(fd);
+	unlink(out);
+	unlink("/tmp/berth-http-open-only.db");
+	unlink("/tmp/berth-http-open-only.sock");
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+	assert_non_null(strstr(text, "--http-open"));
+	assert_non_null(strstr(text, "--http "));
+}
+
+/* RFC 9112 3.2.2: a server must accept the absolute form of a request
+ * target (GET http://host/path). Its host stands for Host: on
+ * --http-open a foreign one is refused, as a foreign Host is. Before,
+ * it was answered 400. */
+static void conn__an_absolute_form_target__is_served_and_its_host_checked(
+	void **state)
+{
+	char rq[512], buf[8192];
+	struct gw g;
+	int fd;
+
+	snprintf(rq, sizeof rq, "GET http://127.0.0.1:%d/api/info?x=1 HTTP/1.1\r\n"
+		 "Host: 127.0.0.1:%d\r\n" BEARER "Connection: close\r\n\r\n",
+		 gw.port, gw.port);
+	assert_int_equal(raw_status(rq, buf, sizeof buf), 200);
+	assert_non_null(strstr(buf, "\"version\""));
+	snprintf(rq, sizeof rq, "GET HTTP://127.0.0.1:%d HTTP/1.1\r\n"
+		 "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+		 gw.port, gw.port);
+	assert_int_equal(raw_status(rq, buf, sizeof buf), 200); /* the page */
+
+	assert_int_equal(gw_start(&g, true, NULL), 0);
+	fd = http_connect(g.port);
+	assert_true(fd >= 0);
+	snprintf(rq, sizeof rq, "GET http://evil.example/api/info HTTP/1.1\r\n"
+		 "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", g.port);
+	assert_int_equal(write(fd, rq, strlen(rq)), (ssize_t)strlen(rq));
+	memset(buf, 0, sizeof buf);
+	read_all(fd, buf, sizeof buf);
+	close(fd);
+	assert_non_null(strstr(buf, "HTTP/1.1 403 "));
+	gw_stop(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2617,6 +2889,11 @@ int main(void)
 		cmocka_unit_test(metrics__a_refusal_of_metrics__is_counted_as_forbidden),
 		cmocka_unit_test(auth__a_principal_past_8_sessions__replaces_its_own_oldest),
 		cmocka_unit_test(conn__a_hang_up_behind_64_kib_of_pipelined_requests__ends_the_wait),
+		cmocka_unit_test(auth__a_session_from_before_a_restart__is_told_so_and_not_throttled),
+		cmocka_unit_test(openapi__lists_every_status_the_routes_answer),
+		cmocka_unit_test(auth__cross_site_and_host_refusals__say_forbidden_and_are_counted),
+		cmocka_unit_test(options__http_open_without_http__is_refused_naming_http),
+		cmocka_unit_test(conn__an_absolute_form_target__is_served_and_its_host_checked),
 	};
 
 	struct rlimit rl;
