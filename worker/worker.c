@@ -713,6 +713,13 @@ static void on_store_event(void *arg, const struct store_event *ev)
 	}
 	if (w->npeer_created > 0 && ev->status != STORE_PENDING)
 		note_moved(w, ev->job_id);
+	/* A job that waits for someone may have a ttl, which every node
+	 * enforces: only the node that set it armed its timer, and a job
+	 * of a node that died then waited past its expiresAt. (One node's
+	 * own jobs rearm it where they are made.) */
+	if (store_shared(w->st) && (ev->status == STORE_AWAITING_APPROVAL ||
+				    ev->status == STORE_SUSPENDED))
+		worker__expiry_rearm(w);
 	/* An event that leaves a job runnable wakes the scheduler. The retry
 	 * of a run of this node is claimed by final_done (run.c), or its
 	 * run_at is a wakeup already. */

@@ -24,7 +24,9 @@
 #      the tool runs it again (its URL's password= shown as ***);
 #  10. the end of a run that meets its job at another attempt (the same
 #      node's new claim of it, made directly in the database here) is
-#      dropped, not stored as that attempt's result.
+#      dropped, not stored as that attempt's result;
+#  11. a job waiting for approval with a ttl, on a node then killed, is
+#      expired by the others at its expiresAt.
 set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -264,6 +266,19 @@ check "the first run's end did not complete the job at attempt 2" \
 	"$(q "SELECT status || ' ' || attempt || ' ' || (output IS NULL) FROM jobs WHERE id = '$jid'")" "2 2 true"
 check "... and was dropped as a conflict" "$(grep -c "job $jid: its result is dropped" "$dir/$owner.log")" 1
 berth $live cancel "$jid" >/dev/null 2>&1
+
+# 11. A job that waits for approval with a ttl, on a node killed then:
+# the nodes still running expire it at its expiresAt (before: only the
+# node that set it had armed its timer, and the job waited on until a
+# restart or another ttl job rearmed a surviving node's).
+start f
+i=0
+while ! berth f info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+jid=$(berth f --json submit write-note '{"path":"/dev/null","text":"x"}' --ttl 2s | jq -r .id)
+kill -9 "$pid_f"
+berth $live wait "$jid" --until expired --timeout 30s >/dev/null 2>&1
+check "a ttl of a killed node's job is kept by the other nodes" \
+	"$(berth $live --json get "$jid" | jq -r .status)" expired
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail
