@@ -88,6 +88,7 @@ struct options {
 	size_t ntool_dirs;
 	int workers;
 	int threads;
+	int cluster_workers;
 	int durability;
 	const char *listen;
 	const char *token_file;
@@ -125,6 +126,7 @@ static const char usage_text[] =
 	"  --threads N            of those, runs of C tools whose execute takes a\n"
 	"                         thread (CPU work) at once (default: the CPUs, at\n"
 	"                         least 2)\n"
+
 	"  --durability MODE      full (default: survives power loss) or normal\n"
 	"                         (survives a crash of berthd, not of the machine)\n"
 	"  --listen HOST:PORT     also serve TCP (loopback unless HOST says otherwise);\n"
@@ -181,7 +183,9 @@ static const char usage_more[] =
 	"\n"
 	"DURATION is milliseconds, or a number with a unit: 500ms, 30s, 5m, 1h, 7d.\n"
 	"--db takes a SQLite file path, or a postgres:// or postgresql:// URL for a\n"
-	"queue that several berthd nodes share (docs/POSTGRES.md).\n"
+	"queue that several berthd nodes share (docs/POSTGRES.md). There,\n"
+	"--cluster-workers N makes a node start jobs only while fewer than N run\n"
+	"over all the nodes (default: no such bound; --workers is each node's own).\n"
 	"\n"
 	"Slots: a job that only waits (an external tool's process, the built-in\n"
 	"sleep, a nonblocking C tool) takes one of --workers; a C tool that runs on\n"
@@ -227,6 +231,7 @@ enum {
 	OPT_TOOLS,
 	OPT_WORKERS,
 	OPT_THREADS,
+	OPT_CLUSTER_WORKERS,
 	OPT_DURABILITY,
 	OPT_LISTEN,
 	OPT_TOKEN_FILE,
@@ -253,6 +258,7 @@ static const struct option long_options[] = {
 	{"tools", required_argument, NULL, OPT_TOOLS},
 	{"workers", required_argument, NULL, OPT_WORKERS},
 	{"threads", required_argument, NULL, OPT_THREADS},
+	{"cluster-workers", required_argument, NULL, OPT_CLUSTER_WORKERS},
 	{"durability", required_argument, NULL, OPT_DURABILITY},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
@@ -359,6 +365,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return 2;
 			}
 			o->workers = (int)v;
+			break;
+		case OPT_CLUSTER_WORKERS:
+			if (parse_int64(optarg, 1, 1000000, &v)) {
+				fprintf(stderr, "berthd: --cluster-workers takes "
+					"a number from 1 to 1000000, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o->cluster_workers = (int)v;
 			break;
 		case OPT_THREADS:
 			if (parse_int64(optarg, 1, MAX_THREADS, &v)) {
@@ -495,6 +510,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (o->migrate_from && is_pg_url(o->migrate_from)) {
 		fprintf(stderr, "berthd: --migrate-from takes the path of the SQLite "
 			"database to copy, not a URL ('%s')\n", o->migrate_from);
+		return 2;
+	}
+	if (o->cluster_workers && !is_pg_url(o->db)) {
+		fprintf(stderr, "berthd: --cluster-workers bounds the jobs of the "
+			"nodes that share a PostgreSQL database: --db must be a "
+			"postgres:// or postgresql:// URL, not '%s' (one SQLite "
+			"node's bound is --workers)\n", o->db);
 		return 2;
 	}
 	if (o->migrate_from && !is_pg_url(o->db)) {
@@ -718,6 +740,7 @@ static int start(struct daemon *d, const struct options *o,
 	struct worker_config wcfg = {
 		.workers = o->workers,
 		.threads = o->threads,
+		.cluster_workers = o->cluster_workers,
 		.default_timeout_ms = o->default_timeout_ms,
 		.retention_ms = o->retention_ms,
 		.kill_grace_ms = o->kill_grace_ms,

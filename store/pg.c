@@ -2338,10 +2338,13 @@ static int do_claim(struct pg *q, struct store__wreq *w)
 		goto done;
 	for (size_t g = 0; g < ngroups; g++)
 		left[ncaps + g] = req->u.claim.groups[g];
-	if (global < slots) {
-		room -= slots - global;
+	/* The cluster-wide bound counts every running job, a worker
+	 * process's too: it caps the claim's pool slots and the whole claim
+	 * alike. */
+	if (global < slots)
 		slots = global;
-	}
+	if (global < room)
+		room = global;
 
 	while (room > 0) {
 		int want = room;

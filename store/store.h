@@ -544,7 +544,7 @@ struct store_req {
 			/* Most jobs running at once in the whole cluster
 			 * (PostgreSQL; 0: none). Counted in the database
 			 * under a lock, like a cap's limit. It bounds the
-			 * jobs of limit, not of the groups. */
+			 * jobs of limit and of the groups together. */
 			int global_limit;
 			/* The room of each group (above); caps name them
 			 * 1-based. */

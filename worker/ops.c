@@ -475,11 +475,14 @@ static int submit_create(struct worker__op *op, int64_t now)
 							      : STORE_BERTHD;
 	}
 	/* Started in this transaction: one commit less on the job's way
-	 * (the claim's) when the pool has room and nothing waits. */
-	if (worker__sched_may_start(w, t, j, now))
+	 * (the claim's) when the pool has room and nothing waits. Not
+	 * under a cluster-wide bound, which only claims count. */
+	if (w->cfg.cluster_workers && store_shared(w->st))
+		;
+	else if (worker__sched_may_start(w, t, j, now))
 		return submit_and_run(op, j);
-	if ((t->definition && worker__remote_may_start(w, t, j, now)) ||
-	    worker__sched_may_start_proc(w, t, j, now)) {
+	else if ((t->definition && worker__remote_may_start(w, t, j, now)) ||
+		 worker__sched_may_start_proc(w, t, j, now)) {
 		if (!j->id[0])
 			store_uuid7(j->id);
 		return start_held(op, j);

@@ -379,12 +379,12 @@ void worker__sched_kick(struct worker *w)
 	w->claim_skipped = skipped;
 	op->req.op = STORE_OP_CLAIM;
 	/* The pool is this node's: --workers sizes the processes and
-	 * threads of one machine, so free_slots bounds the claim and no
-	 * cluster-wide total is asked for (global_limit 0). A total over
-	 * all nodes would make each node's pool a share of one number
-	 * and leave machines idle that have room; docs/POSTGRES.md has
-	 * no such setting for berthd either. */
-	op->req.u.claim.global_limit = 0;
+	 * threads of one machine, so free_slots bounds the claim. A total
+	 * over all nodes (--cluster-workers) is asked for only when the
+	 * operator sets one: counted under a lock at each claim, it costs
+	 * every claim a count of the running jobs. */
+	op->req.u.claim.global_limit =
+		store_shared(w->st) ? w->cfg.cluster_workers : 0;
 	op->req.u.claim.limit = free_slots > 0 ? free_slots : 0;
 	op->req.u.claim.groups = groups;
 	op->req.u.claim.ngroups = ngroups;

@@ -84,6 +84,11 @@ struct worker_config {
 	 * that only wait keep the other slots; 0: no bound but workers.
 	 * The pool has threads + 4 threads (worker_create). */
 	int threads;
+	/* On a shared database (PostgreSQL): jobs of every node running at
+	 * once past which this node claims none, counted in the database at
+	 * each claim; 0: no such bound. Its jobs then never start at their
+	 * submission, which no claim would count. */
+	int cluster_workers;
 	int64_t default_timeout_ms;  /* 0: 300000 */
 	int64_t kill_grace_ms;       /* SIGTERM to SIGKILL; 0: 5000 */
 	/* How long an external tool's process may take to start, from when

@@ -26,7 +26,9 @@
 #      node's new claim of it, made directly in the database here) is
 #      dropped, not stored as that attempt's result;
 #  11. a job waiting for approval with a ttl, on a node then killed, is
-#      expired by the others at its expiresAt.
+#      expired by the others at its expiresAt;
+#  12. --cluster-workers bounds the jobs running at once over the nodes
+#      that set it.
 set -u
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -279,6 +281,30 @@ kill -9 "$pid_f"
 berth $live wait "$jid" --until expired --timeout 30s >/dev/null 2>&1
 check "a ttl of a killed node's job is kept by the other nodes" \
 	"$(berth $live --json get "$jid" | jq -r .status)" expired
+
+# 12. --cluster-workers 2 on two nodes: a tool of theirs with no limit
+# of its own never runs more than twice at once over both (capped.sh's
+# check, the tool's concurrency taken out); before, --workers was the
+# only bound, each node's.
+mkdir -p "$dir/tools-gh" "$dir/spread"
+jq '.id = "spread" | del(.background.concurrency)' "$dir/tools/capped.json" >"$dir/tools-gh/spread.json"
+cp "$dir/tools/capped.sh" "$dir/tools-gh/"
+start g --tools "$dir/tools-gh" --cluster-workers 2
+start h --tools "$dir/tools-gh" --cluster-workers 2
+for n in g h; do
+	i=0
+	while ! berth $n info >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+done
+ids=""
+for i in 1 2 3 4 5 6 7 8; do
+	n=g; [ $((i % 2)) = 0 ] && n=h
+	ids="$ids $(berth $n --json submit spread "{\"dir\":\"$dir/spread\",\"ms\":300}" | jq -r .id)"
+done
+for id in $ids; do berth g wait "$id" --timeout 60s >/dev/null 2>&1; done
+check "--cluster-workers 2 held over two nodes" \
+	"$([ -f "$dir/spread/exceeded" ] && head -1 "$dir/spread/exceeded" || echo none)" none
+check "all eight of its jobs completed" \
+	"$(q "SELECT count(*) FROM jobs WHERE tool = 'spread' AND status = 4")" 8
 
 [ $fail = 0 ] || { for n in a b c; do echo "--- $n.log"; tail -n 20 "$dir/$n.log"; done; }
 exit $fail

@@ -773,6 +773,27 @@ static void claim__cluster_limit__holds_across_nodes(void **state)
 	assert_int_equal(run_req(f, f->n[2].st, &w), 0);
 	assert_int_equal(w.req.njobs, 0); /* 7 running already */
 	store_req_finish(&w.req);
+	/* ... for the jobs of a claim's groups (worker processes) too,
+	 * which it let by: 8 allows one more, pool or group. */
+	assert_int_equal(create(f, 0, "wp", NULL, NULL), 0);
+	assert_int_equal(create(f, 0, "wp", NULL, NULL), 0);
+	{
+		const struct store_cap gcaps[] = {
+			{.tool = "wp", .remaining = 10, .group = 1},
+		};
+		const int groups[] = {5};
+		struct waiter g = {.req = {.op = STORE_OP_CLAIM}};
+
+		g.req.u.claim.limit = 0;
+		g.req.u.claim.caps = gcaps;
+		g.req.u.claim.ncaps = 1;
+		g.req.u.claim.groups = groups;
+		g.req.u.claim.ngroups = 1;
+		g.req.u.claim.global_limit = 8;
+		assert_int_equal(run_req(f, f->n[2].st, &g), 0);
+		assert_int_equal(g.req.njobs, 1);
+		store_req_finish(&g.req);
+	}
 }
 
 /* A claim's groups take no room of its limit (store.h): with the limit
