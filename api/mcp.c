@@ -1339,8 +1339,17 @@ static void ask(struct mcp_watch *w, const struct store_job *j)
 			return;
 		}
 	}
-	/* What the person sees is the tool's display view of the payload. */
-	view = worker_job_to_json(api->worker, j, WORKER_VIEW_DISPLAY);
+	/* What the person sees is the tool's display view of the payload;
+	 * of a tool that declares a transcript view and no display view,
+	 * the transcript view, since an undeclared display view is the
+	 * payload as it is, and what the transcript hides must reach no
+	 * MCP client. */
+	view = worker_job_to_json(
+		api->worker, j,
+		worker_tool_has_view(t, WORKER_VIEW_TRANSCRIPT) &&
+				!worker_tool_has_view(t, WORKER_VIEW_DISPLAY)
+			? WORKER_VIEW_TRANSCRIPT
+			: WORKER_VIEW_DISPLAY);
 	if (approval) {
 		quote = api_mcp_dumps(json_object_get(view, "input"),
 				      API_MCP_QUOTE_MAX);

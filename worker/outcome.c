@@ -20,6 +20,13 @@ struct berth_outcome berth_output_model(json_t *output, json_t *model_output)
 		.value = output ? output : json_null(),
 		.model_output = model_output,
 	};
+
+	/* A null modelOutput (Python's None, a toModelOutput that returned
+	 * nothing) is none: the output stands for itself, not "null". */
+	if (json_is_null(model_output)) {
+		json_decref(model_output);
+		o.model_output = NULL;
+	}
 	return o;
 }
 

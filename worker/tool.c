@@ -130,6 +130,26 @@ void worker__tool_free(struct worker_tool *t)
 	free(t);
 }
 
+/* takes_objects is false for a schema that refuses every object: false,
+ * or a "type" that names no "object". */
+static bool takes_objects(const json_t *doc)
+{
+	const json_t *type = json_object_get(doc, "type"), *e;
+	size_t i;
+
+	if (json_is_false(doc))
+		return false;
+	if (json_is_string(type))
+		return strcmp(json_string_value(type), "object") == 0;
+	if (!json_is_array(type))
+		return true;
+	json_array_foreach(type, i, e)
+		if (json_is_string(e) && strcmp(json_string_value(e), "object") == 0)
+			return true;
+	return false;
+}
+
+
 int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
 			    char **errmsg)
 {
@@ -163,6 +183,20 @@ int worker__tool_set_schema(struct worker_tool *t, int kind, json_t *doc,
 		set_err(errmsg, worker__errmsg("tool %s: %s must be a JSON "
 					       "Schema with \"type\": "
 					       "\"object\" (MCP requires it)",
+					       t->id,
+					       worker__schema_name(kind)));
+		schema_free(s);
+		json_decref(doc);
+		return -EINVAL;
+	}
+	/* A request context is always an object ({} when absent): a
+	 * schema that takes none (a type without "object", or false) would
+	 * refuse every submission of the tool, for good. */
+	if (kind == WORKER_SCHEMA_REQUEST_CONTEXT && !takes_objects(doc)) {
+		set_err(errmsg, worker__errmsg("tool %s: %s must take an "
+					       "object (a request context is "
+					       "one): give it \"type\": "
+					       "\"object\"",
 					       t->id,
 					       worker__schema_name(kind)));
 		schema_free(s);

@@ -514,6 +514,12 @@ bool worker_tool_has_view(const struct worker_tool *t, int view)
 {
 	if (t && t->definition && view != WORKER_VIEW_RAW)
 		return t->view_declared[view == WORKER_VIEW_TRANSCRIPT];
+	/* A manifest's declarative transform declares its targets. */
+	if (t && t->transform && view != WORKER_VIEW_RAW)
+		return json_object_get(t->transform,
+				       view == WORKER_VIEW_TRANSCRIPT
+					       ? "transcript"
+					       : "display") != NULL;
 	if (!t || !t->c)
 		return false;
 	return view == WORKER_VIEW_DISPLAY      ? t->c->display != NULL

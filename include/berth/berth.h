@@ -76,7 +76,8 @@ struct berth_outcome {
 struct berth_outcome berth_output(json_t *output);
 
 /* berth_output_model returns an outcome holding output and the job's
- * modelOutput (both stolen); it overrides the tool's to_model_output. */
+ * modelOutput (both stolen); it overrides the tool's to_model_output. A
+ * JSON null modelOutput is none. */
 struct berth_outcome berth_output_model(json_t *output, json_t *model_output);
 
 /* berth_suspend returns an outcome that suspends the job with payload

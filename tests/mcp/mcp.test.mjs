@@ -27,6 +27,7 @@ const NESTED = 'mcp-nested';   // suspends; resumeSchema with an object field
 const UNION = 'mcp-union';     // suspends; resumeSchema a root anyOf of objects
 const RECORD = 'mcp-record';   // suspends; resumeSchema requires what it does not list
 const CONFIRM = 'mcp-confirm'; // suspends; no resumeSchema
+const TRANSCRIPT = 'mcp-transcript'; // a manifest's transcript hides apiKey and pw
 const FAIL = 'mcp-fail';       // fails with "the tool failed on purpose"
 const SLOW = 'mcp-slow';       // sleeps 60 s
 const CONTENT = 'mcp-content'; // a modelOutput of each AI SDK shape, by kind
@@ -369,6 +370,19 @@ describe('tools/call without a task', () => {
     const task = await s.client.experimental.tasks.getTask(id);
     assert.equal(task.status, 'input_required');
     await s.client.experimental.tasks.cancelTask(id);
+  });
+
+  test('a manifest tool with a transcript transform: no outputSchema listed, and no secret in any message', async () => {
+    // Its outputSchema (apiKey required) was listed, so the SDK refused
+    // every result; and with no display view declared, the question
+    // showed the suspend payload as it is, apiKey and all.
+    const s = await session({ elicit: accept({ answer: 'Ann' }) });
+    const { tools } = await s.client.listTools();
+    assert.equal(tools.find((t) => t.name === TRANSCRIPT).outputSchema, undefined);
+    const result = await s.client.callTool({ name: TRANSCRIPT, arguments: { pw: 'sk-live-7f3c9d2a-IN' } });
+    assert.deepEqual(result.structuredContent, { name: 'Ann' });
+    assert.match(s.elicitations[0].params.message, /Name\?/);
+    assert.deepEqual(s.received.filter((m) => /sk-live-7f3c9d2a/.test(m)), []);
   });
 
   test('says clearly when a resumeSchema cannot be an MCP form', async () => {

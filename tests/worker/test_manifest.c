@@ -305,6 +305,12 @@ static void manifest__with_mastras_background_names__maps_or_names_berths(
 		"{\"id\":\"t\",\"command\":[\"true\"],"
 		"\"background\":{\"maxRetry\":2}}",
 		"background.maxRetry", "maxRetries", NULL);
+	/* A request context is always an object: a schema that takes none
+	 * made the tool one no submission could reach. */
+	refused(f, "rc1",
+		"{\"id\":\"t\",\"command\":[\"true\"],"
+		"\"requestContextSchema\":{\"type\":\"string\"}}",
+		"requestContextSchema must take an object", NULL);
 	refused(f, "bg10",
 		"{\"id\":\"t\",\"command\":[\"true\"],"
 		"\"background\":{\"priority\":2}}",

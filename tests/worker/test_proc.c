@@ -851,6 +851,13 @@ static void parse_line__reads_every_kind_a_line_may_carry(void **state)
 	assert_string_equal(json_string_value(l.final.model_output), "fine");
 	worker__line_finish(&l);
 
+	/* A null modelOutput (Python's None) is none: MCP clients were
+	 * shown the text "null" instead of the output. */
+	parse("{\"output\":{\"ok\":true},\"modelOutput\":null}", 0, &l);
+	assert_int_equal(l.final.kind, BERTH_OUTPUT);
+	assert_null(l.final.model_output);
+	worker__line_finish(&l);
+
 	parse("{\"suspend\":{\"q\":1}}", 0, &l);
 	assert_int_equal(l.has, WORKER__LINE_FINAL);
 	assert_int_equal(l.final.kind, BERTH_SUSPEND);
