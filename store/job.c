@@ -65,6 +65,11 @@ int store_status_parse(const char *name)
 	return name_index(status_names, STORE_NSTATUS, name);
 }
 
+int store_interrupted_tries(int max_retries)
+{
+	return max_retries > 0 ? max_retries + 1 : 2;
+}
+
 bool store_status_terminal(int s)
 {
 	return s >= 0 && s < STORE_NSTATUS &&

@@ -3341,7 +3341,8 @@ static int reap(struct pg *q, int (*policy)(void *arg, const char *tool),
 		int may = policy(arg, tool);
 		if (may < 0)
 			continue;
-		bool rerun = may > 0 && attempt <= max_retries;
+		bool rerun = may > 0 &&
+			     attempt < store_interrupted_tries(max_retries);
 		struct params up = {0};
 		p_str(&up, id);
 		p_int(&up, now);

@@ -1322,8 +1322,10 @@ static int requeue(struct store *st, bool raise,
 		v[i].req.op = STORE_OP_TRANSITION;
 		snprintf(t->job_id, sizeof(t->job_id), "%s", j->id);
 		t->from_mask = STORE_MASK(STORE_RUNNING);
-		bool rerun = !raise || ((may_rerun == NULL || may_rerun(arg, j->tool)) &&
-					j->attempt <= j->max_retries);
+		bool may = may_rerun == NULL || may_rerun(arg, j->tool);
+		int tries = may ? store_interrupted_tries(j->max_retries)
+				: j->max_retries + 1;
+		bool rerun = !raise || (may && j->attempt < tries);
 		if (rerun) {
 			t->to = STORE_PENDING;
 			t->event = STORE_EV_RETRYING;
@@ -1336,7 +1338,7 @@ static int requeue(struct store *st, bool raise,
 		char msg[160];
 		snprintf(msg, sizeof(msg),
 			 "interrupted by a restart of berthd (attempt %d of %d)",
-			 j->attempt, j->max_retries + 1);
+			 j->attempt, tries);
 		errors[i] = json_pack("{s:s,s:s}", "message", msg, "code", "interrupted");
 		if (errors[i] == NULL) {
 			rc = -ENOMEM;

@@ -86,6 +86,15 @@ enum store_event_type {
 const char *store_status_name(int s);
 int store_status_parse(const char *name);
 bool store_status_terminal(int s);
+
+/* store_interrupted_tries returns how many tries a job of a tool whose
+ * onInterrupt is "retry" may have when runs are cut short by a crash, a
+ * kill of berthd or a worker process that went away: its maxRetries + 1,
+ * and at least 2, so that a job whose tool allows no retry of its own
+ * errors (maxRetries 0, the default) still runs again after one
+ * interruption. A job whose every try is interrupted (a tool that kills
+ * berthd) is failed once they are used up. */
+int store_interrupted_tries(int max_retries);
 const char *store_event_name(int type);
 int store_event_parse(const char *name);
 

@@ -891,7 +891,7 @@ bool worker__interrupt_retry(const struct worker__run *r,
 	struct store_transition *tr = &op->req.u.transition;
 
 	if (!r->tool || r->tool->bg.on_interrupt != BERTH_INTERRUPT_RETRY ||
-	    j->attempt > j->max_retries)
+	    j->attempt >= store_interrupted_tries(j->max_retries))
 		return false;
 	tr->to = STORE_PENDING;
 	tr->event = STORE_EV_RETRYING;
@@ -921,7 +921,8 @@ void worker__run_interrupted(struct worker__run *r, const char *why)
 		log_warn("job %s (%s): its worker process went away (%s); "
 			 "attempt %d of %d is interrupted, and the job runs "
 			 "again (onInterrupt retry)",
-			 j->id, j->tool, why, j->attempt, j->max_retries + 1);
+			 j->id, j->tool, why, j->attempt,
+			 store_interrupted_tries(j->max_retries));
 	} else {
 		op->own[0] = tr->error = json_pack(
 			"{s:s+++, s:s}", "message",

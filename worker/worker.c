@@ -793,7 +793,8 @@ static void count_interrupted(struct worker *w, int *rerun, int *fail)
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (*rerun >= 0 && may_rerun(w, jobs[i]->tool) &&
-			    jobs[i]->attempt <= jobs[i]->max_retries)
+			    jobs[i]->attempt < store_interrupted_tries(
+						       jobs[i]->max_retries))
 				(*rerun)++;
 			else if (*fail >= 0)
 				(*fail)++;
@@ -813,14 +814,14 @@ static void log_recovered(struct worker *w, int n, int rerun, int fail)
 		return;
 	if (rerun < 0 || rerun + fail != n)
 		log_info("recovered %d job%s interrupted by the last stop of "
-			 "berthd: back to pending, or failed where no retry "
-			 "was left or the tool must not run again",
+			 "berthd: back to pending, or failed where its tries "
+			 "were used up or the tool must not run again",
 			 n, n == 1 ? "" : "s");
 	else
 		log_info("recovered %d job%s interrupted by the last stop of "
 			 "berthd: %d back to pending (attempt raised), %d "
-			 "failed (no retry left, or the tool must not run "
-			 "again after an interruption)",
+			 "failed (its tries used up, or the tool must not "
+			 "run again after an interruption)",
 			 n, n == 1 ? "" : "s", rerun, fail);
 }
 
@@ -1052,7 +1053,11 @@ static void put_back_interrupted(struct worker *w, struct worker__run *r)
 		snprintf(msg, sizeof(msg),
 			 "interrupted by an immediate stop of berthd "
 			 "(attempt %d of %d)",
-			 j->attempt, j->max_retries + 1);
+			 j->attempt,
+			 r->tool && r->tool->bg.on_interrupt ==
+					    BERTH_INTERRUPT_RETRY
+				 ? store_interrupted_tries(j->max_retries)
+				 : j->max_retries + 1);
 		op->own[0] = tr->error = tr->event_data = json_pack(
 			"{s:s, s:s}", "message", msg, "code", "interrupted");
 		tr->to = STORE_FAILED;

@@ -492,24 +492,36 @@ static void a_second_signal__fails_a_job_whose_retries_are_used_up(
 	char *id;
 
 	start(f, NULL);
-	/* sleep allows no retry: a crash would fail it, and so does this. */
+	/* sleep allows no retry of its own errors: an interruption still
+	 * gets one more try (TOOLS.md, onInterrupt), and the second
+	 * interruption, with its tries used up, fails it, as a crash
+	 * would. */
 	id = submit(f, json_pack("{s:s, s:{s:i}}", "tool", "sleep", "input",
 				 "ms", 600000));
-	json_decref(wait_status(f, id, "running"));
-	kill(f->h.pid, SIGTERM);
-	wait_log(f, "may finish within 10s (--shutdown-grace)");
-	kill(f->h.pid, SIGTERM);
-	assert_int_equal(wait_exit(f, WAIT_MS), 0);
-	disconnect(f);
-	assert_int_equal(harness_restart(&f->h), 0);
-	reconnect(f);
-	job = get(f, id);
-	assert_string_equal(jstr(job, "status"), "failed");
-	assert_string_equal(jstr(json_object_get(job, "error"), "code"),
-			    "interrupted");
-	assert_non_null(strstr(jstr(json_object_get(job, "error"), "message"),
-			       "(attempt 1 of 1)"));
-	json_decref(job);
+	for (int round = 1; round <= 2; round++) {
+		json_decref(wait_status(f, id, "running"));
+		kill(f->h.pid, SIGTERM);
+		wait_log(f, "may finish within 10s (--shutdown-grace)");
+		kill(f->h.pid, SIGTERM);
+		assert_int_equal(wait_exit(f, WAIT_MS), 0);
+		disconnect(f);
+		assert_int_equal(harness_restart(&f->h), 0);
+		reconnect(f);
+		job = get(f, id);
+		if (round == 1) {
+			assert_int_equal(json_integer_value(json_object_get(
+						 job, "attempt")), 2);
+			json_decref(job);
+			continue;
+		}
+		assert_string_equal(jstr(job, "status"), "failed");
+		assert_string_equal(jstr(json_object_get(job, "error"), "code"),
+				    "interrupted");
+		assert_non_null(strstr(jstr(json_object_get(job, "error"),
+					    "message"),
+				       "(attempt 2 of 2)"));
+		json_decref(job);
+	}
 	free(id);
 }
 
@@ -581,9 +593,10 @@ static void logs__a_restart_after_a_crash_says_what_it_recovered(
 	assert_int_equal(harness_kill9(&f->h), 0);
 	assert_int_equal(harness_restart(&f->h), 0);
 	reconnect(f);
-	/* hold allows 2 retries, sleep none. */
+	/* hold allows 2 retries, sleep none of its own errors: an
+	 * interruption gets it a second try all the same (TOOLS.md). */
 	wait_log(f, "info recovered 2 jobs interrupted by the last stop of "
-		    "berthd: 1 back to pending (attempt raised), 1 failed");
+		    "berthd: 2 back to pending (attempt raised), 0 failed");
 	free(held);
 	free(slept);
 }
