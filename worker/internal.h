@@ -884,14 +884,17 @@ struct worker__line {
 	struct berth_outcome final; /* FINAL: kind BERTH_OUTPUT, BERTH_SUSPEND
 				     * or BERTH_ERROR (message set) */
 	json_t *obj;               /* the line */
+	char why[240];             /* -EINVAL: what is wrong with the line */
 };
 
 /* worker__parse_line parses one line s of len bytes (without its
  * newline; a trailing CR is dropped) of the process protocol (proc.c's
  * header) into *out, which the caller releases with worker__line_finish
  * whatever the result. Touches no process or run. Returns 0 (an empty
- * line has nothing: has is 0), or -EINVAL when the line is not a JSON
- * object, which fails the job. */
+ * line has nothing: has is 0), or -EINVAL with out->why saying what is
+ * wrong (not a JSON object berth takes; more than one of output,
+ * suspend and error; a retryable that is not a boolean), which fails
+ * the job. */
 int worker__parse_line(const char *s, size_t len, struct worker__line *out);
 void worker__line_finish(struct worker__line *l);
 

@@ -344,10 +344,31 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out)
 		return 0;
 	o = store_json_load(s, len, 0, &jerr);
 	if (!json_is_object(o)) {
+		/* jansson's words say which: not JSON, or JSON berth does not
+		 * take (a U+0000, an integer beyond 64 bits). */
+		snprintf(out->why, sizeof out->why,
+			 o ? "the tool wrote a line that is not a JSON object"
+			   : "the tool wrote a line that is not a JSON object "
+			     "berth takes (%.160s)",
+			 jerr.text);
 		json_decref(o);
 		return -EINVAL;
 	}
 	out->obj = o;
+	if (!!json_object_get(o, "output") + !!json_object_get(o, "suspend") +
+		    !!json_object_get(o, "error") > 1) {
+		snprintf(out->why, sizeof out->why,
+			 "the tool's final line holds more than one of output, "
+			 "suspend and error");
+		return -EINVAL;
+	}
+	v = json_object_get(json_object_get(o, "error"), "retryable");
+	if (v && !json_is_boolean(v)) {
+		snprintf(out->why, sizeof out->why,
+			 "the tool's error has a retryable that is not true or "
+			 "false");
+		return -EINVAL;
+	}
 	if ((v = json_object_get(o, "progress"))) {
 		if (json_is_object(v) &&
 		    json_is_number(json_object_get(v, "progress")) &&
@@ -422,10 +443,11 @@ static void handle_line(struct worker__proc *p, const char *s, size_t len)
 	if (p->has_final)
 		return;
 	if (worker__parse_line(s, len, &l)) {
+		char why[sizeof l.why];
+
+		memcpy(why, l.why, sizeof why);
 		worker__line_finish(&l);
-		protocol_error(p, "the tool wrote a line that is not a JSON "
-				  "object",
-			       s, len);
+		protocol_error(p, why, s, len);
 		return;
 	}
 	if (l.has & WORKER__LINE_PROGRESS) {

@@ -881,7 +881,7 @@ static void parse_line__reads_every_kind_a_line_may_carry(void **state)
 	worker__line_finish(&l);
 }
 
-static void parse_line__refuses_what_is_not_a_json_object(void **state)
+static void parse_line__refuses_what_is_not_a_json_object__or_not_one_final(void **state)
 {
 	struct worker__line l;
 
@@ -894,6 +894,21 @@ static void parse_line__refuses_what_is_not_a_json_object(void **state)
 	parse("[1]", -EINVAL, &l);
 	worker__line_finish(&l);
 	parse("{\"output\":", -EINVAL, &l);
+	worker__line_finish(&l);
+	/* Exactly one of output, suspend and error (issue 4): with two,
+	 * output won and an error beside it completed the job. */
+	parse("{\"output\":1,\"error\":{\"message\":\"x\"}}", -EINVAL, &l);
+	assert_non_null(strstr(l.why, "more than one of output, suspend and "
+				      "error"));
+	worker__line_finish(&l);
+	/* A retryable that is not a boolean ("yes" read as false). */
+	parse("{\"error\":{\"message\":\"x\",\"retryable\":\"yes\"}}",
+	      -EINVAL, &l);
+	assert_non_null(strstr(l.why, "retryable"));
+	worker__line_finish(&l);
+	/* JSON berth does not take says so, not "not a JSON object". */
+	parse("{\"output\":\"a\\u0000b\"}", -EINVAL, &l);
+	assert_non_null(strstr(l.why, "berth takes ("));
 	worker__line_finish(&l);
 }
 
@@ -924,7 +939,7 @@ int main(void)
 		T(external_tool__escaped_grandchild_holding_stdout__frees_the_slot),
 		T(external_tool__exited__the_rest_of_its_group_is_killed),
 		cmocka_unit_test(parse_line__reads_every_kind_a_line_may_carry),
-		cmocka_unit_test(parse_line__refuses_what_is_not_a_json_object),
+		cmocka_unit_test(parse_line__refuses_what_is_not_a_json_object__or_not_one_final),
 	};
 
 	return cmocka_run_group_tests_name("worker external tools", tests,
