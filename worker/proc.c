@@ -354,21 +354,22 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out)
 		json_decref(o);
 		return -EINVAL;
 	}
-	out->obj = o;
+	v = json_object_get(json_object_get(o, "error"), "retryable");
 	if (!!json_object_get(o, "output") + !!json_object_get(o, "suspend") +
 		    !!json_object_get(o, "error") > 1) {
 		snprintf(out->why, sizeof out->why,
 			 "the tool's final line holds more than one of output, "
 			 "suspend and error");
-		return -EINVAL;
-	}
-	v = json_object_get(json_object_get(o, "error"), "retryable");
-	if (v && !json_is_boolean(v)) {
+	} else if (v && !json_is_boolean(v)) {
 		snprintf(out->why, sizeof out->why,
 			 "the tool's error has a retryable that is not true or "
 			 "false");
+	}
+	if (out->why[0]) {
+		json_decref(o);
 		return -EINVAL;
 	}
+	out->obj = o;
 	if ((v = json_object_get(o, "progress"))) {
 		if (json_is_object(v) &&
 		    json_is_number(json_object_get(v, "progress")) &&

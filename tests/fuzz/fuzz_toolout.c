@@ -4,8 +4,8 @@
  * protocol (worker/proc.c) that reads what a tool writes. Each input is
  * one line. A line that parses must give a result that holds together
  * (what has says is there, a final outcome of a known kind, an error
- * with a message); one that does not is refused with -EINVAL and
- * nothing else.
+ * with a message); one that does not is refused with -EINVAL, a reason
+ * and nothing else.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (l.has && !l.obj)
 			abort();
-	} else if (rc != -EINVAL || l.has || l.obj) {
+	} else if (rc != -EINVAL || l.has || l.obj || !l.why[0]) {
 		abort();
 	}
 	worker__line_finish(&l);
