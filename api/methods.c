@@ -43,25 +43,6 @@ static struct api *api_of(struct api_req *r)
 	return r->conn->api;
 }
 
-/* sqlite_text names a store error the way SQLite's own messages do. */
-static const char *sqlite_text(int rc)
-{
-	switch (rc) {
-	case -EBUSY:
-		return "database is locked";
-	case -ENOSPC:
-		return "database or disk is full";
-	case -EIO:
-		return "disk I/O error";
-	case -EROFS:
-		return "attempt to write a readonly database";
-	case -ENOMEM:
-		return "out of memory";
-	default:
-		return strerror(-rc);
-	}
-}
-
 void api_reply_store_error(struct api_req *r, int rc, const char *id)
 {
 	char text[160];
@@ -88,9 +69,9 @@ void api_reply_store_error(struct api_req *r, int rc, const char *id)
 					  "backend", "postgresql"));
 	} else {
 		snprintf(text, sizeof text, "storage failure: %s",
-			 sqlite_text(rc));
+			 store_error_text(rc));
 		api_reply_error(r, API_STORAGE, text,
-				json_pack("{s:s}", "sqlite", sqlite_text(rc)));
+				json_pack("{s:s}", "sqlite", store_error_text(rc)));
 	}
 }
 

@@ -65,6 +65,24 @@ int store_status_parse(const char *name)
 	return name_index(status_names, STORE_NSTATUS, name);
 }
 
+const char *store_error_text(int rc)
+{
+	switch (rc) {
+	case -EBUSY:
+		return "database is locked";
+	case -ENOSPC:
+		return "database or disk is full";
+	case -EIO:
+		return "disk I/O error";
+	case -EROFS:
+		return "attempt to write a readonly database";
+	case -ENOMEM:
+		return "out of memory";
+	default:
+		return strerror(-rc);
+	}
+}
+
 int store_interrupted_tries(int max_retries)
 {
 	return max_retries > 0 ? max_retries + 1 : 2;

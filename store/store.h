@@ -95,6 +95,12 @@ bool store_status_terminal(int s);
  * interruption. A job whose every try is interrupted (a tool that kills
  * berthd) is failed once they are used up. */
 int store_interrupted_tries(int max_retries);
+
+/* store_error_text names a store's negative error code rc the way
+ * SQLite's own messages do ("database is locked" for -EBUSY, where
+ * strerror says "Device or resource busy"), for -32014's message and
+ * data.sqlite; strerror's words for the others. */
+const char *store_error_text(int rc);
 const char *store_event_name(int type);
 int store_event_parse(const char *name);
 

@@ -582,9 +582,11 @@ static struct store_job *read_job(struct worker__op *op, const char *id)
 		return NULL;
 	}
 	if (rc) {
-		snprintf(msg, sizeof(msg), "storage failed: %s", strerror(-rc));
+		snprintf(msg, sizeof(msg), "storage failed: %s",
+			 store_error_text(rc));
 		worker__op_defer(op, WORKER_ESTORAGE, msg,
-				 json_pack("{s:s}", "sqlite", strerror(-rc)));
+				 json_pack("{s:s}", "sqlite",
+					   store_error_text(rc)));
 		return NULL;
 	}
 	op->job2 = j;

@@ -194,9 +194,11 @@ void worker__op_reply_store(struct worker__op *op, int rc)
 		worker__op_reply(op, WORKER_ESTORAGE, text, data, NULL, false);
 		json_decref(data);
 	} else {
-		json_t *data = json_pack("{s:s}", "sqlite", strerror(-rc));
+		json_t *data = json_pack("{s:s}", "sqlite",
+					 store_error_text(rc));
 
-		snprintf(msg, sizeof(msg), "storage failed: %s", strerror(-rc));
+		snprintf(msg, sizeof(msg), "storage failed: %s",
+			 store_error_text(rc));
 		worker__op_reply(op, WORKER_ESTORAGE, msg, data, NULL, false);
 		json_decref(data);
 	}
