@@ -1574,7 +1574,10 @@ static void recover__requeues_running_jobs_or_fails_those_that_may_not_rerun(voi
 	char again[40], fragile[40], spent[40], idle[40];
 	assert_int_equal(fx_create(f, "t", STORE_PENDING, NULL, 1, again), 0);
 	assert_int_equal(fx_create(f, "fragile", STORE_PENDING, NULL, 1, fragile), 0);
-	struct store_job job = {.tool = "t", .status = STORE_PENDING, .max_retries = 0};
+	/* No retries of its own, and its second try: an interrupted job
+	 * gets two tries at least (store_interrupted_tries), both used. */
+	struct store_job job = {.tool = "t", .status = STORE_PENDING,
+				.max_retries = 0, .attempt = 2};
 	struct store_req req = {.op = STORE_OP_CREATE};
 	req.u.create.job = &job;
 	assert_int_equal(fx_run(f, &req), 0);
