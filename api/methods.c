@@ -613,18 +613,15 @@ static void m_jobs_logs(struct api_req *r, json_t *params)
 	const char *id = api_params_str(params, "id");
 	int64_t after = api_params_int(params, "after", 0);
 	struct store_log_line *lines = NULL;
-	struct store_job *job;
 	size_t n = 0;
 	json_t *arr;
 	char at[32];
 	int rc;
 
-	rc = store_get(a->store, id, &job);
-	if (rc < 0) {
+	if ((rc = api_job_exists(a, id)) < 0) {
 		api_reply_store_error(r, rc, id);
 		return;
 	}
-	store_job_free(job);
 	rc = store_logs(a->store, id, after,
 			(int)api_params_int(params, "limit", 100), &lines, &n);
 	if (rc < 0) {

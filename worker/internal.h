@@ -887,6 +887,11 @@ struct worker__line {
 	char why[240];             /* -EINVAL: what is wrong with the line */
 };
 
+/* worker__finals counts the members of o that end a run (output,
+ * suspend, error): a final line, or a worker's answer to run, holds
+ * exactly one. */
+int worker__finals(const json_t *o);
+
 /* worker__parse_line parses one line s of len bytes (without its
  * newline; a trailing CR is dropped) of the process protocol (proc.c's
  * header) into *out, which the caller releases with worker__line_finish

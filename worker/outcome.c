@@ -66,3 +66,9 @@ void worker__outcome_finish(struct berth_outcome *o)
 	o->model_output = NULL;
 	o->message = NULL;
 }
+
+int worker__finals(const json_t *o)
+{
+	return !!json_object_get(o, "output") + !!json_object_get(o, "suspend") +
+	       !!json_object_get(o, "error");
+}

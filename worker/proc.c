@@ -355,8 +355,7 @@ int worker__parse_line(const char *s, size_t len, struct worker__line *out)
 		return -EINVAL;
 	}
 	v = json_object_get(json_object_get(o, "error"), "retryable");
-	if (!!json_object_get(o, "output") + !!json_object_get(o, "suspend") +
-		    !!json_object_get(o, "error") > 1) {
+	if (worker__finals(o) > 1) {
 		snprintf(out->why, sizeof out->why,
 			 "the tool's final line holds more than one of output, "
 			 "suspend and error");

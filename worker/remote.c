@@ -1306,9 +1306,7 @@ static void outcome_of(struct worker__run *r, const char *remote,
 		r->code = strdup("worker_error");
 		return;
 	}
-	kinds = !!json_object_get(result, "output") +
-		!!json_object_get(result, "suspend") +
-		!!json_object_get(result, "error");
+	kinds = worker__finals(result);
 	e = json_object_get(result, "error");
 	if (!json_is_object(result) || kinds != 1 ||
 	    (e && !json_is_string(e) &&
